@@ -1,0 +1,22 @@
+"""kladder: climb the validation ladder for GPU kernels.
+
+Describe what a kernel computes and where its behaviour can change (a Spec); kladder places
+points at those places, runs them the way production runs kernels, and reports which rung
+failed, where in the output, and the one command that reproduces it.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .point import Point
+from .spec import DEFAULT_TOLERANCES, Dim, Out, Spec, SpecError, Tensor, Tolerance
+
+__all__ = ["Spec", "Tensor", "Out", "Dim", "Tolerance", "SpecError", "Point",
+           "DEFAULT_TOLERANCES", "climb", "__version__"]
+
+
+def climb(spec, *, rungs=None, device: str = "auto", timeout_s: float | None = None, log_path: str | None = None):
+    """Climb `spec` (a Spec, or a reference 'path.py::name') and return the ClimbReport.
+    Points run in worker processes, which import the spec by reference."""
+    from .api import climb_spec
+    return climb_spec(spec, rungs=rungs, device=device, timeout_s=timeout_s, log_path=log_path)

@@ -1,0 +1,7 @@
+"""One module per gap; each yields Points with a one-line `why` and never runs a kernel."""
+from __future__ import annotations
+
+from . import shapes
+
+# rung -> generator module (its `points(spec, budget)` yields the rung's points)
+BUILT = {shapes.RUNG: shapes}

@@ -1,0 +1,171 @@
+"""Worker processes: points run in a child process, so a kernel that segfaults, hangs or
+faults the device costs one point, not the climb.
+
+Why a process and not a thread: after an illegal memory access every later CUDA call in
+that process fails, so the worker that saw it is replaced, never reused. A hang is only
+visible from outside: the parent owns the timeout and kills the worker's whole process
+group (Triton's compiler and the interpreter may have children of their own).
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from .compare import Finding
+from .outcome import BROKEN, FAILED, Outcome
+from .point import Point
+
+STARTUP_TIMEOUT_S = 600.0
+
+
+class WorkerError(RuntimeError):
+    """The worker could not start (the spec failed to import, say): a usage problem."""
+
+
+def worker_env(device: str) -> dict[str, str]:
+    env = dict(os.environ)
+    if device == "cpu":
+        # The Triton interpreter must be chosen before triton is first imported.
+        env["TRITON_INTERPRET"] = "1"
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class Worker:
+    def __init__(self, ref: str, device: str):
+        self.ref, self.device = ref, device
+        self.log = tempfile.TemporaryFile(mode="w+b")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kladder.worker", ref, device],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+            start_new_session=True, env=worker_env(device))
+        self._buf = b""
+        hello = self._read(STARTUP_TIMEOUT_S)
+        if hello is None or "ready" not in hello:
+            err = (hello or {}).get("error") or self.stderr_tail() or "the worker exited before it was ready"
+            self.kill()
+            raise WorkerError(err)
+        self.free_bytes = hello.get("free_bytes")
+        self.device_name = hello.get("device_name", device)
+
+    def run(self, point: Point, timeout_s: float) -> tuple[Outcome, bool]:
+        """Run one point; returns (outcome, alive). A dead worker must be replaced."""
+        self.log.seek(0, os.SEEK_END)
+        mark = self.log.tell()
+        try:
+            self.proc.stdin.write((json.dumps({"point": point.to_dict()}) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        msg = self._read(timeout_s)
+        if msg is not None:
+            return Outcome.from_dict(msg["outcome"]), not msg.get("fatal", False)
+        if self.proc.poll() is None:          # no answer in time: a hang
+            self.kill()
+            return Outcome(point, FAILED, [Finding("hang", "", f"the point did not finish within {timeout_s:g} s; "
+                                                   "the worker's process group was killed", pattern="hang")],
+                           seconds=timeout_s), False
+        return self._died(point, mark), False
+
+    def _died(self, point: Point, mark: int) -> Outcome:
+        code = self.proc.returncode
+        tail = self.stderr_tail(since=mark)
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            msg = f"the worker died with {name} while running the point"
+            frames = _python_frames(tail)
+            if frames:
+                msg += "; innermost Python frames: " + " <- ".join(frames)
+            return Outcome(point, FAILED, [Finding("crashed", "", msg, pattern=f"crash ({name})")])
+        return Outcome(point, BROKEN, reason=f"the worker exited with status {code} without an answer: {tail}")
+
+    def _read(self, timeout_s: float) -> dict | None:
+        deadline = time.monotonic() + timeout_s
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            while b"\n" not in self._buf:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    return None
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+                if not chunk:
+                    self.proc.wait()
+                    return None
+                self._buf += chunk
+        finally:
+            sel.close()
+        line, _, self._buf = self._buf.partition(b"\n")
+        return json.loads(line)
+
+    def stderr_tail(self, since: int = 0, limit: int = 1500) -> str:
+        self.log.flush()
+        self.log.seek(since)
+        text = self.log.read().decode(errors="replace").strip()
+        return text[-limit:]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
+                self.kill()
+        self.log.close()
+
+
+def _python_frames(stderr_tail: str, keep: int = 3) -> list[str]:
+    """The first frames of faulthandler's dump ('File "x.py", line 17 in scale')."""
+    frames = []
+    for line in stderr_tail.splitlines():
+        line = line.strip()
+        if line.startswith('File "'):
+            path, _, rest = line[6:].partition('", line ')
+            frames.append(f"{os.path.basename(path)}:{rest.replace(' in ', ' in ', 1)}")
+        elif frames:
+            break
+    return frames[:keep]
+
+
+class Pool:
+    """One worker at a time (a GPU runs one point at a time; so does a 2-core CI box),
+    replaced whenever it dies, hangs or faults."""
+
+    def __init__(self, ref: str, device: str):
+        self.ref, self.device = ref, device
+        self.worker: Worker | None = None
+        self.restarts = 0
+
+    def start(self) -> Worker:
+        if self.worker is None:
+            self.worker = Worker(self.ref, self.device)
+        return self.worker
+
+    def run(self, point: Point, timeout_s: float) -> Outcome:
+        worker = self.start()
+        outcome, alive = worker.run(point, timeout_s)
+        if not alive:
+            worker.close()
+            self.worker = None
+            self.restarts += 1
+        return outcome
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None

@@ -1,0 +1,144 @@
+"""Climb the ladder: for each rung, generate its points, run each in an isolated worker,
+record every outcome as it arrives. The top level reads as a list of rungs."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shlex
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import __version__
+from .gaps import BUILT
+from .gaps.shapes import CPU_BUDGET, GPU_BUDGET, Budget
+from .isolate import Pool
+from .outcome import SKIPPED, Outcome
+from .point import Point
+from .report.model import RUNG_TITLES, ClimbReport, RungReport
+from .sizes import human_bytes, total_bytes
+from .spec import Spec
+
+DEFAULT_TIMEOUT_S = {"cpu": 120.0, "cuda": 120.0}
+MEMORY_HEADROOM = 0.85          # leave room for the reference's rows and the allocator's slack
+
+
+class UsageError(ValueError):
+    """A bad request (rung, device, path): exit status 2."""
+
+
+@dataclass
+class Options:
+    rungs: tuple[int, ...] = tuple(BUILT)
+    device: str = "auto"
+    timeout_s: float | None = None
+    log_path: str | None = None
+    on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
+
+
+def resolve_device(device: str) -> str:
+    if device not in ("auto", "cpu", "cuda"):
+        raise UsageError(f"--device {device!r}: use auto, cpu or cuda.")
+    if device == "cpu":
+        return "cpu"
+    import torch
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise UsageError("--device cuda: torch sees no CUDA device here; use --device cpu (Triton's interpreter).")
+    return "cpu"
+
+
+def parse_rungs(text: str | None) -> tuple[int, ...]:
+    """'1', '1,2', '1-3' -> rungs; a rung that is not built yet is a usage error."""
+    if not text:
+        return tuple(BUILT)
+    rungs: list[int] = []
+    for part in text.split(","):
+        a, _, b = part.strip().partition("-")
+        try:
+            lo, hi = int(a.lstrip("rR")), int((b or a).lstrip("rR"))
+        except ValueError:
+            raise UsageError(f"--rungs {text!r}: give rung numbers such as 1, 1,2 or 1-3.") from None
+        rungs += range(lo, hi + 1)
+    for r in rungs:
+        if r not in RUNG_TITLES:
+            raise UsageError(f"--rungs {text!r}: rung {r} does not exist; the ladder has rungs 1-8.")
+        if r not in BUILT:
+            raise UsageError(f"--rungs {text!r}: rung {r} ({RUNG_TITLES[r]}) is not built in kladder {__version__} "
+                             f"yet; built rungs: {', '.join(map(str, BUILT))}.")
+    return tuple(sorted(set(rungs)))
+
+
+def repro_command(ref: str, device: str, point: Point) -> str:
+    defaults = {"why": "", "config": [], "kind": "edge", "needs": "", "mode": "eager"}
+    d = {k: v for k, v in point.to_dict().items() if defaults.get(k, object()) != v and k != "why"}
+    return f"kladder repro {shlex.quote(ref)} {shlex.quote(json.dumps(d, separators=(',', ':')))} --device {device}"
+
+
+def skip_reason(spec: Spec, point: Point, device: str, free_bytes: int | None) -> str | None:
+    need = total_bytes(spec, point.sizes, point.dtype_of)
+    if point.needs == "cuda" and device != "cuda":
+        return (f"a GPU point ({human_bytes(need)} of tensors): over the CPU budget ({CPU_BUDGET.text()}), "
+                "since the Triton interpreter runs every program in Python; climb with --device cuda")
+    if device == "cuda" and free_bytes is not None and need > MEMORY_HEADROOM * free_bytes:
+        return f"needs {human_bytes(need)} of tensors; the device has {human_bytes(free_bytes)} free"
+    return None
+
+
+def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
+    device = resolve_device(opts.device)
+    budget = CPU_BUDGET if device == "cpu" else GPU_BUDGET
+    timeout = opts.timeout_s or spec.timeout_s or DEFAULT_TIMEOUT_S[device]
+    report = ClimbReport(spec.name, ref, device, started=_dt.datetime.now().isoformat(timespec="seconds"),
+                         kladder_version=__version__, log_path=opts.log_path or "")
+    t0 = time.perf_counter()
+    pool = Pool(ref, device)
+    log = open(opts.log_path, "a") if opts.log_path else None
+    try:
+        for rung in sorted(set(opts.rungs) | set(RUNG_TITLES)):
+            report.rungs.append(RungReport(rung, RUNG_TITLES[rung], climbed=False,
+                                           note="not built yet" if rung not in BUILT else "not asked for (--rungs)"))
+        for rr in report.rungs:
+            if rr.rung in opts.rungs and rr.rung in BUILT:
+                rr.climbed, rr.note = True, ""
+                _climb_rung(rr, spec, ref, device, budget, timeout, pool, report, log, opts.on_outcome)
+    except KeyboardInterrupt:
+        report.interrupted = True
+    finally:
+        pool.close()
+        if log:
+            log.close()
+        report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _climb_rung(rr: RungReport, spec, ref, device, budget: Budget, timeout, pool: Pool, report, log, on_outcome):
+    t0 = time.perf_counter()
+    try:
+        for point in BUILT[rr.rung].points(spec, budget):
+            outcome = _run_one(spec, ref, device, point, timeout, pool, report)
+            rr.outcomes.append(outcome)
+            if log:
+                log.write(json.dumps(outcome.to_dict()) + "\n")
+                log.flush()
+            if on_outcome:
+                on_outcome(outcome)
+    finally:
+        rr.seconds = time.perf_counter() - t0
+
+
+def _run_one(spec, ref, device, point, timeout, pool: Pool, report) -> Outcome:
+    free = pool.start().free_bytes if device == "cuda" else None
+    report.device_name = pool.worker.device_name if pool.worker else report.device_name
+    reason = skip_reason(spec, point, device, free)
+    outcome = Outcome(point, SKIPPED, reason=reason) if reason else pool.run(point, timeout)
+    outcome.repro = repro_command(ref, device, point)
+    return outcome
+
+
+def default_log_path(spec_name: str) -> str:
+    os.makedirs(os.path.join(".kladder", "log"), exist_ok=True)
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return os.path.join(".kladder", "log", f"{spec_name}-{stamp}.jsonl")

@@ -1,0 +1,106 @@
+"""Point: the unit of reproduction. Frozen, hashable, JSON round-trip; its repr is a
+Python literal (a dict) that `Point.parse` reads back, so a report line can be pasted
+into `kladder repro` as it is."""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from dataclasses import dataclass, fields
+from typing import Any
+
+Pairs = tuple  # tuple[tuple[str, Any], ...], ordered as the spec declares them
+
+
+@dataclass(frozen=True)
+class Point:
+    spec: str
+    rung: int
+    dims: Pairs
+    dtypes: Pairs = ()       # the chosen dtype of every tensor that has a choice
+    why: str = ""
+    config: Pairs = ()
+    kind: str = "edge"
+    needs: str = ""          # "cuda" for points that only a GPU can run (big tensors)
+    mode: str = "eager"
+    seed: int = 0
+
+    def __post_init__(self):
+        for f in ("dims", "dtypes", "config"):
+            object.__setattr__(self, f, tuple((str(k), _freeze(v)) for k, v in getattr(self, f)))
+        if not self.seed:
+            object.__setattr__(self, "seed", self._default_seed())
+
+    def _default_seed(self) -> int:
+        key = json.dumps([self.spec, self.dims, self.dtypes, self.config, self.mode], default=str)
+        return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
+
+    # ---- views ----
+    @property
+    def sizes(self) -> dict[str, int]:
+        return dict(self.dims)
+
+    @property
+    def dtype_of(self) -> dict[str, str]:
+        return dict(self.dtypes)
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.config)
+
+    @property
+    def id(self) -> str:
+        """A short readable id: r1-M=1-N=2881-bfloat16-BLOCK_K=64."""
+        parts = [f"r{self.rung}"]
+        parts += [f"{k}={v}" for k, v in self.dims]
+        parts += sorted({v for _, v in self.dtypes}, key=[v for _, v in self.dtypes].index)
+        parts += [f"{k}={v}" for k, v in self.config]
+        if self.mode != "eager":
+            parts.append(self.mode)
+        return "-".join(parts)
+
+    # ---- serialisation ----
+    def to_dict(self) -> dict[str, Any]:
+        d = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            d[f.name] = [list(p) for p in v] if f.name in ("dims", "dtypes", "config") else v
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Point":
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"Point: unknown field(s) {sorted(unknown)}; known fields are {sorted(known)}.")
+        missing = {"spec", "rung", "dims"} - set(d)
+        if missing:
+            raise ValueError(f"Point: missing field(s) {sorted(missing)}; a point needs at least spec, rung and dims.")
+        return cls(**{k: (tuple(tuple(p) for p in v) if k in ("dims", "dtypes", "config") else v) for k, v in d.items()})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def parse(cls, text: str) -> "Point":
+        """Read a point from its JSON or its repr (a Python dict literal)."""
+        text = text.strip()
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError:
+            try:
+                d = ast.literal_eval(text)
+            except (ValueError, SyntaxError) as e:
+                raise ValueError(f"cannot read a point from {text[:80]!r}: give the JSON or the dict that the report prints ({e}).") from None
+        if not isinstance(d, dict):
+            raise ValueError(f"cannot read a point from {text[:80]!r}: expected a dict.")
+        return cls.from_dict(d)
+
+    def __repr__(self) -> str:
+        return repr(self.to_dict())
+
+
+def _freeze(v):
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    return v

@@ -1,0 +1,126 @@
+"""pytest plugin: a module-level Spec whose name matches the test-function pattern
+(`test_rmsnorm = kl.Spec(...)`) becomes one pytest item per point, with readable ids
+(`test_rmsnorm[r1-M=1-N=511-bfloat16]`), so `pytest -k` selects points and a failure
+prints kladder's message. Points run in kladder's worker processes, as in `kladder climb`.
+torch is imported only once a Spec is collected."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+OPTIONS = (
+    ("device", "auto", "kladder: device for spec points: auto, cpu (Triton interpreter) or cuda"),
+    ("rungs", "", "kladder: rungs to collect, e.g. 1 or 1-3 (default: every rung built)"),
+    ("timeout", "", "kladder: seconds a point may run before it is reported as a hang"),
+)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("kladder")
+    for name, default, help_text in OPTIONS:
+        group.addoption(f"--kladder-{name}", dest=f"kladder_{name}", default=None, help=help_text)
+        parser.addini(f"kladder_{name}", help=help_text, default=default)
+
+
+def pytest_configure(config):
+    """Bad option values are usage errors at start-up, naming the option and the fix."""
+    from .ladder import UsageError, parse_rungs
+    device = _option(config, "device") or "auto"
+    if device not in ("auto", "cpu", "cuda"):
+        raise pytest.UsageError(f"kladder: --kladder-device {device!r}: use auto, cpu or cuda.")
+    try:
+        parse_rungs(_option(config, "rungs") or None)
+        float(_option(config, "timeout") or 0)
+    except UsageError as e:
+        raise pytest.UsageError(f"kladder: {e}") from None
+    except ValueError:
+        raise pytest.UsageError(f"kladder: --kladder-timeout {_option(config, 'timeout')!r}: give seconds, e.g. 60.") from None
+
+
+def _option(config, name: str) -> str:
+    value = config.getoption(f"kladder_{name}")
+    return value if value is not None else config.getini(f"kladder_{name}")
+
+
+def pytest_pycollect_makeitem(collector, name, obj):
+    from .spec import Spec
+    if isinstance(obj, Spec) and collector.funcnamefilter(name):
+        return SpecCollector.from_parent(collector, name=name, spec=obj)
+    return None
+
+
+class KladderFailure(Exception):
+    """A point that failed: its message is kladder's report of the point."""
+
+
+class SpecCollector(pytest.Collector):
+    def __init__(self, *, spec, **kw):
+        super().__init__(**kw)
+        self.spec = spec
+
+    def collect(self):
+        from .gaps import BUILT
+        from .gaps.shapes import CPU_BUDGET, GPU_BUDGET
+        from .ladder import UsageError, parse_rungs, resolve_device
+        config = self.config
+        try:
+            device = resolve_device(_option(config, "device") or "auto")
+            rungs = parse_rungs(_option(config, "rungs") or None)
+        except UsageError as e:
+            raise pytest.UsageError(f"kladder: {e}") from None
+        budget = CPU_BUDGET if device == "cpu" else GPU_BUDGET
+        ref = f"{self.path}::{self.name}"
+        for rung in rungs:
+            for point in BUILT[rung].points(self.spec, budget):
+                yield PointItem.from_parent(self, name=f"{self.spec.name}[{point.id}]", point=point, ref=ref, device=device)
+
+
+class PointItem(pytest.Item):
+    def __init__(self, *, point, ref, device, **kw):
+        super().__init__(**kw)
+        self.point, self.ref, self.device = point, ref, device
+
+    def runtest(self):
+        from .ladder import DEFAULT_TIMEOUT_S, repro_command, skip_reason
+        from .report.terminal import render_outcome
+        spec = self.parent.spec
+        free = None
+        if self.device == "cuda":
+            free = _pool(self.config, self.ref, self.device).start().free_bytes
+        reason = skip_reason(spec, self.point, self.device, free)
+        if reason:
+            pytest.skip(reason)
+        timeout = float(_option(self.config, "timeout") or spec.timeout_s or DEFAULT_TIMEOUT_S[self.device])
+        outcome = _pool(self.config, self.ref, self.device).run(self.point, timeout)
+        outcome.repro = repro_command(self.ref, self.device, self.point)
+        if outcome.status == "skipped":
+            pytest.skip(outcome.reason)
+        if outcome.status != "passed":
+            raise KladderFailure(render_outcome(outcome))
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, KladderFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, f"kladder point {self.point.id}: {self.point.why}"
+
+
+_POOLS_KEY = pytest.StashKey[dict]()
+
+
+def _pool(config, ref: str, device: str):
+    from .isolate import Pool
+    pools = config.stash.setdefault(_POOLS_KEY, {})
+    if ref not in pools:
+        if device == "cpu":
+            os.environ.setdefault("TRITON_INTERPRET", "1")
+        pools[ref] = Pool(ref, device)
+    return pools[ref]
+
+
+def pytest_unconfigure(config):
+    for pool in config.stash.get(_POOLS_KEY, {}).values():
+        pool.close()

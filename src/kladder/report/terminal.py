@@ -1,0 +1,151 @@
+"""The ladder in the terminal (rich). Returns text; the CLI prints it."""
+from __future__ import annotations
+
+import io
+import re
+from collections import defaultdict
+
+from ..outcome import BROKEN, FAILED, OOM, PASSED, SKIPPED, Outcome
+from .model import ClimbReport, RungReport
+
+VERDICT_STYLE = {"failed": "bold red", "passed": "green", "incomplete": "yellow",
+                 "nothing ran": "yellow", "not climbed": "dim"}
+
+
+def render_text(report: ClimbReport, color: bool = False, width: int = 120) -> str:
+    from rich.console import Console
+    buf = io.StringIO()
+    # soft_wrap: a repro command must stay one line, so that it pastes as it is
+    console = Console(file=buf, force_terminal=color, no_color=not color, width=width,
+                      highlight=False, soft_wrap=True)
+    for part in renderables(report):
+        console.print(part)
+    return buf.getvalue()
+
+
+def renderables(report: ClimbReport) -> list:
+    parts = [_header(report), _ladder_table(report)]
+    failures = report.failures
+    if failures:
+        parts.append(f"\n[bold red]{len(failures)} failed point{'s' if len(failures) != 1 else ''}[/]")
+        parts += [_failure_block(o) for o in failures]
+    other = [o for o in report.outcomes if o.status in (OOM, BROKEN)]
+    if other:
+        parts.append("\n[bold yellow]Points that could not be judged[/]")
+        parts += [f"  {o.status.upper():7} {o.point.id}: {o.reason}\n          repro: {o.repro}" for o in other]
+    skipped = [o for o in report.outcomes if o.status == SKIPPED]
+    if skipped:
+        parts.append(_skips(skipped))
+    parts.append(_summary(report))
+    return parts
+
+
+def _header(report: ClimbReport) -> str:
+    where = report.device_name or report.device
+    if report.device == "cpu":
+        where = "cpu (Triton interpreter)"
+    return f"[bold]kladder climb[/] {report.ref}  on {where}  (kladder {report.kladder_version})"
+
+
+def _ladder_table(report: ClimbReport):
+    from rich.table import Table
+    t = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for col, just in (("rung", "right"), ("gap", "left"), ("points", "right"), ("passed", "right"),
+                      ("failed", "right"), ("skipped", "right"), ("other", "right"), ("time", "right"),
+                      ("verdict", "left")):
+        t.add_column(col, justify=just)
+    for rr in report.rungs:
+        t.add_row(*_ladder_row(rr))
+    return t
+
+
+def _ladder_row(rr: RungReport) -> list[str]:
+    style = VERDICT_STYLE.get(rr.verdict, "")
+    verdict = f"[{style}]{rr.verdict.upper() if rr.verdict == 'failed' else rr.verdict}[/]"
+    if not rr.climbed:
+        return [str(rr.rung), rr.title, "", "", "", "", "", "", f"[dim]{rr.note}[/]"]
+    c = rr.counts
+    return [str(rr.rung), rr.title, str(len(rr.outcomes)), str(c[PASSED]), str(c[FAILED]),
+            str(c[SKIPPED]), str(c[OOM] + c[BROKEN]), f"{rr.seconds:.1f} s", verdict]
+
+
+def _failure_block(o: Outcome) -> str:
+    head = o.headline
+    lines = [f"\n[red]FAILED[/] [bold]{o.point.id}[/]  rung {o.point.rung}, {head.check if head else '?'}"
+             + (f", output `{head.output}`" if head and head.output else "")]
+    if o.point.why:
+        lines.append(f"  why:      {_escape(o.point.why)}")
+    if head:
+        lines.append(f"  pattern:  {_escape(head.pattern or '-')}")
+    for f in o.findings:
+        lines += _finding_lines(f)
+    if o.rows_checked:
+        lines.append(f"  rows:     {o.rows_checked}")
+    lines.append(f"  repro:    {_escape(o.repro)}")
+    return "\n".join(lines)
+
+
+def _finding_lines(f) -> list[str]:
+    if f.check != "values":
+        return [f"  {f.check + ':':9} {_escape(f.message)}"]
+    x = f.extra
+    nonfinite = f"; {x['nonfinite']:,} non-finite where the reference is finite" if x.get("nonfinite") else ""
+    return [f"  largest:  kernel {x['kernel']:.6g} vs reference {x['reference']:.6g} at {f.index} "
+            f"(up to {f.allowed:.3g} allowed)",
+            f"  wrong:    {f.mismatched:,} / {f.total:,} elements ({_pct(f.mismatched, f.total)}) "
+            f"of `{f.output}` ({x.get('describe', '')}){nonfinite}"]
+
+
+def _pct(n: int, total: int) -> str:
+    p = 100 * n / max(total, 1)
+    return f"{p:.0f}%" if p >= 10 or p == 0 else f"{p:.2g}%"
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+def _skips(skipped: list[Outcome]) -> str:
+    by_reason: dict[str, list[Outcome]] = defaultdict(list)
+    for o in skipped:
+        by_reason[_reason_key(o.reason)].append(o)
+    lines = [f"\n[bold]Skipped ({len(skipped)})[/], each with its reason:"]
+    for key, group in by_reason.items():
+        lines.append(f"  {len(group)} x {_escape(group[0].reason if len(group) == 1 else key)}")
+        for o in group[:6]:
+            lines.append(f"      {o.point.id}: {_escape(o.point.why)}")
+        if len(group) > 6:
+            lines.append(f"      ... and {len(group) - 6} more (see --json)")
+    return "\n".join(lines)
+
+
+def _reason_key(reason: str) -> str:
+    """Group skips whose reasons differ only in a size: 'a GPU point (2.00 GiB of tensors)'."""
+    return re.sub(r" \([\d.]+ [KMG]?i?B of tensors\)", "", reason)
+
+
+def _summary(report: ClimbReport) -> str:
+    total = len(report.outcomes)
+    c = {s: sum(o.status == s for o in report.outcomes) for s in (PASSED, FAILED, SKIPPED, OOM, BROKEN)}
+    parts = [f"{c[FAILED]} failed", f"{c[PASSED]} passed", f"{c[SKIPPED]} skipped"]
+    parts += [f"{c[s]} {s}" for s in (OOM, BROKEN) if c[s]]
+    low = report.lowest_failing_rung
+    tail = f"; lowest failing rung: {low}" if low else ""
+    if report.interrupted:
+        tail += "; [bold yellow]interrupted[/]: the report holds the points run so far"
+    log = f"\noutcomes logged to {report.log_path}" if report.log_path else ""
+    return f"\n[bold]{', '.join(parts)}[/] of {total} points in {report.seconds:.1f} s{tail}{log}"
+
+
+def render_outcome(o: Outcome, color: bool = False, width: int = 120) -> str:
+    """One point's outcome, as `kladder repro` prints it."""
+    from rich.console import Console
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False,
+                      soft_wrap=True)
+    if o.status == FAILED:
+        console.print(_failure_block(o).lstrip("\n"))
+    else:
+        extra = f": {o.reason}" if o.reason else ""
+        console.print(f"{o.status.upper()} {o.point.id}{_escape(extra)}  ({o.seconds:.2f} s)")
+    return buf.getvalue()

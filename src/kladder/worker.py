@@ -1,0 +1,53 @@
+"""The worker process: `python -m kladder.worker REF DEVICE`, one JSON line per point on
+stdin, one JSON line per outcome on the protocol pipe. Anything the kernel prints goes to
+stderr, so it cannot corrupt the protocol."""
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import sys
+
+
+def _setup_torch(device: str) -> dict:
+    import torch
+    # Outputs the kernel allocates itself (torch.empty) come back NaN-filled (ints: the max
+    # value) instead of holding a previous tensor's plausible bytes.
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    info = {"device_name": "cpu"}
+    if device == "cuda":
+        free, _ = torch.cuda.mem_get_info()
+        info = {"device_name": torch.cuda.get_device_name(), "free_bytes": free}
+    return info
+
+
+def main(argv: list[str]) -> int:
+    ref, device = argv[0], argv[1]
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    faulthandler.enable()                      # a segfault leaves a Python traceback in stderr
+    import warnings
+    warnings.filterwarnings("ignore")
+    try:
+        info = _setup_torch(device)
+        from .load import load_spec
+        spec = load_spec(ref)
+    except Exception as e:  # noqa: BLE001 - reported to the parent as a usage error
+        proto.write(json.dumps({"error": f"{type(e).__name__}: {e}"}) + "\n")
+        return 2
+    proto.write(json.dumps({"ready": True, **info}) + "\n")
+    from .point import Point
+    from .trial import run_point
+    for line in sys.stdin:
+        point = Point.from_dict(json.loads(line)["point"])
+        result = run_point(spec, point, device)
+        proto.write(json.dumps({"outcome": result.outcome.to_dict(), "fatal": result.fatal}) + "\n")
+        if result.fatal:
+            proto.flush()
+            os._exit(3)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,51 @@
+"""`kladder zoo climb` with no case: every case, the buggy kernel and its twin, as a table."""
+from __future__ import annotations
+
+import sys
+import time
+
+
+def climb_all(args) -> int:
+    from .cases import case_modules, case_ref
+    from .ladder import Options, climb, parse_rungs, resolve_device
+    from .load import load_spec
+    from .report.terminal import render_text
+    device = resolve_device(args.device)
+    rows, ok = [], True
+    for name, mod in case_modules().items():
+        case, t0 = mod.CASE, time.perf_counter()
+        reports = {}
+        for fixed in (False, True):
+            ref = case_ref(name, fixed)
+            reports[fixed] = climb(ref, load_spec(ref), Options(rungs=parse_rungs(args.rungs), device=device,
+                                                               timeout_s=args.timeout))
+            if args.verbose:
+                sys.stdout.write(render_text(reports[fixed]))
+        bug, twin = reports[False], reports[True]
+        needs_gpu = "cuda" in case["needs"] and device != "cuda"
+        caught = bug.lowest_failing_rung is not None
+        clean = twin.exit_code == 0
+        verdict = ("caught" if caught else "needs a GPU (its points were skipped)" if needs_gpu else "MISSED")
+        ok &= clean and (caught or needs_gpu)
+        rows.append((name, case["rung"], bug, twin, verdict, clean, time.perf_counter() - t0))
+        sys.stdout.write(_row_text(rows[-1]) + "\n")
+        sys.stdout.flush()
+    sys.stdout.write(_summary(rows, device))
+    return 0 if ok else 1
+
+
+def _row_text(row) -> str:
+    name, rung, bug, twin, verdict, clean, secs = row
+    low = bug.lowest_failing_rung
+    nfail = len(bug.failures)
+    bug_text = f"{nfail} failed point{'s' if nfail != 1 else ''}, lowest failing rung {low}" if low else "no failure"
+    twin_text = "twin clean" if clean else f"twin FALSE ALARM ({len(twin.failures)} failed)"
+    return f"{name:22} rung {rung}  buggy: {verdict:8} ({bug_text}); {twin_text}  [{secs:.1f} s]"
+
+
+def _summary(rows, device: str) -> str:
+    caught = sum(r[4] == "caught" for r in rows)
+    gpu = sum(r[4].startswith("needs a GPU") for r in rows)
+    clean = sum(r[5] for r in rows)
+    return (f"\nzoo on {device}: {caught}/{len(rows)} buggy kernels caught"
+            + (f" ({gpu} need a GPU)" if gpu else "") + f"; {clean}/{len(rows)} fixed twins clean\n")

@@ -1,0 +1,66 @@
+"""The CLI from outside: exit codes, usage errors, JSON, repro."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+HERE = os.path.dirname(__file__)
+FAULTY = os.path.join(HERE, "specs", "faulty.py")
+GOOD = os.path.join(HERE, "specs", "good.py")
+
+
+def kladder(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=HERE)
+
+
+def test_help_answers_at_once():
+    t0 = time.perf_counter()
+    p = kladder("--help")
+    assert p.returncode == 0 and "climb" in p.stdout
+    assert time.perf_counter() - t0 < 5          # no torch import for --help
+    assert "torch" not in subprocess.run([sys.executable, "-c", "import kladder.cli, sys; print(sorted(sys.modules))"],
+                                         capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("args,words", [
+    (["climb", "nope.py"], "does not exist"),
+    (["climb", FAULTY + "::other"], "no spec named 'other'"),
+    (["climb", FAULTY, "--rungs", "9"], "rung 9 does not exist"),
+    (["climb", FAULTY, "--rungs", "x"], "give rung numbers"),
+    (["climb", FAULTY, "--device", "tpu"], "use auto, cpu or cuda"),
+    (["zoo", "climb", "no_such_case"], "no zoo case"),
+    (["repro", FAULTY, "{bad", "--device", "cpu"], "POINT"),
+])
+def test_usage_errors_exit_2_with_the_fix(args, words):
+    p = kladder(*args)
+    assert p.returncode == 2, p.stderr + p.stdout
+    assert words in p.stderr
+
+
+def test_clean_spec_exits_0_and_writes_json(tmp_path):
+    out = tmp_path / "r.json"
+    p = kladder("climb", GOOD, "--device", "cpu", "--json", str(out), "--log", str(tmp_path / "l.jsonl"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(out.read_text())
+    pts = doc["rungs"][0]["points"]
+    assert sum(pt["status"] == "passed" for pt in pts) > 10
+    assert all(pt["status"] == "passed" or (pt["status"] == "skipped" and "GPU point" in pt["reason"]) for pt in pts)
+    assert all({"id", "rung", "status", "why", "pattern", "repro"} <= set(pt) for pt in pts)
+    assert "0 failed" in p.stdout
+
+
+def test_failing_spec_exits_1_and_its_repro_reproduces(tmp_path):
+    out = tmp_path / "r.json"
+    p = kladder("climb", FAULTY, "--device", "cpu", "--timeout", "3", "--json", str(out), "--log", str(tmp_path / "l.jsonl"))
+    assert p.returncode == 1
+    doc = json.loads(out.read_text())
+    guard = next(pt for pt in doc["rungs"][0]["points"] if pt["failure"] == "guard")
+    assert guard["pattern"] == "a write past the end"
+    cmd = guard["repro"].split(" ", 1)[1]            # drop the leading 'kladder'
+    import shlex
+    r = kladder(*shlex.split(cmd))
+    assert r.returncode == 1 and "guard bytes after the end of `out`" in r.stdout

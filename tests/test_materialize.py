@@ -1,0 +1,60 @@
+"""Guards, poison and seeded inputs."""
+import torch
+
+import kladder as kl
+from kladder.materialize import GUARD_BYTES, SNAN_BITS, guarded_empty, materialize, poison, reference_args
+from kladder.point import Point
+
+
+def test_guards_see_a_write_one_past_the_end_and_one_before():
+    g = guarded_empty("y", (10,), "float32", "cpu")
+    assert g.damaged() == ([], [])
+    g.buf[GUARD_BYTES + 40] = 0                    # the first byte after the tensor
+    g.buf[GUARD_BYTES - 1] = 0                     # the last byte before it
+    before, after = g.damaged()
+    assert after == [0] and before == [1]
+
+
+def test_guarded_view_is_aligned_and_shaped():
+    g = guarded_empty("y", (3, 5), "bfloat16", "cpu")
+    assert g.view.shape == (3, 5) and g.view.dtype == torch.bfloat16
+    assert g.view.data_ptr() % 16 == 0 or (g.view.data_ptr() - g.buf.data_ptr()) % 16 == 0
+
+
+def test_poison_is_a_signalling_nan_and_int_pattern():
+    for dtype, torch_dtype, ibits in (("float32", torch.float32, torch.int32), ("bfloat16", torch.bfloat16, torch.int16),
+                                       ("float16", torch.float16, torch.int16), ("float64", torch.float64, torch.int64)):
+        t = torch.zeros(4, dtype=torch_dtype)
+        poison(t, dtype)
+        assert t.isnan().all()
+        assert (t.view(ibits).to(torch.int64) & ((1 << (8 * t.element_size())) - 1) == SNAN_BITS[dtype]).all()
+    t = torch.zeros(4, dtype=torch.int32)
+    poison(t, "int32")
+    assert (t.view(torch.uint8) == 0xA5).all()
+
+
+def _spec():
+    return kl.Spec("axpy", kernel=lambda x, y, a, out: None, reference=lambda x, y, a: a * x + y,
+                   args={"x": kl.Tensor("N", dtype="float32"), "y": kl.Tensor("N", like="x"), "a": 2.0,
+                         "out": kl.Out("N", like="x")},
+                   dims={"N": kl.Dim(1, 64)})
+
+
+def test_materialize_is_seeded_and_poisons_out_args():
+    s = _spec()
+    p = Point("axpy", 1, (("N", 7),))
+    a, b = materialize(s, p, "cpu"), materialize(s, p, "cpu")
+    assert torch.equal(a.args[0], b.args[0]) and not torch.equal(a.args[0], a.args[1])
+    assert a.args[2] == 2.0
+    assert a.outs["out"].isnan().all()
+    refs = reference_args(s, a)
+    assert [r.dtype for r in refs[:2]] == [torch.float64, torch.float64] and refs[2] == 2.0
+    assert refs[0].data_ptr() != a.args[0].data_ptr()
+
+
+def test_reference_args_can_take_selected_rows_only():
+    s = _spec()
+    inputs = materialize(s, Point("axpy", 1, (("N", 9),)), "cpu")
+    rows = torch.tensor([0, 8])
+    refs = reference_args(s, inputs, {0: (0, rows)})
+    assert refs[0].shape == (2,) and refs[1].shape == (9,)

@@ -1,0 +1,47 @@
+"""The pytest plugin, tested from outside with pytester. In a subprocess: torch cannot be
+unloaded and imported again, which an in-process run does between sessions."""
+import os
+
+HERE = os.path.dirname(__file__)
+
+SPEC_FILE = '''
+import torch
+import kladder as kl
+
+def bad_double(x):
+    y = 2 * x
+    if x.shape[-1] % 8:
+        y[..., -1] = 0            # the tail element is wrong
+    return y
+
+def double_ref(x):
+    return 2 * x
+
+test_double = kl.Spec("double", kernel=bad_double, reference=double_ref,
+                      args={"x": kl.Tensor("N", dtype=["float32", "bfloat16"])},
+                      returns=kl.Tensor("N", like="x"),
+                      dims={"N": kl.Dim(1, 64, tile=8)})
+'''
+
+
+def test_points_become_items_with_readable_ids(pytester):
+    pytester.makepyfile(test_kernels=SPEC_FILE)
+    result = pytester.runpytest_subprocess("--collect-only", "-q", "--kladder-device", "cpu")
+    result.stdout.fnmatch_lines(["*test_double::double[[]r1-N=8-float32[]]", "*test_double::double[[]r1-N=9-bfloat16[]]"])
+
+
+def test_failures_print_kladders_message_and_k_selects(pytester):
+    pytester.makepyfile(test_kernels=SPEC_FILE)
+    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] >= 2 and outcomes["passed"] >= 2
+    result.stdout.fnmatch_lines(["*FAILED r1-N=9-*", "*pattern:  the last element*", "*repro:    kladder repro*"])
+    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "-k", "double and 8-float32")
+    result.assert_outcomes(passed=1)
+
+
+def test_bad_option_is_a_usage_error(pytester):
+    pytester.makepyfile(test_kernels=SPEC_FILE)
+    result = pytester.runpytest_subprocess("--kladder-device", "tpu")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*kladder*use auto, cpu or cuda*"])
