@@ -104,3 +104,51 @@ def test_guard_finding_locates_the_overrun_in_elements():
     assert f.check == "guard" and "elements 0..1 past the last" in f.message
     assert check_guards("out", [], [], 4) is None
     assert "before the start" in check_guards("out", [3], [], 4).message
+
+
+def test_pattern_spread_errors_say_how_many():
+    bad = torch.ones(63, 64, dtype=torch.bool)
+    bad[::7, ::3] = False
+    assert describe_pattern(bad, Where(("M", "N"))).startswith("most elements of every row (")
+    bad = torch.zeros(300, 16, dtype=torch.bool)
+    bad[10:20, ::5] = True
+    assert describe_pattern(bad, Where(("M", "N"))) == "scattered elements of rows 10..19 (40 of 160)"
+
+
+def test_pattern_whole_rows_that_are_not_contiguous():
+    bad = torch.zeros(4096, 7, dtype=torch.bool)
+    bad[[102, 243, 287]] = True
+    assert describe_pattern(bad, Where(("M", "N"))) == "3 whole rows of 4,096 (rows 102, 243, 287)"
+
+
+def test_sensitivity_scales_a_cancelled_dot_product_by_its_terms():
+    from kladder.compare import bumped_reference, sensitivity
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(1, 7167, generator=g, dtype=torch.float64)
+    b = torch.randn(7167, 1, generator=g, dtype=torch.float64)
+    a[0, 0] -= (a @ b).item() / b[0, 0].item() - 0.2 / b[0, 0].item()   # make a @ b cancel to 0.2
+    ref = a @ b
+    sens = sensitivity(ref, bumped_reference(lambda x, y: x @ y, [a, b], seed=0))
+    assert abs(ref.item() - 0.2) < 1e-9
+    terms = ((a * a) @ (b * b)).sqrt().item()                         # ~85: the rounding scale
+    assert 0.2 * terms < sens.item() < 5 * terms
+    # an fp32-accumulation error of 7e-4 passes; dropping one term (~0.6) still fails
+    tol = DEFAULT_TOLERANCES["float16"]
+    assert compare_values("c", ref + 7e-4, ref, tol, Where(("M", "N")), "", sens) is None
+    assert compare_values("c", ref - (a[0, -1] * b[-1, 0]).abs() - 0.5, ref, tol, Where(("M", "N")), "", sens) is not None
+
+
+def test_sensitivity_of_an_elementwise_op_is_its_own_magnitude():
+    from kladder.compare import bumped_reference, sensitivity
+    x = torch.randn(4, 64, dtype=torch.float64)
+    ref = 2 * x
+    sens = sensitivity(ref, bumped_reference(lambda t: 2 * t, [x], seed=0))
+    assert torch.allclose(sens, ref.abs(), rtol=1e-6)
+
+
+def test_pattern_names_up_to_three_runs_of_rows_in_original_numbers():
+    bad = torch.zeros(6, 8, dtype=torch.bool)
+    bad[0:3] = True
+    bad[5, :4] = True
+    where = Where(("M", "N"), {}, {0: [0, 1, 2, 700, 14133, 14134]})
+    assert describe_pattern(bad, where) == "most elements of rows 0..2, 14134 (28 of 32)"

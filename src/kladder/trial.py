@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 from . import execute
-from .compare import Finding, Where, check_contract, check_guards, compare_values
+from .compare import Finding, Where, check_contract, check_guards, compare_values, bumped_reference, sensitivity
 from .materialize import materialize, reference_args
 from .outcome import BROKEN, FAILED, OOM, PASSED, Outcome
 from .point import Point
@@ -66,10 +66,12 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
     outputs, contract = _collect(spec, inputs, returned)
     findings += contract
     try:
-        ref = spec.reference(*ref_args)
+        refs = _split_ref(spec, spec.reference(*ref_args))
+        bumped = _split_ref(spec, bumped_reference(spec.reference, ref_args, point.seed))
     except Exception as e:  # noqa: BLE001
         return Result(Outcome(point, BROKEN, findings, reason=f"the reference raised {type(e).__name__}: {_first_line(e)} (a spec problem, not a kernel failure)"))
-    findings += _compare_outputs(spec, point, device, outputs, _split_ref(spec, ref), select, where_rows)
+    sens = {n: sensitivity(refs[n], bumped.get(n)) for n in refs}
+    findings += _compare_outputs(spec, point, device, outputs, refs, select, where_rows, sens)
     status = FAILED if findings else PASSED
     return Result(Outcome(point, status, findings, rows_checked=rows_text))
 
@@ -117,7 +119,7 @@ def _split_ref(spec: Spec, ref) -> dict:
     return dict(zip(names, ref))
 
 
-def _compare_outputs(spec, point, device, outputs, refs, select, where_rows) -> list[Finding]:
+def _compare_outputs(spec, point, device, outputs, refs, select, where_rows, sens) -> list[Finding]:
     findings = []
     for name in spec.outputs:
         dtype = dtype_of(spec, name, point.dtype_of)
@@ -134,7 +136,7 @@ def _compare_outputs(spec, point, device, outputs, refs, select, where_rows) -> 
         where = Where(symbols, {d: spec.dims[d].tiles for d in symbols if d in spec.dims},
                       {sel[0]: where_rows} if sel is not None else {})
         describe = f"{dtype}, {' x '.join(map(str, shape))}, {point.mode}"
-        f = compare_values(name, out, refs[name], spec.tolerance_for(dtype), where, describe)
+        f = compare_values(name, out, refs[name], spec.tolerance_for(dtype), where, describe, sens.get(name))
         if f:
             findings.append(f)
     return findings

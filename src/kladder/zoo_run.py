@@ -28,10 +28,22 @@ def climb_all(args) -> int:
         verdict = ("caught" if caught else "needs a GPU (its points were skipped)" if needs_gpu else "MISSED")
         ok &= clean and (caught or needs_gpu)
         rows.append((name, case["rung"], bug, twin, verdict, clean, time.perf_counter() - t0))
+        if not args.verbose:
+            sys.stdout.write(render_case(name, case, bug, twin, color=_color(args.color)))
         sys.stdout.write(_row_text(rows[-1]) + "\n")
         sys.stdout.flush()
     sys.stdout.write(_summary(rows, device))
     return 0 if ok else 1
+
+
+def _color(choice: str) -> bool:
+    return choice == "always" or (choice == "auto" and sys.stdout.isatty())
+
+
+def render_case(name, case, bug, twin, color=False) -> str:
+    """One case: the buggy kernel's ladder, its first failure, and the twin's verdict."""
+    from .report.terminal import render_case_text
+    return render_case_text(f"{name} (rung {case['rung']}, {case['gap']}; mirrors {case['mirrors']})", bug, twin, color)
 
 
 def _row_text(row) -> str:

@@ -1,6 +1,6 @@
 """A kernel that misbehaves on purpose at chosen sizes, to test isolation (not a zoo case:
 this is kladder's own test fixture). N = 3 raises, N = 5 segfaults, N = 7 hangs, N = 6
-writes past its out-argument; every other size is right."""
+writes past its out-argument, N = 4 runs out of memory; every other size is right."""
 import ctypes
 import time
 
@@ -13,6 +13,8 @@ def scale(x, out):
     n = x.shape[-1]
     if n == 3:
         raise RuntimeError("unsupported N")
+    if n == 4:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
     if n == 5:
         ctypes.string_at(0)                    # dereference NULL: SIGSEGV
     if n == 7:
@@ -35,5 +37,5 @@ spec = kl.Spec(
     kernel=scale,
     reference=scale_ref,
     args={"x": kl.Tensor("N", dtype="float32"), "out": kl.Out("N", like="x")},
-    dims={"N": kl.Dim(1, 9, widths=[3, 5, 6, 7, 8])},
+    dims={"N": kl.Dim(1, 9, widths=[3, 4, 5, 6, 7, 8])},
 )

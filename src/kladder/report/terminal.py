@@ -92,7 +92,7 @@ def _finding_lines(f) -> list[str]:
     nonfinite = f"; {x['nonfinite']:,} non-finite where the reference is finite" if x.get("nonfinite") else ""
     return [f"  largest:  kernel {x['kernel']:.6g} vs reference {x['reference']:.6g} at {f.index} "
             f"(up to {f.allowed:.3g} allowed)",
-            f"  wrong:    {f.mismatched:,} / {f.total:,} elements ({_pct(f.mismatched, f.total)}) "
+            f"  wrong:    {f.mismatched:,} / {f.total:,}{' checked' if x.get('sampled') else ''} elements ({_pct(f.mismatched, f.total)}) "
             f"of `{f.output}` ({x.get('describe', '')}){nonfinite}"]
 
 
@@ -148,4 +148,23 @@ def render_outcome(o: Outcome, color: bool = False, width: int = 120) -> str:
     else:
         extra = f": {o.reason}" if o.reason else ""
         console.print(f"{o.status.upper()} {o.point.id}{_escape(extra)}  ({o.seconds:.2f} s)")
+    return buf.getvalue()
+
+
+def render_case_text(title: str, bug: ClimbReport, twin: ClimbReport, color: bool = False, width: int = 120) -> str:
+    """A zoo case: the buggy kernel's ladder (climbed rungs), its first failure, the twin's."""
+    from rich.console import Console
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False,
+                      soft_wrap=True)
+    console.print(f"\n[bold]{_escape(title)}[/]")
+    for label, rep in (("buggy kernel", bug), ("fixed twin", twin)):
+        for rr in rep.rungs:
+            if rr.climbed:
+                c = rr.counts
+                verdict = _ladder_row(rr)[-1]
+                console.print(f"  {label:13} rung {rr.rung} {rr.title}: {len(rr.outcomes)} points, {c[PASSED]} passed, "
+                              f"{c[FAILED]} failed, {c[SKIPPED]} skipped  {verdict}  [{rr.seconds:.1f} s]")
+    if bug.failures:
+        console.print("  first failure:" + _failure_block(bug.failures[0]).replace("\n", "\n  "))
     return buf.getvalue()

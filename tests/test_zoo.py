@@ -1,0 +1,93 @@
+"""The zoo through the CLI, on the CPU, as a user climbs it: every CPU-capable rung-1 case
+is caught at rung 1 where its mechanism bites and nowhere else, with the expected pattern;
+every fixed twin is clean (zero failures)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+CPU_CASES = ["gemm_k_tail", "rmsnorm_n_tail", "config_writes_zeros", "untuned_fallback", "nan_blind", "small_overrun"]
+GPU_CASES = ["rows_int32_offset", "last_tile_wrap"]
+
+
+def climb(tmp_path_factory, case, *extra):
+    out = tmp_path_factory.mktemp(case) / "r.json"
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", case, "--device", "cpu",
+                        "--json", str(out), "--log", str(out.with_suffix(".jsonl")), *extra],
+                       capture_output=True, text=True, timeout=900)
+    return p, json.loads(out.read_text())
+
+
+def ran(doc):
+    return [pt for pt in doc["rungs"][0]["points"] if pt["status"] != "skipped"]
+
+
+@pytest.fixture(scope="module", params=CPU_CASES)
+def buggy(request, tmp_path_factory):
+    return request.param, *climb(tmp_path_factory, request.param, "--rungs", "1")
+
+
+@pytest.mark.parametrize("case", CPU_CASES + GPU_CASES)
+def test_fixed_twin_is_clean(case, tmp_path_factory):
+    p, doc = climb(tmp_path_factory, case, "--fixed")
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert all(pt["status"] in ("passed", "skipped") for pt in doc["rungs"][0]["points"])
+    assert len(ran(doc)) >= 5
+
+
+def test_buggy_kernel_is_caught_at_rung_1(buggy):
+    case, p, doc = buggy
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert doc["lowest_failing_rung"] == 1
+    assert "FAILED" in p.stdout and "repro:    kladder repro" in p.stdout
+
+
+def cfg(pt, key):
+    return dict(pt["point"]["config"]).get(key)
+
+
+def size(pt, dim):
+    return dict(pt["point"]["dims"])[dim]
+
+
+def test_caught_exactly_where_the_mechanism_bites(buggy):
+    case, _, doc = buggy
+    pts = ran(doc)
+    failed = {pt["id"] for pt in pts if pt["status"] == "failed"}
+    if case == "gemm_k_tail":
+        # the K loop runs K // BLOCK_K times: right exactly when the tile divides K
+        explicit = [pt for pt in pts if cfg(pt, "BLOCK_K")]
+        assert explicit and all((pt["id"] in failed) == (size(pt, "K") % cfg(pt, "BLOCK_K") != 0) for pt in explicit)
+    elif case == "rmsnorm_n_tail":
+        assert all((pt["id"] in failed) == (size(pt, "N") % 8 != 0) for pt in pts)
+        for pt in pts:
+            n = size(pt, "N")
+            if pt["id"] in failed and n > 8:
+                k = n % 8
+                want = f"the last {k} columns (N % 8 = {k}) of every row" if k > 1 else "the last column (N % 8 = 1) of every row"
+                assert pt["pattern"] == want
+    elif case == "config_writes_zeros":
+        explicit = [pt for pt in pts if cfg(pt, "BLOCK_K")]
+        assert all((pt["id"] in failed) == (cfg(pt, "BLOCK_K") == 16) for pt in explicit)
+        assert any(pt["kind"] == "config" and pt["id"] in failed for pt in pts)
+    elif case == "untuned_fallback":
+        prod = [pt for pt in pts if pt["kind"] == "production"]
+        assert prod and all(pt["id"] in failed for pt in prod)
+        assert all("no tuned entry" in pt["why"] for pt in prod)
+    elif case == "nan_blind":
+        bad = [pt for pt in pts if pt["id"] in failed]
+        assert bad and all(pt["findings"][0]["extra"]["nonfinite"] > 0 for pt in bad)
+        assert any("whole rows" in pt["pattern"] for pt in bad)
+    elif case == "small_overrun":
+        assert all((pt["id"] in failed) == (size(pt, "M") * size(pt, "N") % 8 != 0) for pt in pts)
+        assert all(pt["failure"] == "guard" and pt["pattern"] == "a write past the end"
+                   for pt in pts if pt["id"] in failed)
+
+
+@pytest.mark.parametrize("case", GPU_CASES)
+def test_gpu_cases_skip_their_big_points_with_a_reason_on_the_cpu(case, tmp_path_factory):
+    p, doc = climb(tmp_path_factory, case)
+    big = [pt for pt in doc["rungs"][0]["points"] if pt["kind"] == "big"]
+    assert big and all(pt["status"] == "skipped" and "GPU point" in pt["reason"] for pt in big)
+    assert any("2^32 bytes" in pt["why"] for pt in big)
