@@ -1,0 +1,14 @@
+# The two commands of the README. Each one installs what it needs first, so that it works
+# on a fresh machine. torch is pinned here (the CI setup), never in the package.
+PY ?= python3
+TORCH ?= torch==2.13.0
+
+.PHONY: install zoo test
+install:
+	$(PY) -m pip install -q "$(TORCH)" -e '.[dev]'
+
+zoo: install
+	kladder zoo climb --device cpu
+
+test: install
+	$(PY) -m pytest -q
