@@ -8,7 +8,7 @@ install:
 	$(PY) -m pip install -q "$(TORCH)" -e '.[dev]'
 
 zoo: install
-	kladder zoo climb --device cpu
+	$(PY) -m kladder.cli zoo climb --device cpu
 
 test: install
 	$(PY) -m pytest -q
