@@ -65,3 +65,19 @@ def test_ctrl_c_still_prints_the_report_so_far(tmp_path):
     assert p.returncode == 130, err
     assert "interrupted" in out and "FAILED r1-N=5" in out
     assert len(log.read_text().splitlines()) >= 6         # nothing that finished was lost
+
+
+def test_a_failure_that_does_not_recur_is_flaky_with_its_rate(tmp_path):
+    rep = kl.climb(os.path.join(HERE, "specs", "flaky.py"), device="cpu", log_path=str(tmp_path / "l.jsonl"))
+    assert {o.status for o in rep.outcomes} == {"flaky"}
+    assert all("failed 1 of 2 runs" in o.reason for o in rep.outcomes)
+    assert rep.exit_code == 1 and rep.lowest_failing_rung == 1
+    from kladder.report.terminal import render_text
+    text = render_text(rep)
+    assert "FLAKY r1-N=1" in text and "2 flaky" in text
+
+
+def test_a_failure_that_recurs_says_it_was_replayed(report):
+    by_n = _by_n(report[0])
+    assert by_n[6].reason == "replayed: failed again"          # the guard overrun, run twice
+    assert by_n[7].reason == ""                                 # a hang is not run again

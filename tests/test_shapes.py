@@ -127,3 +127,15 @@ def test_every_point_has_a_why_and_a_unique_key():
     keys = [(p.dims, p.dtypes, p.config) for p in pts]
     assert len(keys) == len(set(keys))
     assert all(p.why and p.rung == 1 for p in pts)
+
+
+def test_cpu_budget_bounds_output_rows_not_row_length():
+    # one program per row under the interpreter: 65,536 rows is a GPU point, a 16,384-wide row is not
+    s = kl.Spec("norm", kernel=k, reference=ref, args={"x": kl.Tensor("M N", dtype="float16")},
+                returns=kl.Tensor("M N", like="x"),
+                dims={"M": kl.Dim(1, 65536), "N": kl.Dim(1, 16384, tile=8)})
+    assert shapes.fits(s, {"M": 1, "N": 16384}, shapes.CPU_BUDGET)
+    assert not shapes.fits(s, {"M": 65536, "N": 1}, shapes.CPU_BUDGET)
+    gpu = [p for p in shapes.points(s, shapes.CPU_BUDGET) if p.needs == "cuda" and p.kind == "edge"]
+    assert [p.sizes for p in gpu] == [{"M": 65536, "N": 1}]
+    assert "declared maximum" in gpu[0].why

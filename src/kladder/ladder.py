@@ -14,7 +14,7 @@ from . import __version__
 from .gaps import BUILT
 from .gaps.shapes import CPU_BUDGET, GPU_BUDGET, Budget
 from .isolate import Pool
-from .outcome import SKIPPED, Outcome
+from .outcome import FAILED, FLAKY, SKIPPED, Outcome
 from .point import Point
 from .report.model import RUNG_TITLES, ClimbReport, RungReport
 from .sizes import human_bytes, total_bytes
@@ -134,8 +134,25 @@ def _run_one(spec, ref, device, point, timeout, pool: Pool, report) -> Outcome:
     report.device_name = pool.worker.device_name if pool.worker else report.device_name
     reason = skip_reason(spec, point, device, free)
     outcome = Outcome(point, SKIPPED, reason=reason) if reason else pool.run(point, timeout)
+    if outcome.status == FAILED and outcome.headline.check not in NOT_REPLAYED:
+        outcome = _replayed(outcome, pool.run(point, timeout))
     outcome.repro = repro_command(ref, device, point)
     return outcome
+
+
+# A hang costs its whole timeout again, a crash or a device fault a new worker: reported
+# as seen. Every other failure is replayed once before it is reported.
+NOT_REPLAYED = ("hang", "crashed", "device_fault")
+
+
+def _replayed(first: Outcome, again: Outcome) -> Outcome:
+    """A failure that does not recur is flaky, reported with its observed rate."""
+    if again.status == FAILED:
+        first.reason = "replayed: failed again"
+        return first
+    first.status = FLAKY
+    first.reason = f"failed 1 of 2 runs (the replay {again.status}): a race or uninitialised state, not rounding"
+    return first
 
 
 def default_log_path(spec_name: str) -> str:

@@ -7,11 +7,12 @@ from typing import Any
 from .compare import Finding
 from .point import Point
 
-PASSED, FAILED, SKIPPED, OOM, BROKEN = "passed", "failed", "skipped", "oom", "broken"
+PASSED, FAILED, SKIPPED, OOM, BROKEN, FLAKY = "passed", "failed", "skipped", "oom", "broken", "flaky"
 # failed: the kernel is wrong (a mismatch, a guard, a contract, it raised, crashed, hung or
 #         faulted the device). oom: the point could not run for memory. broken: kladder or
 #         the spec's reference failed; never blamed on the kernel (STYLE: keep the three apart).
-STATUSES = (PASSED, FAILED, SKIPPED, OOM, BROKEN)
+# flaky: failed, then passed when replayed: reported with its observed rate, never dropped.
+STATUSES = (PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN)
 
 
 @dataclass

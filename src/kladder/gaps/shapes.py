@@ -23,22 +23,21 @@ LAUNCHER_DEFAULT = "default"   # the config factor's value for "let the launcher
 
 @dataclass(frozen=True)
 class Budget:
-    """The largest tensor a small point may hold. The Triton interpreter runs every program
-    instance in Python, so the CPU budget is far smaller than a GPU's."""
+    """The largest point a device runs as a small point. The Triton interpreter costs about
+    a millisecond per program instance and kernels launch a grid over their output, so the
+    CPU budget bounds both a tensor's elements and an output's rows (all dims but the last)."""
 
     max_elements: int
-    max_dim: int
+    max_rows: int
     device: str
 
     def fits(self, elements: int) -> bool:
         return elements <= self.max_elements
 
     def text(self) -> str:
-        return f"{self.max_elements:,} elements per tensor, {self.max_dim:,} per dim"
+        return f"{self.max_elements:,} elements per tensor, {self.max_rows:,} rows per output"
 
 
-# The interpreter costs about a millisecond per program instance, and a row-per-program
-# kernel launches one per row: the CPU budget bounds both the elements and every dim.
 CPU_BUDGET = Budget(1 << 16, 4096, "cpu")
 GPU_BUDGET = Budget(1 << 27, 1 << 31, "cuda")
 
@@ -113,8 +112,11 @@ def _chosen_dtypes(spec: Spec, dtypes: dict[str, str]) -> tuple:
 
 
 def fits(spec: Spec, sizes: dict[str, int], budget: Budget) -> bool:
-    return (all(v <= budget.max_dim for v in sizes.values())
-            and all(budget.fits(numel_of(spec, n, sizes)) for n in spec.all_tensors))
+    def rows(name: str) -> int:
+        shape = shape_of(spec, name, sizes)
+        return math.prod(shape[:-1]) if shape else 1
+    return (all(budget.fits(numel_of(spec, n, sizes)) for n in spec.all_tensors)
+            and all(rows(n) <= budget.max_rows for n in spec.outputs))
 
 
 # ---------------------------------------------------------------------------- generators

@@ -5,7 +5,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..outcome import FAILED, PASSED, SKIPPED, STATUSES, Outcome
+from ..outcome import FAILED, FLAKY, PASSED, SKIPPED, STATUSES, Outcome
 
 RUNG_TITLES = {
     1: "shapes", 2: "values", 3: "contracts", 4: "execution modes",
@@ -32,7 +32,7 @@ class RungReport:
         if not self.climbed:
             return "not climbed"
         c = self.counts
-        if c[FAILED]:
+        if c[FAILED] or c[FLAKY]:
             return "failed"
         if any(c[s] for s in STATUSES if s not in (PASSED, SKIPPED)):
             return "incomplete"
@@ -63,7 +63,7 @@ class ClimbReport:
 
     @property
     def failures(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.status == FAILED]
+        return [o for o in self.outcomes if o.status in (FAILED, FLAKY)]
 
     @property
     def lowest_failing_rung(self) -> int | None:

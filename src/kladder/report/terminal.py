@@ -5,7 +5,7 @@ import io
 import re
 from collections import defaultdict
 
-from ..outcome import BROKEN, FAILED, OOM, PASSED, SKIPPED, Outcome
+from ..outcome import BROKEN, FAILED, FLAKY, OOM, PASSED, SKIPPED, Outcome
 from .model import ClimbReport, RungReport
 
 VERDICT_STYLE = {"failed": "bold red", "passed": "green", "incomplete": "yellow",
@@ -65,13 +65,14 @@ def _ladder_row(rr: RungReport) -> list[str]:
     if not rr.climbed:
         return [str(rr.rung), rr.title, "", "", "", "", "", "", f"[dim]{rr.note}[/]"]
     c = rr.counts
-    return [str(rr.rung), rr.title, str(len(rr.outcomes)), str(c[PASSED]), str(c[FAILED]),
+    return [str(rr.rung), rr.title, str(len(rr.outcomes)), str(c[PASSED]), str(c[FAILED] + c[FLAKY]),
             str(c[SKIPPED]), str(c[OOM] + c[BROKEN]), f"{rr.seconds:.1f} s", verdict]
 
 
 def _failure_block(o: Outcome) -> str:
     head = o.headline
-    lines = [f"\n[red]FAILED[/] [bold]{o.point.id}[/]  rung {o.point.rung}, {head.check if head else '?'}"
+    word = "FLAKY" if o.status == FLAKY else "FAILED"
+    lines = [f"\n[red]{word}[/] [bold]{o.point.id}[/]  rung {o.point.rung}, {head.check if head else '?'}"
              + (f", output `{head.output}`" if head and head.output else "")]
     if o.point.why:
         lines.append(f"  why:      {_escape(o.point.why)}")
@@ -81,6 +82,8 @@ def _failure_block(o: Outcome) -> str:
         lines += _finding_lines(f)
     if o.rows_checked:
         lines.append(f"  rows:     {o.rows_checked}")
+    if o.status == FLAKY:
+        lines.append(f"  flaky:    {o.reason}")
     lines.append(f"  repro:    {_escape(o.repro)}")
     return "\n".join(lines)
 
@@ -126,9 +129,9 @@ def _reason_key(reason: str) -> str:
 
 def _summary(report: ClimbReport) -> str:
     total = len(report.outcomes)
-    c = {s: sum(o.status == s for o in report.outcomes) for s in (PASSED, FAILED, SKIPPED, OOM, BROKEN)}
+    c = {s: sum(o.status == s for o in report.outcomes) for s in (PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN)}
     parts = [f"{c[FAILED]} failed", f"{c[PASSED]} passed", f"{c[SKIPPED]} skipped"]
-    parts += [f"{c[s]} {s}" for s in (OOM, BROKEN) if c[s]]
+    parts += [f"{c[s]} {s}" for s in (FLAKY, OOM, BROKEN) if c[s]]
     low = report.lowest_failing_rung
     tail = f"; lowest failing rung: {low}" if low else ""
     if report.interrupted:
@@ -143,7 +146,7 @@ def render_outcome(o: Outcome, color: bool = False, width: int = 120) -> str:
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False,
                       soft_wrap=True)
-    if o.status == FAILED:
+    if o.status in (FAILED, FLAKY):
         console.print(_failure_block(o).lstrip("\n"))
     else:
         extra = f": {o.reason}" if o.reason else ""
