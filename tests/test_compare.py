@@ -152,3 +152,9 @@ def test_pattern_names_up_to_three_runs_of_rows_in_original_numbers():
     bad[5, :4] = True
     where = Where(("M", "N"), {}, {0: [0, 1, 2, 700, 14133, 14134]})
     assert describe_pattern(bad, where) == "most elements of rows 0..2, 14134 (28 of 32)"
+
+
+def test_pattern_of_a_single_row():
+    bad = torch.ones(1, 2879, dtype=torch.bool)
+    bad[0, ::97] = False                                   # 30 scattered right answers
+    assert describe_pattern(bad, Where(("M", "N"))) == "most elements of every row (2,849 of 2,879)"

@@ -57,8 +57,14 @@ def test_caught_exactly_where_the_mechanism_bites(buggy):
     failed = {pt["id"] for pt in pts if pt["status"] == "failed"}
     if case == "gemm_k_tail":
         # the K loop runs K // BLOCK_K times: right exactly when the tile divides K
+        # the K loop runs K // BLOCK_K times: never wrong where the tile divides K; wrong where
+        # it does not, except where the dropped tail hides inside the tolerance (one term of
+        # a 1 x 1 output can be smaller than fp16's 1e-3 of the sum's scale)
         explicit = [pt for pt in pts if cfg(pt, "BLOCK_K")]
-        assert explicit and all((pt["id"] in failed) == (size(pt, "K") % cfg(pt, "BLOCK_K") != 0) for pt in explicit)
+        tail = [pt for pt in explicit if size(pt, "K") % cfg(pt, "BLOCK_K")]
+        assert explicit and all(pt["id"] not in failed for pt in explicit if pt not in tail)
+        assert all(pt["id"] in failed for pt in tail if size(pt, "M") * size(pt, "N") >= 16)
+        assert sum(pt["id"] in failed for pt in tail) >= 0.9 * len(tail)
     elif case == "rmsnorm_n_tail":
         assert all((pt["id"] in failed) == (size(pt, "N") % 8 != 0) for pt in pts)
         for pt in pts:

@@ -188,7 +188,7 @@ def describe_pattern(bad, where: Where) -> str:
         more = ", ..." if len(rows_bad) > 5 else ""
         return f"{len(rows_bad):,} whole rows of {n_rows:,}{' checked' if where.row_ids else ''} (rows {', '.join(map(str, ids))}{more})"
     runs = _runs(_row_ids(rows_bad, where))
-    if len(runs) <= 3 and any(b > a for a, b in runs):
+    if len(runs) <= 3 and (len(rows_bad) == 1 or any(b > a for a, b in runs)):
         n_bad, span = int(m.sum()), len(rows_bad) * n_cols
         if len(rows_bad) == n_rows:
             rows = "every row"

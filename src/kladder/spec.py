@@ -7,7 +7,7 @@ bad field raises one SpecError that names the field, what was given and the fix.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 DTYPES = (
@@ -98,11 +98,9 @@ class Spec:
     build: Callable[..., Any] | None = None
     reference_dtype: str = "float64"
     timeout_s: float | None = None
-    _validated: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self):
         validate(self)
-        object.__setattr__(self, "_validated", True)
 
     # ---- derived views, used by generators and the materialiser ----
     @property

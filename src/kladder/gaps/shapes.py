@@ -55,7 +55,8 @@ def edge_values(name: str, dim) -> dict[int, str]:
         if dim.min <= v <= dim.max and v not in out:
             out[v] = why
 
-    add(max(dim.min, 1), f"{name} = {max(dim.min, 1)}: the smallest size; its only tile is the partial last tile")
+    low = max(dim.min, 1)
+    add(low, f"{name} = {low}: the smallest size" + ("; its only tile is the partial last tile" if dim.tiles else ""))
     for t in dim.tiles:
         add(t - 1, f"{name} = {t - 1}: one short of the tile ({t}); the only tile is partial")
         add(t, f"{name} = {t}: exactly one full tile ({t})")
