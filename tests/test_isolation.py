@@ -14,7 +14,7 @@ FAULTY = os.path.join(HERE, "specs", "faulty.py")
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     log = tmp_path_factory.mktemp("log") / "scale.jsonl"
-    return kl.climb(FAULTY, device="cpu", timeout_s=3, log_path=str(log)), log
+    return kl.climb(FAULTY, rungs=1, device="cpu", timeout_s=3, log_path=str(log)), log
 
 
 def _by_n(report):
@@ -68,7 +68,7 @@ def test_ctrl_c_still_prints_the_report_so_far(tmp_path):
 
 
 def test_a_failure_that_does_not_recur_is_flaky_with_its_rate(tmp_path):
-    rep = kl.climb(os.path.join(HERE, "specs", "flaky.py"), device="cpu", log_path=str(tmp_path / "l.jsonl"))
+    rep = kl.climb(os.path.join(HERE, "specs", "flaky.py"), rungs=1, device="cpu", log_path=str(tmp_path / "l.jsonl"))
     assert {o.status for o in rep.outcomes} == {"flaky"}
     assert all("failed 1 of 2 runs" in o.reason for o in rep.outcomes)
     assert rep.exit_code == 1 and rep.lowest_failing_rung == 1

@@ -23,6 +23,7 @@ class Finding:
     mismatched: int = 0
     total: int = 0
     extra: dict = field(default_factory=dict)
+    call: str = ""              # which call of a mode went wrong ("replay 2 of 3", "A after B")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -156,7 +156,15 @@ class Pool:
             self.worker = Worker(self.ref, self.device)
         return self.worker
 
-    def run(self, point: Point, timeout_s: float) -> Outcome:
+    def run(self, point: Point, timeout_s: float, fresh: bool = False) -> Outcome:
+        """With `fresh`, the point runs alone in a new worker, which is closed after it: no
+        state from earlier calls reaches it, and none of its state reaches later points."""
+        if fresh:
+            self.close()
+            try:
+                return self.run(point, timeout_s)
+            finally:
+                self.close()
         worker = self.start()
         outcome, alive = worker.run(point, timeout_s)
         if not alive:

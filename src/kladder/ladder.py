@@ -14,7 +14,7 @@ from . import __version__
 from .gaps import BUILT
 from .gaps.shapes import CPU_BUDGET, GPU_BUDGET, Budget
 from .isolate import Pool
-from .outcome import FAILED, FLAKY, SKIPPED, Outcome
+from .outcome import FAILED, FLAKY, PASSED, SKIPPED, Outcome
 from .point import Point
 from .report.model import RUNG_TITLES, ClimbReport, RungReport
 from .sizes import human_bytes, total_bytes
@@ -72,7 +72,7 @@ def parse_rungs(text: str | None) -> tuple[int, ...]:
 
 
 def repro_command(ref: str, device: str, point: Point) -> str:
-    defaults = {"why": "", "config": [], "kind": "edge", "needs": "", "mode": "eager"}
+    defaults = {"why": "", "config": [], "kind": "edge", "needs": "", "mode": "eager", "partner": []}
     d = {k: v for k, v in point.to_dict().items() if defaults.get(k, object()) != v and k != "why"}
     return f"kladder repro {shlex.quote(ref)} {shlex.quote(json.dumps(d, separators=(',', ':')))} --device {device}"
 
@@ -118,7 +118,7 @@ def _climb_rung(rr: RungReport, spec, ref, device, budget: Budget, timeout, pool
     t0 = time.perf_counter()
     try:
         for point in BUILT[rr.rung].points(spec, budget):
-            outcome = _run_one(spec, ref, device, point, timeout, pool, report)
+            outcome = _run_one(spec, ref, device, point, timeout, pool, report, rr)
             rr.outcomes.append(outcome)
             if log:
                 log.write(json.dumps(outcome.to_dict()) + "\n")
@@ -129,20 +129,38 @@ def _climb_rung(rr: RungReport, spec, ref, device, budget: Budget, timeout, pool
         rr.seconds = time.perf_counter() - t0
 
 
-def _run_one(spec, ref, device, point, timeout, pool: Pool, report) -> Outcome:
+def _run_one(spec, ref, device, point, timeout, pool: Pool, report, rung: RungReport) -> Outcome:
     free = pool.start().free_bytes if device == "cuda" else None
     report.device_name = pool.worker.device_name if pool.worker else report.device_name
     reason = skip_reason(spec, point, device, free)
-    outcome = Outcome(point, SKIPPED, reason=reason) if reason else pool.run(point, timeout)
+    fresh = point.mode in FRESH_PROCESS_MODES
+    outcome = Outcome(point, SKIPPED, reason=reason) if reason else pool.run(point, timeout, fresh=fresh)
     if outcome.status == FAILED and outcome.headline.check not in NOT_REPLAYED:
-        outcome = _replayed(outcome, pool.run(point, timeout))
+        outcome = _replayed(outcome, pool.run(point, timeout, fresh=fresh))
+        if outcome.status == FAILED and not fresh and not any(o.status == FAILED for o in rung.outcomes):
+            outcome = _alone(outcome, pool.run(point, timeout, fresh=True))
     outcome.repro = repro_command(ref, device, point)
+    return outcome
+
+
+# A-B-A is about state one call leaves for the next: each runs alone in a new worker, so
+# that its A is the first call of a fresh process (else the points before it set the state).
+FRESH_PROCESS_MODES = ("aba",)
+
+
+def _alone(outcome: Outcome, alone: Outcome) -> Outcome:
+    """The rung's first failure is re-run alone in a new worker, as its repro command runs it.
+    If it passes there, the failure depends on state left by earlier points in the worker:
+    real (a server is a long-lived process) but rung 4's gap, and the repro will pass."""
+    if alone.status == PASSED:
+        outcome.reason = ("passes when run alone in a fresh process: this failure depends on state left by "
+                          "earlier points in the same worker (rung 4's A-B-A gap); its repro command will pass")
     return outcome
 
 
 # A hang costs its whole timeout again, a crash or a device fault a new worker: reported
 # as seen. Every other failure is replayed once before it is reported.
-NOT_REPLAYED = ("hang", "crashed", "device_fault")
+NOT_REPLAYED = ("hang", "crashed", "device_fault", "capture")
 
 
 def _replayed(first: Outcome, again: Outcome) -> Outcome:

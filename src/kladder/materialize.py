@@ -97,7 +97,9 @@ class Inputs:
     outs: dict[str, Any] = field(default_factory=dict)   # Out args' views, by name
 
 
-def materialize(spec: Spec, point: Point, device) -> Inputs:
+def materialize(spec: Spec, point: Point, device, reuse: Inputs | None = None) -> Inputs:
+    """With `reuse`, Out args are that call's buffers as they are: holding its plausible
+    values, the way an inference engine hands a kernel last step's output buffer."""
     import torch
     gen = torch.Generator(device=device).manual_seed(point.seed)
     sizes, chosen = point.sizes, point.dtype_of
@@ -108,10 +110,14 @@ def materialize(spec: Spec, point: Point, device) -> Inputs:
             args.append(built.get(name, decl))
             continue
         dtype = dtype_of(spec, name, chosen)
-        g = guarded_empty(name, shape_of(spec, name, sizes), dtype, device)
+        if reuse is not None and name in spec.out_args:
+            g = reuse.guarded[name]
+        else:
+            g = guarded_empty(name, shape_of(spec, name, sizes), dtype, device)
         guarded[name] = g
         if name in spec.out_args:
-            poison(g.view, dtype)
+            if reuse is None:
+                poison(g.view, dtype)
             outs[name] = g.view
         else:
             if name in built:

@@ -24,15 +24,16 @@ class Point:
     needs: str = ""          # "cuda" for points that only a GPU can run (big tensors)
     mode: str = "eager"
     seed: int = 0
+    partner: Pairs = ()      # rung 4's A-B-A: the B point's dims and config, (("dims", ...), ("config", ...))
 
     def __post_init__(self):
-        for f in ("dims", "dtypes", "config"):
+        for f in ("dims", "dtypes", "config", "partner"):
             object.__setattr__(self, f, tuple((str(k), _freeze(v)) for k, v in getattr(self, f)))
         if not self.seed:
             object.__setattr__(self, "seed", self._default_seed())
 
     def _default_seed(self) -> int:
-        key = json.dumps([self.spec, self.dims, self.dtypes, self.config, self.mode], default=str)
+        key = json.dumps([self.spec, self.dims, self.dtypes, self.config, self.mode, self.partner], default=str)
         return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
 
     # ---- views ----
@@ -57,6 +58,8 @@ class Point:
         parts += [f"{k}={v}" for k, v in self.config]
         if self.mode != "eager":
             parts.append(self.mode)
+        for k, v in self.partner:
+            parts.append("B:" + ",".join(f"{a}={b}" for a, b in v) if v else f"B:{k}=default")
         return "-".join(parts)
 
     # ---- serialisation ----
@@ -64,7 +67,7 @@ class Point:
         d = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            d[f.name] = [list(p) for p in v] if f.name in ("dims", "dtypes", "config") else v
+            d[f.name] = _thaw(v) if f.name in PAIRS else v
         return d
 
     @classmethod
@@ -76,7 +79,7 @@ class Point:
         missing = {"spec", "rung", "dims"} - set(d)
         if missing:
             raise ValueError(f"Point: missing field(s) {sorted(missing)}; a point needs at least spec, rung and dims.")
-        return cls(**{k: (tuple(tuple(p) for p in v) if k in ("dims", "dtypes", "config") else v) for k, v in d.items()})
+        return cls(**{k: (_freeze(v) if k in PAIRS else v) for k, v in d.items()})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=False)
@@ -98,6 +101,15 @@ class Point:
 
     def __repr__(self) -> str:
         return repr(self.to_dict())
+
+
+PAIRS = ("dims", "dtypes", "config", "partner")
+
+
+def _thaw(v):
+    if isinstance(v, tuple):
+        return [_thaw(x) for x in v]
+    return v
 
 
 def _freeze(v):

@@ -1,15 +1,18 @@
 """One point, in the current process: materialise, execute, compare, check the guards.
 
 This runs inside a worker (isolate.py); it returns an Outcome and never prints. Whether the
-process survives the point (a device fault poisons it) is said by `fatal` on the result."""
+process survives the point (a device fault poisons it) is said by `fatal` on the result.
+A Harness holds the three steps (prepare, call, check); each execution mode (execute/)
+sequences them its own way: once (eager), twice on reused buffers, A-B-A, graph replays."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
 from . import execute
-from .compare import Finding, Where, check_contract, check_guards, compare_values, bumped_reference, sensitivity
-from .materialize import materialize, reference_args
+from .compare import Finding, Where, bumped_reference, check_contract, check_guards, compare_values, sensitivity
+from .materialize import Inputs, materialize, reference_args
 from .outcome import BROKEN, FAILED, OOM, PASSED, Outcome
 from .point import Point
 from .sizes import ITEMSIZE, dtype_of, nbytes_of, shape_of
@@ -26,6 +29,87 @@ SAMPLED_ROWS = 64
 class Result:
     outcome: Outcome
     fatal: bool = False
+
+
+class KernelError(Exception):
+    """The kernel raised during a call; `label` says which call ("replay 2 of 3")."""
+
+    def __init__(self, error: BaseException, label: str):
+        super().__init__(str(error))
+        self.error, self.label = error, label
+
+
+class SpecBroken(Exception):
+    """The inputs could not be built or the reference raised: not the kernel's fault."""
+
+
+class Skip(Exception):
+    """A mode that does not apply to this spec or device, with the reason."""
+
+
+@dataclass
+class Prepared:
+    point: Point
+    inputs: Inputs
+    ref_args: list
+    select: dict
+    row_ids: list
+    rows_text: str
+
+
+class Harness:
+    def __init__(self, spec: Spec, point: Point, device: str):
+        self.spec, self.point, self.device = spec, point, device
+
+    def prepare(self, point: Point | None = None, seed: int | None = None, outs_from: Prepared | None = None) -> Prepared:
+        """Seeded inputs in guarded buffers and the reference's copies, taken before the call.
+        With `outs_from`, Out args reuse that call's buffers as they are (not re-poisoned)."""
+        pt = point or self.point
+        if seed is not None:
+            pt = dataclasses.replace(pt, seed=seed)
+        try:
+            inputs = materialize(self.spec, pt, self.device, reuse=outs_from.inputs if outs_from else None)
+            select, row_ids, text = plan_rows(self.spec, pt, inputs.args, self.device)
+            ref_args = reference_args(self.spec, inputs, {i: v for i, v in select.items() if isinstance(i, int)})
+        except Exception as e:  # noqa: BLE001 - every failure here is kladder's or the spec's
+            if _is_oom(e):
+                raise
+            raise SpecBroken(f"building the inputs failed: {type(e).__name__}: {e}") from e
+        return Prepared(pt, inputs, ref_args, select, row_ids, text)
+
+    def call(self, prep: Prepared, label: str = "", runner=None):
+        """One call of the kernel (through `runner`, the executor's, when given)."""
+        try:
+            if runner is not None:
+                return runner(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
+            return execute.call_once(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
+        except Exception as e:  # noqa: BLE001 - the kernel's own exception is a finding
+            raise KernelError(e, label) from e
+
+    def outputs(self, prep: Prepared, returned) -> tuple[dict, list[Finding]]:
+        return _collect(self.spec, prep.inputs, returned)
+
+    def check(self, prep: Prepared, returned, label: str = "") -> list[Finding]:
+        """Guards, contract, NaN-aware values against the reference, each finding labelled."""
+        spec, pt = self.spec, prep.point
+        findings = _guard_findings(spec, prep.inputs, pt)
+        outputs, contract = _collect(spec, prep.inputs, returned)
+        findings += contract
+        try:
+            refs = _split_ref(spec, spec.reference(*prep.ref_args))
+            bumped = _split_ref(spec, bumped_reference(spec.reference, prep.ref_args, pt.seed))
+        except Exception as e:  # noqa: BLE001
+            raise SpecBroken(f"the reference raised {type(e).__name__}: {_first_line(e)} "
+                             "(a spec problem, not a kernel failure)") from e
+        sens = {n: sensitivity(refs[n], bumped.get(n)) for n in refs}
+        findings += _compare_outputs(spec, pt, self.device, outputs, refs, prep.select, prep.row_ids, sens)
+        return label_all(findings, label)
+
+
+def label_all(findings: list[Finding], label: str) -> list[Finding]:
+    for f in findings:
+        f.call = f.call or label
+    return findings
 
 
 def run_point(spec: Spec, point: Point, device: str) -> Result:
@@ -46,34 +130,30 @@ def _is_device_fault(e: BaseException) -> bool:
 
 
 def _run(spec: Spec, point: Point, device: str) -> Result:
+    h = Harness(spec, point, device)
     try:
-        inputs = materialize(spec, point, device)
-        select, where_rows, rows_text = plan_rows(spec, point, inputs.args, device)
-        ref_args = reference_args(spec, inputs, {i: v for i, v in select.items() if isinstance(i, int)})
-    except Exception as e:  # noqa: BLE001 - every failure here is kladder's or the spec's
+        findings, rows_text = execute.run_mode(point.mode, h)
+    except Skip as e:
+        return Result(Outcome(point, "skipped", reason=str(e)))
+    except SpecBroken as e:
+        return Result(Outcome(point, BROKEN, reason=str(e)))
+    except KernelError as k:
+        e, where = k.error, (f" ({k.label})" if k.label else "")
+        if _is_oom(e):
+            return Result(Outcome(point, OOM, reason=f"the kernel ran out of memory{where}: {e}"))
+        if k.label == "capture":
+            # a failed capture can leave the context unusable: the worker is replaced as after a fault
+            return Result(Outcome(point, FAILED, [Finding("capture", "", f"the kernel cannot be captured in a CUDA graph: {type(e).__name__}: {_first_line(e)}", pattern="capture failed", call=k.label)]), fatal=True)
+        if _is_device_fault(e):
+            return Result(Outcome(point, FAILED, [Finding("device_fault", "", f"the kernel faulted the device{where}: {type(e).__name__}: {_first_line(e)}", pattern="device fault", call=k.label)]), fatal=True)
+        return Result(Outcome(point, FAILED, [Finding("raised", "", f"the kernel raised {type(e).__name__}{where}: {_first_line(e)}", pattern="raised", call=k.label)]))
+    except Exception as e:  # noqa: BLE001 - OOM while preparing, or a fault outside the call
         if _is_oom(e):
             return Result(Outcome(point, OOM, reason=f"allocating the inputs ran out of memory: {e}"))
-        return Result(Outcome(point, BROKEN, reason=f"building the inputs failed: {type(e).__name__}: {e}"))
-    try:
-        returned = execute.get(point.mode).call(spec.kernel, inputs.args, point.kwargs)
-    except Exception as e:  # noqa: BLE001 - the kernel's own exception is a finding
-        if _is_oom(e):
-            return Result(Outcome(point, OOM, reason=f"the kernel ran out of memory: {e}"))
         if _is_device_fault(e):
-            return Result(Outcome(point, FAILED, [Finding("device_fault", "", f"the kernel faulted the device: {type(e).__name__}: {_first_line(e)}", pattern="device fault")]), fatal=True)
-        return Result(Outcome(point, FAILED, [Finding("raised", "", f"the kernel raised {type(e).__name__}: {_first_line(e)}", pattern="raised")]))
-    findings = _guard_findings(spec, inputs, point)
-    outputs, contract = _collect(spec, inputs, returned)
-    findings += contract
-    try:
-        refs = _split_ref(spec, spec.reference(*ref_args))
-        bumped = _split_ref(spec, bumped_reference(spec.reference, ref_args, point.seed))
-    except Exception as e:  # noqa: BLE001
-        return Result(Outcome(point, BROKEN, findings, reason=f"the reference raised {type(e).__name__}: {_first_line(e)} (a spec problem, not a kernel failure)"))
-    sens = {n: sensitivity(refs[n], bumped.get(n)) for n in refs}
-    findings += _compare_outputs(spec, point, device, outputs, refs, select, where_rows, sens)
-    status = FAILED if findings else PASSED
-    return Result(Outcome(point, status, findings, rows_checked=rows_text))
+            return Result(Outcome(point, FAILED, [Finding("device_fault", "", f"the device faulted: {type(e).__name__}: {_first_line(e)}", pattern="device fault")]), fatal=True)
+        raise
+    return Result(Outcome(point, FAILED if findings else PASSED, findings, rows_checked=rows_text))
 
 
 def _first_line(e: BaseException) -> str:

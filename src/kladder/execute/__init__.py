@@ -1,20 +1,47 @@
 """Executors: how a kernel is called. One Protocol, one module per execution mode.
-Rung 1 uses eager; later rungs add graph, stream, reused buffers and the rest."""
+
+An executor sequences a Harness's three steps (prepare, call, check) the way production
+calls kernels: once (eager), twice into reused output buffers (reused), A then B then A in
+one process (aba), captured and replayed in a CUDA graph (graph), on a side stream (stream).
+It returns the findings, each labelled with the call that went wrong."""
 from __future__ import annotations
 
 from typing import Any, Callable, Protocol
+
+MODES_NEEDING_CUDA = ("graph", "stream")
 
 
 class Executor(Protocol):
     name: str
 
-    def call(self, kernel: Callable[..., Any], args: list, kwargs: dict) -> Any:
-        """Run the kernel once and return what it returned, with the device idle after."""
+    def run(self, h) -> tuple[list, str]:
+        """Run the point's calls through the harness; return (findings, rows checked)."""
+
+
+def call_once(kernel: Callable[..., Any], args: list, kwargs: dict) -> Any:
+    """One call, then a synchronize, so that an asynchronous device fault surfaces inside
+    this point and not in the next one."""
+    import torch
+    result = kernel(*args, **kwargs)
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    return result
 
 
 def get(name: str) -> Executor:
+    from .aba import ABA
     from .eager import Eager
-    executors = {"eager": Eager}
+    from .graph import Graph
+    from .reused import Reused
+    from .stream import Stream
+    executors = {e.name: e for e in (Eager, Reused, ABA, Graph, Stream)}
     if name not in executors:
         raise ValueError(f"mode {name!r}: no such executor; known modes are {sorted(executors)}.")
     return executors[name]()
+
+
+def run_mode(name: str, h) -> tuple[list, str]:
+    from ..trial import Skip
+    if name in MODES_NEEDING_CUDA and h.device != "cuda":
+        raise Skip(f"the {name} mode needs CUDA; on the CPU it is skipped, never passed")
+    return get(name).run(h)

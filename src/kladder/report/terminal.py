@@ -78,12 +78,16 @@ def _failure_block(o: Outcome) -> str:
         lines.append(f"  why:      {_escape(o.point.why)}")
     if head:
         lines.append(f"  pattern:  {_escape(head.pattern or '-')}")
+        if head.call:
+            lines.append(f"  call:     {_escape(head.call)} ({o.point.mode} mode)")
     for f in o.findings:
         lines += _finding_lines(f)
     if o.rows_checked:
         lines.append(f"  rows:     {o.rows_checked}")
     if o.status == FLAKY:
         lines.append(f"  flaky:    {o.reason}")
+    elif o.reason.startswith("passes when run alone"):
+        lines.append(f"  state:    {o.reason}")
     lines.append(f"  repro:    {_escape(o.repro)}")
     return "\n".join(lines)
 

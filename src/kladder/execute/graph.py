@@ -1,0 +1,50 @@
+"""CUDA graph: capture once, then replay three times with new inputs copied into the static
+buffers and every output poisoned before each replay. A host decision frozen at capture (a
+counter zeroed once, a result read from the eager warm-up's output) fails a replay."""
+from __future__ import annotations
+
+REPLAYS = 3
+
+
+class Graph:
+    name = "graph"
+
+    def run(self, h) -> tuple[list, str]:
+        import torch
+
+        from ..materialize import poison
+        static = h.prepare()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):               # warm-up outside the graph: JIT, autotune
+            h.call(static, "warm-up before capture", runner=_raw)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        from ..trial import KernelError
+        try:
+            with torch.cuda.graph(graph):
+                returned = h.call(static, "capture", runner=_raw)
+        except KernelError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the capture itself failed (on leaving the context)
+            raise KernelError(e, "capture") from e
+        findings = []
+        for r in range(1, REPLAYS + 1):
+            fresh = h.prepare(seed=static.point.seed + r)
+            for dst, src in zip(static.inputs.args, fresh.inputs.args):
+                if isinstance(dst, torch.Tensor) and dst is not src:
+                    dst.copy_(src)
+            outputs, _ = h.outputs(static, returned)
+            for name, t in outputs.items():
+                if isinstance(t, torch.Tensor) and t.is_floating_point():
+                    poison(t, str(t.dtype).removeprefix("torch."))
+            graph.replay()
+            torch.cuda.synchronize()
+            static.ref_args = fresh.ref_args
+            findings += h.check(static, returned, f"replay {r} of {REPLAYS}")
+        return findings, ""
+
+
+def _raw(kernel, args, kwargs):
+    return kernel(*args, **kwargs)

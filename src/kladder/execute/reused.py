@@ -1,0 +1,19 @@
+"""Reused buffers: an inference engine hands a kernel the output buffer of the step before,
+holding plausible values, not a fresh poisoned one. Call 1 writes the buffers; call 2, on new
+inputs, writes into the same buffers as they are; both are checked."""
+from __future__ import annotations
+
+
+class Reused:
+    name = "reused"
+
+    def run(self, h) -> tuple[list, str]:
+        from ..trial import Skip
+        if not h.spec.out_args:
+            raise Skip("no out-arguments: the kernel allocates its outputs, so there is no buffer to reuse")
+        first = h.prepare()
+        findings = h.check(first, h.call(first, "call 1 of 2"), "call 1 of 2")
+        second = h.prepare(seed=first.point.seed + 1, outs_from=first)
+        label = "call 2 of 2, into call 1's output buffers"
+        findings += h.check(second, h.call(second, label), label)
+        return findings, ""

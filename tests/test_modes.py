@@ -1,0 +1,77 @@
+"""Rung 4 on the CPU: the generator, the A-B-A and reused-buffer executors, CUDA modes skipped."""
+import os
+
+import torch
+
+import kladder as kl
+from kladder.gaps import modes
+from kladder.gaps.shapes import CPU_BUDGET
+from kladder.point import Point
+from kladder.trial import Harness
+
+HERE = os.path.dirname(__file__)
+
+
+def _spec(**over):
+    base = dict(kernel=lambda x, out, **kw: out.copy_(2 * x), reference=lambda x: 2 * x,
+                args={"x": kl.Tensor("M N", dtype=["float32", "bfloat16"]), "out": kl.Out("M N", like="x")},
+                dims={"M": kl.Dim(1, 64, tile=8), "N": kl.Dim(1, 512, tile=64)},
+                configs=[{"BLOCK": 64}, {"BLOCK": 128}])
+    base.update(over)
+    return kl.Spec("double", **base)
+
+
+def test_mode_points_cover_every_mode_config_and_a_b_a_pair():
+    pts = list(modes.points(_spec(), CPU_BUDGET))
+    assert {p.mode for p in pts} == {"reused", "graph", "stream", "aba"}
+    assert all(p.rung == 4 and p.why for p in pts)
+    base = modes.base_shapes(_spec(), CPU_BUDGET)
+    assert base[0] == {"M": 17, "N": 129} and base[1] == {"M": 16, "N": 128}
+    aba = [p for p in pts if p.mode == "aba"]
+    configs = {(p.config, dict(p.partner)["config"]) for p in aba if dict(p.partner)["dims"] == p.dims}
+    assert len(configs) == 6                              # default, 64, 128: each after each other
+    assert any(dict(p.partner)["dims"] != p.dims for p in aba)
+    assert Point.parse(aba[0].to_json()) == aba[0]        # the partner survives the round trip
+
+
+def test_cuda_modes_are_skipped_with_a_reason_on_the_cpu(tmp_path):
+    rep = kl.climb(os.path.join(HERE, "specs", "good.py"), rungs=4, device="cpu", log_path=str(tmp_path / "l"))
+    by_mode = {}
+    for o in rep.outcomes:
+        by_mode.setdefault(o.point.mode, set()).add(o.status)
+    assert by_mode["graph"] == {"skipped"} and by_mode["stream"] == {"skipped"}
+    assert by_mode["aba"] == {"passed"}
+    assert by_mode["reused"] == {"skipped"}              # softmax allocates its output: nothing to reuse
+    assert rep.exit_code == 0
+    assert all("needs CUDA" in o.reason for o in rep.outcomes if o.point.mode in ("graph", "stream"))
+
+
+def test_a_b_a_catches_state_left_by_the_first_call_and_names_the_call(tmp_path):
+    rep = kl.climb(os.path.join(HERE, "specs", "stateful.py"), rungs=4, device="cpu", log_path=str(tmp_path / "l"))
+    bad = [o for o in rep.outcomes if o.status == "failed"]
+    assert bad and all(o.point.mode == "aba" for o in bad)
+    calls = {f.call for o in bad for f in o.findings}
+    assert "call 2 of 3 (B)" in calls
+    from kladder.report.terminal import render_text
+    assert "call:     call 2 of 3 (B) (aba mode)" in render_text(rep)
+
+
+def test_reused_mode_hands_call_2_the_buffers_of_call_1():
+    spec = _spec()
+    h = Harness(spec, Point("double", 4, (("M", 3), ("N", 5)), (("x", "float32"),), mode="reused"), "cpu")
+    first = h.prepare()
+    h.call(first)
+    second = h.prepare(seed=first.point.seed + 1, outs_from=first)
+    assert second.inputs.outs["out"].data_ptr() == first.inputs.outs["out"].data_ptr()
+    assert torch.equal(second.inputs.outs["out"], 2 * first.inputs.args[0])    # call 1's values, not poison
+    assert not torch.equal(second.inputs.args[0], first.inputs.args[0])         # new inputs
+    assert h.check(second, h.call(second), "call 2 of 2") == []
+
+
+def test_a_rung_1_failure_that_passes_alone_says_it_depends_on_state(tmp_path):
+    rep = kl.climb(os.path.join(HERE, "specs", "stateful.py"), rungs=1, device="cpu", log_path=str(tmp_path / "l"))
+    failed = [o for o in rep.outcomes if o.status == "failed"]
+    assert failed, "the first point sets the factor; later widths fail in the same worker"
+    assert failed[0].reason.startswith("passes when run alone in a fresh process")
+    from kladder.report.terminal import render_text
+    assert "state:    passes when run alone" in render_text(rep)
