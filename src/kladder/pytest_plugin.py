@@ -82,7 +82,7 @@ class PointItem(pytest.Item):
         self.point, self.ref, self.device = point, ref, device
 
     def runtest(self):
-        from .ladder import DEFAULT_TIMEOUT_S, repro_command, skip_reason
+        from .ladder import DEFAULT_TIMEOUT_S, FRESH_PROCESS_MODES, repro_command, skip_reason
         from .report.terminal import render_outcome
         spec = self.parent.spec
         free = None
@@ -92,7 +92,8 @@ class PointItem(pytest.Item):
         if reason:
             pytest.skip(reason)
         timeout = float(_option(self.config, "timeout") or spec.timeout_s or DEFAULT_TIMEOUT_S[self.device])
-        outcome = _pool(self.config, self.ref, self.device).run(self.point, timeout)
+        fresh = self.point.mode in FRESH_PROCESS_MODES
+        outcome = _pool(self.config, self.ref, self.device).run(self.point, timeout, fresh=fresh)
         outcome.repro = repro_command(self.ref, self.device, self.point)
         if outcome.status == "skipped":
             pytest.skip(outcome.reason)
