@@ -144,7 +144,7 @@ def cmd_zoo_list() -> int:
     from .cases import case_modules
     for name, mod in case_modules().items():
         c = mod.CASE
-        print(f"{name:24} rung {c['rung']}  {c['gap']:10} needs {c['needs']:18} mirrors {c['mirrors']}")
+        print(f"{name:22} rung {c['rung']}  {c['gap']:16} needs {c['needs']:18} mirrors {c['mirrors']}")
     return EXIT_OK
 
 
