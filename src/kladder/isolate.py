@@ -150,11 +150,21 @@ class Pool:
         self.ref, self.device = ref, device
         self.worker: Worker | None = None
         self.restarts = 0
+        self.device_name = ""
+        self._free: int | None = None
 
     def start(self) -> Worker:
         if self.worker is None:
             self.worker = Worker(self.ref, self.device)
+            self._free, self.device_name = self.worker.free_bytes, self.worker.device_name
         return self.worker
+
+    def free_bytes(self) -> int | None:
+        """The device's free memory as the latest worker saw it at its start; a worker is
+        started for it only if none has been yet (so a fresh-worker point starts one, not two)."""
+        if self._free is None:
+            self.start()
+        return self._free
 
     def run(self, point: Point, timeout_s: float, fresh: bool = False) -> Outcome:
         """With `fresh`, the point runs alone in a new worker, which is closed after it: no

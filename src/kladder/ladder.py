@@ -130,8 +130,8 @@ def _climb_rung(rr: RungReport, spec, ref, device, budget: Budget, timeout, pool
 
 
 def _run_one(spec, ref, device, point, timeout, pool: Pool, report, rung: RungReport) -> Outcome:
-    free = pool.start().free_bytes if device == "cuda" else None
-    report.device_name = pool.worker.device_name if pool.worker else report.device_name
+    free = pool.free_bytes() if device == "cuda" else None
+    report.device_name = pool.device_name or report.device_name
     reason = skip_reason(spec, point, device, free)
     fresh = point.mode in FRESH_PROCESS_MODES
     outcome = Outcome(point, SKIPPED, reason=reason) if reason else pool.run(point, timeout, fresh=fresh)

@@ -87,7 +87,7 @@ class PointItem(pytest.Item):
         spec = self.parent.spec
         free = None
         if self.device == "cuda":
-            free = _pool(self.config, self.ref, self.device).start().free_bytes
+            free = _pool(self.config, self.ref, self.device).free_bytes()
         reason = skip_reason(spec, self.point, self.device, free)
         if reason:
             pytest.skip(reason)

@@ -28,6 +28,12 @@ def call_once(kernel: Callable[..., Any], args: list, kwargs: dict) -> Any:
     return result
 
 
+def call_raw(kernel: Callable[..., Any], args: list, kwargs: dict) -> Any:
+    """One call with no synchronize: inside a capture or under a side stream, the executor
+    orders the work itself."""
+    return kernel(*args, **kwargs)
+
+
 def get(name: str) -> Executor:
     from .aba import ABA
     from .eager import Eager

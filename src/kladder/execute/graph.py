@@ -3,6 +3,8 @@ buffers and every output poisoned before each replay. A host decision frozen at 
 counter zeroed once, a result read from the eager warm-up's output) fails a replay."""
 from __future__ import annotations
 
+from . import call_raw
+
 REPLAYS = 3
 
 
@@ -17,14 +19,14 @@ class Graph:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):               # warm-up outside the graph: JIT, autotune
-            h.call(static, "warm-up before capture", runner=_raw)
+            h.call(static, "warm-up before capture", runner=call_raw)
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         from ..trial import KernelError
         try:
             with torch.cuda.graph(graph):
-                returned = h.call(static, "capture", runner=_raw)
+                returned = h.call(static, "capture", runner=call_raw)
         except KernelError:
             raise
         except Exception as e:  # noqa: BLE001 - the capture itself failed (on leaving the context)
@@ -45,6 +47,3 @@ class Graph:
             findings += h.check(static, returned, f"replay {r} of {REPLAYS}")
         return findings, ""
 
-
-def _raw(kernel, args, kwargs):
-    return kernel(*args, **kwargs)

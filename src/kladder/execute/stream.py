@@ -5,6 +5,8 @@ the poison they held, and fails. (The race in FlyDSL #1220 showed once in 100,00
 a late producer makes the ordering bug show on every call.)"""
 from __future__ import annotations
 
+from . import call_raw
+
 PRODUCER_DELAY_CYCLES = 2_000_000        # about 1 ms at the H200's 1.98 GHz
 
 
@@ -27,11 +29,8 @@ class Stream:
             torch.cuda._sleep(PRODUCER_DELAY_CYCLES)  # the producer is late...
             for n, t in inputs.items():
                 t.copy_(staged[n])                   # ...and writes the inputs on `side`
-            returned = h.call(prep, "call on a side stream", runner=_raw)
+            returned = h.call(prep, "call on a side stream", runner=call_raw)
         side.synchronize()
         torch.cuda.synchronize()
         return h.check(prep, returned, "call on a side stream, inputs produced on it just before"), ""
 
-
-def _raw(kernel, args, kwargs):
-    return kernel(*args, **kwargs)
