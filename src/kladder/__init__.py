@@ -8,11 +8,18 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .chain import Link, chain
 from .point import Point
-from .spec import DEFAULT_TOLERANCES, Dim, Out, Spec, SpecError, Tensor, Tolerance
+from .spec import DEFAULT_TOLERANCES, Dim, Invariant, Out, Spec, SpecError, Tensor, Tolerance
 
-__all__ = ["Spec", "Tensor", "Out", "Dim", "Tolerance", "SpecError", "Point",
-           "DEFAULT_TOLERANCES", "climb", "__version__"]
+__all__ = ["Spec", "Tensor", "Out", "Dim", "Tolerance", "Invariant", "SpecError", "Point", "Link", "chain",
+           "capture", "DEFAULT_TOLERANCES", "climb", "__version__"]
+
+
+def capture(target, to, **kw):
+    """Record the arguments of real calls to `target` under DIR: `with kl.capture("pkg.mod:fn", to="caps"): run()`."""
+    from .capture import capture as _capture
+    return _capture(target, to, **kw)
 
 
 def climb(spec, *, rungs=None, device: str = "auto", timeout_s: float | None = None, log_path: str | None = None):

@@ -19,6 +19,8 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log", metavar="PATH", help="append outcomes as JSON lines to PATH as they arrive "
                    "(default .kladder/log/NAME-TIME.jsonl)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--replay", metavar="DIR", help="add rung-2 points made of the calls captured in DIR "
+                   "(with kladder.capture(...)), each in its captured layout")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,8 +106,11 @@ def cmd_climb(ref: str, args) -> int:
     from .report.terminal import render_text
     spec, device = _load(ref, args.device)
     try:
+        if args.replay and not os.path.exists(os.path.join(args.replay, "manifest.json")):
+            raise UsageProblem(f"--replay {args.replay!r}: no manifest.json there; record calls first with "
+                               "`with kladder.capture('pkg.mod:fn', to=DIR): run()`")
         opts = Options(rungs=parse_rungs(args.rungs), device=device, timeout_s=args.timeout,
-                       log_path=args.log or default_log_path(spec.name))
+                       log_path=args.log or default_log_path(spec.name), replay=args.replay)
         report = climb(ref, spec, opts)
     except _usage_errors() as e:
         raise UsageProblem(str(e)) from None

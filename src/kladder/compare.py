@@ -57,7 +57,7 @@ def check_contract(name: str, out, expect_shape, expect_dtype, expect_device) ->
 
 
 def compare_values(name: str, out, ref, tol: Tolerance, where: Where, describe: str,
-                   sensitivity=None) -> Finding | None:
+                   sensitivity=None, nonfinite: str | None = None) -> Finding | None:
     """NaN-aware: a position where one side is finite and the other not, or where both are
     infinite with different signs, fails whatever the tolerance.
 
@@ -85,10 +85,59 @@ def compare_values(name: str, out, ref, tol: Tolerance, where: Where, describe: 
         same_inf = o.isinf() & r.isinf() & (o == r)
         finite = o.isfinite() & r.isfinite()
         bad = ~(both_nan | same_inf) & (~finite | ((o - r).abs() > allowed))
+        # a true value past the output dtype's largest finite is +-inf in that dtype (or the
+        # largest finite, for a kernel that saturates): overflow is the right answer there
+        fmax = torch.finfo(out.dtype).max
+        over = r.isfinite() & (r.abs() > fmax * (1 + torch.finfo(out.dtype).eps))
+        bad &= ~(over & (o.sign() == r.sign()) & (o.abs() >= fmax))
+        if nonfinite == "ignore":
+            # NaN/Inf inputs must not reach the outputs; positions the reference cannot say are skipped
+            bad = (bad & r.isfinite()) | ~o.isfinite()
     n_bad = int(bad.sum())
     if n_bad == 0:
         return None
     return _finding(name, o, r, bad, allowed, where, describe)
+
+
+BIAS_P = 1e-6              # the sign test's threshold: chance would lean this way once in a million
+BIAS_ULPS = 0.1            # and the mean error must be at least a tenth of the output's rounding unit
+
+
+def bias_check(name: str, out, ref) -> str | None:
+    """Errors inside the tolerance that lean one way: a sign test over the elements that
+    differ, and the mean signed error in units of the output dtype's rounding (ulps at the
+    reference's magnitude). An unbiased kernel's rounding errors cancel across layers; a
+    biased one's add up (reference/000 §7.2). A warning, never a failure."""
+    import torch
+    from scipy.stats import binomtest
+    if not (isinstance(out, torch.Tensor) and out.is_floating_point()) or out.numel() < 64:
+        return None
+    o = out.detach().to(torch.float64).reshape(-1)
+    r = ref.detach().to(device=o.device, dtype=torch.float64).reshape(-1)
+    ok = o.isfinite() & r.isfinite() & (r != 0)
+    o, r = o[ok], r[ok]
+    if o.numel() > 1:       # repeated (kernel, reference) pairs (identical rows) count once
+        pairs = torch.unique(torch.stack([o, r]), dim=1)
+        o, r = pairs[0], pairs[1]
+    mag = torch.maximum(r.abs(), r.pow(2).mean().sqrt())     # near zero, the output's RMS sets the scale
+    ulp = mag * torch.finfo(out.dtype).eps
+    # two ways to lean: above/below (an offset) and away from/toward zero (a scale)
+    for lean, diff, words in (("offset", o - r, ("above", "below")),
+                              ("scale", (o - r) * r.sign(), ("away from zero from", "toward zero from"))):
+        up, down = int((diff > 0).sum()), int((diff < 0).sum())
+        if up + down < 64:
+            return None
+        p = binomtest(up, up + down, 0.5).pvalue
+        mean_ulps = float((diff / ulp).mean())
+        if p >= BIAS_P or abs(mean_ulps) < BIAS_ULPS:
+            continue
+        rel = float((diff / mag).mean())
+        side = words[0] if up > down else words[1]
+        return (f"`{name}` leans {side} the reference: {max(up, down):,} of {up + down:,} differing elements "
+                f"(sign test p = {max(p, 1e-300):.1e}); mean error {mean_ulps:+.2f} ulps of {str(out.dtype).removeprefix('torch.')} "
+                f"({rel:+.2e} relative). Inside the tolerance, but errors that lean one way compound through a "
+                "model's layers")
+    return None
 
 
 SENSITIVITY_EPS = 2.0 ** -20

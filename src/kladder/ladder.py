@@ -34,6 +34,7 @@ class Options:
     device: str = "auto"
     timeout_s: float | None = None
     log_path: str | None = None
+    replay: str | None = None            # a capture directory: its calls become rung-2 points
     on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
 
 
@@ -103,7 +104,7 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
         for rr in report.rungs:
             if rr.rung in opts.rungs and rr.rung in BUILT:
                 rr.climbed, rr.note = True, ""
-                _climb_rung(rr, spec, ref, device, budget, timeout, pool, report, log, opts.on_outcome)
+                _climb_rung(rr, spec, ref, device, budget, timeout, pool, report, log, opts.on_outcome, opts.replay)
     except KeyboardInterrupt:
         report.interrupted = True
     finally:
@@ -114,10 +115,11 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
     return report
 
 
-def _climb_rung(rr: RungReport, spec, ref, device, budget: Budget, timeout, pool: Pool, report, log, on_outcome):
+def _climb_rung(rr: RungReport, spec, ref, device, budget: Budget, timeout, pool: Pool, report, log, on_outcome, replay=None):
     t0 = time.perf_counter()
     try:
-        for point in BUILT[rr.rung].points(spec, budget):
+        extra = {"replay": replay} if rr.rung == 2 and replay else {}
+        for point in BUILT[rr.rung].points(spec, budget, **extra):
             outcome = _run_one(spec, ref, device, point, timeout, pool, report, rr)
             rr.outcomes.append(outcome)
             if log:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .fill import fill_kind, fill_normal, layout_plan, pad_bytes
 from .point import Point
 from .sizes import dtype_of, shape_of
 from .spec import FLOAT_DTYPES, Spec
@@ -69,14 +70,7 @@ def guarded_empty(name: str, shape: tuple[int, ...], dtype: str, device) -> Guar
 
 def fill_random(t, dtype: str, gen) -> None:
     """Seeded values: normal for floats, small signed ints for ints, bits for bool."""
-    if dtype in FLOAT_DTYPES:
-        t.normal_(generator=gen)
-    elif dtype == "bool":
-        t.random_(0, 2, generator=gen)
-    elif dtype == "uint8":
-        t.random_(0, 256, generator=gen)
-    else:
-        t.random_(-64, 64, generator=gen)
+    fill_normal(t, dtype, gen)
 
 
 def poison(t, dtype: str) -> None:
@@ -99,33 +93,93 @@ class Inputs:
 
 def materialize(spec: Spec, point: Point, device, reuse: Inputs | None = None) -> Inputs:
     """With `reuse`, Out args are that call's buffers as they are: holding its plausible
-    values, the way an inference engine hands a kernel last step's output buffer."""
+    values, the way an inference engine hands a kernel last step's output buffer.
+    The point's value kinds (rung 2), layouts and padding fills (rung 3) shape the inputs;
+    a replayed point's inputs are the captured tensors, in their captured layout."""
     import torch
     gen = torch.Generator(device=device).manual_seed(point.seed)
     sizes, chosen = point.sizes, point.dtype_of
     built = spec.build(point, gen) if spec.build else {}
+    if point.replay:
+        from .capture import load_entry
+        built = {**load_entry(point.replay, device), **built}
+    kinds, layouts = dict(point.values), dict(point.layouts)
     args, guarded, outs = [], {}, {}
     for name, decl in spec.args.items():
         if name not in spec.tensor_args:
             args.append(built.get(name, decl))
             continue
         dtype = dtype_of(spec, name, chosen)
+        shape = shape_of(spec, name, sizes)
         if reuse is not None and name in spec.out_args:
             g = reuse.guarded[name]
+        elif name in built and point.replay and hasattr(built[name], "stride"):
+            g = guarded_like(name, built[name], device)
         else:
-            g = guarded_empty(name, shape_of(spec, name, sizes), dtype, device)
+            g = guarded_strided(name, shape, dtype, device, layouts.get(name, ""))
         guarded[name] = g
         if name in spec.out_args:
             if reuse is None:
                 poison(g.view, dtype)
             outs[name] = g.view
-        else:
-            if name in built:
-                g.view.copy_(built[name])
-            else:
-                fill_random(g.view, dtype, gen)
+        elif not (point.replay and name in built):
+            _write_input(spec, name, g, dtype, shape, built.get(name), kinds.get(name, "normal"), sizes, gen)
         args.append(g.view)
     return Inputs(args, guarded, outs)
+
+
+def guarded_strided(name: str, shape, dtype: str, device, layout: str) -> Guarded:
+    """A guarded storage holding a view of `shape` in `layout`; the storage is poisoned first,
+    so a kernel that reads between a view's elements reads signalling NaNs (or 0xA5 bytes)."""
+    if not layout:
+        return guarded_empty(name, shape, dtype, device)
+    size, stride, offset, length = layout_plan(shape, layout)
+    g = guarded_empty(name, (length,), dtype, device)
+    poison(g.view, dtype)
+    return Guarded(name, g.buf, g.view.as_strided(size, stride, g.view.storage_offset() + offset))
+
+
+def guarded_like(name: str, t, device) -> Guarded:
+    """A guarded copy of a captured tensor that keeps its strides and storage offset."""
+    import torch
+    off = t.storage_offset()
+    length = off + (sum((s - 1) * st for s, st in zip(t.shape, t.stride())) + 1 if t.numel() else 0)
+    g = guarded_empty(name, (length,), str(t.dtype).removeprefix("torch."), device)
+    poison(g.view, str(t.dtype).removeprefix("torch."))
+    view = g.view.as_strided(t.shape, t.stride(), g.view.storage_offset() + off)
+    view.copy_(t.to(device)) if not any(st == 0 for st in t.stride()) else view.copy_(t.to(device).contiguous())
+    return Guarded(name, g.buf, view)
+
+
+def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, kind: str, sizes, gen) -> None:
+    import torch
+    view = g.view
+    pad = kind.removeprefix("pad:") if kind.startswith("pad:") else ""
+    if pad:
+        kind = "normal"
+    if built is not None:
+        vals = built.to(view.device, torch_dtype(dtype))
+    else:
+        vals = torch.empty(shape, dtype=torch_dtype(dtype), device=view.device)
+        t = spec.all_tensors[name]
+        chunks = ()
+        if t.range is not None and isinstance(t.range[1], str):
+            chunks = tuple(spec.dims[t.range[1]].chunks)
+        fill_kind(vals, kind, dtype, gen, spec.range_of(name, sizes), chunks)
+    if any(st == 0 for st in view.stride()) and view.numel():
+        # a broadcast: every row is one storage row; the reference sees the same rows
+        vals = vals[:1].expand_as(vals)
+        view[:1].copy_(vals[:1])
+    else:
+        view.copy_(vals)
+    valid = spec.valid_of(name, sizes)
+    if valid is not None and view.dim() and valid < view.shape[-1]:
+        padding = view[..., valid:]
+        nbytes = padding.numel() * padding.element_size()
+        # padding bytes draw from their own generator: the valid data stay those of zero padding
+        pad_gen = type(gen)(device=view.device).manual_seed(gen.initial_seed() ^ 0x5A5A5A5A)
+        raw = pad_bytes(nbytes, pad or "0x00", pad_gen, view.device)
+        padding.copy_(raw.view(torch_dtype(dtype)).view(padding.shape))
 
 
 def reference_args(spec: Spec, inputs: Inputs, select: dict[int, Any] | None = None) -> list:

@@ -24,6 +24,7 @@ class Outcome:
     seconds: float = 0.0
     rows_checked: str = ""             # for big points: which rows the reference checked
     repro: str = ""
+    warnings: list[str] = field(default_factory=list)   # not failures: a bias inside the tolerance
 
     @property
     def headline(self) -> Finding | None:
@@ -40,6 +41,7 @@ class Outcome:
             "reason": self.reason, "seconds": round(self.seconds, 4),
             "rows_checked": self.rows_checked, "repro": self.repro,
             "findings": [f.to_dict() for f in self.findings],
+            "warnings": list(self.warnings),
             "point": self.point.to_dict(),
         }
 
@@ -48,4 +50,5 @@ class Outcome:
         return cls(Point.from_dict(d["point"]), d["status"],
                    [Finding(**{**f, "index": tuple(f["index"]) if f.get("index") is not None else None})
                     for f in d.get("findings", [])],
-                   d.get("reason", ""), d.get("seconds", 0.0), d.get("rows_checked", ""), d.get("repro", ""))
+                   d.get("reason", ""), d.get("seconds", 0.0), d.get("rows_checked", ""), d.get("repro", ""),
+                   list(d.get("warnings", [])))

@@ -25,15 +25,21 @@ class Point:
     mode: str = "eager"
     seed: int = 0
     partner: Pairs = ()      # rung 4's A-B-A: the B point's dims and config, (("dims", ...), ("config", ...))
+    values: Pairs = ()       # rung 2: input name -> value kind ("peaked/10", "ties", "pad:0xFF"); others normal
+    layouts: Pairs = ()      # rung 3: input name -> layout ("sliced", "transposed", ...); others contiguous
+    replay: str = ""         # rung 2: a captured call (DIR/entry) whose tensors are the inputs
 
     def __post_init__(self):
-        for f in ("dims", "dtypes", "config", "partner"):
+        for f in PAIRS:
             object.__setattr__(self, f, tuple((str(k), _freeze(v)) for k, v in getattr(self, f)))
         if not self.seed:
             object.__setattr__(self, "seed", self._default_seed())
 
     def _default_seed(self) -> int:
-        key = json.dumps([self.spec, self.dims, self.dtypes, self.config, self.mode, self.partner], default=str)
+        key = [self.spec, self.dims, self.dtypes, self.config, self.mode, self.partner]
+        if self.values or self.layouts or self.replay:   # seeds of earlier points stay as they were
+            key += [self.values, self.layouts, self.replay]
+        key = json.dumps(key, default=str)
         return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
 
     # ---- views ----
@@ -60,6 +66,10 @@ class Point:
             parts.append(self.mode)
         for k, v in self.partner:
             parts.append("B:" + ",".join(f"{a}={b}" for a, b in v) if v else f"B:{k}=default")
+        parts += [f"{k}:{v}" for k, v in self.values]
+        parts += [f"{k}:{v}" for k, v in self.layouts]
+        if self.replay:
+            parts.append("replay:" + self.replay.rsplit("/", 1)[-1])
         return "-".join(parts)
 
     # ---- serialisation ----
@@ -67,6 +77,8 @@ class Point:
         d = {}
         for f in fields(self):
             v = getattr(self, f.name)
+            if f.name in OMIT_EMPTY and not v:
+                continue               # rung 1's repro lines stay as short as they were
             d[f.name] = _thaw(v) if f.name in PAIRS else v
         return d
 
@@ -103,7 +115,8 @@ class Point:
         return repr(self.to_dict())
 
 
-PAIRS = ("dims", "dtypes", "config", "partner")
+PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts")
+OMIT_EMPTY = ("values", "layouts", "replay")
 
 
 def _thaw(v):

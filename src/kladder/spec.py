@@ -34,6 +34,7 @@ class Dim:
     max: int = 1 << 16
     tile: int | tuple[int, ...] | list[int] | None = None
     widths: tuple[int, ...] | list[int] = ()
+    chunks: tuple[int, ...] | list[int] = ()   # chunk / top-k sizes: rung 2 puts lengths at c-1, c, c+1
 
     @property
     def tiles(self) -> tuple[int, ...]:
@@ -42,13 +43,29 @@ class Dim:
         return (self.tile,) if isinstance(self.tile, int) else tuple(self.tile)
 
 
+VALUE_KINDS = ("normal", "peaked", "ties", "identical", "distinct", "tiny", "huge", "nonfinite",
+               "lengths", "masked", "ones")
+DEFAULT_FLOAT_VALUES = ("peaked", "ties", "identical", "distinct", "tiny", "huge")
+LAYOUTS = ("sliced", "every_other", "transposed", "offset", "shifted", "broadcast", "channels_last")
+NONFINITE_POLICIES = ("propagate", "ignore", "raise")
+
+
 @dataclass(frozen=True)
 class Tensor:
-    """A tensor argument or output: shape as symbols ("M N"), and a dtype list or `like`."""
+    """A tensor argument or output: shape as symbols ("M N"), and a dtype list or `like`.
+
+    values:  the rung-2 value kinds this input admits (VALUE_KINDS); None = by dtype.
+    range:   (lo, hi) inclusive; hi may name a dim. Values are drawn within it at every rung.
+    valid:   packed rows: only the first `valid` elements of the last dim are data (int or dim).
+    layouts: the rung-3 layouts this input accepts (LAYOUTS); None = all that its rank allows."""
 
     shape: str
     dtype: str | tuple[str, ...] | list[str] | None = None
     like: str | None = None
+    values: str | tuple[str, ...] | list[str] | None = None
+    range: tuple | list | None = None
+    valid: int | str | None = None
+    layouts: str | tuple[str, ...] | list[str] | None = None
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -59,6 +76,37 @@ class Tensor:
         if self.dtype is None:
             return ()
         return (self.dtype,) if isinstance(self.dtype, str) else tuple(self.dtype)
+
+    def value_kinds(self, dtype: str, nonfinite: str | None) -> tuple[str, ...]:
+        """The rung-2 value kinds of this input: as declared, or by dtype."""
+        if self.values is not None:
+            return (self.values,) if isinstance(self.values, str) else tuple(self.values)
+        if dtype in FLOAT_DTYPES:
+            return DEFAULT_FLOAT_VALUES + (("nonfinite",) if nonfinite else ())
+        return ("lengths",) if self.range is not None else ()
+
+    def layout_list(self) -> tuple[str, ...]:
+        """The rung-3 layouts of this input: as declared, or every one its rank allows."""
+        rank = len(self.symbols)
+        if self.layouts is not None:
+            chosen = (self.layouts,) if isinstance(self.layouts, str) else tuple(self.layouts)
+        else:
+            chosen = LAYOUTS
+        need = {"sliced": 2, "every_other": 1, "transposed": 2, "offset": 1, "shifted": 1,
+                "broadcast": 2, "channels_last": 4}
+        return tuple(lay for lay in chosen if rank >= need[lay] and (lay != "channels_last" or rank == 4))
+
+
+@dataclass(frozen=True)
+class Invariant:
+    """A property the outputs must have, with or without a reference: `check(inputs, outputs)`
+    (dicts name -> tensor) returns a bool or a bool tensor (True where it holds). Without
+    `values` it is checked on every point of rungs 1-3; with values={"v": "ones"} kladder
+    adds rung-2 points with those value kinds and checks it there."""
+
+    name: str
+    check: Callable[..., Any]
+    values: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -98,9 +146,28 @@ class Spec:
     build: Callable[..., Any] | None = None
     reference_dtype: str = "float64"
     timeout_s: float | None = None
+    nonfinite: str | None = None          # NaN/Inf policy: None, "propagate", "ignore", "raise"
+    invariants: tuple | list = ()         # kl.Invariant(...)
+    slot: Any = None                      # rung 8: a slot of kladder's model ("rmsnorm"), or a kl.Adapter
+    model_tolerance: float = 0.02         # rung 8: the largest score drop that passes
 
     def __post_init__(self):
         validate(self)
+        from .chain import Chain
+        if isinstance(self.kernel, Chain):       # chains are called positionally: give them the names
+            object.__setattr__(self, "kernel", self.kernel.bound(self.args))
+        if isinstance(self.reference, Chain):
+            object.__setattr__(self, "reference", self.reference.bound(n for n in self.args if n not in self.out_args))
+
+    def range_of(self, name: str, sizes: dict[str, int]) -> tuple | None:
+        r = self.all_tensors[name].range
+        if r is None:
+            return None
+        return tuple(sizes[v] if isinstance(v, str) else v for v in r)
+
+    def valid_of(self, name: str, sizes: dict[str, int]) -> int | None:
+        v = self.all_tensors[name].valid
+        return sizes[v] if isinstance(v, str) else v
 
     # ---- derived views, used by generators and the materialiser ----
     @property
@@ -167,6 +234,7 @@ def validate(spec: Spec) -> None:
     _validate_tensors(spec)
     _validate_shape_lists(spec)
     _validate_tolerance(spec)
+    _validate_values(spec)
     if spec.rows is not None:
         for r in spec.row_dims:
             if r not in spec.dims:
@@ -257,6 +325,55 @@ def _validate_shape_lists(spec: Spec) -> None:
     clash = [k for c in spec.configs for k in c if k in spec.args]
     if clash:
         _fail(f"Spec({spec.name!r}).configs", list(spec.configs), f"config keys {clash} collide with args; configs are extra keyword arguments.")
+
+
+def _validate_values(spec: Spec) -> None:
+    name = spec.name
+    for a, t in spec.all_tensors.items():
+        where = f"Spec({name!r}).args[{a!r}]" if a in spec.args else f"Spec({name!r}).returns[{a!r}]"
+        if t.values is not None:
+            kinds = (t.values,) if isinstance(t.values, str) else t.values
+            for k in kinds:
+                if k not in VALUE_KINDS:
+                    _fail(where + ".values", t.values, f"use value kinds from {VALUE_KINDS}, or [] for none.")
+            if "nonfinite" in kinds and spec.nonfinite is None:
+                _fail(where + ".values", t.values, "'nonfinite' needs the spec's NaN/Inf policy: Spec(nonfinite='propagate' | 'ignore' | 'raise').")
+        if t.range is not None:
+            r = t.range
+            ok = isinstance(r, (tuple, list)) and len(r) == 2 and all(
+                (isinstance(v, (int, float)) and not isinstance(v, bool)) or (isinstance(v, str) and v in spec.dims) for v in r)
+            if not ok:
+                _fail(where + ".range", r, "give (lo, hi), inclusive, numbers or dim names, e.g. range=(1, 'S').")
+        if t.valid is not None:
+            v = t.valid
+            if not ((isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (isinstance(v, str) and v in spec.dims)):
+                _fail(where + ".valid", v, "give the number of valid elements of the last dim (an int or a dim name); the rest is padding.")
+            if not t.symbols:
+                _fail(where + ".valid", v, "a 0-d tensor has no rows to pad; drop `valid`.")
+        if t.layouts is not None:
+            lays = (t.layouts,) if isinstance(t.layouts, str) else t.layouts
+            for lay in lays:
+                if lay not in LAYOUTS:
+                    _fail(where + ".layouts", t.layouts, f"use layouts from {LAYOUTS}, or [] for contiguous only.")
+    for d, dim in spec.dims.items():
+        for c in dim.chunks:
+            if not isinstance(c, int) or isinstance(c, bool) or c <= 0:
+                _fail(f"Spec({name!r}).dims[{d!r}].chunks", list(dim.chunks), "give positive int chunk sizes, e.g. chunks=[256].")
+    if spec.nonfinite is not None and spec.nonfinite not in NONFINITE_POLICIES:
+        _fail(f"Spec({name!r}).nonfinite", spec.nonfinite, f"use one of {NONFINITE_POLICIES}, or None for no NaN/Inf points.")
+    invs = spec.invariants
+    if not isinstance(invs, (list, tuple)) or not all(isinstance(i, Invariant) for i in invs):
+        _fail(f"Spec({name!r}).invariants", invs, "give a list of kl.Invariant(name, check, values=None).")
+    for inv in invs:
+        if not callable(inv.check):
+            _fail(f"Spec({name!r}).invariants[{inv.name!r}].check", inv.check, "pass a callable (inputs, outputs) -> bool or bool tensor.")
+        for a, k in (inv.values or {}).items():
+            if a not in spec.input_args:
+                _fail(f"Spec({name!r}).invariants[{inv.name!r}].values", dict(inv.values), f"name input args ({', '.join(spec.input_args)}).")
+            if k not in VALUE_KINDS:
+                _fail(f"Spec({name!r}).invariants[{inv.name!r}].values", dict(inv.values), f"use value kinds from {VALUE_KINDS}.")
+    if not isinstance(spec.model_tolerance, (int, float)) or not 0 <= spec.model_tolerance <= 1:
+        _fail(f"Spec({name!r}).model_tolerance", spec.model_tolerance, "give the largest score drop that passes, between 0 and 1 (e.g. 0.02).")
 
 
 def _validate_tolerance(spec: Spec) -> None:

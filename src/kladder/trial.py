@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass
 
 from . import execute
-from .compare import Finding, Where, bumped_reference, check_contract, check_guards, compare_values, sensitivity
+from .compare import (Finding, Where, bias_check, bumped_reference, check_contract, check_guards, compare_values,
+                      describe_pattern, sensitivity)
 from .materialize import Inputs, materialize, reference_args
 from .outcome import BROKEN, FAILED, OOM, PASSED, Outcome
 from .point import Point
@@ -60,6 +61,7 @@ class Prepared:
 class Harness:
     def __init__(self, spec: Spec, point: Point, device: str):
         self.spec, self.point, self.device = spec, point, device
+        self.warnings: list[str] = []
 
     def prepare(self, point: Point | None = None, seed: int | None = None, outs_from: Prepared | None = None) -> Prepared:
         """Seeded inputs in guarded buffers and the reference's copies, taken before the call.
@@ -102,7 +104,14 @@ class Harness:
             raise SpecBroken(f"the reference raised {type(e).__name__}: {_first_line(e)} "
                              "(a spec problem, not a kernel failure)") from e
         sens = {n: sensitivity(refs[n], bumped.get(n)) for n in refs}
-        findings += _compare_outputs(spec, pt, self.device, outputs, refs, prep.select, prep.row_ids, sens)
+        policy = spec.nonfinite if any(k == "nonfinite" for _, k in pt.values) else None
+        if policy == "raise":
+            findings.append(Finding("nonfinite", "", "the kernel accepted NaN/Inf inputs and returned; the spec's "
+                                    "policy is nonfinite='raise'", pattern="accepted NaN/Inf"))
+        findings += _compare_outputs(spec, pt, self.device, outputs, refs, prep.select, prep.row_ids, sens, policy,
+                                     self.warnings if pt.rung <= 3 else None)
+        if pt.rung <= 3:
+            findings += _check_invariants(spec, pt, prep, outputs)
         return label_all(findings, label)
 
 
@@ -139,6 +148,11 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
         return Result(Outcome(point, BROKEN, reason=str(e)))
     except KernelError as k:
         e, where = k.error, (f" ({k.label})" if k.label else "")
+        if point.layouts and not _is_device_fault(e) and not _is_oom(e):
+            # refusing a layout loudly is allowed; reading the wrong elements silently is not
+            return Result(Outcome(point, "skipped", reason=f"refused: the kernel raised {type(e).__name__} on this layout: {_first_line(e)}"))
+        if spec.nonfinite == "raise" and any(kd == "nonfinite" for _, kd in point.values) and not _is_device_fault(e):
+            return Result(Outcome(point, PASSED, reason=f"raised {type(e).__name__} on NaN/Inf inputs, as the spec's policy asks"))
         if _is_oom(e):
             return Result(Outcome(point, OOM, reason=f"the kernel ran out of memory{where}: {e}"))
         if k.label == "capture":
@@ -153,7 +167,7 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
         if _is_device_fault(e):
             return Result(Outcome(point, FAILED, [Finding("device_fault", "", f"the device faulted: {type(e).__name__}: {_first_line(e)}", pattern="device fault")]), fatal=True)
         raise
-    return Result(Outcome(point, FAILED if findings else PASSED, findings, rows_checked=rows_text))
+    return Result(Outcome(point, FAILED if findings else PASSED, findings, rows_checked=rows_text, warnings=h.warnings))
 
 
 def _first_line(e: BaseException) -> str:
@@ -199,7 +213,33 @@ def _split_ref(spec: Spec, ref) -> dict:
     return dict(zip(names, ref))
 
 
-def _compare_outputs(spec, point, device, outputs, refs, select, where_rows, sens) -> list[Finding]:
+def _check_invariants(spec: Spec, point: Point, prep: Prepared, outputs: dict) -> list[Finding]:
+    """Each invariant that applies here: those without values everywhere, those with values
+    where the point gives the inputs those values."""
+    import torch
+    findings = []
+    given = dict(point.values)
+    inputs = {n: a for n, a in zip(spec.args, prep.inputs.args) if n not in spec.out_args}
+    for inv in spec.invariants:
+        if inv.values and any(given.get(a) != k for a, k in inv.values.items()):
+            continue
+        try:
+            held = inv.check(inputs, outputs)
+        except Exception as e:  # noqa: BLE001
+            raise SpecBroken(f"the invariant '{inv.name}' raised {type(e).__name__}: {_first_line(e)}") from e
+        if isinstance(held, torch.Tensor) and held.numel() > 1:
+            bad = ~held.to(torch.bool)
+            n_bad = int(bad.sum())
+            if n_bad:
+                pattern = describe_pattern(bad, Where())
+                findings.append(Finding("invariant", inv.name, f"the invariant '{inv.name}' fails at {n_bad:,} of "
+                                        f"{bad.numel():,} positions: {pattern}", pattern=pattern, mismatched=n_bad, total=bad.numel()))
+        elif not bool(held):
+            findings.append(Finding("invariant", inv.name, f"the invariant '{inv.name}' does not hold", pattern="invariant"))
+    return findings
+
+
+def _compare_outputs(spec, point, device, outputs, refs, select, where_rows, sens, policy=None, warnings=None) -> list[Finding]:
     findings = []
     for name in spec.outputs:
         dtype = dtype_of(spec, name, point.dtype_of)
@@ -216,9 +256,13 @@ def _compare_outputs(spec, point, device, outputs, refs, select, where_rows, sen
         where = Where(symbols, {d: spec.dims[d].tiles for d in symbols if d in spec.dims},
                       {sel[0]: where_rows} if sel is not None else {})
         describe = f"{dtype}, {' x '.join(map(str, shape))}, {point.mode}"
-        f = compare_values(name, out, refs[name], spec.tolerance_for(dtype), where, describe, sens.get(name))
+        f = compare_values(name, out, refs[name], spec.tolerance_for(dtype), where, describe, sens.get(name), policy)
         if f:
             findings.append(f)
+        elif warnings is not None:
+            w = bias_check(name, out, refs[name])
+            if w and w not in warnings:
+                warnings.append(w)
     return findings
 
 

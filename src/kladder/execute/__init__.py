@@ -38,9 +38,11 @@ def get(name: str) -> Executor:
     from .aba import ABA
     from .eager import Eager
     from .graph import Graph
+    from .independence import Independence
+    from .padding import Padding
     from .reused import Reused
     from .stream import Stream
-    executors = {e.name: e for e in (Eager, Reused, ABA, Graph, Stream)}
+    executors = {e.name: e for e in (Eager, Reused, ABA, Graph, Stream, Padding, Independence)}
     if name not in executors:
         raise ValueError(f"mode {name!r}: no such executor; known modes are {sorted(executors)}.")
     return executors[name]()

@@ -36,6 +36,9 @@ def renderables(report: ClimbReport) -> list:
     skipped = [o for o in report.outcomes if o.status == SKIPPED]
     if skipped:
         parts.append(_skips(skipped))
+    warned = [o for o in report.outcomes if o.warnings]
+    if warned:
+        parts.append(_warnings(warned))
     parts.append(_summary(report))
     return parts
 
@@ -124,6 +127,23 @@ def _skips(skipped: list[Outcome]) -> str:
         if len(group) > 6:
             lines.append(f"      ... and {len(group) - 6} more (see --json)")
     return "\n".join(lines)
+
+
+def _warnings(warned: list[Outcome]) -> str:
+    """Warnings (a bias inside the tolerance), each once, with the points that showed it."""
+    lines = [f"\n[bold yellow]Warnings ({len(warned)} point{'s' if len(warned) != 1 else ''})[/]: not failures; "
+             "they point at what a model will feel"]
+    by_text: dict[str, list[Outcome]] = defaultdict(list)
+    for o in warned:
+        for w in o.warnings:
+            by_text[re.sub(r"[-+]?\d[\d,.]*(e[-+]?\d+)?", "#", w)].append(o)
+    for group in by_text.values():
+        o = group[0]
+        lines.append(f"  {o.point.id}: {_escape(o.warnings[0])}")
+        if len(group) > 1:
+            lines.append(f"      and {len(group) - 1} more point{'s' if len(group) > 2 else ''} like it: "
+                         + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else ""))
+    return "\n".join(lines[:40])
 
 
 def _reason_key(reason: str) -> str:

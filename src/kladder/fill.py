@@ -1,0 +1,186 @@
+"""Values and layouts: what a point's inputs hold, and how they sit in memory.
+
+`fill_kind` writes one of the rung-2 value kinds into a contiguous tensor; `layout_plan`
+says how a tensor of a logical shape sits in its storage for one of the rung-3 layouts
+(size, stride, storage offset, the storage's length). Both are seeded by the point's
+generator; neither runs a kernel. materialize.py puts the two together inside guarded
+buffers.
+"""
+from __future__ import annotations
+
+import math
+
+from .spec import FLOAT_DTYPES
+
+INT_BITS = {8: "int64", 4: "int32", 2: "int16", 1: "int8"}
+SLICE_PAD = 16          # elements between the rows of a sliced view
+OFFSET = 64             # the storage offset of the "offset" layout
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _rows(t):
+    """The tensor as (rows, last dim); a 0-d or 1-d tensor is one row."""
+    n = t.shape[-1] if t.dim() else 1
+    return t.reshape(-1, n) if t.numel() else t.reshape(0, max(n, 1))
+
+
+def fill_kind(t, kind: str, dtype: str, gen, rng: tuple | None = None, chunks=()) -> None:
+    """Write value kind `kind` ("peaked/10", "ties", ...) into the contiguous tensor `t`."""
+    torch = _torch()
+    base, _, arg = kind.partition("/")
+    is_float = dtype in FLOAT_DTYPES
+    if base == "normal" or (not is_float and base not in ("lengths", "masked", "ones")):
+        fill_normal(t, dtype, gen, rng)
+        return
+    if base == "ones":
+        t.fill_(1)
+        return
+    if base == "lengths":
+        _lengths(t, gen, rng, chunks)
+        return
+    fill_normal(t, dtype, gen, rng if base not in ("peaked", "ties", "distinct") else None)
+    if t.numel() == 0:
+        return
+    rows = _rows(t)
+    if base == "peaked":
+        t.mul_(float(arg or 10))
+    elif base == "ties":
+        b = torch.randn(rows.shape[0], 1, generator=gen, device=t.device).to(t.dtype)
+        b = torch.where(b == 0, torch.ones_like(b), b)
+        rows.copy_(b.expand_as(rows))
+        k = torch.randint(0, 4, rows.shape, generator=gen, device=t.device)
+        bits = rows.view(getattr(torch, INT_BITS[t.element_size()]))
+        bits.add_(k.to(bits.dtype))               # b, b+1ulp, b+2ulp, b+3ulp (away from zero for b < 0)
+    elif base == "identical":
+        rows.copy_(rows[:1].expand_as(rows))
+    elif base == "distinct":
+        n = rows.shape[1]
+        j = torch.arange(n, device=t.device, dtype=torch.float64)
+        v = (1 + 3 * j / max(n - 1, 1)) * torch.where(j % 2 == 0, 1.0, -1.0)
+        rows.copy_(v.to(t.dtype).expand_as(rows))
+    elif base == "tiny":
+        fi = torch.finfo(t.dtype)
+        sub = fi.tiny * fi.eps                      # the smallest subnormal
+        choices = torch.tensor([sub, -sub, 37 * sub, fi.tiny, -fi.tiny, 0.0, -0.0], dtype=torch.float64)
+        _scatter_quarter(t, choices, gen)
+    elif base == "huge":
+        big = huge_value(dtype, t.shape[-1] if t.dim() else 1, rng)
+        choices = torch.tensor([big, -big, big * 0.75, -big * 0.625], dtype=torch.float64)
+        _scatter_quarter(t, choices, gen)
+    elif base == "nonfinite":
+        vals = (math.nan, math.inf, -math.inf)
+        for i in range(0, rows.shape[0], 4):       # one in every fourth row
+            col = int(torch.randint(0, rows.shape[1], (1,), generator=gen, device=t.device))
+            rows[i, col] = vals[(i // 4) % 3]
+    elif base == "masked":
+        for i in range(0, rows.shape[0], 4):
+            rows[i].fill_(-math.inf if is_float else 0)
+    else:
+        raise ValueError(f"unknown value kind {kind!r}")
+
+
+def huge_value(dtype: str, row_len: int, rng: tuple | None) -> float:
+    """The largest magnitude whose squares summed over a row still fit float32 (a kernel
+    accumulating in float32 must carry it), within the dtype and the declared range."""
+    torch = _torch()
+    big = min(torch.finfo(getattr(torch, dtype)).max, math.sqrt(torch.finfo(torch.float32).max / max(row_len, 1)))
+    if rng is not None:
+        big = min(big, max(abs(float(rng[0])), abs(float(rng[1]))))
+    return big / 2
+
+
+def _scatter_quarter(t, choices, gen) -> None:
+    torch = _torch()
+    flat = t.view(-1)
+    mask = torch.rand(flat.shape, generator=gen, device=t.device) < 0.25
+    pick = torch.randint(0, len(choices), flat.shape, generator=gen, device=t.device)
+    vals = choices.to(t.device)[pick].to(t.dtype)
+    flat.copy_(torch.where(mask, vals, flat))
+
+
+def fill_normal(t, dtype: str, gen, rng: tuple | None = None) -> None:
+    """Seeded values: normal for floats (uniform within a declared range), small signed ints
+    (or uniform within the range), bits for bool."""
+    if rng is not None and dtype != "bool":
+        lo, hi = rng
+        if dtype in FLOAT_DTYPES:
+            t.uniform_(float(lo), float(hi), generator=gen)
+        else:
+            t.random_(int(lo), int(hi) + 1, generator=gen)
+        return
+    if dtype in FLOAT_DTYPES:
+        t.normal_(generator=gen)
+    elif dtype == "bool":
+        t.random_(0, 2, generator=gen)
+    elif dtype == "uint8":
+        t.random_(0, 256, generator=gen)
+    else:
+        t.random_(-64, 64, generator=gen)
+
+
+def _lengths(t, gen, rng, chunks) -> None:
+    """Lengths at the edges of the range and on both sides of every chunk, each at least once."""
+    torch = _torch()
+    lo, hi = (int(rng[0]), int(rng[1])) if rng else (1, 64)
+    edges = [lo, hi, lo + 1, hi - 1]
+    for c in chunks:
+        edges += [c - 1, c, c + 1]
+    edges = sorted({e for e in edges if lo <= e <= hi}) or [lo]
+    flat = t.view(-1)
+    pick = torch.randint(0, len(edges), flat.shape, generator=gen, device=t.device)
+    vals = torch.tensor(edges, device=t.device)[pick]
+    vals[:min(len(edges), flat.numel())] = torch.tensor(edges[:flat.numel()], device=t.device)
+    flat.copy_(vals.to(t.dtype))
+
+
+# ---------------------------------------------------------------------------- layouts
+def contiguous_strides(shape) -> list[int]:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return strides[::-1]
+
+
+def layout_plan(shape: tuple[int, ...], layout: str) -> tuple[tuple, tuple, int, int]:
+    """(size, stride, storage offset, storage length in elements) of `layout`."""
+    shape = tuple(shape)
+    offset = 0
+    if layout in ("", "contiguous"):
+        stride = contiguous_strides(shape)
+    elif layout == "sliced":
+        stride = contiguous_strides(shape[:-1] + (shape[-1] + SLICE_PAD,))
+    elif layout == "every_other":
+        stride = [2 * s for s in contiguous_strides(shape)]
+    elif layout == "transposed":
+        st = contiguous_strides(shape[:-2] + (shape[-1], shape[-2]))
+        stride = st[:-2] + [st[-1], st[-2]]
+    elif layout in ("offset", "shifted"):
+        stride = contiguous_strides(shape)
+        offset = OFFSET if layout == "offset" else 1
+    elif layout == "broadcast":
+        stride = [0] + contiguous_strides(shape[1:])
+    elif layout == "channels_last":
+        n, c, h, w = shape
+        stride = [h * w * c, 1, w * c, c]
+    else:
+        raise ValueError(f"unknown layout {layout!r}")
+    if any(s == 0 for s in shape):
+        length = offset
+    else:
+        length = offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1
+    return shape, tuple(stride), offset, length
+
+
+def pad_bytes(nbytes: int, fill: str, gen, device):
+    """The bytes of a padding fill: 0x00, 0xFF, 0x7F, 0x80, a per-byte pattern, random."""
+    torch = _torch()
+    if fill == "bytes":
+        return (torch.arange(nbytes, device=device) % 251).to(torch.uint8)
+    if fill == "random":
+        return torch.randint(0, 256, (nbytes,), generator=gen, device=device, dtype=torch.uint8)
+    return torch.full((nbytes,), int(fill, 16), dtype=torch.uint8, device=device)

@@ -1,0 +1,153 @@
+"""Rung 2, the value gap: the distributions a model feeds a kernel, moved on purpose.
+
+Random normal inputs hide a class of bugs (reference/003 §04): a model feeds peaked
+attention logits, near-tied router scores, identical warm-up tokens, biases that differ from
+tile to tile, extremes and, now and then, NaN; prompts shorter than a chunk. Each point here
+gives ONE input one value kind (the others stay normal), so a failure names the value kind
+that caused it, at two shapes: a tail in every tiled dim, and the longest rows the budget
+allows (peaked logits only bite over many keys). Lengths sit on both sides of every declared
+chunk. Inputs captured from a real run (`--replay DIR`) become points that keep their layout.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..point import Point
+from ..sizes import dtype_of
+from ..spec import Spec
+from .modes import base_shapes
+from .shapes import Budget, _chosen_dtypes, _dtype_rows, fits
+
+RUNG = 2
+TEMPERATURES = (3, 10, 30)
+WHY = {
+    "peaked": "normal x {t}: a softmax over such a row is near one-hot (peaked attention)",
+    "ties": "values a few ulps apart in every row (near-tied router scores)",
+    "identical": "every row the same (identical tokens: a warm-up batch, a repeated prompt)",
+    "distinct": "non-negligible values that differ along the last dim, tile to tile (per-channel biases)",
+    "tiny": "a quarter of the elements subnormal, smallest-normal or +-0",
+    "huge": "a quarter of the elements +-big: the largest magnitude whose squares summed over a row still fit float32",
+    "nonfinite": "NaN, +Inf and -Inf at a few positions (policy: {policy})",
+    "lengths": "lengths at the edges of their range and on both sides of every chunk",
+    "masked": "whole rows masked",
+    "ones": "all ones",
+}
+
+
+def kind_labels(kind: str) -> list[str]:
+    """A value kind's points: peaked at each temperature, the others once."""
+    return [f"peaked/{t}" for t in TEMPERATURES] if kind == "peaked" else [kind]
+
+
+def why_of(spec: Spec, name: str, label: str) -> str:
+    kind, _, arg = label.partition("/")
+    text = WHY.get(kind, kind).format(t=arg, policy=spec.nonfinite)
+    return f"{name}: {kind}{'/' + arg if arg else ''}, {text}"
+
+
+def long_shape(spec: Spec, budget: Budget, start: dict[str, int]) -> dict[str, int]:
+    """From `start`, grow the dims of the longest rows (the last dim of each input, last
+    declared first) to the largest declared width or maximum that fits the budget."""
+    sizes = dict(start)
+    lasts = []
+    for t in spec.input_args.values():
+        if t.symbols and t.symbols[-1] in spec.dims and t.symbols[-1] not in lasts:
+            lasts.append(t.symbols[-1])
+    for d in reversed(lasts):
+        dim = spec.dims[d]
+        for target in sorted(set(dim.widths) | {dim.max}, reverse=True):
+            trial = {**sizes, d: target}
+            if fits(spec, trial, budget):
+                sizes = trial
+                break
+        else:
+            lo, hi = sizes[d], dim.max
+            while lo < hi:                          # the largest that fits
+                mid = (lo + hi + 1) // 2
+                if fits(spec, {**sizes, d: mid}, budget):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            sizes[d] = lo
+    return sizes
+
+
+def shapes_for(spec: Spec, budget: Budget) -> list[dict[str, int]]:
+    base = base_shapes(spec, budget)[0]
+    out = [base]
+    wide = long_shape(spec, budget, base)
+    if wide != base:
+        out.append(wide)
+    return out
+
+
+def _text(sizes: dict) -> str:
+    return ", ".join(f"{d}={v}" for d, v in sizes.items())
+
+
+def value_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dict]) -> Iterator[Point]:
+    chosen = dict(dtypes)
+    for name, t in spec.input_args.items():
+        for kind in t.value_kinds(dtype_of(spec, name, chosen), spec.nonfinite):
+            for label in kind_labels(kind):
+                for sizes in shapes:
+                    yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
+                                f"{why_of(spec, name, label)}; {_text(sizes)}",
+                                kind="values", values=((name, label),))
+
+
+def chunk_points(spec: Spec, budget: Budget, dtypes: tuple, base: dict) -> Iterator[Point]:
+    """Lengths at 1 and on both sides of every declared chunk (a prompt shorter than a chunk,
+    exactly one, one token into the next)."""
+    for d, dim in spec.dims.items():
+        seen = set()
+        for c in dim.chunks:
+            for v, why in ((1, "shorter than any chunk"), (c - 1, f"one short of the chunk ({c})"),
+                           (c, f"exactly one chunk ({c})"), (c + 1, f"one past the chunk ({c}): a second chunk of one")):
+                if not dim.min <= v <= dim.max or v in seen:
+                    continue
+                seen.add(v)
+                sizes = {**base, d: v}
+                if not fits(spec, sizes, budget):
+                    continue
+                values = tuple((n, "lengths") for n, t in spec.input_args.items()
+                               if "lengths" in t.value_kinds(dtype_of(spec, n, dict(dtypes)), spec.nonfinite))
+                yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"{d} = {v}: {why}; {_text(sizes)}",
+                            kind="chunk", values=values)
+
+
+def invariant_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dict]) -> Iterator[Point]:
+    """An invariant with its own values (V = 1), alone and with each other input's kinds."""
+    chosen = dict(dtypes)
+    for inv in spec.invariants:
+        if not inv.values:
+            continue
+        fixed = tuple(inv.values.items())
+        combos = [()]
+        for name, t in spec.input_args.items():
+            if name in inv.values:
+                continue
+            for kind in t.value_kinds(dtype_of(spec, name, chosen), spec.nonfinite):
+                if kind != "nonfinite":
+                    combos += [((name, label),) for label in kind_labels(kind)]
+        for extra in combos:
+            for sizes in shapes:
+                what = ", ".join(f"{n}: {k}" for n, k in fixed + extra)
+                yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
+                            f"invariant '{inv.name}' with {what}; {_text(sizes)}", kind="invariant", values=fixed + extra)
+
+
+def points(spec: Spec, budget: Budget, replay: str | None = None) -> Iterator[Point]:
+    dtypes = _chosen_dtypes(spec, _dtype_rows(spec)[0])
+    shapes = shapes_for(spec, budget)
+    seen = set()
+    for gen in (value_points(spec, budget, dtypes, shapes), chunk_points(spec, budget, dtypes, shapes[0]),
+                invariant_points(spec, budget, dtypes, shapes)):
+        for p in gen:
+            key = (p.dims, p.values)
+            if key not in seen:
+                seen.add(key)
+                yield p
+    if replay:
+        from ..capture import replay_points
+        yield from replay_points(spec, replay, RUNG)
