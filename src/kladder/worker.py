@@ -24,6 +24,7 @@ def _setup_torch(device: str) -> dict:
 
 def main(argv: list[str]) -> int:
     ref, device = argv[0], argv[1]
+    os.environ["KLADDER_SPEC_REF"] = ref        # modes that start processes of their own (jitcache)
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     faulthandler.enable()                      # a segfault leaves a Python traceback in stderr

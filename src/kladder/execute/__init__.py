@@ -36,13 +36,15 @@ def call_raw(kernel: Callable[..., Any], args: list, kwargs: dict) -> Any:
 
 def get(name: str) -> Executor:
     from .aba import ABA
+    from .compiled import Compiled
     from .eager import Eager
     from .graph import Graph
     from .independence import Independence
+    from .jitcache import JitCache
     from .padding import Padding
     from .reused import Reused
     from .stream import Stream
-    executors = {e.name: e for e in (Eager, Reused, ABA, Graph, Stream, Padding, Independence)}
+    executors = {e.name: e for e in (Eager, Reused, ABA, Graph, Stream, Padding, Independence, JitCache, Compiled)}
     if name not in executors:
         raise ValueError(f"mode {name!r}: no such executor; known modes are {sorted(executors)}.")
     return executors[name]()

@@ -2,12 +2,14 @@
 just before the call, by a producer that is late on purpose. A wrapper that launches on a
 stream of its own without waiting on the caller's reads the inputs before they land: it sees
 the poison they held, and fails. (The race in FlyDSL #1220 showed once in 100,000 launches;
-a late producer makes the ordering bug show on every call.)"""
+a late producer makes the ordering bug show on every call.) A warm-up call comes first: a
+first call that compiles takes longer on the host than the producer's delay, and would hide
+the race (measured on the H200: a wrapper on its own stream passed its first point only).)"""
 from __future__ import annotations
 
 from . import call_raw
 
-PRODUCER_DELAY_CYCLES = 2_000_000        # about 1 ms at the H200's 1.98 GHz
+PRODUCER_DELAY_CYCLES = 20_000_000       # about 10 ms at the H200's 1.98 GHz: far above a launch's host time
 
 
 class Stream:
@@ -18,6 +20,8 @@ class Stream:
 
         from ..materialize import poison
         from ..sizes import dtype_of
+        warm = h.prepare()
+        h.call(warm, "warm-up call (compiles)")     # eager, synchronized: JIT and autotuning out of the race
         prep = h.prepare()
         inputs = {n: t for n, t in zip(h.spec.args, prep.inputs.args) if n in h.spec.input_args}
         staged = {n: t.clone() for n, t in inputs.items()}

@@ -18,6 +18,7 @@ WHY = {
     "reused": "the output buffers of the call before, holding its values, as an engine reuses them",
     "graph": "captured in a CUDA graph and replayed 3 times on new inputs, outputs poisoned before each replay",
     "stream": "called on a side stream, its inputs produced on that stream just before",
+    "compiled": "under torch.compile (a torch op or custom op), called twice: compiling, then the cached graph",
 }
 
 
@@ -53,7 +54,26 @@ def points(spec: Spec, budget: Budget) -> Iterator[Point]:
             for config in _configs(spec):
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"{mode}: {WHY[mode]}; {_text(sizes, config)}",
                             config=config, kind="mode", mode=mode)
+    for sizes in shapes[:1]:
+        yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"compiled: {WHY['compiled']}; {_text(sizes, ())}",
+                    kind="mode", mode="compiled")
     yield from _aba_points(spec, shapes, dtypes)
+    yield from _jitcache_points(spec, shapes, dtypes)
+
+
+def _jitcache_points(spec: Spec, shapes: list[dict], dtypes: tuple) -> Iterator[Point]:
+    """Cold cache (A then B) against warm cache (A): B is the next config, or another shape."""
+    configs = _configs(spec)
+    a = shapes[0]
+    if len(configs) > 1:
+        pairs = [(a, configs[i], a, configs[(i + 1) % len(configs)]) for i in range(len(configs))]
+    else:
+        pairs = [(a, configs[0], shapes[-1] if shapes[-1] != a else _small(spec), configs[0])]
+    for sa, ca, sb, cb in pairs:
+        why = (f"jitcache: a process on an empty cache runs A = {_text(sa, ca)}, then B = {_text(sb, cb)}; a process on "
+               "the cache it left (a restart) runs A: both A right, and equal bit for bit")
+        partner = (("dims", tuple(sb.items())),) + ((("config", cb),) if spec.configs else ())
+        yield Point(spec.name, RUNG, tuple(sa.items()), dtypes, why, config=ca, kind="mode", mode="jitcache", partner=partner)
 
 
 def _aba_points(spec: Spec, shapes: list[dict], dtypes: tuple) -> Iterator[Point]:

@@ -1,0 +1,43 @@
+"""Compiled: the kernel under torch.compile, where it is a torch op or a custom op
+(torch.library.custom_op): a model compiled with torch.compile calls it through the op's
+fake (meta) implementation at trace time and the real one at run time, with the compiled
+graph's own buffers. A fake that states the wrong shape or dtype, an op that mutates an input
+it did not declare, or a layout the compiled graph hands it, fails here and nowhere else.
+Two calls: the first compiles, the second runs the cached graph; both are checked."""
+from __future__ import annotations
+
+
+def is_torch_op(fn) -> bool:
+    import torch
+    kinds = (torch._ops.OpOverloadPacket, torch._ops.OpOverload)
+    try:
+        from torch._library.custom_ops import CustomOpDef
+        kinds += (CustomOpDef,)
+    except ImportError:  # older torch: only torch.library ops
+        pass
+    return isinstance(fn, kinds)
+
+
+class Compiled:
+    name = "compiled"
+
+    def run(self, h) -> tuple[list, str]:
+        import torch
+
+        from ..trial import KernelError, Skip
+        if not is_torch_op(h.spec.kernel):
+            raise Skip("the kernel is a Python launcher, not a torch op or custom op (torch.library.custom_op): "
+                       "torch.compile would run it as it is, eagerly")
+        torch._dynamo.reset()
+        compiled = torch.compile(h.spec.kernel, dynamic=False)
+        findings = []
+        for i, label in enumerate(("call 1 of 2 (compiles)", "call 2 of 2 (the compiled graph)")):
+            prep = h.prepare(seed=h.point.seed + i)
+            try:
+                returned = compiled(*prep.inputs.args, **prep.point.kwargs)
+                if torch.cuda.is_available() and torch.cuda.is_initialized():
+                    torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001
+                raise KernelError(e, label) from e
+            findings += h.check(prep, returned, label)
+        return findings, ""

@@ -1,0 +1,129 @@
+"""JIT cache: a fresh cache directory against a warm one. A server restarts onto the cache its
+last run filled (Triton's compiled kernels and autotuning results, Inductor's, a library's own
+tuned-config files); a key that misses something the code depends on hands the warm process
+another call's code. Process 1 starts on an empty cache directory and calls A, then B (another
+config or shape), as a server's first life does; process 2 starts on the cache process 1 left
+(a restart) and calls A alone. Both A results must equal the reference, and each other bit for
+bit.
+
+The two processes are children of the worker (`python -m kladder.execute.jitcache`), with
+TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR and the spec's declared cache variables pointed at
+the one temporary directory. Under Triton's interpreter nothing is compiled, but a library's
+own disk caches still run; the report says how many files the cold process left."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CACHE_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+REF_ENV = "KLADDER_SPEC_REF"
+
+
+class JitCache:
+    name = "jitcache"
+
+    def run(self, h) -> tuple[list, str]:
+        from ..compare import Finding
+        from ..isolate import worker_env
+        from ..trial import KernelError, Skip, SpecBroken
+        ref = os.environ.get(REF_ENV)
+        if not ref:
+            raise Skip("the jitcache mode runs inside a climb's worker (it starts two processes of its own)")
+        a = dataclasses.replace(h.point, mode="eager", partner=())
+        partner = dict(h.point.partner)
+        b = dataclasses.replace(a, dims=partner.get("dims", a.dims), config=partner.get("config", a.config), seed=0)
+        timeout = (h.spec.timeout_s or 120) * 3
+        with tempfile.TemporaryDirectory(prefix="kladder-jit-") as d:
+            cache = os.path.join(d, "cache")
+            env = worker_env(h.device)
+            for var in CACHE_VARS:
+                env[var] = os.path.join(cache, var.lower())
+            results = []
+            for label, calls in (("cold cache: A then B", [a, b]), ("warm cache: A", [a])):
+                out = os.path.join(d, f"{len(results)}.safetensors")
+                cmd = [sys.executable, "-m", "kladder.execute.jitcache", ref, h.device, out] + [p.to_json() for p in calls]
+                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+                if p.returncode != 0:
+                    err = (p.stderr.strip().splitlines() or ["exited " + str(p.returncode)])[-1]
+                    if p.returncode == 3:
+                        raise KernelError(RuntimeError(err), f"process with a {label}")
+                    raise SpecBroken(f"the {label} process failed: {err}")
+                results.append(_load(out))
+                if len(results) == 1:
+                    files = sum(len(f) for _, _, f in os.walk(cache))
+        cold, warm = results
+        prep = h.prepare(a)
+        findings = []
+        for name, before in cold.items():
+            now = warm.get(name)
+            if now is None or now.shape != before.shape or now.dtype != before.dtype:
+                continue
+            differ = now.contiguous().view(-1).view(_bits(now)) != before.contiguous().view(-1).view(_bits(now))
+            n = int(differ.sum())
+            if n:
+                findings.append(Finding("not_bitwise", name, f"`{name}` of A differs between a cold cache and the warm cache "
+                                        f"the cold process left ({n:,} of {now.numel():,} elements), on the same inputs: "
+                                        "the cache handed the warm process other code", pattern="warm cache differs from cold",
+                                        mismatched=n, total=now.numel(), call="A in a process on the warm cache"))
+        returned = _returned(h, prep, warm)
+        findings += h.check(prep, returned, "A in a process on the warm cache")
+        return findings, f"the cold process left {files} file(s) in the cache directory"
+
+
+def _bits(t):
+    import torch
+    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+
+
+def _load(path: str) -> dict:
+    from safetensors.torch import load_file
+    return load_file(path)
+
+
+def _returned(h, prep, outs: dict):
+    """Put a child's outputs where the harness looks for them: Out args' buffers, the return."""
+    for name, t in prep.inputs.outs.items():
+        if name in outs:
+            t.copy_(outs[name].to(t.device))
+    names = list(h.spec.returned)
+    if not names:
+        return None
+    vals = [outs[n].to(h.device) if n in outs else None for n in names]
+    return vals[0] if len(vals) == 1 else tuple(vals)
+
+
+def child(argv: list[str]) -> int:
+    """python -m kladder.execute.jitcache REF DEVICE OUT POINT... : run the points in order in
+    this process and save the first one's outputs to OUT (safetensors)."""
+    import torch
+    from safetensors.torch import save_file
+
+    from ..load import load_spec
+    from ..point import Point
+    from ..trial import Harness
+    ref, device, out = argv[:3]
+    spec = load_spec(ref)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    saved = {}
+    for text in argv[3:]:
+        point = Point.from_dict(json.loads(text))
+        h = Harness(spec, point, device)
+        prep = h.prepare()
+        try:
+            returned = h.call(prep)
+        except Exception as e:  # noqa: BLE001
+            print(f"the kernel raised {type(e).__name__}: {e}", file=sys.stderr)
+            return 3
+        if not saved:
+            outputs, _ = h.outputs(prep, returned)
+            saved = {n: t.detach().contiguous().cpu() for n, t in outputs.items() if isinstance(t, torch.Tensor)}
+    save_file(saved, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(child(sys.argv[1:]))
