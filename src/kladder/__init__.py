@@ -18,7 +18,7 @@ __all__ = ["Spec", "Tensor", "Out", "Dim", "Tolerance", "Invariant", "SpecError"
 
 def capture(target, to, **kw):
     """Record the arguments of real calls to `target` under DIR: `with kl.capture("pkg.mod:fn", to="caps"): run()`."""
-    from .capture import capture as _capture
+    from .capturing import capture as _capture
     return _capture(target, to, **kw)
 
 

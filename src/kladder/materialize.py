@@ -101,7 +101,7 @@ def materialize(spec: Spec, point: Point, device, reuse: Inputs | None = None) -
     sizes, chosen = point.sizes, point.dtype_of
     built = spec.build(point, gen) if spec.build else {}
     if point.replay:
-        from .capture import load_entry
+        from .capturing import load_entry
         built = {**load_entry(point.replay, device), **built}
     kinds, layouts = dict(point.values), dict(point.layouts)
     args, guarded, outs = [], {}, {}

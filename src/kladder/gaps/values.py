@@ -89,6 +89,8 @@ def value_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dict]) 
     chosen = dict(dtypes)
     for name, t in spec.input_args.items():
         for kind in t.value_kinds(dtype_of(spec, name, chosen), spec.nonfinite):
+            if kind == "identical" and len(t.symbols) < 2 and t.values is None:
+                continue                                   # one row: nothing to repeat
             for label in kind_labels(kind):
                 for sizes in shapes:
                     yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
@@ -149,5 +151,5 @@ def points(spec: Spec, budget: Budget, replay: str | None = None) -> Iterator[Po
                 seen.add(key)
                 yield p
     if replay:
-        from ..capture import replay_points
+        from ..capturing import replay_points
         yield from replay_points(spec, replay, RUNG)
