@@ -23,7 +23,9 @@ def _spec(**over):
 
 def test_mode_points_cover_every_mode_config_and_a_b_a_pair():
     pts = list(modes.points(_spec(), CPU_BUDGET))
-    assert {p.mode for p in pts} == {"reused", "graph", "stream", "aba"}
+    assert {p.mode for p in pts} == {"reused", "graph", "stream", "aba", "compiled", "jitcache"}
+    jit = [p for p in pts if p.mode == "jitcache"]
+    assert len(jit) == 3 and all(dict(p.partner)["config"] != p.config for p in jit)   # each config, then the next
     assert all(p.rung == 4 and p.why for p in pts)
     base = modes.base_shapes(_spec(), CPU_BUDGET)
     assert base[0] == {"M": 17, "N": 129} and base[1] == {"M": 16, "N": 128}
