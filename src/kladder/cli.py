@@ -147,9 +147,11 @@ def cmd_repro(args) -> int:
 
 def cmd_zoo_list() -> int:
     from .cases import case_modules
-    for name, mod in case_modules().items():
+    cases = case_modules()
+    width = max(map(len, cases)) + 1
+    for name, mod in cases.items():
         c = mod.CASE
-        print(f"{name:22} rung {c['rung']}  {c['gap']:16} needs {c['needs']:18} mirrors {c['mirrors']}")
+        print(f"{name:{width}} rung {c['rung']}  {c['gap']:16} needs {c['needs']:18} mirrors {c['mirrors']}")
     return EXIT_OK
 
 

@@ -175,6 +175,8 @@ def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, ki
     valid = spec.valid_of(name, sizes)
     if valid is not None and view.dim() and valid < view.shape[-1]:
         padding = view[..., valid:]
+        if any(st == 0 for st in view.stride()):
+            padding = view[:1, ..., valid:]          # a broadcast: one storage row holds every row's padding
         nbytes = padding.numel() * padding.element_size()
         # padding bytes draw from their own generator: the valid data stay those of zero padding
         pad_gen = type(gen)(device=view.device).manual_seed(gen.initial_seed() ^ 0x5A5A5A5A)

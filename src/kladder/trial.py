@@ -213,6 +213,14 @@ def _split_ref(spec: Spec, ref) -> dict:
     return dict(zip(names, ref))
 
 
+def _interpreted(device: str) -> bool:
+    """Triton's interpreter (3.9) converts float32 to bfloat16 by truncation, not to nearest
+    as a GPU does: every bfloat16 output would lean toward zero, the interpreter's bias and not
+    the kernel's. The bias check is left to the GPU for bfloat16 outputs."""
+    import os
+    return device == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
+
+
 def _check_invariants(spec: Spec, point: Point, prep: Prepared, outputs: dict) -> list[Finding]:
     """Each invariant that applies here: those without values everywhere, those with values
     where the point gives the inputs those values."""
@@ -259,7 +267,7 @@ def _compare_outputs(spec, point, device, outputs, refs, select, where_rows, sen
         f = compare_values(name, out, refs[name], spec.tolerance_for(dtype), where, describe, sens.get(name), policy)
         if f:
             findings.append(f)
-        elif warnings is not None:
+        elif warnings is not None and not (dtype == "bfloat16" and _interpreted(device)):
             w = bias_check(name, out, refs[name])
             if w and w not in warnings:
                 warnings.append(w)

@@ -52,7 +52,7 @@ def _row_text(row) -> str:
     nfail = len(bug.failures)
     bug_text = f"{nfail} failed point{'s' if nfail != 1 else ''}, lowest failing rung {low}" if low else "no failure"
     twin_text = "twin clean" if clean else f"twin FALSE ALARM ({len(twin.failures)} failed)"
-    return f"{name:22} rung {rung}  buggy: {verdict:8} ({bug_text}); {twin_text}  [{secs:.1f} s]"
+    return f"{name:24} rung {rung}  buggy: {verdict:8} ({bug_text}); {twin_text}  [{secs:.1f} s]"
 
 
 def _summary(rows, device: str) -> str:

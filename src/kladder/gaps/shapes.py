@@ -57,6 +57,8 @@ def edge_values(name: str, dim) -> dict[int, str]:
 
     low = max(dim.min, 1)
     add(low, f"{name} = {low}: the smallest size" + ("; its only tile is the partial last tile" if dim.tiles else ""))
+    if not dim.tiles:
+        add(low + 1, f"{name} = {low + 1}: one more than the smallest (a loop over {name} runs twice)")
     for t in dim.tiles:
         add(t - 1, f"{name} = {t - 1}: one short of the tile ({t}); the only tile is partial")
         add(t, f"{name} = {t}: exactly one full tile ({t})")
