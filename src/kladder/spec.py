@@ -148,8 +148,10 @@ class Spec:
     timeout_s: float | None = None
     nonfinite: str | None = None          # NaN/Inf policy: None, "propagate", "ignore", "raise"
     invariants: tuple | list = ()         # kl.Invariant(...)
-    slot: Any = None                      # rung 8: a slot of kladder's model ("rmsnorm"), or a kl.Adapter
-    model_tolerance: float = 0.02         # rung 8: the largest score drop that passes
+    slot: Any = None                      # rung 8: a slot of kladder's model ("rmsnorm", or ("rmsnorm", fn) when the
+                                          # slot takes another callable than `kernel`), or a kladder.model.Adapter
+    model_tolerance: float = 0.02         # rung 8: the largest exact-match drop that passes
+    model_nll_tolerance: float = 0.03     # rung 8: the largest relative rise of the answers' NLL that passes (correct kernels: +-0.6%)
 
     def __post_init__(self):
         validate(self)
@@ -158,6 +160,12 @@ class Spec:
             object.__setattr__(self, "kernel", self.kernel.bound(self.args))
         if isinstance(self.reference, Chain):
             object.__setattr__(self, "reference", self.reference.bound(n for n in self.args if n not in self.out_args))
+
+    def slot_target(self) -> tuple[Any, Callable]:
+        """(slot name or adapter, the callable that goes into it)."""
+        if isinstance(self.slot, tuple):
+            return self.slot[0], self.slot[1]
+        return self.slot, self.kernel
 
     def range_of(self, name: str, sizes: dict[str, int]) -> tuple | None:
         r = self.all_tensors[name].range
@@ -372,6 +380,14 @@ def _validate_values(spec: Spec) -> None:
                 _fail(f"Spec({name!r}).invariants[{inv.name!r}].values", dict(inv.values), f"name input args ({', '.join(spec.input_args)}).")
             if k not in VALUE_KINDS:
                 _fail(f"Spec({name!r}).invariants[{inv.name!r}].values", dict(inv.values), f"use value kinds from {VALUE_KINDS}.")
+    slot = spec.slot
+    if slot is not None and not (isinstance(slot, str) or hasattr(slot, "score")
+                                 or (isinstance(slot, tuple) and len(slot) == 2 and isinstance(slot[0], str) and callable(slot[1]))):
+        _fail(f"Spec({name!r}).slot", slot, "name a slot of kladder's model ('rmsnorm', 'attention_decode', ...), give "
+              "(slot, callable) when the slot takes another callable than `kernel`, or a kladder.model.Adapter.")
+    if not isinstance(spec.model_nll_tolerance, (int, float)) or spec.model_nll_tolerance < 0:
+        _fail(f"Spec({name!r}).model_nll_tolerance", spec.model_nll_tolerance, "give the largest relative rise of the answers' "
+              "negative log-likelihood that passes, >= 0 (e.g. 0.05 for 5%).")
     if not isinstance(spec.model_tolerance, (int, float)) or not 0 <= spec.model_tolerance <= 1:
         _fail(f"Spec({name!r}).model_tolerance", spec.model_tolerance, "give the largest score drop that passes, between 0 and 1 (e.g. 0.02).")
 

@@ -167,7 +167,11 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
         if _is_device_fault(e):
             return Result(Outcome(point, FAILED, [Finding("device_fault", "", f"the device faulted: {type(e).__name__}: {_first_line(e)}", pattern="device fault")]), fatal=True)
         raise
-    return Result(Outcome(point, FAILED if findings else PASSED, findings, rows_checked=rows_text, warnings=h.warnings))
+    # executors return a note beside their findings: the rows checked (big points), or what
+    # the mode measured (the model's scores, the cache's files)
+    rows, note = (rows_text, "") if point.kind == "big" else ("", rows_text)
+    return Result(Outcome(point, FAILED if findings else PASSED, findings, reason=note, rows_checked=rows,
+                          warnings=h.warnings))
 
 
 def _first_line(e: BaseException) -> str:

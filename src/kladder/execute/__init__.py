@@ -41,10 +41,11 @@ def get(name: str) -> Executor:
     from .graph import Graph
     from .independence import Independence
     from .jitcache import JitCache
+    from .model import Model
     from .padding import Padding
     from .reused import Reused
     from .stream import Stream
-    executors = {e.name: e for e in (Eager, Reused, ABA, Graph, Stream, Padding, Independence, JitCache, Compiled)}
+    executors = {e.name: e for e in (Eager, Reused, ABA, Graph, Stream, Padding, Independence, JitCache, Compiled, Model)}
     if name not in executors:
         raise ValueError(f"mode {name!r}: no such executor; known modes are {sorted(executors)}.")
     return executors[name]()
