@@ -43,7 +43,7 @@ class Model:
                                 extra={"baseline": base.nll, "kernel": got.nll, "samples": rows},
                                 call="model run with the kernel")], detail
         else:
-            replacement = slot.wrap(fn) if hasattr(slot, "wrap") else fn
+            replacement = slot.wrap(fn) if getattr(slot, "wrap", None) else fn
             try:
                 b = slot.score(None)
             except Exception as e:  # noqa: BLE001
@@ -52,8 +52,9 @@ class Model:
                 k = slot.score(replacement)
             except Exception as e:  # noqa: BLE001
                 raise KernelError(e, f"the user model with the kernel in {getattr(slot, 'target', '?')}") from e
-            rows = [str(s) for s in getattr(slot, "samples", [])[:SHOWN]]
-            detail = f"score {k:.4f} with the kernel vs {b:.4f} baseline"
+            worst = sorted(getattr(slot, "samples", []), key=lambda s: s[-1] if isinstance(s, tuple) else 0)
+            rows = [" ".join(map(str, s)) if isinstance(s, tuple) else str(s) for s in worst[:SHOWN]]
+            detail = f"score {k:.4f} with the kernel vs {b:.4f} baseline ({slot.target})"
         drop = b - k
         if drop > spec.model_tolerance:
             msg = (f"the model's score fell from {b:.4f} to {k:.4f} (a drop of {drop:.4f}; "

@@ -60,13 +60,18 @@ def patched(target: str, replacement: Callable) -> Iterator[None]:
 
 class Adapter:
     """Scores the user's model with `target` replaced: `evaluate()` returns a score (higher is
-    better) or (score, samples)."""
+    better) or (score, samples). In a climb (`Spec(slot=Adapter(...))`), `wrap(kernel)` turns
+    the spec's kernel into the replacement (a method taking `self`, say); without `wrap` the
+    kernel itself replaces the target."""
 
-    def __init__(self, target: str, evaluate: Callable[[], Any]):
+    def __init__(self, target: str, evaluate: Callable[[], Any], wrap: Callable[[Callable], Callable] | None = None):
         if not callable(evaluate):
             raise TypeError(f"Adapter(evaluate={evaluate!r}): give a callable returning a score or (score, samples)")
+        if wrap is not None and not callable(wrap):
+            raise TypeError(f"Adapter(wrap={wrap!r}): give a callable kernel -> replacement, or leave it out")
         resolve_target(target)          # a bad target fails here, not in the middle of a climb
         self.target, self.evaluate = target, evaluate
+        self.wrap = wrap if wrap is not None else (lambda kernel: kernel)
         self.samples: list = []
 
     def score(self, replacement: Callable | None = None) -> float:

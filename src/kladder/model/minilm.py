@@ -94,8 +94,11 @@ def evaluate() -> tuple[float, list]:
 
 
 def adapter(target: str = LAYERNORM_TARGET) -> Adapter:
+    """The MiniLM adapter for `target`; in a climb the kernel is wrapped into the target's form
+    (LayerNorm.forward from kernel(x, w, b, eps); nn.functional.softmax from kernel(x))."""
     _baseline()                 # computed unpatched, before any score
-    return Adapter(target, evaluate)
+    wrap = {LAYERNORM_TARGET: lambda k: layernorm_forward(k), SOFTMAX_TARGET: lambda k: softmax_function(k)}.get(target)
+    return Adapter(target, evaluate, wrap)
 
 
 def layernorm_forward(kernel: Callable) -> Callable:
