@@ -125,7 +125,10 @@ def resolve(slots: dict[str, Callable] | None) -> dict[str, Callable]:
     for name, fn in slots.items():
         if not callable(fn):
             raise TypeError(f"slot {name!r}: got {fn!r}; give a callable with the signature {SLOTS[name]}")
-    table = {**DEFAULTS, **slots}
+    # the defaults as this module holds them now: a function patched here (kladder.capture(
+    # "kladder.model.slots:rmsnorm", ...)) reaches a model loaded inside the patch
+    current = {name: globals().get(name, fn) for name, fn in DEFAULTS.items()}
+    table = {**current, **slots}
     if "softmax" in slots:
         if "attention_prefill" not in slots:
             table["attention_prefill"] = make_attention_prefill(slots["softmax"])

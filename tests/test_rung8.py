@@ -1,0 +1,70 @@
+"""Rung 8 through the climb: the kernel in its slot of kladder's trained model, or in the
+user's model through an Adapter; the score against the baseline, both shown."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import kladder as kl
+from kladder.gaps import model as model_gap
+from kladder.gaps.shapes import CPU_BUDGET
+from kladder.model import minilm
+
+HERE = os.path.dirname(__file__)
+
+
+def climb_zoo(tmp_path, case, *extra):
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", case, "--device", "cpu", "--rungs", "8",
+                        "--json", str(out), "--log", str(tmp_path / "l.jsonl"), *extra],
+                       capture_output=True, text=True, timeout=900)
+    return p, json.loads(out.read_text())["rungs"][7]["points"]
+
+
+def test_a_spec_without_a_slot_has_no_model_points():
+    spec = kl.Spec("s", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("N", dtype="float32")},
+                   returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 8)})
+    assert list(model_gap.points(spec, CPU_BUDGET)) == []
+
+
+def test_a_bad_slot_is_a_spec_error():
+    with pytest.raises(kl.SpecError, match="slot"):
+        kl.Spec("s", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("N", dtype="float32")},
+                returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 8)}, slot=3)
+
+
+@pytest.mark.parametrize("case,check", [("decode_group16", "score"), ("compounding_bias", "nll")])
+def test_rung_8_catches_what_the_kernel_rungs_let_through(case, check, tmp_path):
+    # decode_group16: exact match collapses (group 16, beyond the spec's G <= 8);
+    # compounding_bias: exact match holds, the right answers' likelihood falls (a lean inside the tolerance)
+    p, pts = climb_zoo(tmp_path, case)
+    assert p.returncode == 1, p.stdout[-2000:]
+    (pt,) = pts
+    f = pt["findings"][0]
+    assert pt["status"] == "failed" and f["check"] == "model" and f["output"] == check
+    assert "baseline" in f["message"] and f["extra"]["baseline"] > f["extra"].get("kernel", 0) or check == "nll"
+    if check == "score":
+        assert f["extra"]["baseline"] == 1.0 and f["extra"]["kernel"] < 0.5 and "<- wrong" in f["message"]
+    else:
+        assert f["extra"]["kernel"] > 1.03 * f["extra"]["baseline"] and "exact match stayed 1.0000" in f["message"]
+
+
+@pytest.mark.parametrize("case", ["decode_group16", "compounding_bias"])
+def test_rung_8_twins_keep_the_baseline(case, tmp_path):
+    p, pts = climb_zoo(tmp_path, case, "--fixed")
+    assert p.returncode == 0, p.stdout[-2000:]
+    (pt,) = pts
+    assert pt["status"] == "passed" and "exact match 1.0000 with the kernel vs 1.0000 baseline" in pt["reason"]
+
+
+@pytest.mark.skipif(minilm.available() is not None, reason=str(minilm.available()))
+def test_the_adapter_scores_the_users_model_with_and_without_the_kernel(tmp_path):
+    ref = os.path.join(HERE, "specs", "minilm_layernorm.py")
+    good = kl.climb(ref + "::good", rungs=8, device="cpu", log_path=str(tmp_path / "a"))
+    bad = kl.climb(ref + "::bad", rungs=8, device="cpu", log_path=str(tmp_path / "b"))
+    assert good.exit_code == 0 and [o.status for o in good.outcomes] == ["passed"]
+    (o,) = bad.outcomes
+    assert o.status == "failed" and "fell from 1.0000 to 0.7" in o.findings[0].message
+    assert "LayerNorm.forward" in o.findings[0].message
