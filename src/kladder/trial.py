@@ -99,7 +99,8 @@ class Harness:
         findings += contract
         try:
             refs = _split_ref(spec, spec.reference(*prep.ref_args))
-            bumped = _split_ref(spec, bumped_reference(spec.reference, prep.ref_args, pt.seed))
+            draws = [_split_ref(spec, b) for b in bumped_reference(spec.reference, prep.ref_args, pt.seed)]
+            bumped = {n: [d.get(n) for d in draws] for n in refs}
         except Exception as e:  # noqa: BLE001
             raise SpecBroken(f"the reference raised {type(e).__name__}: {_first_line(e)} "
                              "(a spec problem, not a kernel failure)") from e

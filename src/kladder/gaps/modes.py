@@ -23,13 +23,23 @@ WHY = {
 
 
 def base_shapes(spec: Spec, budget: Budget) -> list[dict[str, int]]:
-    """A tail in every tiled dim (2 tiles + 1), and every tile full (2 tiles), within budget."""
+    """A tail in every tiled dim (2 tiles + 1), and every tile full (2 tiles), within budget.
+    A dim's chunks count as tiles (2 chunks + 1: past the short path). When that does not fit,
+    untiled dims (batch, heads) shrink to their minimum first, then tiled dims to one tile."""
+    def unit(dim) -> int | None:
+        units = tuple(dim.tiles) + tuple(dim.chunks)
+        return max(units) if units else None
+
+    def clamp(dim, v: int) -> int:
+        return min(dim.max, max(dim.min, v))
+
     shapes = []
     for extra in (1, 0):
-        sizes = {}
-        for d, dim in spec.dims.items():
-            t = max(dim.tiles) if dim.tiles else 8
-            sizes[d] = min(dim.max, max(dim.min, 2 * t + extra))
+        sizes = {d: clamp(dim, 2 * (unit(dim) or 8) + extra) for d, dim in spec.dims.items()}
+        if not fits(spec, sizes, budget):
+            sizes.update({d: clamp(dim, 1) for d, dim in spec.dims.items() if unit(dim) is None})
+        if not fits(spec, sizes, budget):
+            sizes.update({d: clamp(dim, unit(dim) + extra) for d, dim in spec.dims.items() if unit(dim) is not None})
         if fits(spec, sizes, budget) and sizes not in shapes:
             shapes.append(sizes)
     if not shapes:

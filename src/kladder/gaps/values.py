@@ -46,14 +46,22 @@ def why_of(spec: Spec, name: str, label: str) -> str:
 
 
 def long_shape(spec: Spec, budget: Budget, start: dict[str, int]) -> dict[str, int]:
-    """From `start`, grow the dims of the longest rows (the last dim of each input, last
-    declared first) to the largest declared width or maximum that fits the budget."""
+    """From `start`, grow the dims a kernel reduces over (in an input, in no output: the keys
+    of an attention, a GEMM's K), then the last dim of each input, to the largest declared
+    width or maximum that fits the budget: peaked logits only bite over many keys."""
     sizes = dict(start)
+    out_syms = {s for t in spec.outputs.values() for s in t.symbols}
+    order = []
+    for t in spec.input_args.values():
+        for sym in t.symbols:
+            if sym in spec.dims and sym not in out_syms and sym not in order:
+                order.append(sym)
     lasts = []
     for t in spec.input_args.values():
-        if t.symbols and t.symbols[-1] in spec.dims and t.symbols[-1] not in lasts:
+        if t.symbols and t.symbols[-1] in spec.dims and t.symbols[-1] not in order + lasts:
             lasts.append(t.symbols[-1])
-    for d in reversed(lasts):
+    order += list(reversed(lasts))
+    for d in order:
         dim = spec.dims[d]
         for target in sorted(set(dim.widths) | {dim.max}, reverse=True):
             trial = {**sizes, d: target}
