@@ -84,6 +84,8 @@ _LAUNCH_FIXED = {}
 def bias_gelu(x, b, BLOCK_N=DEFAULT_BLOCK_N):
     """y = gelu(x + b), erf form, over [M, N] (x bf16/fp16, b [N] like x), computed in fp32."""
     _check(BLOCK_N)
+    x = x if x.stride(-1) == 1 else x.contiguous()     # rows walked with unit inner stride
+    b = b.contiguous()
     M, N = x.shape
     # The bug: the key leaves out the config the closure was built with.
     key = (M, N, x.dtype)
@@ -97,6 +99,8 @@ def bias_gelu(x, b, BLOCK_N=DEFAULT_BLOCK_N):
 
 def bias_gelu_fixed(x, b, BLOCK_N=DEFAULT_BLOCK_N):
     _check(BLOCK_N)
+    x = x if x.stride(-1) == 1 else x.contiguous()     # rows walked with unit inner stride
+    b = b.contiguous()
     M, N = x.shape
     # The fix: the config is part of the key, so the closure and the grid agree.
     key = (M, N, x.dtype, BLOCK_N)

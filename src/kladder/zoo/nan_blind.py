@@ -54,6 +54,8 @@ def _relu_norm_kernel_fixed(x_ptr, y_ptr, N, stride_x, stride_y, BLOCK_N: tl.con
 
 
 def _launch(kernel, x):
+    # the kernel walks rows with unit inner stride: other layouts are made so first (a copy)
+    x = x if x.stride(-1) == 1 else x.contiguous()
     M, N = x.shape
     y = torch.empty_like(x)
     # one row per program, held whole in registers

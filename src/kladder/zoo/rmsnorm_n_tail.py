@@ -60,6 +60,9 @@ def _rmsnorm_kernel_fixed(x_ptr, w_ptr, y_ptr, N, stride_x, stride_y, eps,
 
 
 def _launch(kernel, x, w, eps):
+    # the kernel walks rows with unit inner stride: other layouts are made so first (a copy)
+    x = x if x.stride(-1) == 1 else x.contiguous()
+    w = w.contiguous()
     M, N = x.shape
     y = torch.empty_like(x)
     # one program holds a whole row in registers: the block is N rounded up to a power of 2

@@ -73,6 +73,8 @@ BLOCK_N = 4096
 
 
 def _launch(kernel, x):
+    # the kernel walks rows with unit inner stride: other layouts are made so first (a copy)
+    x = x if x.stride(-1) == 1 else x.contiguous()
     M, N = x.shape
     y = torch.empty_like(x)
     kernel[(M,)](x, y, N, x.stride(0), y.stride(0), BLOCK_N=min(BLOCK_N, triton.next_power_of_2(N)))

@@ -56,6 +56,9 @@ def _silu_mul_kernel_fixed(gate_ptr, up_ptr, out_ptr, n, BLOCK: tl.constexpr, VE
 
 
 def _launch(kernel, gate, up, out):
+    # the kernel walks rows with unit inner stride: other layouts are made so first (a copy)
+    gate = gate.contiguous()
+    up = up.contiguous()
     n = out.numel()
     kernel[(triton.cdiv(n, BLOCK),)](gate, up, out, n, BLOCK=BLOCK, VEC=VEC)
     return out

@@ -75,6 +75,9 @@ _PLANS = {}
 
 
 def _launch(x, w, eps, plan):
+    # the kernel walks rows with unit inner stride: other layouts are made so first (a copy)
+    x = x if x.stride(-1) == 1 else x.contiguous()
+    w = w.contiguous()
     M, N = x.shape
     y = torch.empty_like(x)
     _rmsnorm_kernel[(M,)](x, w, y, N, x.stride(0), y.stride(0), eps, plan["num_tiles"],

@@ -66,6 +66,8 @@ def _heuristic_fixed(M, N):
 
 
 def _launch(x, heuristic):
+    # the kernel walks rows with unit inner stride: other layouts are made so first (a copy)
+    x = x if x.stride(-1) == 1 else x.contiguous()
     M, N = x.shape
     cfg = TUNED.get((M, N)) or heuristic(M, N)
     y = torch.empty_like(x)
