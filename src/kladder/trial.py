@@ -102,6 +102,8 @@ class Harness:
             draws = [_split_ref(spec, b) for b in bumped_reference(spec.reference, prep.ref_args, pt.seed)]
             bumped = {n: [d.get(n) for d in draws] for n in refs}
         except Exception as e:  # noqa: BLE001
+            if _is_oom(e):
+                raise                                # the point could not run for memory: not the spec's fault
             raise SpecBroken(f"the reference raised {type(e).__name__}: {_first_line(e)} "
                              "(a spec problem, not a kernel failure)") from e
         sens = {n: sensitivity(refs[n], bumped.get(n)) for n in refs}
@@ -164,7 +166,7 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
         return Result(Outcome(point, FAILED, [Finding("raised", "", f"the kernel raised {type(e).__name__}{where}: {_first_line(e)}", pattern="raised", call=k.label)]))
     except Exception as e:  # noqa: BLE001 - OOM while preparing, or a fault outside the call
         if _is_oom(e):
-            return Result(Outcome(point, OOM, reason=f"allocating the inputs ran out of memory: {e}"))
+            return Result(Outcome(point, OOM, reason=f"the inputs or the reference ran out of memory: {_first_line(e)}"))
         if _is_device_fault(e):
             return Result(Outcome(point, FAILED, [Finding("device_fault", "", f"the device faulted: {type(e).__name__}: {_first_line(e)}", pattern="device fault")]), fatal=True)
         raise

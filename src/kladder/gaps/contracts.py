@@ -16,7 +16,7 @@ from typing import Iterator
 from ..point import Point
 from ..spec import Spec
 from .modes import base_shapes
-from .shapes import Budget, _chosen_dtypes, _dtype_rows
+from .shapes import Budget, moderate, _chosen_dtypes, _dtype_rows
 
 RUNG = 3
 LAYOUT_WHY = {
@@ -78,6 +78,7 @@ def independence_point(spec: Spec, dtypes: tuple, shape: dict) -> Point:
 
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:
+    budget = moderate(budget)
     dtypes = _chosen_dtypes(spec, _dtype_rows(spec)[0])
     shapes = base_shapes(spec, budget)
     yield independence_point(spec, dtypes, shapes[0])

@@ -11,7 +11,7 @@ from typing import Iterator
 
 from ..point import Point
 from ..spec import Spec
-from .shapes import Budget, _chosen_dtypes, _dtype_rows, fits
+from .shapes import Budget, moderate, _chosen_dtypes, _dtype_rows, fits
 
 RUNG = 4
 WHY = {
@@ -57,6 +57,7 @@ def _text(sizes: dict, config: tuple) -> str:
 
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:
+    budget = moderate(budget)
     shapes = base_shapes(spec, budget)
     dtypes = _chosen_dtypes(spec, _dtype_rows(spec)[0])
     for mode in ("reused", "graph", "stream"):

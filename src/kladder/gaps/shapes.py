@@ -40,6 +40,15 @@ class Budget:
 
 CPU_BUDGET = Budget(1 << 16, 4096, "cpu")
 GPU_BUDGET = Budget(1 << 27, 1 << 31, "cuda")
+# Rungs 2-4 move values, layouts and modes, not sizes: thousands of keys make a softmax peak,
+# 2^27-element tensors (rung 1's GPU territory) only make each point slower (measured on the
+# H200: a decode attention's 82 rung-2 points took over 7 minutes at 2^27 elements).
+MODERATE_ELEMENTS = 1 << 22
+
+
+def moderate(budget: Budget) -> Budget:
+    """The budget of rungs 2-4: rung 1's, capped at MODERATE_ELEMENTS per tensor."""
+    return Budget(min(budget.max_elements, MODERATE_ELEMENTS), min(budget.max_rows, 1 << 16), budget.device)
 
 
 # ---------------------------------------------------------------------------- per dim

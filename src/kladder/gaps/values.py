@@ -16,7 +16,7 @@ from ..point import Point
 from ..sizes import dtype_of
 from ..spec import Spec
 from .modes import base_shapes
-from .shapes import Budget, _chosen_dtypes, _dtype_rows, fits
+from .shapes import Budget, moderate, _chosen_dtypes, _dtype_rows, fits
 
 RUNG = 2
 TEMPERATURES = (3, 10, 30)
@@ -148,6 +148,7 @@ def invariant_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dic
 
 
 def points(spec: Spec, budget: Budget, replay: str | None = None) -> Iterator[Point]:
+    budget = moderate(budget)
     dtypes = _chosen_dtypes(spec, _dtype_rows(spec)[0])
     shapes = shapes_for(spec, budget)
     seen = set()
