@@ -117,3 +117,26 @@ def test_rung_4_cases_are_caught_by_their_mode_alone_and_name_the_call(case, tmp
     assert bad and all(pt["mode"] == mode for pt in bad)
     assert all(pt["findings"][0]["call"] == call for pt in bad)
     assert f"call:     {call} ({mode} mode)" in p.stdout
+
+
+# rung-2 and rung-3 cases: the buggy kernel caught by its own rung alone, the twin clean there
+# (zoo_check.py climbs every twin on every rung: see the closing notes and docs/results)
+RUNG23_CASES = {"chunked_prefill_short": 2, "bias_tile_index": 2, "router_tie_pack": 2, "lowp_probs_underflow": 2,
+                "assumes_contiguous": 3, "padding_scale_read": 3, "scale_layout_mismatch": 3, "shared_kernel_reference": 3}
+RUNG23_CHECK = {"lowp_probs_underflow": "invariant", "shared_kernel_reference": "invalid_reference",
+                "padding_scale_read": "values"}
+
+
+@pytest.mark.parametrize("case", list(RUNG23_CASES))
+def test_rung_2_and_3_cases_are_caught_by_their_own_rung_and_twins_pass_it(case, tmp_path_factory):
+    rung = RUNG23_CASES[case]
+    p, doc = climb(tmp_path_factory, case, "--rungs", str(rung))
+    assert p.returncode == 1, p.stdout[-3000:]
+    bad = [pt for pt in doc["rungs"][rung - 1]["points"] if pt["status"] == "failed"]
+    assert bad and doc["lowest_failing_rung"] == rung
+    if case in RUNG23_CHECK:
+        assert any(pt["failure"] == RUNG23_CHECK[case] for pt in bad)
+    if rung == 2:
+        assert all(pt["point"].get("values") for pt in bad)           # each failure names its value kind
+    p, doc = climb(tmp_path_factory, case, "--fixed", "--rungs", str(rung))
+    assert p.returncode == 0, p.stdout[-3000:]
