@@ -16,15 +16,8 @@ from kladder.zoo import (bias_tile_index, chunked_prefill_short, lowp_probs_unde
                          router_tie_pack)
 
 
-@pytest.fixture(autouse=True)
-def poisoned_empty():
-    """torch.empty returns NaN (as under kladder), so an element no one wrote is visible;
-    seeded inputs."""
-    torch.manual_seed(0)
-    was = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    yield
-    torch.use_deterministic_algorithms(was)
+# torch.empty returns NaN (as under kladder) and inputs are seeded: tests/conftest.py
+pytestmark = pytest.mark.usefixtures("poisoned_empty")
 
 
 def randn(*shape, dtype=torch.float16, scale=1.0):

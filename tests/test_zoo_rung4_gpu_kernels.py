@@ -32,15 +32,8 @@ needs_cuda = pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA: graph capt
 LATE_CYCLES = 50_000_000    # the late producer: about 25 ms at the H200's 1.98 GHz, 100x a warm launch
 
 
-@pytest.fixture(autouse=True)
-def poisoned_empty():
-    """torch.empty returns NaN (as under kladder), so an element no one wrote is visible;
-    seeded inputs."""
-    torch.manual_seed(0)
-    was = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    yield
-    torch.use_deterministic_algorithms(was)
+# torch.empty returns NaN (as under kladder) and inputs are seeded: tests/conftest.py
+pytestmark = pytest.mark.usefixtures("poisoned_empty")
 
 
 @pytest.fixture

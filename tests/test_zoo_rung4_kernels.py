@@ -24,15 +24,8 @@ from kladder.zoo import jit_key_closure, stale_state  # noqa: E402
 RTOL = {torch.bfloat16: 1.6e-2, torch.float16: 1e-3}  # kladder's defaults (torch.testing's)
 
 
-@pytest.fixture(autouse=True)
-def poisoned_empty():
-    """torch.empty returns NaN (as under kladder), so an element no one wrote is visible;
-    seeded inputs."""
-    torch.manual_seed(0)
-    was = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    yield
-    torch.use_deterministic_algorithms(was)
+# torch.empty returns NaN (as under kladder) and inputs are seeded: tests/conftest.py
+pytestmark = pytest.mark.usefixtures("poisoned_empty")
 
 
 @pytest.fixture
