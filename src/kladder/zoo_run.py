@@ -1,4 +1,5 @@
-"""`kladder zoo climb` with no case: every case, the buggy kernel and its twin, as a table."""
+"""`kladder zoo climb` with no case: every case, the buggy kernel and its twin, as a table;
+each case at its own rung unless --rungs says otherwise."""
 from __future__ import annotations
 
 import sys
@@ -17,8 +18,10 @@ def climb_all(args) -> int:
         reports = {}
         for fixed in (False, True):
             ref = case_ref(name, fixed)
-            reports[fixed] = climb(ref, load_spec(ref), Options(rungs=parse_rungs(args.rungs), device=device,
-                                                               timeout_s=args.timeout))
+            # without --rungs, each case at its own rung: is it caught there, is its twin clean
+            # there (every rung of every case: --rungs 1-4,8, or ../shared/tools/zoo_check.py)
+            rungs = parse_rungs(args.rungs) if args.rungs else (case["rung"],)
+            reports[fixed] = climb(ref, load_spec(ref), Options(rungs=rungs, device=device, timeout_s=args.timeout))
             if args.verbose:
                 sys.stdout.write(render_text(reports[fixed]))
         bug, twin = reports[False], reports[True]

@@ -31,8 +31,9 @@ class Model:
             b, k = base.score, got.score
             rows = [f"{p}{want} got {g}" + ("" if g == want else "  <- wrong") for p, want, g in got.samples[:SHOWN]]
             rise = got.nll / base.nll - 1 if base.nll > 0 else 0.0
+            rise_text = f"{rise:+.1%}" if abs(rise) < 10 else f"x{got.nll / base.nll:.3g}"
             detail = (f"exact match {k:.4f} with the kernel vs {b:.4f} baseline; the right answers' NLL "
-                      f"{got.nll:.3e} vs {base.nll:.3e} nats/token ({rise:+.1%}); {n} problems, {dtype}; "
+                      f"{got.nll:.3e} vs {base.nll:.3e} nats/token ({rise_text}); {n} problems, {dtype}; "
                       f"logits {got.gain:+.2%} along the baseline's, drift {got.drift:.2e}")
             if rise > spec.model_nll_tolerance and b - k <= spec.model_tolerance:
                 msg = (f"the model's answers lost likelihood: the right answers' negative log-likelihood rose {rise:+.1%} "
