@@ -16,7 +16,6 @@ point whose inputs are the captured tensors in their captured layout.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import json
 import os
@@ -31,20 +30,12 @@ def _resolve(target) -> tuple[Any, str, Any]:
     if isinstance(target, tuple):
         owner, attr = target
         return owner, attr, getattr(owner, attr)
-    if not isinstance(target, str) or ":" not in target:
+    if not isinstance(target, str):
         raise ValueError(f"capture target {target!r}: give 'package.module:function', 'package.module:Class.method' "
                          "or (object, 'attribute').")
-    mod_name, _, path = target.partition(":")
-    try:
-        owner = importlib.import_module(mod_name)
-    except ImportError as e:
-        raise ValueError(f"capture target {target!r}: cannot import {mod_name!r} ({e}).") from None
-    parts = path.split(".")
-    for p in parts[:-1]:
-        owner = getattr(owner, p)
-    if not hasattr(owner, parts[-1]):
-        raise ValueError(f"capture target {target!r}: {mod_name}.{'.'.join(parts[:-1]) or ''} has no attribute {parts[-1]!r}.")
-    return owner, parts[-1], getattr(owner, parts[-1])
+    from .model.adapter import resolve_target      # the adapter's resolver: one spelling of a target
+    owner, attr = resolve_target(target)
+    return owner, attr, getattr(owner, attr)
 
 
 def _layout_key(value) -> Any:

@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 
+from . import bits_differ
+
 CACHE_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 REF_ENV = "KLADDER_SPEC_REF"
 
@@ -62,7 +64,7 @@ class JitCache:
             now = warm.get(name)
             if now is None or now.shape != before.shape or now.dtype != before.dtype:
                 continue
-            differ = now.contiguous().view(-1).view(_bits(now)) != before.contiguous().view(-1).view(_bits(now))
+            differ = bits_differ(now, before)
             n = int(differ.sum())
             if n:
                 findings.append(Finding("not_bitwise", name, f"`{name}` of A differs between a cold cache and the warm cache "
@@ -72,11 +74,6 @@ class JitCache:
         returned = _returned(h, prep, warm)
         findings += h.check(prep, returned, "A in a process on the warm cache")
         return findings, f"the cold process left {files} file(s) in the cache directory"
-
-
-def _bits(t):
-    import torch
-    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
 
 
 def _load(path: str) -> dict:

@@ -15,6 +15,7 @@ class Padding:
         import torch
 
         from ..compare import Finding, Where, describe_pattern
+        from . import bits_differ
         pt = h.point
         (arg, fill), = [(n, k) for n, k in pt.values if k.startswith("pad:")]
         clean_pt = dataclasses.replace(pt, values=tuple((n, "pad:0x00" if n == arg else k) for n, k in pt.values))
@@ -31,8 +32,7 @@ class Padding:
             after = out.get(name)
             if not isinstance(after, torch.Tensor) or after.shape != before.shape or after.dtype != before.dtype:
                 continue
-            bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[after.element_size()]
-            differ = after.contiguous().view(bits) != before.contiguous().view(bits)
+            differ = bits_differ(after, before)
             n = int(differ.sum())
             if n:
                 symbols = h.spec.all_tensors[name].symbols
