@@ -26,7 +26,9 @@ if "--device" not in sys.argv or "cpu" in sys.argv:
 
 import torch  # noqa: E402
 
-from kladder.compare import Where, check_contract, compare_values  # noqa: E402
+from kladder.checks.contract import contract  # noqa: E402
+from kladder.checks.pattern import Where  # noqa: E402
+from kladder.checks.values import compare as compare_values  # noqa: E402
 from kladder.materialize import materialize, poison, reference_args  # noqa: E402
 from kladder.point import Point  # noqa: E402
 from kladder.zoo import rmsnorm_n_tail as case  # noqa: E402
@@ -60,11 +62,12 @@ def one_round(spec, point, device):
     tol = spec.tolerance_for("bfloat16")
 
     def compare():
-        check_contract("out", out, tuple(out.shape), "bfloat16", device)
-        return compare_values("out", out, ref, tol, Where(("M", "N")), "")
+        contract("out", out, tuple(out.shape), "bfloat16", device)
+        return compare_values("out", out, ref, tol, Where(("M", "N")))
     t["compare"], finding = timed(compare, device)
     if finding is not None:
-        raise SystemExit(f"the fixed kernel failed its own benchmark point: {finding.message}")
+        from kladder.report.words import message
+        raise SystemExit(f"the fixed kernel failed its own benchmark point: {message(finding)}")
     return t
 
 

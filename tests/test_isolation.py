@@ -6,6 +6,7 @@ import os
 import pytest
 
 import kladder as kl
+from kladder.report.words import message, reason
 
 HERE = os.path.dirname(__file__)
 FAULTY = os.path.join(HERE, "specs", "faulty.py")
@@ -24,12 +25,12 @@ def _by_n(report):
 def test_each_misbehaviour_is_named(report):
     by_n = _by_n(report[0])
     assert by_n[3].status == "failed" and by_n[3].headline.check == "raised"
-    assert "RuntimeError: unsupported N" in by_n[3].headline.message
-    assert by_n[5].headline.check == "crashed" and "SIGSEGV" in by_n[5].headline.message
-    assert "faulty.py:" in by_n[5].headline.message          # the innermost frames are named
-    assert by_n[7].headline.check == "hang" and "3 s" in by_n[7].headline.message
-    assert by_n[6].headline.check == "guard" and "after the end of `out`" in by_n[6].headline.message
-    assert by_n[4].status == "oom" and "out of memory" in by_n[4].reason
+    assert "RuntimeError: unsupported N" in message(by_n[3].headline)
+    assert by_n[5].headline.check == "crashed" and "SIGSEGV" in message(by_n[5].headline)
+    assert "faulty.py:" in message(by_n[5].headline)          # the innermost frames are named
+    assert by_n[7].headline.check == "hang" and "3 s" in message(by_n[7].headline)
+    assert by_n[6].headline.check == "guard" and "after the end of `out`" in message(by_n[6].headline)
+    assert by_n[4].status == "oom" and "out of memory" in reason(by_n[4])
 
 
 def test_the_climb_goes_on_after_each(report):
@@ -70,7 +71,7 @@ def test_ctrl_c_still_prints_the_report_so_far(tmp_path):
 def test_a_failure_that_does_not_recur_is_flaky_with_its_rate(tmp_path):
     rep = kl.climb(os.path.join(HERE, "specs", "flaky.py"), rungs=1, device="cpu", log_path=str(tmp_path / "l.jsonl"))
     assert {o.status for o in rep.outcomes} == {"flaky"}
-    assert all("failed 1 of 2 runs" in o.reason for o in rep.outcomes)
+    assert all("failed 1 of 2 runs" in reason(o) for o in rep.outcomes)
     assert rep.exit_code == 1 and rep.lowest_failing_rung == 1
     from kladder.report.terminal import render_text
     text = render_text(rep)
@@ -79,5 +80,24 @@ def test_a_failure_that_does_not_recur_is_flaky_with_its_rate(tmp_path):
 
 def test_a_failure_that_recurs_says_it_was_replayed(report):
     by_n = _by_n(report[0])
-    assert by_n[6].reason == "replayed: failed again"          # the guard overrun, run twice
-    assert by_n[7].reason == ""                                 # a hang is not run again
+    assert reason(by_n[6]) == "replayed: failed again"          # the guard overrun, run twice
+    assert reason(by_n[7]) == ""                                 # a hang is not run again
+
+
+def test_a_flaky_point_is_flaky_in_climb_repro_and_pytest_alike(tmp_path, pytester):
+    """One driver (ladder.Runner) runs a point for all three, replay included."""
+    import shlex
+    import subprocess
+    import sys
+    flaky = os.path.join(HERE, "specs", "flaky.py")
+    rep = kl.climb(flaky, rungs=1, device="cpu", log_path=str(tmp_path / "l.jsonl"))
+    first = rep.outcomes[0]
+    assert first.status == "flaky"
+    cmd = shlex.split(first.repro)[1:]                      # drop the leading 'kladder'
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", *cmd], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and f"FLAKY {first.point.id}" in p.stdout, p.stdout + p.stderr
+    assert "flaky:    failed 1 of 2 runs" in p.stdout
+    pytester.makepyfile(test_flaky_kernel=open(flaky).read().replace('spec = kl.Spec(', 'test_sometimes = kl.Spec('))
+    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider")
+    assert result.parseoutcomes()["failed"] == len(rep.outcomes)
+    result.stdout.fnmatch_lines([f"*FLAKY {first.point.id}*", "*flaky:    failed 1 of 2 runs*"])

@@ -4,10 +4,13 @@ import os
 import torch
 
 import kladder as kl
+from kladder.checks import Judge
 from kladder.gaps import modes
-from kladder.gaps.shapes import CPU_BUDGET
+from kladder.gaps.common import base_shapes
 from kladder.point import Point
-from kladder.trial import Harness
+from kladder.report.words import reason
+from kladder.run.harness import Harness
+from kladder.sizes import CPU_BUDGET
 
 HERE = os.path.dirname(__file__)
 
@@ -27,7 +30,7 @@ def test_mode_points_cover_every_mode_config_and_a_b_a_pair():
     jit = [p for p in pts if p.mode == "jitcache"]
     assert len(jit) == 3 and all(dict(p.partner)["config"] != p.config for p in jit)   # each config, then the next
     assert all(p.rung == 4 and p.why for p in pts)
-    base = modes.base_shapes(_spec(), CPU_BUDGET)
+    base = base_shapes(_spec(), CPU_BUDGET)
     assert base[0] == {"M": 17, "N": 129} and base[1] == {"M": 16, "N": 128}
     aba = [p for p in pts if p.mode == "aba"]
     configs = {(p.config, dict(p.partner)["config"]) for p in aba if dict(p.partner)["dims"] == p.dims}
@@ -45,7 +48,7 @@ def test_cuda_modes_are_skipped_with_a_reason_on_the_cpu(tmp_path):
     assert by_mode["aba"] == {"passed"}
     assert by_mode["reused"] == {"skipped"}              # softmax allocates its output: nothing to reuse
     assert rep.exit_code == 0
-    assert all("needs CUDA" in o.reason for o in rep.outcomes if o.point.mode in ("graph", "stream"))
+    assert all("needs CUDA" in reason(o) for o in rep.outcomes if o.point.mode in ("graph", "stream"))
 
 
 def test_a_b_a_catches_state_left_by_the_first_call_and_names_the_call(tmp_path):
@@ -60,20 +63,24 @@ def test_a_b_a_catches_state_left_by_the_first_call_and_names_the_call(tmp_path)
 
 def test_reused_mode_hands_call_2_the_buffers_of_call_1():
     spec = _spec()
-    h = Harness(spec, Point("double", 4, (("M", 3), ("N", 5)), (("x", "float32"),), mode="reused"), "cpu")
+    point = Point("double", 4, (("M", 3), ("N", 5)), (("x", "float32"),), mode="reused")
+    h = Harness(spec, point, "cpu")
     first = h.prepare()
     h.call(first)
     second = h.prepare(seed=first.point.seed + 1, outs_from=first)
     assert second.inputs.outs["out"].data_ptr() == first.inputs.outs["out"].data_ptr()
     assert torch.equal(second.inputs.outs["out"], 2 * first.inputs.args[0])    # call 1's values, not poison
     assert not torch.equal(second.inputs.args[0], first.inputs.args[0])         # new inputs
-    assert h.check(second, h.call(second), "call 2 of 2") == []
+    judge = Judge(spec, point, "cpu")
+    returned = h.call(second)
+    judge.call(second, h.outputs(second, returned), returned, h.expected(second), "call 2 of 2")
+    assert judge.findings == []
 
 
 def test_a_rung_1_failure_that_passes_alone_says_it_depends_on_state(tmp_path):
     rep = kl.climb(os.path.join(HERE, "specs", "stateful.py"), rungs=1, device="cpu", log_path=str(tmp_path / "l"))
     failed = [o for o in rep.outcomes if o.status == "failed"]
     assert failed, "the first point sets the factor; later widths fail in the same worker"
-    assert failed[0].reason.startswith("passes when run alone in a fresh process")
+    assert reason(failed[0]).startswith("passes when run alone in a fresh process")
     from kladder.report.terminal import render_text
     assert "state:    passes when run alone" in render_text(rep)

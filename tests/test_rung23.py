@@ -10,8 +10,9 @@ import torch
 import kladder as kl
 from kladder.fill import SLICE_PAD, fill_kind, layout_plan
 from kladder.gaps import contracts, values
-from kladder.gaps.shapes import CPU_BUDGET
-from kladder.trial import run_point
+from kladder.report.words import message, reason
+from kladder.run.trial import run_point
+from kladder.sizes import CPU_BUDGET
 
 
 def outcomes(spec, gen_points):
@@ -128,7 +129,7 @@ def test_a_tie_breaking_bug_is_caught_by_ties_and_missed_by_normal_values():
 def test_correct_kernels_pass_every_value_kind():
     spec = make(rowscale, nonfinite="propagate")
     res = outcomes(spec, values.points(spec, CPU_BUDGET))
-    bad = {i: o.findings[0].message for i, o in res.items() if o.status != "passed"}
+    bad = {i: message(o.findings[0]) for i, o in res.items() if o.status != "passed"}
     assert not bad
     assert any("nonfinite" in i for i in res)
 
@@ -188,7 +189,7 @@ def test_a_bias_inside_the_tolerance_is_a_warning_not_a_failure():
     biased = with_dtype(biased_kernel, "float16")
     res = outcomes(biased, list(shapes.points(biased, CPU_BUDGET))[:12])
     assert all(o.status == "passed" for o in res.values())
-    assert any(o.warnings and "leans away from zero" in o.warnings[0] for o in res.values())
+    assert any(o.warnings and "leans away from zero" in message(o.warnings[0]) for o in res.values())
     fair = outcomes(make(rowscale), list(values.points(make(rowscale), CPU_BUDGET)))
     assert not [o.warnings for o in fair.values() if o.warnings]
     # under Triton's interpreter (it truncates float32 -> bfloat16) bfloat16 outputs are not judged
@@ -235,7 +236,7 @@ def test_a_kernel_that_refuses_a_layout_loudly_is_skipped_not_failed():
         return rowscale(x, w)
     res = outcomes(make(strict), [p for p in contracts.points(make(strict), CPU_BUDGET) if p.kind == "layout"])
     refused = [o for o in res.values() if o.status == "skipped"]
-    assert refused and all(o.reason.startswith("refused: ") for o in refused)
+    assert refused and all(reason(o).startswith("refused: ") for o in refused)
     assert not [o for o in res.values() if o.status == "failed"]
 
 
@@ -311,7 +312,7 @@ def test_a_reference_that_runs_the_kernel_is_flagged():
     p = next(p for p in contracts.points(bad, CPU_BUDGET) if p.kind == "independence")
     o = run_point(bad, p, "cpu").outcome
     assert o.status == "failed" and o.findings[0].check == "invalid_reference"
-    assert "rowscale" in o.findings[0].message
+    assert "rowscale" in message(o.findings[0])
     assert run_point(make(rowscale), p, "cpu").outcome.status == "passed"
 
 

@@ -8,9 +8,10 @@ import sys
 import pytest
 
 import kladder as kl
-from kladder.gaps import model as model_gap
-from kladder.gaps.shapes import CPU_BUDGET
+from kladder.gaps import end_to_end as model_gap
 from kladder.model import minilm
+from kladder.report.words import message
+from kladder.sizes import CPU_BUDGET
 
 HERE = os.path.dirname(__file__)
 
@@ -44,11 +45,11 @@ def test_rung_8_catches_what_the_kernel_rungs_let_through(case, check, tmp_path)
     (pt,) = pts
     f = pt["findings"][0]
     assert pt["status"] == "failed" and f["check"] == "model" and f["output"] == check
-    assert "baseline" in f["message"] and f["extra"]["baseline"] > f["extra"].get("kernel", 0) or check == "nll"
+    assert "baseline" in f["message"] and f["facts"]["baseline"] > f["facts"].get("kernel", 0) or check == "nll"
     if check == "score":
-        assert f["extra"]["baseline"] == 1.0 and f["extra"]["kernel"] < 0.5 and "<- wrong" in f["message"]
+        assert f["facts"]["baseline"] == 1.0 and f["facts"]["kernel"] < 0.5 and "<- wrong" in f["message"]
     else:
-        assert f["extra"]["kernel"] > 1.03 * f["extra"]["baseline"] and "exact match stayed 1.0000" in f["message"]
+        assert f["facts"]["kernel"] > 1.03 * f["facts"]["baseline"] and "exact match stayed 1.0000" in f["message"]
 
 
 @pytest.mark.parametrize("case", ["decode_group16", "compounding_bias"])
@@ -66,5 +67,5 @@ def test_the_adapter_scores_the_users_model_with_and_without_the_kernel(tmp_path
     bad = kl.climb(ref + "::bad", rungs=8, device="cpu", log_path=str(tmp_path / "b"))
     assert good.exit_code == 0 and [o.status for o in good.outcomes] == ["passed"]
     (o,) = bad.outcomes
-    assert o.status == "failed" and "fell from 1.0000 to 0.7" in o.findings[0].message
-    assert "LayerNorm.forward" in o.findings[0].message
+    assert o.status == "failed" and "fell from 1.0000 to 0.7" in message(o.findings[0])
+    assert "LayerNorm.forward" in message(o.findings[0])

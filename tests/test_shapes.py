@@ -4,6 +4,7 @@ from itertools import combinations
 import pytest
 
 import kladder as kl
+from kladder import sizes
 from kladder.gaps import shapes
 from kladder.gaps.pairwise import all_pairs
 from kladder.sizes import nbytes_of
@@ -64,22 +65,22 @@ def test_pairwise_is_deterministic():
 
 def test_edge_points_cover_each_dim_value_each_dtype_and_each_config():
     s = gemm_spec()
-    pts = list(shapes.tile_edge_points(s, shapes.GPU_BUDGET))
+    pts = list(shapes.tile_edge_points(s, sizes.GPU_BUDGET))
     for d in s.dims:
         missing = set(shapes.edge_values(d, s.dims[d])) - {p.sizes[d] for p in pts}
         # a value no point holds must be one that cannot fit even with every other dim smallest
-        assert all(not shapes.fits(s, shapes._cheapest(s, {d: v}), shapes.GPU_BUDGET) for v in missing), (d, missing)
+        assert all(not sizes.fits(s, shapes._cheapest(s, {d: v}), sizes.GPU_BUDGET) for v in missing), (d, missing)
     assert {dict(p.dtypes)["a"] for p in pts} == {"bfloat16", "float16"}
     assert {p.config for p in pts} >= {(), (("BLOCK_K", 64),), (("BLOCK_K", 128),)}
     for p in pts:
-        assert all(nbytes_of(s, n, p.sizes, p.dtype_of) <= 2 * shapes.GPU_BUDGET.max_elements for n in s.all_tensors)
+        assert all(nbytes_of(s, n, p.sizes, p.dtype_of) <= 2 * sizes.GPU_BUDGET.max_elements for n in s.all_tensors)
 
 
 def test_cpu_budget_turns_big_edges_into_skippable_gpu_points():
     s = gemm_spec()
-    pts = list(shapes.points(s, shapes.CPU_BUDGET))
+    pts = list(shapes.points(s, sizes.CPU_BUDGET))
     small = [p for p in pts if not p.needs]
-    assert small and all(shapes.fits(s, p.sizes, shapes.CPU_BUDGET) for p in small)
+    assert small and all(sizes.fits(s, p.sizes, sizes.CPU_BUDGET) for p in small)
     gpu = [p for p in pts if p.needs == "cuda" and p.kind == "edge"]
     assert any(p.sizes["M"] == 1 << 20 for p in gpu)      # the max of M: a GPU point with its why
     assert all(p.why for p in pts)
@@ -134,8 +135,8 @@ def test_cpu_budget_bounds_output_rows_not_row_length():
     s = kl.Spec("norm", kernel=k, reference=ref, args={"x": kl.Tensor("M N", dtype="float16")},
                 returns=kl.Tensor("M N", like="x"),
                 dims={"M": kl.Dim(1, 65536), "N": kl.Dim(1, 16384, tile=8)})
-    assert shapes.fits(s, {"M": 1, "N": 16384}, shapes.CPU_BUDGET)
-    assert not shapes.fits(s, {"M": 65536, "N": 1}, shapes.CPU_BUDGET)
-    gpu = [p for p in shapes.points(s, shapes.CPU_BUDGET) if p.needs == "cuda" and p.kind == "edge"]
+    assert sizes.fits(s, {"M": 1, "N": 16384}, sizes.CPU_BUDGET)
+    assert not sizes.fits(s, {"M": 65536, "N": 1}, sizes.CPU_BUDGET)
+    gpu = [p for p in shapes.points(s, sizes.CPU_BUDGET) if p.needs == "cuda" and p.kind == "edge"]
     assert [p.sizes for p in gpu] == [{"M": 65536, "N": 1}]
     assert "declared maximum" in gpu[0].why

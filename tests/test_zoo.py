@@ -92,7 +92,7 @@ def test_caught_exactly_where_the_mechanism_bites(buggy):
         assert all("no tuned entry" in pt["why"] for pt in prod)
     elif case == "nan_blind":
         bad = [pt for pt in pts if pt["id"] in failed]
-        assert bad and all(pt["findings"][0]["extra"]["nonfinite"] > 0 for pt in bad)
+        assert bad and all(pt["findings"][0]["facts"]["nonfinite"] > 0 for pt in bad)
         assert any("whole rows" in pt["pattern"] for pt in bad)
     elif case == "small_overrun":
         assert all((pt["id"] in failed) == (size(pt, "M") * size(pt, "N") % 8 != 0) for pt in pts)

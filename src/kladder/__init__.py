@@ -6,11 +6,19 @@ failed, where in the output, and the one command that reproduces it.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from .chain import Link, chain
 from .point import Point
-from .spec import DEFAULT_TOLERANCES, Dim, Invariant, Out, Spec, SpecError, Tensor, Tolerance
+from .spec import (
+    DEFAULT_TOLERANCES,
+    Dim,
+    Invariant,
+    Out,
+    Spec,
+    SpecError,
+    Tensor,
+    Tolerance,
+)
+from .version import __version__
 
 __all__ = ["Spec", "Tensor", "Out", "Dim", "Tolerance", "Invariant", "SpecError", "Point", "Link", "chain",
            "capture", "DEFAULT_TOLERANCES", "climb", "__version__"]

@@ -67,9 +67,9 @@ class UsageProblem(Exception):
 
 
 def _usage_errors():
-    from .isolate import WorkerError
     from .ladder import UsageError
     from .load import LoadError
+    from .run.isolation import WorkerError
     from .spec import SpecError
     return (UsageError, LoadError, SpecError, WorkerError)
 
@@ -122,8 +122,7 @@ def cmd_climb(ref: str, args) -> int:
 
 
 def cmd_repro(args) -> int:
-    from .isolate import Pool
-    from .ladder import DEFAULT_TIMEOUT_S, repro_command
+    from .ladder import Runner
     from .point import Point
     from .report.terminal import render_outcome
     spec, device = _load(args.ref, args.device)
@@ -133,14 +132,13 @@ def cmd_repro(args) -> int:
         raise UsageProblem(f"POINT: {e}") from None
     if point.spec != spec.name:
         raise UsageProblem(f"POINT belongs to spec {point.spec!r}, not {spec.name!r}; check PATH::NAME.")
-    pool = Pool(args.ref, device)
+    runner = Runner(args.ref, spec, device, args.timeout)
     try:
-        outcome = pool.run(point, args.timeout or spec.timeout_s or DEFAULT_TIMEOUT_S[device])
+        outcome = runner.run(point)          # as the climb ran it: replayed, and alone when it fails
     except _usage_errors() as e:
         raise UsageProblem(str(e)) from None
     finally:
-        pool.close()
-    outcome.repro = repro_command(args.ref, device, point)
+        runner.close()
     sys.stdout.write(render_outcome(outcome))
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
 

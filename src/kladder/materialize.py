@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .fill import fill_kind, fill_normal, layout_plan, pad_bytes
+from .fill import fill_kind, layout_plan, pad_bytes
 from .point import Point
 from .sizes import dtype_of, shape_of
-from .spec import FLOAT_DTYPES, Spec
+from .spec import Spec
 
 GUARD_BYTES = 512                       # a multiple of 16: keeps every tensor 16-byte aligned
 GUARD_PATTERN = bytes([0xDE, 0xAD, 0xBE, 0xEF])
@@ -58,6 +58,7 @@ def _pattern(n: int, device):
 
 def guarded_empty(name: str, shape: tuple[int, ...], dtype: str, device) -> Guarded:
     import math
+
     import torch
     nbytes = math.prod(shape) * torch.tensor([], dtype=torch_dtype(dtype)).element_size()
     buf = torch.empty(GUARD_BYTES * 2 + nbytes, dtype=torch.uint8, device=device)
@@ -66,11 +67,6 @@ def guarded_empty(name: str, shape: tuple[int, ...], dtype: str, device) -> Guar
     buf[GUARD_BYTES + nbytes:] = pat
     view = buf[GUARD_BYTES:GUARD_BYTES + nbytes].view(torch_dtype(dtype)).view(shape)
     return Guarded(name, buf, view)
-
-
-def fill_random(t, dtype: str, gen) -> None:
-    """Seeded values: normal for floats, small signed ints for ints, bits for bool."""
-    fill_normal(t, dtype, gen)
 
 
 def poison(t, dtype: str) -> None:
@@ -141,7 +137,6 @@ def guarded_strided(name: str, shape, dtype: str, device, layout: str) -> Guarde
 
 def guarded_like(name: str, t, device) -> Guarded:
     """A guarded copy of a captured tensor that keeps its strides and storage offset."""
-    import torch
     off = t.storage_offset()
     length = off + (sum((s - 1) * st for s, st in zip(t.shape, t.stride())) + 1 if t.numel() else 0)
     g = guarded_empty(name, (length,), str(t.dtype).removeprefix("torch."), device)

@@ -1,54 +1,273 @@
-"""The outcome of one point: what happened, and the findings that say where."""
+"""The ground floor every layer shares: what happened at a point, as typed data.
+
+A Finding is one failed check, an Outcome one point's result. Both hold facts (which check,
+where, how many elements, how far off, what was allowed, which call, which mode), never
+sentences: the renderers in report/ turn them into words, so that a renderer never has to
+read English back and a new check only adds a kind and its facts.
+
+The three outcomes STYLE.md keeps apart: the kernel is wrong (FAILED, FLAKY), kladder or the
+spec is broken (BROKEN), the point could not run (SKIPPED, OOM). Exceptions that carry those
+answers between layers live here too (Skip, KernelError, SpecBroken), so that a module that
+calls kernels and a module that judges them import the same ground floor and not each other.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
-from .compare import Finding
 from .point import Point
 
-PASSED, FAILED, SKIPPED, OOM, BROKEN, FLAKY = "passed", "failed", "skipped", "oom", "broken", "flaky"
-# failed: the kernel is wrong (a mismatch, a guard, a contract, it raised, crashed, hung or
-#         faulted the device). oom: the point could not run for memory. broken: kladder or
-#         the spec's reference failed; never blamed on the kernel (STYLE: keep the three apart).
-# flaky: failed, then passed when replayed: reported with its observed rate, never dropped.
-STATUSES = (PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN)
+
+class _Words(str, Enum):
+    """A str-valued enum that prints, formats and serialises as its value ("passed")."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class Status(_Words):
+    PASSED = "passed"
+    FAILED = "failed"      # the kernel is wrong: a mismatch, a guard, a contract; it raised, crashed, hung or faulted
+    FLAKY = "flaky"        # failed, then passed when replayed: reported with its rate, never dropped
+    SKIPPED = "skipped"    # the point does not apply here (a GPU point on the CPU, a mode without CUDA), with why
+    OOM = "oom"            # the point could not run for memory
+    BROKEN = "broken"      # kladder or the spec's reference failed: never blamed on the kernel
+
+
+STATUSES = tuple(Status)
+
+
+class Check(_Words):
+    """What failed. The facts each kind carries are listed beside it."""
+    CONTRACT = "contract"                    # problems [[what, got, expected]] | not_tensor | returned+declared | reference_shape
+    VALUES = "values"                        # pattern, mismatched/total, largest; nonfinite, dtype, shape, mode, sampled
+    GUARD = "guard"                          # n_after, after_lo/hi, n_before, before_lo/hi, itemsize, after[:64], before[:64]
+    RAISED = "raised"                        # error, text
+    CRASHED = "crashed"                      # signal, frames
+    HANG = "hang"                            # timeout_s
+    DEVICE_FAULT = "device_fault"            # error, text, in_call
+    CAPTURE = "capture"                      # error, text
+    NOT_BITWISE = "not_bitwise"              # cause (Cause), mismatched/total
+    PADDING = "padding"                      # arg, fill, valid, pattern, mismatched/total
+    INVALID_REFERENCE = "invalid_reference"  # functions, gpu_kernels
+    INVARIANT = "invariant"                  # name; pattern and mismatched/total when checked per element
+    NONFINITE = "nonfinite"                  # (none): NaN/Inf accepted where the policy says raise
+    MODEL = "model"                          # metric (nll | score), baseline, kernel, samples, ...
+    BIAS = "bias"                            # a warning, never a failure: lean, up, down, p, mean_ulps, rel, dtype
+
+
+class Cause(_Words):
+    """Why two results were expected to be equal bit for bit."""
+    ABA = "aba"                  # A again, after B, in one process
+    JITCACHE = "jitcache"        # A on a warm cache against A on a cold one
+    PADDING = "padding"          # the same valid data with other padding bytes
+
+
+class NoteKind(_Words):
+    """Why a point was skipped, broken or out of memory, or what a passing mode measured."""
+    GPU_POINT = "gpu_point"                        # need_bytes, budget
+    NO_DEVICE_MEMORY = "no_device_memory"          # need_bytes, free_bytes
+    MODE_NEEDS_CUDA = "mode_needs_cuda"            # mode
+    NO_OUT_ARGS = "no_out_args"
+    NOT_TORCH_OP = "not_torch_op"
+    OUTSIDE_CLIMB = "outside_climb"                # mode
+    RACE_NOT_SET_UP = "race_not_set_up"            # attempts, delay_cycles
+    LAYOUT_REFUSED = "layout_refused"              # error, text
+    RAISED_AS_ASKED = "raised_as_asked"            # error
+    INPUTS_FAILED = "inputs_failed"                # error, text
+    REFERENCE_RAISED = "reference_raised"          # error, text
+    INVARIANT_RAISED = "invariant_raised"          # name, error, text
+    PROCESS_FAILED = "process_failed"              # label, text
+    NO_SUCH_SLOT = "no_such_slot"                  # slot, slots
+    BASELINE_FAILED = "baseline_failed"            # error, text, user (bool)
+    WORKER_EXITED = "worker_exited"                # code, stderr
+    KERNEL_OOM = "kernel_oom"                      # call, text
+    INPUTS_OOM = "inputs_oom"                      # text
+    MODEL_SCORES = "model_scores"                  # what the model mode measured (see checks/model_score.py)
+    CACHE_FILES = "cache_files"                    # files
+
+
+class Replay(_Words):
+    """What re-running a failed point showed."""
+    FAILED_AGAIN = "failed_again"
+    FLAKY = "flaky"                  # the replay's status in Outcome.replay_status
+    ALONE_PASSES = "alone_passes"    # fails after earlier points in the worker, passes alone in a fresh one
+
+
+@dataclass(frozen=True)
+class Largest:
+    """The greatest difference: where, the two values, and what was allowed there."""
+    index: tuple
+    kernel: float
+    reference: float
+    allowed: float
+
+
+@dataclass(frozen=True)
+class Span:
+    """A run of positions along one axis: a..b (inclusive) out of n; `tile_note` is
+    (dim symbol, tile, remainder) when the tile's remainder explains the run."""
+    first: int
+    last: int
+    n: int
+    tile_note: tuple | None = None
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """The shape of the wrong elements (checks/pattern.py finds it, report/words.py says it).
+
+    kind: single | every | elements (a 1-d run: cols) | block (cols of rows; cols None: whole
+          rows) | whole_rows (count of n_rows, ids) | runs (most/scattered elements of rows) |
+          scattered (n_bad of numel, first)
+    rows: ("every",) | ("one", a) | ("from", a, b) | ("range", a, b) | ("runs", ((a, b), ...))"""
+    kind: str
+    cols: Span | None = None
+    rows: tuple | None = None
+    n_bad: int = 0
+    n_total: int = 0
+    n_rows: int = 0
+    ids: tuple = ()
+    most: bool = False
+    checked: bool = False
+    first: tuple = ()
+
+
+@dataclass(frozen=True)
+class Note:
+    kind: NoteKind
+    facts: dict = field(default_factory=dict, hash=False, compare=True)
+
+
+@dataclass(frozen=True)
+class RowsChecked:
+    """A big point judged on some rows: `checked` of `rows` rows of `dim`, `sampled` at random."""
+    checked: int
+    rows: int
+    dim: str
+    sampled: int
+
+
+@dataclass
+class Finding:
+    """One failed check on one output (or on the call itself)."""
+    check: Check
+    output: str = ""
+    call: str = ""                  # which call of a mode went wrong: a label the mode gave ("replay 2 of 3")
+    pattern: Pattern | None = None
+    mismatched: int = 0
+    total: int = 0
+    largest: Largest | None = None
+    max_abs_err: float | None = None
+    facts: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": str(self.check), "output": self.output, "call": self.call,
+                "pattern": _pattern_dict(self.pattern), "mismatched": self.mismatched, "total": self.total,
+                "largest": None if self.largest is None else {**vars(self.largest), "index": list(self.largest.index)},
+                "max_abs_err": self.max_abs_err, "facts": self.facts}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Finding":
+        big = d.get("largest")
+        return cls(Check(d["check"]), d.get("output", ""), d.get("call", ""), _pattern_from(d.get("pattern")),
+                   d.get("mismatched", 0), d.get("total", 0),
+                   None if big is None else Largest(tuple(big["index"]), big["kernel"], big["reference"], big["allowed"]),
+                   d.get("max_abs_err"), dict(d.get("facts") or {}))
+
+
+def _pattern_dict(p: Pattern | None):
+    if p is None:
+        return None
+    d = dict(vars(p))
+    d["cols"] = None if p.cols is None else dict(vars(p.cols))
+    return d
+
+
+def _freeze(v):
+    return tuple(_freeze(x) for x in v) if isinstance(v, list) else v
+
+
+def _pattern_from(d):
+    if d is None:
+        return None
+    cols = d.get("cols")
+    span = None if cols is None else Span(cols["first"], cols["last"], cols["n"], _freeze(cols.get("tile_note")))
+    return Pattern(**{**d, "cols": span, "rows": _freeze(d.get("rows")), "ids": _freeze(d.get("ids", ())),
+                      "first": _freeze(d.get("first", ()))})
 
 
 @dataclass
 class Outcome:
     point: Point
-    status: str
+    status: Status
     findings: list[Finding] = field(default_factory=list)
-    reason: str = ""                   # why skipped / oom / broken
+    note: Note | None = None             # why skipped / oom / broken, or what a passing mode measured
     seconds: float = 0.0
-    rows_checked: str = ""             # for big points: which rows the reference checked
+    rows: RowsChecked | None = None      # big points: which rows the reference checked
     repro: str = ""
-    warnings: list[str] = field(default_factory=list)   # not failures: a bias inside the tolerance
+    warnings: list[Finding] = field(default_factory=list)   # not failures: a bias inside the tolerance
+    replay: Replay | None = None         # what re-running a failure showed
+    replay_status: Status | None = None  # the replay's own status, for FLAKY
 
     @property
     def headline(self) -> Finding | None:
         return self.findings[0] if self.findings else None
 
     def to_dict(self) -> dict[str, Any]:
-        head = self.headline
-        return {
-            "id": self.point.id, "rung": self.point.rung, "status": self.status,
-            "why": self.point.why, "kind": self.point.kind, "mode": self.point.mode,
-            "failure": head.check if head else None,
-            "pattern": head.pattern if head else None,
-            "max_abs_err": head.max_abs_err if head else None,
-            "reason": self.reason, "seconds": round(self.seconds, 4),
-            "rows_checked": self.rows_checked, "repro": self.repro,
-            "findings": [f.to_dict() for f in self.findings],
-            "warnings": list(self.warnings),
-            "point": self.point.to_dict(),
-        }
+        """Typed and lossless: what a worker sends its parent (report/jsonout.py writes the user's JSON)."""
+        return {"point": self.point.to_dict(), "status": str(self.status),
+                "findings": [f.to_dict() for f in self.findings],
+                "note": None if self.note is None else {"kind": str(self.note.kind), "facts": self.note.facts},
+                "seconds": self.seconds, "rows": None if self.rows is None else dict(vars(self.rows)),
+                "repro": self.repro, "warnings": [w.to_dict() for w in self.warnings],
+                "replay": None if self.replay is None else str(self.replay),
+                "replay_status": None if self.replay_status is None else str(self.replay_status)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
-        return cls(Point.from_dict(d["point"]), d["status"],
-                   [Finding(**{**f, "index": tuple(f["index"]) if f.get("index") is not None else None})
-                    for f in d.get("findings", [])],
-                   d.get("reason", ""), d.get("seconds", 0.0), d.get("rows_checked", ""), d.get("repro", ""),
-                   list(d.get("warnings", [])))
+        note, rows = d.get("note"), d.get("rows")
+        return cls(Point.from_dict(d["point"]), Status(d["status"]), [Finding.from_dict(f) for f in d.get("findings", [])],
+                   None if note is None else Note(NoteKind(note["kind"]), dict(note.get("facts") or {})),
+                   d.get("seconds", 0.0), None if rows is None else RowsChecked(**rows), d.get("repro", ""),
+                   [Finding.from_dict(w) for w in d.get("warnings", [])],
+                   None if d.get("replay") is None else Replay(d["replay"]),
+                   None if d.get("replay_status") is None else Status(d["replay_status"]))
+
+
+# ---------------------------------------------------------------------------- between layers
+class Skip(Exception):
+    """A mode that does not apply to this spec or device, with the reason as a Note."""
+
+    def __init__(self, kind: NoteKind, **facts):
+        super().__init__(str(kind))
+        self.note = Note(kind, facts)
+
+
+class SpecBroken(Exception):
+    """The inputs could not be built or the reference raised: not the kernel's fault."""
+
+    def __init__(self, kind: NoteKind, **facts):
+        super().__init__(f"{kind}: {facts}")
+        self.note = Note(kind, facts)
+
+
+class KernelError(Exception):
+    """The kernel raised during a call; `label` says which call ("replay 2 of 3")."""
+
+    def __init__(self, error: BaseException, label: str):
+        super().__init__(str(error))
+        self.error, self.label = error, label
+
+
+def error_facts(e: BaseException, whole: bool = False) -> dict:
+    """An exception as facts: its type's name and the first line of its message (300
+    characters), or with `whole` the message as it is."""
+    if whole:
+        return {"error": type(e).__name__, "text": str(e)}
+    lines = str(e).strip().splitlines()
+    return {"error": type(e).__name__, "text": lines[0][:300] if lines else ""}

@@ -60,19 +60,19 @@ class SpecCollector(pytest.Collector):
         self.spec = spec
 
     def collect(self):
-        from .gaps import BUILT
-        from .gaps.shapes import CPU_BUDGET, GPU_BUDGET
         from .ladder import UsageError, parse_rungs, resolve_device
+        from .rungs import BY_NUMBER
+        from .sizes import budget_for
         config = self.config
         try:
             device = resolve_device(_option(config, "device") or "auto")
             rungs = parse_rungs(_option(config, "rungs") or None)
         except UsageError as e:
             raise pytest.UsageError(f"kladder: {e}") from None
-        budget = CPU_BUDGET if device == "cpu" else GPU_BUDGET
+        budget = budget_for(device)
         ref = f"{self.path}::{self.name}"
         for rung in rungs:
-            for point in BUILT[rung].points(self.spec, budget):
+            for point in BY_NUMBER[rung].points(self.spec, budget):
                 yield PointItem.from_parent(self, name=f"{self.spec.name}[{point.id}]", point=point, ref=ref, device=device)
 
 
@@ -82,21 +82,11 @@ class PointItem(pytest.Item):
         self.point, self.ref, self.device = point, ref, device
 
     def runtest(self):
-        from .ladder import DEFAULT_TIMEOUT_S, FRESH_PROCESS_MODES, repro_command, skip_reason
         from .report.terminal import render_outcome
-        spec = self.parent.spec
-        free = None
-        if self.device == "cuda":
-            free = _pool(self.config, self.ref, self.device).free_bytes()
-        reason = skip_reason(spec, self.point, self.device, free)
-        if reason:
-            pytest.skip(reason)
-        timeout = float(_option(self.config, "timeout") or spec.timeout_s or DEFAULT_TIMEOUT_S[self.device])
-        fresh = self.point.mode in FRESH_PROCESS_MODES
-        outcome = _pool(self.config, self.ref, self.device).run(self.point, timeout, fresh=fresh)
-        outcome.repro = repro_command(self.ref, self.device, self.point)
+        from .report.words import reason
+        outcome = _runner(self.config, self.ref, self.parent.spec, self.device).run(self.point)
         if outcome.status == "skipped":
-            pytest.skip(outcome.reason)
+            pytest.skip(reason(outcome))
         if outcome.status != "passed":
             raise KladderFailure(render_outcome(outcome))
 
@@ -109,19 +99,20 @@ class PointItem(pytest.Item):
         return self.path, None, f"kladder point {self.point.id}: {self.point.why}"
 
 
-_POOLS_KEY = pytest.StashKey[dict]()
+_RUNNERS_KEY = pytest.StashKey[dict]()
 
 
-def _pool(config, ref: str, device: str):
-    from .isolate import Pool
-    pools = config.stash.setdefault(_POOLS_KEY, {})
-    if ref not in pools:
+def _runner(config, ref: str, spec, device: str):
+    """One Runner per spec for the session: its points run as `kladder climb` runs them."""
+    from .ladder import Runner
+    runners = config.stash.setdefault(_RUNNERS_KEY, {})
+    if ref not in runners:
         if device == "cpu":
             os.environ.setdefault("TRITON_INTERPRET", "1")
-        pools[ref] = Pool(ref, device)
-    return pools[ref]
+        runners[ref] = Runner(ref, spec, device, float(_option(config, "timeout") or 0) or None)
+    return runners[ref]
 
 
 def pytest_unconfigure(config):
-    for pool in config.stash.get(_POOLS_KEY, {}).values():
-        pool.close()
+    for runner in config.stash.get(_RUNNERS_KEY, {}).values():
+        runner.close()

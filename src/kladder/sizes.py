@@ -1,8 +1,10 @@
-"""Sizes of a spec's tensors at a point: shapes, dtypes, bytes. Shared by the generators
-(which must know what a point costs) and the materialiser (which allocates it)."""
+"""Sizes of a spec's tensors at a point (shapes, dtypes, bytes) and the budgets that bound
+them. Shared by the generators (which must know what a point costs) and the materialiser
+(which allocates it)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from .spec import Spec
 
@@ -47,3 +49,47 @@ def human_bytes(n: int) -> str:
         if n >= div:
             return f"{n / div:.2f} {unit}"
     return f"{n} B"
+
+
+# ---------------------------------------------------------------------------- budgets
+@dataclass(frozen=True)
+class Budget:
+    """The largest point a device runs as a small point. The Triton interpreter costs about
+    a millisecond per program instance and kernels launch a grid over their output, so the
+    CPU budget bounds both a tensor's elements and an output's rows (all dims but the last)."""
+
+    max_elements: int
+    max_rows: int
+    device: str
+
+    def fits(self, elements: int) -> bool:
+        return elements <= self.max_elements
+
+    def text(self) -> str:
+        return f"{self.max_elements:,} elements per tensor, {self.max_rows:,} rows per output"
+
+
+CPU_BUDGET = Budget(1 << 16, 4096, "cpu")
+GPU_BUDGET = Budget(1 << 27, 1 << 31, "cuda")
+# Rungs 2-4 move values, layouts and modes, not sizes: thousands of keys make a softmax peak,
+# 2^27-element tensors (rung 1's GPU territory) only make each point slower (measured on the
+# H200: a decode attention's 82 rung-2 points took over 7 minutes at 2^27 elements).
+MODERATE_ELEMENTS = 1 << 22
+
+
+def budget_for(device: str) -> Budget:
+    return CPU_BUDGET if device == "cpu" else GPU_BUDGET
+
+
+def moderate(budget: Budget) -> Budget:
+    """The budget of rungs 2-4: rung 1's, capped at MODERATE_ELEMENTS per tensor."""
+    return Budget(min(budget.max_elements, MODERATE_ELEMENTS), min(budget.max_rows, 1 << 16), budget.device)
+
+
+def fits(spec: Spec, sizes: dict[str, int], budget: Budget) -> bool:
+    """Every tensor within the budget's elements, every output within its rows."""
+    def rows(name: str) -> int:
+        shape = shape_of(spec, name, sizes)
+        return math.prod(shape[:-1]) if shape else 1
+    return (all(budget.fits(numel_of(spec, n, sizes)) for n in spec.all_tensors)
+            and all(rows(n) <= budget.max_rows for n in spec.outputs))

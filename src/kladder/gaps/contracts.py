@@ -14,11 +14,12 @@ import itertools
 from typing import Iterator
 
 from ..point import Point
+from ..rungs import number
+from ..sizes import Budget, moderate
 from ..spec import Spec
-from .modes import base_shapes
-from .shapes import Budget, moderate, _chosen_dtypes, _dtype_rows
+from .common import base_shapes, chosen_dtypes, dtype_rows, sizes_text
 
-RUNG = 3
+RUNG = number("contracts")
 LAYOUT_WHY = {
     "sliced": "a view of a wider buffer: the row stride is larger than the row, the gap poisoned",
     "every_other": "every other element of a buffer twice as long (last-dim stride 2)",
@@ -36,16 +37,12 @@ PADDING_WHY = {
 }
 
 
-def _text(sizes: dict) -> str:
-    return ", ".join(f"{d}={v}" for d, v in sizes.items())
-
-
 def layout_points(spec: Spec, dtypes: tuple, shapes: list[dict]) -> Iterator[Point]:
     for name, t in spec.input_args.items():
         for lay in t.layout_list():
             for sizes in shapes:
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
-                            f"{name}: {lay}, {LAYOUT_WHY[lay]}; {_text(sizes)}", kind="layout", layouts=((name, lay),))
+                            f"{name}: {lay}, {LAYOUT_WHY[lay]}; {sizes_text(sizes)}", kind="layout", layouts=((name, lay),))
 
 
 def dtype_points(spec: Spec, shape: dict) -> Iterator[Point]:
@@ -56,7 +53,7 @@ def dtype_points(spec: Spec, shape: dict) -> Iterator[Point]:
     for combo in itertools.product(*(spec.dtype_choices(n) for n in names)):
         dtypes = tuple(zip(names, combo))
         text = ", ".join(f"{n} {d}" for n, d in dtypes)
-        yield Point(spec.name, RUNG, tuple(shape.items()), dtypes, f"dtype sweep: {text}; {_text(shape)}", kind="dtype")
+        yield Point(spec.name, RUNG, tuple(shape.items()), dtypes, f"dtype sweep: {text}; {sizes_text(shape)}", kind="dtype")
 
 
 def padding_points(spec: Spec, dtypes: tuple, shapes: list[dict]) -> Iterator[Point]:
@@ -67,7 +64,7 @@ def padding_points(spec: Spec, dtypes: tuple, shapes: list[dict]) -> Iterator[Po
             for sizes in shapes:
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
                             f"{name}: padding past the {t.valid} valid elements of each row poisoned, {PADDING_WHY[fill]}; "
-                            f"the outputs must stay bit for bit those of zero padding; {_text(sizes)}",
+                            f"the outputs must stay bit for bit those of zero padding; {sizes_text(sizes)}",
                             kind="padding", mode="padding", values=((name, f"pad:{fill}"),))
 
 
@@ -79,7 +76,7 @@ def independence_point(spec: Spec, dtypes: tuple, shape: dict) -> Point:
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:
     budget = moderate(budget)
-    dtypes = _chosen_dtypes(spec, _dtype_rows(spec)[0])
+    dtypes = chosen_dtypes(spec, dtype_rows(spec)[0])
     shapes = base_shapes(spec, budget)
     yield independence_point(spec, dtypes, shapes[0])
     yield from layout_points(spec, dtypes, shapes)

@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..point import Point
+from ..rungs import number
+from ..sizes import Budget, moderate
 from ..spec import Spec
-from .shapes import Budget, moderate, _chosen_dtypes, _dtype_rows, fits
+from .common import base_shapes, chosen_dtypes, dtype_rows, sizes_text
 
-RUNG = 4
+RUNG = number("modes")
 WHY = {
     "reused": "the output buffers of the call before, holding its values, as an engine reuses them",
     "graph": "captured in a CUDA graph and replayed 3 times on new inputs, outputs poisoned before each replay",
@@ -22,44 +24,18 @@ WHY = {
 }
 
 
-def base_shapes(spec: Spec, budget: Budget) -> list[dict[str, int]]:
-    """A tail in every tiled dim (2 tiles + 1), and every tile full (2 tiles), within budget.
-    A dim's chunks count as tiles (2 chunks + 1: past the short path). When that does not fit,
-    untiled dims (batch, heads) shrink to their minimum first, then tiled dims to one tile."""
-    def unit(dim) -> int | None:
-        units = tuple(dim.tiles) + tuple(dim.chunks)
-        return max(units) if units else None
-
-    def clamp(dim, v: int) -> int:
-        return min(dim.max, max(dim.min, v))
-
-    shapes = []
-    for extra in (1, 0):
-        sizes = {d: clamp(dim, 2 * (unit(dim) or 8) + extra) for d, dim in spec.dims.items()}
-        if not fits(spec, sizes, budget):
-            sizes.update({d: clamp(dim, 1) for d, dim in spec.dims.items() if unit(dim) is None})
-        if not fits(spec, sizes, budget):
-            sizes.update({d: clamp(dim, unit(dim) + extra) for d, dim in spec.dims.items() if unit(dim) is not None})
-        if fits(spec, sizes, budget) and sizes not in shapes:
-            shapes.append(sizes)
-    if not shapes:
-        shapes.append({d: max(dim.min, 1) for d, dim in spec.dims.items()})
-    return shapes
-
-
 def _configs(spec: Spec) -> list[tuple]:
     return [()] + [tuple(c.items()) for c in spec.configs]
 
 
 def _text(sizes: dict, config: tuple) -> str:
-    dims = ", ".join(f"{d}={v}" for d, v in sizes.items())
-    return dims + (f", config {', '.join(f'{k}={v}' for k, v in config)}" if config else ", the launcher's own config")
+    return sizes_text(sizes) + (f", config {', '.join(f'{k}={v}' for k, v in config)}" if config else ", the launcher's own config")
 
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:
     budget = moderate(budget)
     shapes = base_shapes(spec, budget)
-    dtypes = _chosen_dtypes(spec, _dtype_rows(spec)[0])
+    dtypes = chosen_dtypes(spec, dtype_rows(spec)[0])
     for mode in ("reused", "graph", "stream"):
         for sizes in shapes:
             for config in _configs(spec):

@@ -9,46 +9,17 @@ with no tuned entry, and tensors whose bytes straddle 2^31 and 2^32. They never 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Iterator
 
 from ..point import Point
-from ..sizes import ITEMSIZE, dtype_of, human_bytes, numel_of, shape_of
+from ..rungs import number
+from ..sizes import CPU_BUDGET, ITEMSIZE, Budget, dtype_of, fits, human_bytes, shape_of
 from ..spec import Spec
+from .common import chosen_dtypes, dtype_factors, dtype_rows
 from .pairwise import all_pairs
 
-RUNG = 1
+RUNG = number("shapes")
 LAUNCHER_DEFAULT = "default"   # the config factor's value for "let the launcher choose"
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The largest point a device runs as a small point. The Triton interpreter costs about
-    a millisecond per program instance and kernels launch a grid over their output, so the
-    CPU budget bounds both a tensor's elements and an output's rows (all dims but the last)."""
-
-    max_elements: int
-    max_rows: int
-    device: str
-
-    def fits(self, elements: int) -> bool:
-        return elements <= self.max_elements
-
-    def text(self) -> str:
-        return f"{self.max_elements:,} elements per tensor, {self.max_rows:,} rows per output"
-
-
-CPU_BUDGET = Budget(1 << 16, 4096, "cpu")
-GPU_BUDGET = Budget(1 << 27, 1 << 31, "cuda")
-# Rungs 2-4 move values, layouts and modes, not sizes: thousands of keys make a softmax peak,
-# 2^27-element tensors (rung 1's GPU territory) only make each point slower (measured on the
-# H200: a decode attention's 82 rung-2 points took over 7 minutes at 2^27 elements).
-MODERATE_ELEMENTS = 1 << 22
-
-
-def moderate(budget: Budget) -> Budget:
-    """The budget of rungs 2-4: rung 1's, capped at MODERATE_ELEMENTS per tensor."""
-    return Budget(min(budget.max_elements, MODERATE_ELEMENTS), min(budget.max_rows, 1 << 16), budget.device)
 
 
 # ---------------------------------------------------------------------------- per dim
@@ -95,11 +66,6 @@ def _tail_note(v: int, tiles: tuple[int, ...]) -> str:
 
 
 # ---------------------------------------------------------------------------- factors
-def _dtype_factors(spec: Spec) -> list[tuple[str, list[str]]]:
-    return [(f"dtype:{n}", list(spec.dtype_choices(n))) for n in spec.all_tensors
-            if len(spec.dtype_choices(n)) > 1]
-
-
 def _config_values(spec: Spec) -> list:
     """Every accepted config, and the launcher's own choice (what production calls run)."""
     return [LAUNCHER_DEFAULT] + list(range(len(spec.configs))) if spec.configs else []
@@ -117,21 +83,6 @@ def _cheapest(spec: Spec, row: dict) -> dict[str, int]:
     return {d: row.get(d, max(spec.dims[d].min, 1)) for d in spec.dims}
 
 
-def _chosen_dtypes(spec: Spec, dtypes: dict[str, str]) -> tuple:
-    """The dtype of every tensor that has a choice (the rest follow from the spec)."""
-    return tuple((n, dtypes.get(n, spec.dtype_choices(n)[0])) for n in spec.all_tensors
-                 if len(spec.dtype_choices(n)) > 1)
-
-
-def fits(spec: Spec, sizes: dict[str, int], budget: Budget) -> bool:
-    def rows(name: str) -> int:
-        shape = shape_of(spec, name, sizes)
-        return math.prod(shape[:-1]) if shape else 1
-    return (all(budget.fits(numel_of(spec, n, sizes)) for n in spec.all_tensors)
-            and all(rows(n) <= budget.max_rows for n in spec.outputs))
-
-
-# ---------------------------------------------------------------------------- generators
 def tile_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
     """Edge values of every dim, every dtype and every config, combined pairwise.
 
@@ -139,7 +90,7 @@ def tile_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
     M beside the max of N) is left out here; the big-point generator owns that territory."""
     edges = {d: edge_values(d, spec.dims[d]) for d in spec.dims}
     factors = [(d, list(edges[d])) for d in spec.dims]
-    factors += _dtype_factors(spec)
+    factors += dtype_factors(spec)
     if spec.configs:
         factors.append(("config", _config_values(spec)))
     rows, _ = all_pairs(factors, lambda row: fits(spec, _cheapest(spec, row), budget))
@@ -148,7 +99,7 @@ def tile_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
         why = "; ".join(edges[d][v] for d, v in sizes.items())
         if spec.configs:
             why += f"; config {_config_text(config)}"
-        yield Point(spec.name, RUNG, tuple(sizes.items()), _chosen_dtypes(spec, dtypes),
+        yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, dtypes),
                     why or "every dim at an edge", config=config, kind="edge")
 
 
@@ -160,7 +111,7 @@ def unreachable_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
         for v, why in edge_values(d, dim).items():
             sizes = _cheapest(spec, {d: v})
             if not fits(spec, sizes, budget):
-                yield Point(spec.name, RUNG, tuple(sizes.items()), _chosen_dtypes(spec, {}),
+                yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, {}),
                             f"{why}; every other dim at its smallest", kind="edge", needs="cuda")
 
 
@@ -178,19 +129,10 @@ def config_points(spec: Spec, budget: Budget) -> Iterator[Point]:
     if not fits(spec, sizes, budget):
         sizes = _cheapest(spec, {})
     for cfg in spec.configs:
-        for dt in _dtype_rows(spec):
-            yield Point(spec.name, RUNG, tuple(sizes.items()), _chosen_dtypes(spec, dt),
+        for dt in dtype_rows(spec):
+            yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, dt),
                         f"config {_config_text(tuple(cfg.items()))}: every config the launcher accepts runs, "
                         "tuned or not", config=tuple(cfg.items()), kind="config")
-
-
-def _dtype_rows(spec: Spec) -> list[dict]:
-    """One row per dtype of each multi-dtype tensor (each choice once, not the product)."""
-    factors = _dtype_factors(spec)
-    if not factors:
-        return [{}]
-    width = max(len(v) for _, v in factors)
-    return [{n.split(":", 1)[1]: v[i % len(v)] for n, v in factors} for i in range(width)]
 
 
 def production_points(spec: Spec, budget: Budget) -> Iterator[Point]:
@@ -202,9 +144,9 @@ def production_points(spec: Spec, budget: Budget) -> Iterator[Point]:
         if sizes in tuned:
             continue
         text = ", ".join(f"{d}={v}" for d, v in sizes.items())
-        for dt in _dtype_rows(spec):
+        for dt in dtype_rows(spec):
             need = "" if fits(spec, sizes, budget) else "cuda"
-            yield Point(spec.name, RUNG, tuple(sizes.items()), _chosen_dtypes(spec, dt),
+            yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, dt),
                         f"production shape {text} has no tuned entry: the launcher's fallback config runs",
                         kind="production", needs=need)
 
@@ -275,7 +217,7 @@ def _big_points_for(spec: Spec, name: str) -> Iterator[Point]:
             why = (f"{name} ({dtype}, {' x '.join(map(str, shape_of(spec, name, pt_sizes)))}) = "
                    f"{rows * row_bytes:,} bytes, last tile padded to {padded:,}: {what} {label} "
                    f"({mech}); {human_bytes(rows * row_bytes)}")
-            yield Point(spec.name, RUNG, tuple(pt_sizes.items()), _chosen_dtypes(spec, dtypes), why,
+            yield Point(spec.name, RUNG, tuple(pt_sizes.items()), chosen_dtypes(spec, dtypes), why,
                         kind="big", needs="cuda")
 
 

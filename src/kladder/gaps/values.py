@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..point import Point
-from ..sizes import dtype_of
+from ..rungs import number
+from ..sizes import Budget, dtype_of, fits, moderate
 from ..spec import Spec
-from .modes import base_shapes
-from .shapes import Budget, moderate, _chosen_dtypes, _dtype_rows, fits
+from .common import base_shapes, chosen_dtypes, dtype_rows, sizes_text
 
-RUNG = 2
+RUNG = number("values")
 TEMPERATURES = (3, 10, 30)
 WHY = {
     "peaked": "normal x {t}: a softmax over such a row is near one-hot (peaked attention)",
@@ -89,10 +89,6 @@ def shapes_for(spec: Spec, budget: Budget) -> list[dict[str, int]]:
     return out
 
 
-def _text(sizes: dict) -> str:
-    return ", ".join(f"{d}={v}" for d, v in sizes.items())
-
-
 def value_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dict]) -> Iterator[Point]:
     chosen = dict(dtypes)
     for name, t in spec.input_args.items():
@@ -102,7 +98,7 @@ def value_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dict]) 
             for label in kind_labels(kind):
                 for sizes in shapes:
                     yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
-                                f"{why_of(spec, name, label)}; {_text(sizes)}",
+                                f"{why_of(spec, name, label)}; {sizes_text(sizes)}",
                                 kind="values", values=((name, label),))
 
 
@@ -122,7 +118,7 @@ def chunk_points(spec: Spec, budget: Budget, dtypes: tuple, base: dict) -> Itera
                     continue
                 values = tuple((n, "lengths") for n, t in spec.input_args.items()
                                if "lengths" in t.value_kinds(dtype_of(spec, n, dict(dtypes)), spec.nonfinite))
-                yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"{d} = {v}: {why}; {_text(sizes)}",
+                yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"{d} = {v}: {why}; {sizes_text(sizes)}",
                             kind="chunk", values=values)
 
 
@@ -144,12 +140,12 @@ def invariant_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dic
             for sizes in shapes:
                 what = ", ".join(f"{n}: {k}" for n, k in fixed + extra)
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
-                            f"invariant '{inv.name}' with {what}; {_text(sizes)}", kind="invariant", values=fixed + extra)
+                            f"invariant '{inv.name}' with {what}; {sizes_text(sizes)}", kind="invariant", values=fixed + extra)
 
 
 def points(spec: Spec, budget: Budget, replay: str | None = None) -> Iterator[Point]:
     budget = moderate(budget)
-    dtypes = _chosen_dtypes(spec, _dtype_rows(spec)[0])
+    dtypes = chosen_dtypes(spec, dtype_rows(spec)[0])
     shapes = shapes_for(spec, budget)
     seen = set()
     for gen in (value_points(spec, budget, dtypes, shapes), chunk_points(spec, budget, dtypes, shapes[0]),

@@ -1,5 +1,6 @@
-"""The report: a data model (model.py) and renderers that return text (terminal, JSON).
-Renderers never compute; the ladder never formats."""
-from .model import ClimbReport, RungReport
+"""The report: its data (data.py), the words for typed facts (words.py), and renderers that
+return text (terminal.py, jsonout.py). Renderers never compute and never parse English;
+the ladder never formats."""
+from .data import ClimbReport, RungReport
 
 __all__ = ["ClimbReport", "RungReport"]

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import io
-import re
 from collections import defaultdict
 
-from ..outcome import BROKEN, FAILED, FLAKY, OOM, PASSED, SKIPPED, Outcome
-from .model import ClimbReport, RungReport
+from ..outcome import Check, Outcome, Replay, Status
+from . import words
+from .data import ClimbReport, RungReport
+
+PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN = (Status.PASSED, Status.FAILED, Status.FLAKY, Status.SKIPPED, Status.OOM,
+                                               Status.BROKEN)
 
 VERDICT_STYLE = {"failed": "bold red", "passed": "green", "incomplete": "yellow",
                  "nothing ran": "yellow", "not climbed": "dim"}
@@ -32,7 +35,7 @@ def renderables(report: ClimbReport) -> list:
     other = [o for o in report.outcomes if o.status in (OOM, BROKEN)]
     if other:
         parts.append("\n[bold yellow]Points that could not be judged[/]")
-        parts += [f"  {o.status.upper():7} {o.point.id}: {o.reason}\n          repro: {o.repro}" for o in other]
+        parts += [f"  {o.status.upper():7} {o.point.id}: {words.reason(o)}\n          repro: {o.repro}" for o in other]
     skipped = [o for o in report.outcomes if o.status == SKIPPED]
     if skipped:
         parts.append(_skips(skipped))
@@ -80,30 +83,30 @@ def _failure_block(o: Outcome) -> str:
     if o.point.why:
         lines.append(f"  why:      {_escape(o.point.why)}")
     if head:
-        lines.append(f"  pattern:  {_escape(head.pattern or '-')}")
+        lines.append(f"  pattern:  {_escape(words.pattern_label(head) or '-')}")
         if head.call:
             lines.append(f"  call:     {_escape(head.call)} ({o.point.mode} mode)")
     for f in o.findings:
         lines += _finding_lines(f)
-    if o.rows_checked:
-        lines.append(f"  rows:     {o.rows_checked}")
+    if o.rows is not None:
+        lines.append(f"  rows:     {words.rows_text(o.rows)}")
     if o.status == FLAKY:
-        lines.append(f"  flaky:    {o.reason}")
-    elif o.reason.startswith("passes when run alone"):
-        lines.append(f"  state:    {o.reason}")
+        lines.append(f"  flaky:    {words.reason(o)}")
+    elif o.replay == Replay.ALONE_PASSES:
+        lines.append(f"  state:    {words.reason(o)}")
     lines.append(f"  repro:    {_escape(o.repro)}")
     return "\n".join(lines)
 
 
 def _finding_lines(f) -> list[str]:
-    if f.check != "values":
-        return [f"  {f.check + ':':9} {_escape(f.message)}"]
-    x = f.extra
+    if f.check != Check.VALUES:
+        return [f"  {f.check + ':':9} {_escape(words.message(f))}"]
+    x, big = f.facts, f.largest
     nonfinite = f"; {x['nonfinite']:,} non-finite where the reference is finite" if x.get("nonfinite") else ""
-    return [f"  largest:  kernel {x['kernel']:.6g} vs reference {x['reference']:.6g} at {f.index} "
-            f"(up to {f.allowed:.3g} allowed)",
+    return [f"  largest:  kernel {big.kernel:.6g} vs reference {big.reference:.6g} at {big.index} "
+            f"(up to {big.allowed:.3g} allowed)",
             f"  wrong:    {f.mismatched:,} / {f.total:,}{' checked' if x.get('sampled') else ''} elements ({_pct(f.mismatched, f.total)}) "
-            f"of `{f.output}` ({x.get('describe', '')}){nonfinite}"]
+            f"of `{f.output}` ({words.describe(f)}){nonfinite}"]
 
 
 def _pct(n: int, total: int) -> str:
@@ -116,12 +119,12 @@ def _escape(text: str) -> str:
 
 
 def _skips(skipped: list[Outcome]) -> str:
-    by_reason: dict[str, list[Outcome]] = defaultdict(list)
+    by_note: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in skipped:
-        by_reason[_reason_key(o.reason)].append(o)
+        by_note[words.note_group(o.note)].append(o)
     lines = [f"\n[bold]Skipped ({len(skipped)})[/], each with its reason:"]
-    for key, group in by_reason.items():
-        lines.append(f"  {len(group)} x {_escape(group[0].reason if len(group) == 1 else key)}")
+    for group in by_note.values():
+        lines.append(f"  {len(group)} x {_escape(words.note_text(group[0].note, sized=len(group) == 1))}")
         for o in group[:6]:
             lines.append(f"      {o.point.id}: {_escape(o.point.why)}")
         if len(group) > 6:
@@ -133,22 +136,17 @@ def _warnings(warned: list[Outcome]) -> str:
     """Warnings (a bias inside the tolerance), each once, with the points that showed it."""
     lines = [f"\n[bold yellow]Warnings ({len(warned)} point{'s' if len(warned) != 1 else ''})[/]: not failures; "
              "they point at what a model will feel"]
-    by_text: dict[str, list[Outcome]] = defaultdict(list)
+    by_kind: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in warned:
         for w in o.warnings:
-            by_text[re.sub(r"[-+]?\d[\d,.]*(e[-+]?\d+)?", "#", w)].append(o)
-    for group in by_text.values():
+            by_kind[words.bias_group(w)].append(o)
+    for group in by_kind.values():
         o = group[0]
-        lines.append(f"  {o.point.id}: {_escape(o.warnings[0])}")
+        lines.append(f"  {o.point.id}: {_escape(words.message(o.warnings[0]))}")
         if len(group) > 1:
             lines.append(f"      and {len(group) - 1} more point{'s' if len(group) > 2 else ''} like it: "
                          + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else ""))
     return "\n".join(lines[:40])
-
-
-def _reason_key(reason: str) -> str:
-    """Group skips whose reasons differ only in a size: 'a GPU point (2.00 GiB of tensors)'."""
-    return re.sub(r" \([\d.]+ [KMG]?i?B of tensors\)", "", reason)
 
 
 def _summary(report: ClimbReport) -> str:
@@ -173,7 +171,8 @@ def render_outcome(o: Outcome, color: bool = False, width: int = 120) -> str:
     if o.status in (FAILED, FLAKY):
         console.print(_failure_block(o).lstrip("\n"))
     else:
-        extra = f": {o.reason}" if o.reason else ""
+        why = words.reason(o)
+        extra = f": {why}" if why else ""
         console.print(f"{o.status.upper()} {o.point.id}{_escape(extra)}  ({o.seconds:.2f} s)")
     return buf.getvalue()
 

@@ -3,14 +3,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..outcome import FAILED, FLAKY, PASSED, SKIPPED, STATUSES, Outcome
-
-RUNG_TITLES = {
-    1: "shapes", 2: "values", 3: "contracts", 4: "execution modes",
-    5: "repetition", 6: "multi-GPU", 7: "toolchain", 8: "model",
-}
+from ..outcome import STATUSES, Outcome, Status
 
 
 @dataclass
@@ -25,23 +19,18 @@ class RungReport:
     @property
     def counts(self) -> dict[str, int]:
         c = Counter(o.status for o in self.outcomes)
-        return {s: c.get(s, 0) for s in STATUSES}
+        return {str(s): c.get(s, 0) for s in STATUSES}
 
     @property
     def verdict(self) -> str:
         if not self.climbed:
             return "not climbed"
         c = self.counts
-        if c[FAILED] or c[FLAKY]:
+        if c[Status.FAILED] or c[Status.FLAKY]:
             return "failed"
-        if any(c[s] for s in STATUSES if s not in (PASSED, SKIPPED)):
+        if any(c[s] for s in STATUSES if s not in (Status.PASSED, Status.SKIPPED)):
             return "incomplete"
-        return "passed" if c[PASSED] else "nothing ran"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rung": self.rung, "title": self.title, "verdict": self.verdict, "climbed": self.climbed,
-                "note": self.note, "seconds": round(self.seconds, 3), "counts": self.counts,
-                "points": [o.to_dict() for o in self.outcomes]}
+        return "passed" if c[Status.PASSED] else "nothing ran"
 
 
 @dataclass
@@ -63,7 +52,7 @@ class ClimbReport:
 
     @property
     def failures(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.status in (FAILED, FLAKY)]
+        return [o for o in self.outcomes if o.status in (Status.FAILED, Status.FLAKY)]
 
     @property
     def lowest_failing_rung(self) -> int | None:
@@ -73,12 +62,5 @@ class ClimbReport:
     @property
     def exit_code(self) -> int:
         """0 when every point that ran passed (skips carry their reason), 1 otherwise."""
-        ok = all(o.status in (PASSED, SKIPPED) for o in self.outcomes)
+        ok = all(o.status in (Status.PASSED, Status.SKIPPED) for o in self.outcomes)
         return 0 if ok and not self.interrupted else 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"spec": self.spec, "ref": self.ref, "device": self.device, "device_name": self.device_name,
-                "kladder_version": self.kladder_version, "started": self.started,
-                "seconds": round(self.seconds, 3), "interrupted": self.interrupted, "log": self.log_path,
-                "exit_code": self.exit_code, "lowest_failing_rung": self.lowest_failing_rung,
-                "rungs": [r.to_dict() for r in self.rungs]}

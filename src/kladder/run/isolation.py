@@ -17,11 +17,17 @@ import sys
 import tempfile
 import time
 
-from .compare import Finding
-from .outcome import BROKEN, FAILED, Outcome
-from .point import Point
+from ..outcome import Outcome
+from ..point import Point
+from . import faults
 
 STARTUP_TIMEOUT_S = 600.0
+DEFAULT_TIMEOUT_S = {"cpu": 120.0, "cuda": 120.0}
+
+
+def point_timeout(spec, device: str, given: float | None = None) -> float:
+    """The one timeout rule: what the user gave (--timeout), else the spec's, else the device's default."""
+    return given or spec.timeout_s or DEFAULT_TIMEOUT_S[device]
 
 
 class WorkerError(RuntimeError):
@@ -43,7 +49,7 @@ class Worker:
         self.ref, self.device = ref, device
         self.log = tempfile.TemporaryFile(mode="w+b")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kladder.worker", ref, device],
+            [sys.executable, "-m", "kladder.run.worker", ref, device],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
             start_new_session=True, env=worker_env(device))
         self._buf = b""
@@ -69,22 +75,8 @@ class Worker:
             return Outcome.from_dict(msg["outcome"]), not msg.get("fatal", False)
         if self.proc.poll() is None:          # no answer in time: a hang
             self.kill()
-            return Outcome(point, FAILED, [Finding("hang", "", f"the point did not finish within {timeout_s:g} s; "
-                                                   "the worker's process group was killed", pattern="hang")],
-                           seconds=timeout_s), False
-        return self._died(point, mark), False
-
-    def _died(self, point: Point, mark: int) -> Outcome:
-        code = self.proc.returncode
-        tail = self.stderr_tail(since=mark)
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name
-            msg = f"the worker died with {name} while running the point"
-            frames = _python_frames(tail)
-            if frames:
-                msg += "; innermost Python frames: " + " <- ".join(frames)
-            return Outcome(point, FAILED, [Finding("crashed", "", msg, pattern=f"crash ({name})")])
-        return Outcome(point, BROKEN, reason=f"the worker exited with status {code} without an answer: {tail}")
+            return faults.hang(point, timeout_s), False
+        return faults.died(point, self.proc.returncode, self.stderr_tail(since=mark)), False
 
     def _read(self, timeout_s: float) -> dict | None:
         deadline = time.monotonic() + timeout_s
@@ -127,19 +119,6 @@ class Worker:
             except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
                 self.kill()
         self.log.close()
-
-
-def _python_frames(stderr_tail: str, keep: int = 3) -> list[str]:
-    """The first frames of faulthandler's dump ('File "x.py", line 17 in scale')."""
-    frames = []
-    for line in stderr_tail.splitlines():
-        line = line.strip()
-        if line.startswith('File "'):
-            path, _, rest = line[6:].partition('", line ')
-            frames.append(f"{os.path.basename(path)}:{rest.replace(' in ', ' in ', 1)}")
-        elif frames:
-            break
-    return frames[:keep]
 
 
 class Pool:

@@ -15,7 +15,8 @@ The race must really be set up, or a pass means nothing:
   the race cannot be set up."""
 from __future__ import annotations
 
-from . import call_raw
+from ...outcome import NoteKind, Skip
+from .base import Call, call_raw
 
 PRODUCER_DELAY_CYCLES = 20_000_000       # about 10 ms at the H200's 1.98 GHz: far above a launch's host time
 ATTEMPTS = 3                             # delays x1, x8, x64
@@ -24,12 +25,11 @@ ATTEMPTS = 3                             # delays x1, x8, x64
 class Stream:
     name = "stream"
 
-    def run(self, h) -> tuple[list, str]:
+    def observe(self, h):
         import torch
 
-        from ..materialize import poison
-        from ..sizes import dtype_of
-        from ..trial import Skip
+        from ...materialize import poison
+        from ...sizes import dtype_of
         side = torch.cuda.Stream(priority=-1)
         torch.cuda.synchronize()
         with torch.cuda.stream(side):               # warm-up: JIT, module loads, the wrapper's streams, allocator blocks
@@ -56,7 +56,10 @@ class Stream:
             torch.cuda.synchronize()
             if armed:
                 label = "call on a side stream, inputs produced on it just before"
-                return h.check(prep, returned, label), ""
+                yield Call(prep, returned, label)
+                return
             delay *= 8
-        raise Skip(f"the late producer finished before the call returned, {ATTEMPTS} times (up to "
-                   f"{delay // 8:,} cycles): the race could not be set up, so the stream ordering was not checked")
+        raise Skip(NoteKind.RACE_NOT_SET_UP, attempts=ATTEMPTS, delay_cycles=delay // 8)
+
+
+MODE = Stream()

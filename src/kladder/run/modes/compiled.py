@@ -6,6 +6,9 @@ it did not declare, or a layout the compiled graph hands it, fails here and nowh
 Two calls: the first compiles, the second runs the cached graph; both are checked."""
 from __future__ import annotations
 
+from ...outcome import KernelError, NoteKind, Skip
+from .base import Call
+
 
 def is_torch_op(fn) -> bool:
     import torch
@@ -21,16 +24,12 @@ def is_torch_op(fn) -> bool:
 class Compiled:
     name = "compiled"
 
-    def run(self, h) -> tuple[list, str]:
+    def observe(self, h):
         import torch
-
-        from ..trial import KernelError, Skip
         if not is_torch_op(h.spec.kernel):
-            raise Skip("the kernel is a Python launcher, not a torch op or custom op (torch.library.custom_op): "
-                       "torch.compile would run it as it is, eagerly")
+            raise Skip(NoteKind.NOT_TORCH_OP)
         torch._dynamo.reset()
         compiled = torch.compile(h.spec.kernel, dynamic=False)
-        findings = []
         for i, label in enumerate(("call 1 of 2 (compiles)", "call 2 of 2 (the compiled graph)")):
             prep = h.prepare(seed=h.point.seed + i)
             try:
@@ -39,5 +38,7 @@ class Compiled:
                     torch.cuda.synchronize()
             except Exception as e:  # noqa: BLE001
                 raise KernelError(e, label) from e
-            findings += h.check(prep, returned, label)
-        return findings, ""
+            yield Call(prep, returned, label)
+
+
+MODE = Compiled()

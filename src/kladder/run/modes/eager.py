@@ -1,10 +1,15 @@
 """Eager: one call on the default stream, on fresh poisoned outputs (rung 1 and below)."""
 from __future__ import annotations
 
+from .base import Call
+
 
 class Eager:
     name = "eager"
 
-    def run(self, h) -> tuple[list, str]:
+    def observe(self, h):
         prep = h.prepare()
-        return h.check(prep, h.call(prep)), prep.rows_text
+        yield Call(prep, h.call(prep))
+
+
+MODE = Eager()

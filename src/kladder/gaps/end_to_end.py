@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..point import Point
+from ..rungs import number
+from ..sizes import Budget
 from ..spec import Spec
-from .shapes import Budget
 
-RUNG = 8
+RUNG = number("end_to_end")
 PROBLEMS = {"cpu": 64, "cuda": 512}
 MODEL_DTYPES = {"cpu": ("bfloat16", "float32"), "cuda": ("bfloat16", "float16", "float32")}
 

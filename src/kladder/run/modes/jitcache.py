@@ -6,7 +6,7 @@ config or shape), as a server's first life does; process 2 starts on the cache p
 (a restart) and calls A alone. Both A results must equal the reference, and each other bit for
 bit.
 
-The two processes are children of the worker (`python -m kladder.execute.jitcache`), with
+The two processes are children of the worker (`python -m kladder.run.modes.jitcache`), with
 TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR and the spec's declared cache variables pointed at
 the one temporary directory. Under Triton's interpreter nothing is compiled, but a library's
 own disk caches still run; the report says how many files the cold process left."""
@@ -19,7 +19,8 @@ import subprocess
 import sys
 import tempfile
 
-from . import bits_differ
+from ...outcome import Cause, KernelError, Note, NoteKind, Skip, SpecBroken
+from .base import Call, Measured, Same
 
 CACHE_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 REF_ENV = "KLADDER_SPEC_REF"
@@ -28,17 +29,15 @@ REF_ENV = "KLADDER_SPEC_REF"
 class JitCache:
     name = "jitcache"
 
-    def run(self, h) -> tuple[list, str]:
-        from ..compare import Finding
-        from ..isolate import worker_env
-        from ..trial import KernelError, Skip, SpecBroken
+    def observe(self, h):
+        from ..isolation import point_timeout, worker_env
         ref = os.environ.get(REF_ENV)
         if not ref:
-            raise Skip("the jitcache mode runs inside a climb's worker (it starts two processes of its own)")
+            raise Skip(NoteKind.OUTSIDE_CLIMB, mode="jitcache")
         a = dataclasses.replace(h.point, mode="eager", partner=())
         partner = dict(h.point.partner)
         b = dataclasses.replace(a, dims=partner.get("dims", a.dims), config=partner.get("config", a.config), seed=0)
-        timeout = (h.spec.timeout_s or 120) * 3
+        timeout = point_timeout(h.spec, h.device) * 3
         with tempfile.TemporaryDirectory(prefix="kladder-jit-") as d:
             cache = os.path.join(d, "cache")
             env = worker_env(h.device)
@@ -47,33 +46,22 @@ class JitCache:
             results = []
             for label, calls in (("cold cache: A then B", [a, b]), ("warm cache: A", [a])):
                 out = os.path.join(d, f"{len(results)}.safetensors")
-                cmd = [sys.executable, "-m", "kladder.execute.jitcache", ref, h.device, out] + [p.to_json() for p in calls]
+                cmd = [sys.executable, "-m", "kladder.run.modes.jitcache", ref, h.device, out] + [p.to_json() for p in calls]
                 p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
                 if p.returncode != 0:
                     err = (p.stderr.strip().splitlines() or ["exited " + str(p.returncode)])[-1]
                     if p.returncode == 3:
                         raise KernelError(RuntimeError(err), f"process with a {label}")
-                    raise SpecBroken(f"the {label} process failed: {err}")
+                    raise SpecBroken(NoteKind.PROCESS_FAILED, label=label, text=err)
                 results.append(_load(out))
                 if len(results) == 1:
                     files = sum(len(f) for _, _, f in os.walk(cache))
         cold, warm = results
         prep = h.prepare(a)
-        findings = []
-        for name, before in cold.items():
-            now = warm.get(name)
-            if now is None or now.shape != before.shape or now.dtype != before.dtype:
-                continue
-            differ = bits_differ(now, before)
-            n = int(differ.sum())
-            if n:
-                findings.append(Finding("not_bitwise", name, f"`{name}` of A differs between a cold cache and the warm cache "
-                                        f"the cold process left ({n:,} of {now.numel():,} elements), on the same inputs: "
-                                        "the cache handed the warm process other code", pattern="warm cache differs from cold",
-                                        mismatched=n, total=now.numel(), call="A in a process on the warm cache"))
-        returned = _returned(h, prep, warm)
-        findings += h.check(prep, returned, "A in a process on the warm cache")
-        return findings, f"the cold process left {files} file(s) in the cache directory"
+        label = "A in a process on the warm cache"
+        yield Same(cold, warm, Cause.JITCACHE, label)
+        yield Call(prep, _returned(h, prep, warm), label)
+        yield Measured(Note(NoteKind.CACHE_FILES, {"files": files}))
 
 
 def _load(path: str) -> dict:
@@ -94,14 +82,14 @@ def _returned(h, prep, outs: dict):
 
 
 def child(argv: list[str]) -> int:
-    """python -m kladder.execute.jitcache REF DEVICE OUT POINT... : run the points in order in
+    """python -m kladder.run.modes.jitcache REF DEVICE OUT POINT... : run the points in order in
     this process and save the first one's outputs to OUT (safetensors)."""
     import torch
     from safetensors.torch import save_file
 
-    from ..load import load_spec
-    from ..point import Point
-    from ..trial import Harness
+    from ...load import load_spec
+    from ...point import Point
+    from ..harness import Harness
     ref, device, out = argv[:3]
     spec = load_spec(ref)
     torch.utils.deterministic.fill_uninitialized_memory = True
@@ -116,10 +104,13 @@ def child(argv: list[str]) -> int:
             print(f"the kernel raised {type(e).__name__}: {e}", file=sys.stderr)
             return 3
         if not saved:
-            outputs, _ = h.outputs(prep, returned)
+            outputs = h.outputs(prep, returned)
             saved = {n: t.detach().contiguous().cpu() for n, t in outputs.items() if isinstance(t, torch.Tensor)}
     save_file(saved, out)
     return 0
+
+
+MODE = JitCache()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The worker process: `python -m kladder.worker REF DEVICE`, one JSON line per point on
+"""The worker process: `python -m kladder.run.worker REF DEVICE`, one JSON line per point on
 stdin, one JSON line per outcome on the protocol pipe. Anything the kernel prints goes to
 stderr, so it cannot corrupt the protocol."""
 from __future__ import annotations
@@ -32,13 +32,13 @@ def main(argv: list[str]) -> int:
     warnings.filterwarnings("ignore")
     try:
         info = _setup_torch(device)
-        from .load import load_spec
+        from ..load import load_spec
         spec = load_spec(ref)
     except Exception as e:  # noqa: BLE001 - reported to the parent as a usage error
         proto.write(json.dumps({"error": f"{type(e).__name__}: {e}"}) + "\n")
         return 2
     proto.write(json.dumps({"ready": True, **info}) + "\n")
-    from .point import Point
+    from ..point import Point
     from .trial import run_point
     for line in sys.stdin:
         point = Point.from_dict(json.loads(line)["point"])

@@ -1,19 +1,17 @@
 """Reference independence: a reference that runs the kernel under test agrees with it while
 both are wrong (reference/000 §11: two paths, one kernel). The kernel and the reference are
-each run once under a tracer; what the reference shares with the kernel, of the kernel's own
-code, makes the reference invalid:
+each run once under a tracer, which records:
 - on every device, the Python functions called: the spec's launcher (and a chain's links) and,
   under Triton's interpreter, the @triton.jit function bodies the interpreter runs;
-- on CUDA, also the GPU kernel names the profiler records, less the generic kernels every torch
-  program runs (copies, fills, casts, reductions).
-The point is then checked as an eager call."""
+- on CUDA, also the GPU kernel names the profiler records.
+checks/independence.py judges what the two share; the point is then checked as an eager call."""
 from __future__ import annotations
 
 import os
 import sys
 
-GENERIC_GPU_KERNELS = ("elementwise", "copy", "fill", "memcpy", "memset", "reduce_kernel", "catarray",
-                       "index", "gather", "scatter", "distribution", "sort", "arange")
+from ...outcome import NoteKind, SpecBroken, error_facts
+from .base import Call, Traces
 
 
 def _is_ours(filename: str) -> bool:
@@ -60,12 +58,11 @@ def _gpu_kernels(fn) -> set[str]:
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    names = {e.name for e in prof.events() if getattr(e, "device_type", None) is not None and "cuda" in str(e.device_type).lower()}
-    return {n for n in names if not any(g in n.lower() for g in GENERIC_GPU_KERNELS)}
+    return {e.name for e in prof.events() if getattr(e, "device_type", None) is not None and "cuda" in str(e.device_type).lower()}
 
 
 def _launchers(spec) -> set:
-    from ..chain import Chain
+    from ...chain import Chain
     fns = spec.kernel.functions() if isinstance(spec.kernel, Chain) else [spec.kernel]
     return {getattr(f, "__code__", None) for f in fns} - {None}
 
@@ -73,9 +70,7 @@ def _launchers(spec) -> set:
 class Independence:
     name = "independence"
 
-    def run(self, h) -> tuple[list, str]:
-        from ..compare import Finding
-        from ..trial import SpecBroken
+    def observe(self, h):
         spec = h.spec
         prep = h.prepare()
         with _Tracer() as kt:
@@ -85,20 +80,15 @@ class Independence:
             with _Tracer() as rt:
                 spec.reference(*ref_prep.ref_args)
         except Exception as e:  # noqa: BLE001
-            raise SpecBroken(f"the reference raised {type(e).__name__}: {e}") from e
-        own = kt.kernels | (_launchers(spec) & set(kt.called))
-        shared = sorted(rt.called[c] for c in own & set(rt.called))
-        gpu_shared: list[str] = []
+            raise SpecBroken(NoteKind.REFERENCE_RAISED, **error_facts(e)) from e
+        k_gpu: set[str] = set()
+        r_gpu: set[str] = set()
         if h.device == "cuda":
             again = h.prepare()
-            k_names = _gpu_kernels(lambda: h.call(again, "kernel, profiled"))
-            r_names = _gpu_kernels(lambda: spec.reference(*again.ref_args))
-            gpu_shared = sorted(k_names & r_names)
-        findings = h.check(prep, returned)
-        if shared or gpu_shared:
-            what = "; ".join(x for x in (", ".join(shared) and f"functions {', '.join(shared)}",
-                                        ", ".join(gpu_shared) and f"GPU kernels {', '.join(gpu_shared)}") if x)
-            findings.insert(0, Finding("invalid_reference", "", f"the reference runs the kernel under test "
-                                       f"({what}); a comparison with it cannot fail when both are wrong. Write the reference "
-                                       "in plain torch, independent of the kernel's code", pattern="invalid reference"))
-        return findings, ""
+            k_gpu = _gpu_kernels(lambda: h.call(again, "kernel, profiled"))
+            r_gpu = _gpu_kernels(lambda: spec.reference(*again.ref_args))
+        yield Traces(kt.called, kt.kernels, _launchers(spec), rt.called, k_gpu, r_gpu)
+        yield Call(prep, returned)
+
+
+MODE = Independence()

@@ -3,17 +3,21 @@ holding plausible values, not a fresh poisoned one. Call 1 writes the buffers; c
 inputs, writes into the same buffers as they are; both are checked."""
 from __future__ import annotations
 
+from ...outcome import NoteKind, Skip
+from .base import Call
+
 
 class Reused:
     name = "reused"
 
-    def run(self, h) -> tuple[list, str]:
-        from ..trial import Skip
+    def observe(self, h):
         if not h.spec.out_args:
-            raise Skip("no out-arguments: the kernel allocates its outputs, so there is no buffer to reuse")
+            raise Skip(NoteKind.NO_OUT_ARGS)
         first = h.prepare()
-        findings = h.check(first, h.call(first, "call 1 of 2"), "call 1 of 2")
+        yield Call(first, h.call(first, "call 1 of 2"), "call 1 of 2")
         second = h.prepare(seed=first.point.seed + 1, outs_from=first)
         label = "call 2 of 2, into call 1's output buffers"
-        findings += h.check(second, h.call(second, label), label)
-        return findings, ""
+        yield Call(second, h.call(second, label), label)
+
+
+MODE = Reused()

@@ -3,7 +3,8 @@ buffers and every output poisoned before each replay. A host decision frozen at 
 counter zeroed once, a result read from the eager warm-up's output) fails a replay."""
 from __future__ import annotations
 
-from . import call_raw
+from ...outcome import KernelError
+from .base import Call, call_raw
 
 REPLAYS = 3
 
@@ -11,10 +12,10 @@ REPLAYS = 3
 class Graph:
     name = "graph"
 
-    def run(self, h) -> tuple[list, str]:
+    def observe(self, h):
         import torch
 
-        from ..materialize import poison
+        from ...materialize import poison
         static = h.prepare()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -23,7 +24,6 @@ class Graph:
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
-        from ..trial import KernelError
         try:
             with torch.cuda.graph(graph):
                 returned = h.call(static, "capture", runner=call_raw)
@@ -31,19 +31,20 @@ class Graph:
             raise
         except Exception as e:  # noqa: BLE001 - the capture itself failed (on leaving the context)
             raise KernelError(e, "capture") from e
-        findings = []
         for r in range(1, REPLAYS + 1):
             fresh = h.prepare(seed=static.point.seed + r)
             for dst, src in zip(static.inputs.args, fresh.inputs.args):
                 if isinstance(dst, torch.Tensor) and dst is not src:
                     dst.copy_(src)
-            outputs, _ = h.outputs(static, returned)
+            outputs = h.outputs(static, returned)
             for name, t in outputs.items():
                 if isinstance(t, torch.Tensor) and t.is_floating_point():
                     poison(t, str(t.dtype).removeprefix("torch."))
             graph.replay()
             torch.cuda.synchronize()
             static.ref_args = fresh.ref_args
-            findings += h.check(static, returned, f"replay {r} of {REPLAYS}")
-        return findings, ""
+            yield Call(static, returned, f"replay {r} of {REPLAYS}")
+
+
+MODE = Graph()
 

@@ -1,0 +1,40 @@
+"""A lean inside the tolerance: errors that all go one way. An unbiased kernel's rounding
+errors cancel across a model's layers; a biased one's add up (reference/000 §7.2). A warning,
+never a failure: rung 8 shows what it costs."""
+from __future__ import annotations
+
+from ..outcome import Check, Finding
+
+BIAS_P = 1e-6              # the sign test's threshold: chance would lean this way once in a million
+BIAS_ULPS = 0.1            # and the mean error must be at least a tenth of the output's rounding unit
+
+
+def bias(name: str, out, ref) -> Finding | None:
+    """A sign test over the elements that differ, and the mean signed error in units of the
+    output dtype's rounding (ulps at the reference's magnitude)."""
+    import torch
+    from scipy.stats import binomtest
+    if not (isinstance(out, torch.Tensor) and out.is_floating_point()) or out.numel() < 64:
+        return None
+    o = out.detach().to(torch.float64).reshape(-1)
+    r = ref.detach().to(device=o.device, dtype=torch.float64).reshape(-1)
+    ok = o.isfinite() & r.isfinite() & (r != 0)
+    o, r = o[ok], r[ok]
+    if o.numel() > 1:       # repeated (kernel, reference) pairs (identical rows) count once
+        pairs = torch.unique(torch.stack([o, r]), dim=1)
+        o, r = pairs[0], pairs[1]
+    mag = torch.maximum(r.abs(), r.pow(2).mean().sqrt())     # near zero, the output's RMS sets the scale
+    ulp = mag * torch.finfo(out.dtype).eps
+    # two ways to lean: above/below (an offset) and away from/toward zero (a scale)
+    for lean, diff in (("offset", o - r), ("scale", (o - r) * r.sign())):
+        up, down = int((diff > 0).sum()), int((diff < 0).sum())
+        if up + down < 64:
+            return None
+        p = binomtest(up, up + down, 0.5).pvalue
+        mean_ulps = float((diff / ulp).mean())
+        if p >= BIAS_P or abs(mean_ulps) < BIAS_ULPS:
+            continue
+        return Finding(Check.BIAS, name, facts={"lean": lean, "up": up, "down": down, "p": max(p, 1e-300),
+                                               "mean_ulps": mean_ulps, "rel": float((diff / mag).mean()),
+                                               "dtype": str(out.dtype).removeprefix("torch.")})
+    return None

@@ -1,0 +1,18 @@
+"""Guard bytes: bytes outside a tensor that changed, a store past its end (or before its
+start). A store a few elements past the end lands inside the caching allocator's block, where
+compute-sanitizer's memcheck sees nothing; the sentinels see it, bit for bit."""
+from __future__ import annotations
+
+from ..outcome import Check, Finding
+
+
+def guards(name: str, damaged_before: list[int], damaged_after: list[int], itemsize: int) -> Finding | None:
+    if not damaged_before and not damaged_after:
+        return None
+    facts = {"itemsize": itemsize, "n_after": len(damaged_after), "n_before": len(damaged_before),
+             "after": sorted(damaged_after)[:64], "before": sorted(damaged_before)[:64]}
+    if damaged_after:
+        facts.update(after_lo=min(damaged_after), after_hi=max(damaged_after))
+    if damaged_before:
+        facts.update(before_lo=min(damaged_before), before_hi=max(damaged_before))
+    return Finding(Check.GUARD, name, mismatched=len(damaged_before) + len(damaged_after), facts=facts)

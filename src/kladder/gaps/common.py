@@ -1,0 +1,56 @@
+"""What the generators share: the dtypes a point chooses, and the base shapes that rungs 2-4
+move values, layouts and modes around. Never runs a kernel."""
+from __future__ import annotations
+
+from ..sizes import Budget, fits
+from ..spec import Spec
+
+
+def dtype_factors(spec: Spec) -> list[tuple[str, list[str]]]:
+    """("dtype:NAME", choices) for every tensor with more than one dtype."""
+    return [(f"dtype:{n}", list(spec.dtype_choices(n))) for n in spec.all_tensors
+            if len(spec.dtype_choices(n)) > 1]
+
+
+def chosen_dtypes(spec: Spec, dtypes: dict[str, str]) -> tuple:
+    """The dtype of every tensor that has a choice (the rest follow from the spec)."""
+    return tuple((n, dtypes.get(n, spec.dtype_choices(n)[0])) for n in spec.all_tensors
+                 if len(spec.dtype_choices(n)) > 1)
+
+
+def dtype_rows(spec: Spec) -> list[dict]:
+    """One row per dtype of each multi-dtype tensor (each choice once, not the product)."""
+    factors = dtype_factors(spec)
+    if not factors:
+        return [{}]
+    width = max(len(v) for _, v in factors)
+    return [{n.split(":", 1)[1]: v[i % len(v)] for n, v in factors} for i in range(width)]
+
+
+def base_shapes(spec: Spec, budget: Budget) -> list[dict[str, int]]:
+    """A tail in every tiled dim (2 tiles + 1), and every tile full (2 tiles), within budget.
+    A dim's chunks count as tiles (2 chunks + 1: past the short path). When that does not fit,
+    untiled dims (batch, heads) shrink to their minimum first, then tiled dims to one tile."""
+    def unit(dim) -> int | None:
+        units = tuple(dim.tiles) + tuple(dim.chunks)
+        return max(units) if units else None
+
+    def clamp(dim, v: int) -> int:
+        return min(dim.max, max(dim.min, v))
+
+    shapes = []
+    for extra in (1, 0):
+        sizes = {d: clamp(dim, 2 * (unit(dim) or 8) + extra) for d, dim in spec.dims.items()}
+        if not fits(spec, sizes, budget):
+            sizes.update({d: clamp(dim, 1) for d, dim in spec.dims.items() if unit(dim) is None})
+        if not fits(spec, sizes, budget):
+            sizes.update({d: clamp(dim, unit(dim) + extra) for d, dim in spec.dims.items() if unit(dim) is not None})
+        if fits(spec, sizes, budget) and sizes not in shapes:
+            shapes.append(sizes)
+    if not shapes:
+        shapes.append({d: max(dim.min, 1) for d, dim in spec.dims.items()})
+    return shapes
+
+
+def sizes_text(sizes: dict) -> str:
+    return ", ".join(f"{d}={v}" for d, v in sizes.items())

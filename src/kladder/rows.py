@@ -1,0 +1,45 @@
+"""Which rows a big point checks. At 2^31 bytes a float64 reference on the whole tensor costs
+more than the kernel by orders of magnitude; with independent rows declared (`Spec(rows=)`),
+the reference runs on the rows around every boundary (the first tile, the tiles where each
+tensor crosses 2^31 and 2^32 bytes, the last tile) and a seeded sample."""
+from __future__ import annotations
+
+from .outcome import RowsChecked
+from .point import Point
+from .sizes import nbytes_of
+from .spec import Spec
+
+SAMPLED_ROWS = 64
+
+
+def plan_rows(spec: Spec, point: Point, device: str):
+    """({arg index or ("out", name): (axis, rows)}, row ids, RowsChecked or None)."""
+    import torch
+    if point.kind != "big" or not spec.row_dims:
+        return {}, [], None
+    d = spec.row_dims[0]
+    n = point.sizes[d]
+    tile = max(spec.dims[d].tiles or (1,))
+    rows = set(range(min(tile, n))) | set(range(max(0, n - tile), n))
+    cliff_rows = set()
+    for name, t in spec.all_tensors.items():
+        if d not in t.symbols:
+            continue
+        row_bytes = nbytes_of(spec, name, point.sizes, point.dtype_of) // n
+        for cliff in (1 << 31, 1 << 32):
+            r = cliff // max(row_bytes, 1)
+            if r < n:
+                cliff_rows |= set(range(max(0, r - tile), min(n, r + tile)))
+    rows |= cliff_rows
+    gen = torch.Generator().manual_seed(point.seed)
+    rows |= set(torch.randint(0, n, (SAMPLED_ROWS,), generator=gen).tolist())
+    ids = sorted(rows)
+    idx = torch.tensor(ids, dtype=torch.long, device=device)
+    select = {}
+    for i, name in enumerate(spec.args):
+        if name in spec.tensor_args and d in spec.tensor_args[name].symbols:
+            select[i] = (spec.tensor_args[name].symbols.index(d), idx)
+    for name in spec.outputs:
+        if d in spec.all_tensors[name].symbols:
+            select[("out", name)] = (spec.all_tensors[name].symbols.index(d), idx)
+    return select, ids, RowsChecked(len(ids), n, d, SAMPLED_ROWS)

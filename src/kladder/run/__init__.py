@@ -1,0 +1,8 @@
+"""Calling only: how a point's kernel is called and kept from taking the climb down with it.
+
+harness.py   prepare inputs, call the kernel, run the reference
+modes/       one module per execution mode; each yields what it observed, never a finding
+trial.py     one point in this process: a mode's observations fed to the checks
+faults.py    what an exception, a dead or a silent worker means (crash, hang, device fault, OOM)
+isolation.py worker processes, the timeout rule, replacing a worker that died or faulted
+worker.py    the worker process itself"""

@@ -1,0 +1,97 @@
+"""Fault classification: what an exception, a dead worker or a silent one means for a point.
+A kernel that raised, crashed, hung, faulted the device or ran out of memory is reported as
+exactly that; a device fault or a failed capture also means the worker must be replaced
+(after an illegal memory access every later CUDA call in that process fails)."""
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+
+from ..outcome import (
+    Check,
+    Finding,
+    KernelError,
+    Note,
+    NoteKind,
+    Outcome,
+    Status,
+    error_facts,
+)
+from ..point import Point
+
+# The CUDA runtime's words for a sticky error: after one of these every later call in the
+# process fails, so the worker that saw it must be replaced.
+DEVICE_FAULT_WORDS = ("illegal memory access", "misaligned address", "unspecified launch failure",
+                      "device-side assert", "illegal instruction", "an illegal", "CUDA error: unknown error")
+
+
+@dataclass
+class Result:
+    outcome: Outcome
+    fatal: bool = False          # the process must not run another point
+
+
+def is_oom(e: BaseException) -> bool:
+    import torch
+    return isinstance(e, (MemoryError, torch.OutOfMemoryError)) or "out of memory" in str(e).lower()
+
+
+def is_device_fault(e: BaseException) -> bool:
+    text = f"{type(e).__name__}: {e}"
+    return "AcceleratorError" in text or any(w in text for w in DEVICE_FAULT_WORDS)
+
+
+def kernel_error(spec, point: Point, k: KernelError) -> Result:
+    """The kernel raised during a call (`k.label` says which)."""
+    e = k.error
+    if point.layouts and not is_device_fault(e) and not is_oom(e):
+        # refusing a layout loudly is allowed; reading the wrong elements silently is not
+        return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.LAYOUT_REFUSED, error_facts(e))))
+    if spec.nonfinite == "raise" and any(kd == "nonfinite" for _, kd in point.values) and not is_device_fault(e):
+        return Result(Outcome(point, Status.PASSED, note=Note(NoteKind.RAISED_AS_ASKED, {"error": type(e).__name__})))
+    if is_oom(e):
+        return Result(Outcome(point, Status.OOM, note=Note(NoteKind.KERNEL_OOM, {"call": k.label, "text": str(e)})))
+    if k.label == "capture":
+        # a failed capture can leave the context unusable: the worker is replaced as after a fault
+        return Result(Outcome(point, Status.FAILED, [Finding(Check.CAPTURE, call=k.label, facts=error_facts(e))]), fatal=True)
+    if is_device_fault(e):
+        return Result(Outcome(point, Status.FAILED, [Finding(Check.DEVICE_FAULT, call=k.label,
+                                                             facts={**error_facts(e), "in_call": True})]), fatal=True)
+    return Result(Outcome(point, Status.FAILED, [Finding(Check.RAISED, call=k.label, facts=error_facts(e))]))
+
+
+def outside_call(point: Point, e: BaseException) -> Result | None:
+    """Out of memory while preparing, or a fault outside the kernel's call; None: kladder's own bug."""
+    if is_oom(e):
+        return Result(Outcome(point, Status.OOM, note=Note(NoteKind.INPUTS_OOM, {"text": error_facts(e)["text"]})))
+    if is_device_fault(e):
+        return Result(Outcome(point, Status.FAILED, [Finding(Check.DEVICE_FAULT, facts={**error_facts(e), "in_call": False})]),
+                      fatal=True)
+    return None
+
+
+def hang(point: Point, timeout_s: float) -> Outcome:
+    """No answer in time: the parent killed the worker's process group."""
+    return Outcome(point, Status.FAILED, [Finding(Check.HANG, facts={"timeout_s": timeout_s})], seconds=timeout_s)
+
+
+def died(point: Point, code: int | None, stderr_tail: str) -> Outcome:
+    """The worker ended without an answer: a signal is the kernel's crash; an exit status is kladder's problem."""
+    if code is not None and code < 0:
+        return Outcome(point, Status.FAILED, [Finding(Check.CRASHED, facts={"signal": signal.Signals(-code).name,
+                                                                            "frames": python_frames(stderr_tail)})])
+    return Outcome(point, Status.BROKEN, note=Note(NoteKind.WORKER_EXITED, {"code": code, "stderr": stderr_tail}))
+
+
+def python_frames(stderr_tail: str, keep: int = 3) -> list[str]:
+    """The first frames of faulthandler's dump ('File "x.py", line 17 in scale')."""
+    frames = []
+    for line in stderr_tail.splitlines():
+        line = line.strip()
+        if line.startswith('File "'):
+            path, _, rest = line[6:].partition('", line ')
+            frames.append(f"{os.path.basename(path)}:{rest.replace(' in ', ' in ', 1)}")
+        elif frames:
+            break
+    return frames[:keep]

@@ -1,0 +1,75 @@
+"""What every mode shares: the Protocol, what a mode observes, and the two ways to call."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Protocol
+
+from ...outcome import Cause, Note
+
+MODES_NEEDING_CUDA = ("graph", "stream")
+
+
+@dataclass
+class Call:
+    """One call of the kernel: its prepared inputs, what it returned, which call it was."""
+    prep: Any
+    returned: Any
+    label: str = ""
+
+
+@dataclass
+class Same:
+    """Two results that must be equal bit for bit, and why (the cause)."""
+    before: dict
+    after: dict
+    cause: Cause
+    call: str
+    facts: dict = field(default_factory=dict)
+
+
+@dataclass
+class Traces:
+    """What the kernel and the reference each ran (reference independence): Python functions
+    called (code object -> 'name (file:line)'), the kernel's own launchers and the @triton.jit
+    bodies the interpreter ran, and on CUDA the GPU kernel names the profiler recorded."""
+    kernel_called: dict
+    kernel_bodies: set
+    launchers: set
+    reference_called: dict
+    kernel_gpu: set = field(default_factory=set)
+    reference_gpu: set = field(default_factory=set)
+
+
+@dataclass
+class Scores:
+    """A model's scores with and without the kernel (rung 8)."""
+    measured: dict
+
+
+@dataclass
+class Measured:
+    """What a passing mode measured, kept as the outcome's note (the cache's files)."""
+    note: Note
+
+
+class Mode(Protocol):
+    name: str
+
+    def observe(self, h) -> Iterator[Call | Same | Traces | Scores | Measured]:
+        """Run the point's calls through the harness, yielding what was observed."""
+
+
+def call_once(kernel: Callable[..., Any], args: list, kwargs: dict) -> Any:
+    """One call, then a synchronize, so that an asynchronous device fault surfaces inside
+    this point and not in the next one."""
+    import torch
+    result = kernel(*args, **kwargs)
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    return result
+
+
+def call_raw(kernel: Callable[..., Any], args: list, kwargs: dict) -> Any:
+    """One call with no synchronize: inside a capture or under a side stream, the mode
+    orders the work itself."""
+    return kernel(*args, **kwargs)

@@ -1,0 +1,33 @@
+"""Padding poison: packed rows carry valid elements and padding (reference/001: 14 valid scale
+bytes, 16 read). The kernel is called twice on the same valid data: with zero padding (what a
+unit test builds) and with the padding poisoned (0xFF, 0x7F, 0x80, a per-byte pattern, random
+bytes). The outputs must stay bit for bit the same, and the poisoned call is checked against
+the reference as usual."""
+from __future__ import annotations
+
+import dataclasses
+
+from ...outcome import Cause
+from .base import Call, Same
+
+
+class Padding:
+    name = "padding"
+
+    def observe(self, h):
+        import torch
+        pt = h.point
+        (arg, fill), = [(n, k) for n, k in pt.values if k.startswith("pad:")]
+        clean_pt = dataclasses.replace(pt, values=tuple((n, "pad:0x00" if n == arg else k) for n, k in pt.values))
+        clean = h.prepare(point=clean_pt, seed=pt.seed)
+        base_ret = h.call(clean, "call with zero padding")
+        base_out = {n: t.clone() for n, t in h.outputs(clean, base_ret).items() if isinstance(t, torch.Tensor)}
+        prep = h.prepare()
+        label = f"call with {arg}'s padding {fill.removeprefix('pad:')}"
+        ret = h.call(prep, label)
+        yield Call(prep, ret, label)
+        yield Same(base_out, h.outputs(prep, ret), Cause.PADDING, label,
+                   {"arg": arg, "fill": fill.removeprefix("pad:"), "valid": h.spec.all_tensors[arg].valid})
+
+
+MODE = Padding()
