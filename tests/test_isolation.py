@@ -41,31 +41,87 @@ def test_the_climb_goes_on_after_each(report):
 
 
 def test_outcomes_are_logged_as_they_arrive(report):
-    rows = [json.loads(line) for line in report[1].read_text().splitlines()]
-    assert len(rows) == len(report[0].outcomes)
+    records = [json.loads(line) for line in report[1].read_text().splitlines()]
+    assert records[0]["record"] == "header" and records[-1]["record"] == "end"
+    rows = [r for r in records if r["record"] == "point"]
+    assert len(rows) == len(report[0].outcomes) == records[-1]["points"]
     assert {r["status"] for r in rows} == {"passed", "failed", "oom"}
     assert all(r["repro"].startswith("kladder repro ") for r in rows)
 
 
-def test_ctrl_c_still_prints_the_report_so_far(tmp_path):
-    import signal
+def _climb_into_the_hang(tmp_path, *extra):
+    """A climb of the faulty spec, waited on until a worker sits in the N = 7 hang."""
     import subprocess
     import sys
     import time
     log = tmp_path / "l.jsonl"
     p = subprocess.Popen([sys.executable, "-m", "kladder.cli", "climb", FAULTY, "--device", "cpu", "--timeout", "60",
-                          "--log", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          "--log", str(log), "--json", str(tmp_path / "r.json"), *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:         # wait until the climb sits in the N = 7 hang
+    while time.monotonic() < deadline:
         if log.exists() and '"r1-N=6"' in log.read_text():
             break
         time.sleep(0.2)
     time.sleep(1.0)
+    return p, log
+
+
+def test_ctrl_c_still_prints_the_report_so_far(tmp_path):
+    import signal
+    p, log = _climb_into_the_hang(tmp_path)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=240)
     assert p.returncode == 130, err
-    assert "interrupted" in out and "FAILED r1-N=5" in out
-    assert len(log.read_text().splitlines()) >= 6         # nothing that finished was lost
+    assert "interrupted" in out and "FAILED r1-N=5" in out and "Traceback" not in err
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len([r for r in records if r["record"] == "point"]) >= 6       # nothing that finished was lost
+    assert records[-1]["record"] == "end" and records[-1]["interrupted"] and records[-1]["exit_code"] == 130
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["exit_code"] == 130 and doc["interrupted"]
+    verdicts = {r["rung"]: (r["verdict"], r["note"]) for r in doc["rungs"]}
+    assert verdicts[1][0] == "interrupted"                                # never "passed"
+    assert verdicts[2] == ("not climbed", "not climbed (interrupted)")
+
+
+def test_ctrl_c_twice_still_ends_cleanly(tmp_path):
+    import signal
+    import time
+    p, _ = _climb_into_the_hang(tmp_path)
+    p.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=240)
+    assert p.returncode == 130 and "Traceback" not in err, err
+    assert "interrupted" in out
+
+
+def _kladder_processes(marker: str) -> list[int]:
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    cmd = f.read().decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmd and "kladder" in cmd:
+                pids.append(int(d))
+    return pids
+
+
+@pytest.mark.skipif(not os.path.exists("/proc"), reason="reads /proc to find the workers")
+def test_kill_9_of_the_parent_leaves_no_worker_behind(tmp_path):
+    import signal
+    import time
+    p, _ = _climb_into_the_hang(tmp_path)
+    assert len(_kladder_processes(FAULTY)) >= 2            # the climb and its workers
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=30)
+    deadline = time.monotonic() + 5
+    while _kladder_processes(FAULTY) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _kladder_processes(FAULTY) == []
 
 
 def test_a_failure_that_does_not_recur_is_flaky_with_its_rate(tmp_path):
@@ -101,3 +157,14 @@ def test_a_flaky_point_is_flaky_in_climb_repro_and_pytest_alike(tmp_path, pytest
     result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider")
     assert result.parseoutcomes()["failed"] == len(rep.outcomes)
     result.stdout.fnmatch_lines([f"*FLAKY {first.point.id}*", "*flaky:    failed 1 of 2 runs*"])
+
+
+def test_a_kernel_that_ends_its_process_or_runs_out_is_named_for_it(tmp_path):
+    rep = kl.climb(os.path.join(HERE, "specs", "exits.py"), rungs=1, device="cpu", log_path=str(tmp_path / "l.jsonl"))
+    by_n = _by_n(rep)
+    assert by_n[1].headline.check == "crashed" and "exit status 3" in message(by_n[1].headline)
+    assert by_n[2].headline.check == "crashed" and "exit status 0" in message(by_n[2].headline)
+    assert by_n[3].headline.check == "raised" and "KeyboardInterrupt" in message(by_n[3].headline)
+    assert by_n[4].status == "oom" and "ran out of memory" in reason(by_n[4])
+    assert by_n[5].status == "passed"
+    assert not [o for o in rep.outcomes if o.status == "broken"]      # none of it is blamed on kladder

@@ -1,4 +1,8 @@
-"""`kladder ...`. Imports are lazy so that --help answers at once."""
+"""`kladder ...`. Imports are lazy so that --help answers at once.
+
+A bad option or spec is one line on stderr that names it, what was given and the fix, with
+exit status 2; a climb exits 0 (every point that ran passed), 1 (a point failed or could not
+be judged) or 130 (interrupted), and its JSON says the same."""
 from __future__ import annotations
 
 import argparse
@@ -9,18 +13,37 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 RUNGS_HELP = "rungs to climb: 1, 1,2 or 1-3 (default: every rung built)"
 DEVICE_HELP = "auto (cuda when torch sees one), cpu (Triton interpreter) or cuda"
+JOBS_HELP = ("points run side by side, each in a worker of its own (default: the CPU's cores on the CPU; on "
+             "CUDA two per GPU, big points alone)")
+
+
+def _positive(kind, what: str):
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: give {what}") from None
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: give {what} (more than 0)")
+        return v
+    return parse
 
 
 def _climb_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rungs", help=RUNGS_HELP)
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH")
-    p.add_argument("--timeout", type=float, metavar="S", help="seconds a point may run before it is a hang")
+    p.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S",
+                   help="seconds a point may run before it is a hang")
     p.add_argument("--log", metavar="PATH", help="append outcomes as JSON lines to PATH as they arrive "
                    "(default .kladder/log/NAME-TIME.jsonl)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.add_argument("--replay", metavar="DIR", help="add rung-2 points made of the calls captured in DIR "
                    "(with kladder.capture(...)), each in its captured layout")
+    p.add_argument("-j", "--jobs", type=_positive(int, "a number of workers, e.g. 2"), metavar="N", help=JOBS_HELP)
+    p.add_argument("--devices", metavar="IDS", help="CUDA devices to spread workers over, e.g. 0,1 (default: every "
+                   "visible one)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display while the climb runs")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("ref", metavar="PATH[::NAME]")
     r.add_argument("point", help="the point, as JSON or as the dict the report prints")
     r.add_argument("--device", default="auto", help=DEVICE_HELP)
-    r.add_argument("--timeout", type=float, metavar="S")
+    r.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S")
     z = sub.add_parser("zoo", help="the bundled buggy kernels and their fixed twins")
     zsub = z.add_subparsers(dest="zoo_cmd", required=True)
     zsub.add_parser("list", help="list the cases")
@@ -60,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageProblem as e:
         print(f"kladder: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # `kladder zoo list | head`: the reader left; say nothing more, as a Unix tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
 
 
 class UsageProblem(Exception):
@@ -74,16 +101,21 @@ def _usage_errors():
     return (UsageError, LoadError, SpecError, WorkerError)
 
 
-def _load(ref: str, device: str):
-    if device == "cpu":
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+def _device(device: str) -> str:
     from .ladder import resolve_device
-    from .load import load_spec
     try:
         dev = resolve_device(device)
-        if dev == "cpu":
-            os.environ.setdefault("TRITON_INTERPRET", "1")
-        return load_spec(ref), dev
+    except _usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    if dev == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    return dev
+
+
+def _load(ref: str, device: str):
+    from .load import load_spec
+    try:
+        return load_spec(ref)
     except _usage_errors() as e:
         raise UsageProblem(str(e)) from None
 
@@ -100,32 +132,117 @@ def _color(choice: str) -> bool:
     return choice == "always" or (choice == "auto" and sys.stdout.isatty())
 
 
+def writable(option: str, path: str | None) -> None:
+    """An output path is checked before the climb starts: its folder made, the file opened."""
+    if not path:
+        return
+    try:
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        raise UsageProblem(f"{option} {path!r}: cannot write there ({e.strerror or e}); give a file in a folder you "
+                           "can write to") from None
+
+
+def gpus(args, device: str) -> list[str] | None:
+    """The CUDA devices workers spread over, as CUDA_VISIBLE_DEVICES entries."""
+    if device != "cuda":
+        return None
+    visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    import torch
+    count = torch.cuda.device_count()
+    ids = visible or [str(i) for i in range(count)]
+    if not getattr(args, "devices", None):
+        return ids
+    chosen = [d.strip() for d in args.devices.split(",") if d.strip()]
+    bad = [d for d in chosen if not d.isdigit() or int(d) >= len(ids)]
+    if bad or not chosen:
+        raise UsageProblem(f"--devices {args.devices!r}: give indices of visible CUDA devices, 0 to {len(ids) - 1}, "
+                           "separated by commas (e.g. 0,1)")
+    return [ids[int(d)] for d in chosen]
+
+
+def default_jobs(device: str, n_gpus: int = 1) -> int:
+    """What the machine has: one worker a core on the CPU; on CUDA two a GPU (one computes
+    while the other prepares inputs and references on the host), no more than half the cores."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if device == "cpu":
+        return max(1, cores)
+    return max(1, min(2 * n_gpus, cores // 2))
+
+
+def climb_options(args, ref: str, device: str):
+    """Options for one climb from the command line, its workers already starting (they import
+    torch and the spec while this process does the same)."""
+    from .ladder import Options, parse_rungs
+    from .run.isolation import Pool
+    try:
+        rungs = parse_rungs(args.rungs)
+    except _usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    if args.replay and not os.path.exists(os.path.join(args.replay, "manifest.json")):
+        raise UsageProblem(f"--replay {args.replay!r}: no manifest.json there; record calls first with "
+                           "`with kladder.capture('pkg.mod:fn', to=DIR): run()`")
+    ids = gpus(args, device)
+    jobs = args.jobs or default_jobs(device, len(ids or [None]))
+    pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
+    pool.warm()
+    return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
+                   jobs=jobs, pool=pool, progress=_progress(args))
+
+
+def log_path(args, spec) -> str:
+    from .ladder import default_log_path
+    path = args.log or default_log_path(spec.name)
+    writable("--log", path)
+    return path
+
+
+def _progress(args):
+    if args.quiet or not sys.stdout.isatty():
+        return None
+    from rich.console import Console
+
+    from .report.progress import Progress
+    return Progress(Console(highlight=False, markup=False))
+
+
 def cmd_climb(ref: str, args) -> int:
-    from .ladder import Options, climb, default_log_path, parse_rungs
+    from .ladder import climb
     from .report.jsonout import render_json
     from .report.terminal import render_text
-    spec, device = _load(ref, args.device)
+    writable("--json", args.json)
+    writable("--log", args.log)
+    device = _device(args.device)
+    from .load import check_ref
     try:
-        if args.replay and not os.path.exists(os.path.join(args.replay, "manifest.json")):
-            raise UsageProblem(f"--replay {args.replay!r}: no manifest.json there; record calls first with "
-                               "`with kladder.capture('pkg.mod:fn', to=DIR): run()`")
-        opts = Options(rungs=parse_rungs(args.rungs), device=device, timeout_s=args.timeout,
-                       log_path=args.log or default_log_path(spec.name), replay=args.replay)
+        check_ref(ref)
+    except _usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    opts = climb_options(args, ref, device)
+    try:
+        spec = _load(ref, device)
+        opts.log_path = log_path(args, spec)
         report = climb(ref, spec, opts)
     except _usage_errors() as e:
         raise UsageProblem(str(e)) from None
+    finally:
+        opts.pool.close()
     sys.stdout.write(render_text(report, color=_color(args.color)))
     if args.json:
         with open(args.json, "w") as f:
             f.write(render_json(report))
-    return 130 if report.interrupted else report.exit_code
+    return report.exit_code
 
 
 def cmd_repro(args) -> int:
     from .ladder import Runner
     from .point import Point
     from .report.terminal import render_outcome
-    spec, device = _load(args.ref, args.device)
+    device = _device(args.device)
+    spec = _load(args.ref, device)
     try:
         point = Point.parse(args.point)
     except ValueError as e:
@@ -150,6 +267,7 @@ def cmd_zoo_list() -> int:
     for name, mod in cases.items():
         c = mod.CASE
         print(f"{name:{width}} rung {c['rung']}  {c['gap']:16} needs {c['needs']:18} mirrors {c['mirrors']}")
+    sys.stdout.flush()
     return EXIT_OK
 
 

@@ -11,14 +11,20 @@ import datetime as _dt
 import json
 import os
 import shlex
+import signal
+import threading
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 from .outcome import Check, Note, NoteKind, Outcome, Replay, Status
 from .point import Point
 from .report.data import ClimbReport, RungReport
-from .run.isolation import Pool, point_timeout
+from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
+from .run.isolation import Lane, Pool, point_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
 from .sizes import CPU_BUDGET, budget_for, total_bytes
 from .spec import Spec
@@ -38,7 +44,10 @@ class Options:
     timeout_s: float | None = None
     log_path: str | None = None
     replay: str | None = None            # a capture directory: its calls become rung-2 points
+    jobs: int = 1                        # points run side by side, each on a worker of its own
     on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
+    progress: Any = field(default=None, repr=False)   # report.progress.Progress, or None
+    pool: Pool | None = field(default=None, repr=False)  # workers already started (the CLI warms them early)
 
 
 def resolve_device(device: str) -> str:
@@ -101,34 +110,105 @@ NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE)
 
 
 class Runner:
-    """Runs points of one spec on one device, in a pool of workers, as a climb runs them."""
+    """Runs points of one spec on one device as a climb runs them: skipped when they cannot
+    run here, alone in a fresh worker when their mode is about process state, replayed when
+    they fail, and re-run alone when they are their rung's first failure. `run` takes one
+    point; `run_all` runs `jobs` at a time, on lanes of their own, and yields in order."""
 
-    def __init__(self, ref: str, spec: Spec, device: str, timeout_s: float | None = None):
+    def __init__(self, ref: str, spec: Spec, device: str, timeout_s: float | None = None, jobs: int = 1,
+                 pool: Pool | None = None):
         self.ref, self.spec, self.device = ref, spec, device
         self.timeout = point_timeout(spec, device, timeout_s)
-        self.pool = Pool(ref, device)
+        self.jobs = max(1, jobs)
+        self.pool = pool or Pool(ref, device, spares=1)
         self.failed_rungs: set[int] = set()
+        self._local = threading.local()
+        self._lanes: list[Lane] = []
+        self._lanes_lock = threading.Lock()
 
     @property
     def device_name(self) -> str:
         return self.pool.device_name
 
     def run(self, point: Point) -> Outcome:
+        return self._finish(self._first(point))
+
+    def run_all(self, points, started: Callable[[Point], None] | None = None) -> Iterator[Outcome]:
+        """Every point, `jobs` at a time, yielded in the order given. A big point on a GPU runs
+        alone: two of them side by side run the device out of memory and say nothing."""
+        if self.jobs == 1:
+            for p in points:
+                if started:
+                    started(p)
+                yield self.run(p)
+            return
+        ex = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="kladder-lane")
+        pending: deque = deque()
+        try:
+            for p in points:
+                alone = self.device == "cuda" and p.kind == "big"
+                while pending and (alone or len(pending) >= 2 * self.jobs):
+                    yield self._finish(_result(pending.popleft()))
+                if started:
+                    started(p)
+                pending.append(ex.submit(self._first, p))
+                if alone:
+                    yield self._finish(_result(pending.popleft()))
+            while pending:
+                yield self._finish(_result(pending.popleft()))
+        finally:
+            ex.shutdown(wait=False, cancel_futures=True)
+
+    def _lane(self) -> Lane:
+        lane = getattr(self._local, "lane", None)
+        if lane is None:
+            lane = self._local.lane = Lane(self.pool)
+            with self._lanes_lock:
+                self._lanes.append(lane)
+        return lane
+
+    def _first(self, point: Point) -> Outcome:
+        """The point's first run, and its replay when it failed (on this thread's lane)."""
         free = self.pool.free_bytes() if self.device == "cuda" else None
         note = skip_note(self.spec, point, self.device, free)
+        if note:
+            return Outcome(point, Status.SKIPPED, note=note)
         fresh = point.mode in FRESH_PROCESS_MODES
-        outcome = Outcome(point, Status.SKIPPED, note=note) if note else self.pool.run(point, self.timeout, fresh=fresh)
+        outcome = self._lane().run(point, self.timeout, fresh=fresh)
         if outcome.status == Status.FAILED and outcome.headline.check not in NOT_REPLAYED:
-            _replayed(outcome, self.pool.run(point, self.timeout, fresh=fresh))
-            if outcome.status == Status.FAILED and not fresh and point.rung not in self.failed_rungs:
-                _alone(outcome, self.pool.run(point, self.timeout, fresh=True))
+            _replayed(outcome, self._lane().run(point, self.timeout, fresh=fresh))
+        return outcome
+
+    def _finish(self, outcome: Outcome) -> Outcome:
+        """In order: the rung's first failure is re-run alone; the repro command is attached."""
+        point = outcome.point
+        if (outcome.status == Status.FAILED and outcome.replay == Replay.FAILED_AGAIN
+                and point.mode not in FRESH_PROCESS_MODES and point.rung not in self.failed_rungs):
+            _alone(outcome, self._lane().run(point, self.timeout, fresh=True))
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)
         outcome.repro = repro_command(self.ref, self.device, point)
         return outcome
 
+    def kill(self) -> None:
+        """Ctrl-C: every worker killed at once, so no lane waits out a point."""
+        self.pool.kill()
+
     def close(self) -> None:
+        with self._lanes_lock:
+            lanes, self._lanes = list(self._lanes), []
+        for lane in lanes:
+            lane.close()
         self.pool.close()
+
+
+def _result(future):
+    """A lane's outcome; waits in short steps so that Ctrl-C reaches the main thread at once."""
+    while True:
+        try:
+            return future.result(timeout=0.25)
+        except FutureTimeout:
+            continue
 
 
 def _replayed(first: Outcome, again: Outcome) -> None:
@@ -153,8 +233,10 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
     report = ClimbReport(spec.name, ref, device, started=_dt.datetime.now().isoformat(timespec="seconds"),
                          kladder_version=__version__, log_path=opts.log_path or "")
     t0 = time.perf_counter()
-    runner = Runner(ref, spec, device, opts.timeout_s)
-    log = open(opts.log_path, "a") if opts.log_path else None
+    runner = Runner(ref, spec, device, opts.timeout_s, jobs=opts.jobs, pool=opts.pool)
+    log = Log(opts.log_path, report, opts) if opts.log_path else None
+    progress = opts.progress
+    previous = _catch_sigint()
     try:
         for rung in RUNGS:
             report.rungs.append(RungReport(rung.number, rung.title, climbed=False,
@@ -162,33 +244,88 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
         for rr in report.rungs:
             if rr.rung in opts.rungs and BY_NUMBER[rr.rung].built:
                 rr.climbed, rr.note = True, ""
-                _climb_rung(rr, spec, budget, runner, report, log, opts.on_outcome, opts.replay)
+                _climb_rung(rr, spec, budget, runner, report, log, opts)
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)       # a second Ctrl-C must not tear the report
         report.interrupted = True
+        runner.kill()
+        for rr in report.rungs:
+            if rr.rung in opts.rungs and not rr.climbed:
+                rr.note = "not climbed (interrupted)"
     finally:
         runner.close()
-        if log:
-            log.close()
         report.seconds = time.perf_counter() - t0
+        if log:
+            log.close(report)
+        if progress:
+            progress.stop()
+        _restore_sigint(previous, report.interrupted)
     return report
 
 
-def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, on_outcome, replay=None):
-    from .report.jsonout import outcome_dict
+def _catch_sigint():
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.getsignal(signal.SIGINT)
+
+
+def _restore_sigint(previous, interrupted: bool) -> None:
+    """Back to the caller's handler; after a Ctrl-C the process keeps ignoring a second one
+    until the caller has printed the report (the CLI exits right after)."""
+    if previous is not None and not interrupted:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options):
     t0 = time.perf_counter()
+    points = list(BY_NUMBER[rr.rung].points(spec, budget, **_rung_options(rr.rung, opts)))
+    progress = opts.progress
+    if progress:
+        progress.rung_started(rr, len(points))
     try:
-        extra = {"replay": replay} if rr.rung == 2 and replay else {}
-        for point in BY_NUMBER[rr.rung].points(spec, budget, **extra):
-            outcome = runner.run(point)
+        for outcome in runner.run_all(points, started=progress.point_started if progress else None):
             report.device_name = runner.device_name or report.device_name
             rr.outcomes.append(outcome)
             if log:
-                log.write(json.dumps(outcome_dict(outcome)) + "\n")
-                log.flush()
-            if on_outcome:
-                on_outcome(outcome)
+                log.point(outcome)
+            if progress:
+                progress.point_done(outcome)
+            if opts.on_outcome:
+                opts.on_outcome(outcome)
+    except KeyboardInterrupt:
+        rr.interrupted = True
+        raise
     finally:
         rr.seconds = time.perf_counter() - t0
+        if progress:
+            progress.rung_done(rr)
+
+
+def _rung_options(rung: int, opts: Options) -> dict:
+    """What a rung's generator takes beyond the spec and the budget."""
+    if rung == 2 and opts.replay:
+        return {"replay": opts.replay}
+    return {}
+
+
+class Log:
+    """The JSON-lines log: a header record (spec, options, device), one record per point as it
+    arrives, and a closing record, so that a reader tells a finished climb from a killed one."""
+
+    def __init__(self, path: str, report: ClimbReport, opts: Options):
+        self.f = open(path, "a")
+        self._write({"record": "header", **header_dict(report, opts)})
+
+    def point(self, outcome: Outcome) -> None:
+        self._write({"record": "point", **outcome_dict(outcome)})
+
+    def close(self, report: ClimbReport) -> None:
+        self._write({"record": "end", **end_dict(report)})
+        self.f.close()
+
+    def _write(self, record: dict) -> None:
+        self.f.write(dumps(record) + "\n")
+        self.f.flush()
 
 
 def default_log_path(spec_name: str) -> str:

@@ -1,13 +1,16 @@
 """Find a spec from a reference: `path/to/file.py::name`, `package.module::name`, or a
-file holding exactly one Spec. A bad reference gets one error that says what to write."""
+file holding exactly one Spec. A bad reference, or a spec module that cannot be imported (a
+syntax error, a missing package, an exception at import), gets one error that says which
+file and line, what went wrong and what to write."""
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import os
 import sys
+import traceback
 
-from .spec import Spec
+from .spec import Spec, SpecError
 
 
 class LoadError(ValueError):
@@ -19,31 +22,110 @@ def split_ref(ref: str) -> tuple[str, str | None]:
     return target, (name or None)
 
 
-def load_module(target: str):
-    if target.endswith(".py") or os.sep in target:
+def _is_path(target: str) -> bool:
+    return target.endswith(".py") or os.sep in target or (os.altsep or os.sep) in target
+
+
+def check_ref(ref: str) -> None:
+    """The checks that need no import: the file exists and is a file, the name is an identifier."""
+    target, name = split_ref(ref)
+    if not target:
+        raise LoadError(f"spec {ref!r}: give PATH.py::NAME or module::NAME, e.g. kladder.zoo.gemm_k_tail::spec.")
+    if name is not None and not name.isidentifier():
+        raise LoadError(f"spec {ref!r}: {name!r} after '::' is not a Python name; write PATH.py::NAME.")
+    if _is_path(target):
         path = os.path.abspath(target)
+        if os.path.isdir(path):
+            raise LoadError(f"spec file {target!r} is a directory; give the .py file that holds the spec, "
+                            "PATH.py::NAME.")
         if not os.path.exists(path):
-            raise LoadError(f"spec file {target!r} does not exist; give PATH.py::NAME or a module such as kladder.zoo.gemm_k_tail::spec.")
+            raise LoadError(f"spec file {target!r} does not exist; give PATH.py::NAME or a module such as "
+                            "kladder.zoo.gemm_k_tail::spec.")
+
+
+def _import_failed(target: str, e: BaseException) -> LoadError:
+    """Where in the spec's own code the import failed, and why."""
+    if isinstance(e, SyntaxError):
+        where = f"{e.filename}, line {e.lineno}" if e.filename else f"line {e.lineno}"
+        return LoadError(f"spec {target!r} has a syntax error at {where}: {e.msg}; fix the file and climb again.")
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if "importlib" not in f.filename
+              and os.sep + "kladder" + os.sep + "load.py" not in f.filename]
+    where = f" at {frames[-1].filename}, line {frames[-1].lineno}" if frames else ""
+    if isinstance(e, ModuleNotFoundError):
+        return LoadError(f"importing spec {target!r} failed{where}: no module named {e.name!r}; install it, or fix "
+                         "the import.")
+    msg = str(e).strip().splitlines()
+    return LoadError(f"importing spec {target!r} raised {type(e).__name__}{where}: {msg[0] if msg else ''}; the spec "
+                     "module must import cleanly (kladder imports it in every worker).")
+
+
+def load_module(target: str):
+    if _is_path(target):
+        check_ref(target)
+        path = os.path.abspath(target)
         name = "kladder_spec_" + os.path.splitext(os.path.basename(path))[0]
         spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise LoadError(f"spec file {target!r} is not a Python file kladder can import; give PATH.py::NAME.")
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
         sys.path.insert(0, os.path.dirname(path))
         try:
             spec.loader.exec_module(mod)
+        except SpecError:
+            sys.modules.pop(name, None)
+            raise                            # it names the field already
+        except Exception as e:  # noqa: BLE001 - anything the user's module raises is theirs to fix
+            sys.modules.pop(name, None)
+            raise _import_failed(target, e) from None
         finally:
             sys.path.remove(os.path.dirname(path))
         return mod
     try:
         return importlib.import_module(target)
+    except SpecError:
+        raise
     except ModuleNotFoundError as e:
-        raise LoadError(f"cannot import {target!r} ({e}); give PATH.py::NAME or an importable module::NAME.") from None
+        if e.name and target.startswith(e.name):
+            raise LoadError(f"cannot import {target!r} ({e}); give PATH.py::NAME or an importable module::NAME.") from None
+        raise _import_failed(target, e) from None
+    except Exception as e:  # noqa: BLE001
+        raise _import_failed(target, e) from None
+
+
+def _one_name_each(target: str, specs: dict[str, Spec]) -> None:
+    """Two specs of one module may share a name only when they declare the same points (a
+    kernel and its twin, checked at the same points, repro lines interchangeable); otherwise a
+    point of one would be taken for a point of the other."""
+    seen: dict[str, str] = {}
+    for var, s in specs.items():
+        first = specs.get(seen.get(s.name, ""))
+        if first is not None and first is not s and not _same_points(first, s):
+            raise SpecError(f"{target}: specs {seen[s.name]!r} and {var!r}", s.name,
+                            "give each spec its own name (the first argument of kl.Spec): points and repro lines are "
+                            "named after it, and these two declare different points.")
+        seen.setdefault(s.name, var)
+
+
+def _same_points(a: Spec, b: Spec) -> bool:
+    fields = ("args", "dims", "returns", "configs", "production", "tuned", "rows")
+    return all(_plain(getattr(a, f)) == _plain(getattr(b, f)) for f in fields)
+
+
+def _plain(v):
+    if isinstance(v, dict) or hasattr(v, "items"):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
 
 
 def load_spec(ref: str) -> Spec:
     target, name = split_ref(ref)
+    check_ref(ref)
     mod = load_module(target)
     specs = {k: v for k, v in vars(mod).items() if isinstance(v, Spec)}
+    _one_name_each(target, specs)
     if name is None:
         if len(specs) != 1:
             found = ", ".join(sorted(specs)) or "none"

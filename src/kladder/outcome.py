@@ -47,7 +47,7 @@ class Check(_Words):
     VALUES = "values"                        # pattern, mismatched/total, largest; nonfinite, dtype, shape, mode, sampled
     GUARD = "guard"                          # n_after, after_lo/hi, n_before, before_lo/hi, itemsize, after[:64], before[:64]
     RAISED = "raised"                        # error, text
-    CRASHED = "crashed"                      # signal, frames
+    CRASHED = "crashed"                      # signal and frames, or exit_status (the kernel ended the process)
     HANG = "hang"                            # timeout_s
     DEVICE_FAULT = "device_fault"            # error, text, in_call
     CAPTURE = "capture"                      # error, text
@@ -84,7 +84,7 @@ class NoteKind(_Words):
     PROCESS_FAILED = "process_failed"              # label, text
     NO_SUCH_SLOT = "no_such_slot"                  # slot, slots
     BASELINE_FAILED = "baseline_failed"            # error, text, user (bool)
-    WORKER_EXITED = "worker_exited"                # code, stderr
+    KLADDER_ERROR = "kladder_error"                # error, text, trace: kladder's own bug, never the kernel's
     KERNEL_OOM = "kernel_oom"                      # call, text
     INPUTS_OOM = "inputs_oom"                      # text
     MODEL_SCORES = "model_scores"                  # what the model mode measured (see checks/model_score.py)
@@ -213,6 +213,7 @@ class Outcome:
     warnings: list[Finding] = field(default_factory=list)   # not failures: a bias inside the tolerance
     replay: Replay | None = None         # what re-running a failure showed
     replay_status: Status | None = None  # the replay's own status, for FLAKY
+    output: str = ""                     # what the kernel printed (stdout and stderr) during the point
 
     @property
     def headline(self) -> Finding | None:
@@ -226,7 +227,8 @@ class Outcome:
                 "seconds": self.seconds, "rows": None if self.rows is None else dict(vars(self.rows)),
                 "repro": self.repro, "warnings": [w.to_dict() for w in self.warnings],
                 "replay": None if self.replay is None else str(self.replay),
-                "replay_status": None if self.replay_status is None else str(self.replay_status)}
+                "replay_status": None if self.replay_status is None else str(self.replay_status),
+                "output": self.output}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
@@ -236,7 +238,7 @@ class Outcome:
                    d.get("seconds", 0.0), None if rows is None else RowsChecked(**rows), d.get("repro", ""),
                    [Finding.from_dict(w) for w in d.get("warnings", [])],
                    None if d.get("replay") is None else Replay(d["replay"]),
-                   None if d.get("replay_status") is None else Status(d["replay_status"]))
+                   None if d.get("replay_status") is None else Status(d["replay_status"]), d.get("output", ""))
 
 
 # ---------------------------------------------------------------------------- between layers

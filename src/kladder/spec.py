@@ -6,8 +6,10 @@ bad field raises one SpecError that names the field, what was given and the fix.
 """
 from __future__ import annotations
 
+import difflib
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, Callable, Mapping
 
 DTYPES = (
@@ -22,9 +24,56 @@ class SpecError(ValueError):
 
     def __init__(self, where: str, given: Any, fix: str):
         self.where, self.given, self.fix = where, given, fix
-        super().__init__(f"{where}: got {given!r}. {fix}")
+        super().__init__(f"{where}: got {_shown(given)}. {fix}")
 
 
+def _shown(v: Any) -> str:
+    """A given value as the user wrote it: a class by its name, a long value cut short."""
+    if isinstance(v, type):
+        return f"the class kl.{v.__name__}" if v.__module__.startswith("kladder") else f"the class {v.__name__}"
+    text = repr(v)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _friendly(label: str):
+    """A kladder class whose constructor answers a misspelt, missing or extra argument with a
+    SpecError that names it and the fields there are (a typo must not be a traceback)."""
+    def wrap(cls):
+        init = cls.__init__
+        names = [f.name for f in fields(cls)]
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            where = f"{label}({args[0]!r})" if label == "kl.Spec" and args and isinstance(args[0], str) else label
+            for k in kwargs:
+                if k not in names:
+                    close = difflib.get_close_matches(k, names, 1)
+                    hint = f"did you mean {close[0]!r}? " if close else ""
+                    raise SpecError(f"{where}.{k}", kwargs[k], f"{label} has no field {k!r}; {hint}its fields are "
+                                    f"{', '.join(names)}.")
+            if len(args) > len(names):
+                raise SpecError(where, args, f"{label} takes at most {len(names)} positional arguments ({', '.join(names)}); "
+                                "pass the rest by name.")
+            given = set(names[:len(args)]) | set(kwargs)
+            missing = [n for n in required if n not in given]
+            if missing:
+                raise SpecError(f"{where}.{missing[0]}", None, f"{label} needs {', '.join(missing)} "
+                                f"(its fields are {', '.join(names)}).")
+            init(self, *args, **kwargs)
+        cls.__init__ = __init__
+        return cls
+    return wrap
+
+
+def _dtype_name(v):
+    """torch.float32 -> 'float32': a spec may name a dtype either way."""
+    if type(v).__name__ == "dtype" and type(v).__module__ == "torch":
+        return str(v).removeprefix("torch.")
+    return v
+
+
+@_friendly("kl.Dim")
 @dataclass(frozen=True)
 class Dim:
     """A symbolic dimension: its range, the tile(s) the kernel cuts it into, and the widths
@@ -50,6 +99,7 @@ LAYOUTS = ("sliced", "every_other", "transposed", "offset", "shifted", "broadcas
 NONFINITE_POLICIES = ("propagate", "ignore", "raise")
 
 
+@_friendly("kl.Tensor")
 @dataclass(frozen=True)
 class Tensor:
     """A tensor argument or output: shape as symbols ("M N"), and a dtype list or `like`.
@@ -66,6 +116,13 @@ class Tensor:
     range: tuple | list | None = None
     valid: int | str | None = None
     layouts: str | tuple[str, ...] | list[str] | None = None
+
+    def __post_init__(self):
+        d = self.dtype
+        if isinstance(d, (list, tuple)):
+            object.__setattr__(self, "dtype", type(d)(_dtype_name(x) for x in d))
+        else:
+            object.__setattr__(self, "dtype", _dtype_name(d))
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -97,6 +154,7 @@ class Tensor:
         return tuple(lay for lay in chosen if rank >= need[lay] and (lay != "channels_last" or rank == 4))
 
 
+@_friendly("kl.Invariant")
 @dataclass(frozen=True)
 class Invariant:
     """A property the outputs must have, with or without a reference: `check(inputs, outputs)`
@@ -109,6 +167,7 @@ class Invariant:
     values: Mapping[str, str] | None = None
 
 
+@_friendly("kl.Out")
 @dataclass(frozen=True)
 class Out(Tensor):
     """An out-argument: allocated and poisoned by kladder, written by the kernel."""
@@ -130,6 +189,7 @@ DEFAULT_TOLERANCES = {
 }
 
 
+@_friendly("kl.Spec")
 @dataclass(frozen=True, eq=False)
 class Spec:
     name: str
@@ -238,15 +298,95 @@ def _fail(where, given, fix):
 
 def validate(spec: Spec) -> None:
     _validate_head(spec)
+    _validate_kinds(spec)
     _validate_dims(spec)
     _validate_tensors(spec)
     _validate_shape_lists(spec)
     _validate_tolerance(spec)
     _validate_values(spec)
-    if spec.rows is not None:
+    _validate_use(spec)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _validate_kinds(spec: Spec) -> None:
+    """Each field of the right kind before any is read: a wrong kind gets its own message,
+    never a traceback from deeper in."""
+    name = spec.name
+    for key, v in spec.args.items():
+        where = f"Spec({name!r}).args[{key!r}]"
+        if not isinstance(key, str) or not key.isidentifier():
+            _fail(f"Spec({name!r}).args", key, "name every argument with a Python identifier, as the kernel's parameter is named.")
+        if isinstance(v, type):
+            _fail(where, v, f"call it: kl.Tensor('M N', dtype='bfloat16') (or kl.Out(...)), not the class itself.")
+    for key, d in spec.dims.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            _fail(f"Spec({name!r}).dims", key, "name every dim with an identifier used in the shapes, e.g. {'N': kl.Dim(1, 4096)}.")
+        if isinstance(d, type):
+            _fail(f"Spec({name!r}).dims[{key!r}]", d, "call it: kl.Dim(1, 4096, tile=64), not the class itself.")
+    r = spec.returns
+    if r is not None:
+        items = {"out": r} if isinstance(r, Tensor) else r if isinstance(r, Mapping) else None
+        if items is None:
+            _fail(f"Spec({name!r}).returns", r, "give kl.Tensor('M N', like='x') for one output, or a dict of name -> kl.Tensor "
+                  "for several, in the order the kernel returns them.")
+        for key, t in items.items():
+            where = f"Spec({name!r}).returns[{key!r}]"
+            if not isinstance(key, str) or not key.isidentifier():
+                _fail(f"Spec({name!r}).returns", key, "name every returned output with an identifier.")
+            if isinstance(t, type) or not isinstance(t, Tensor):
+                _fail(where, t, "give a kl.Tensor('M N', like='x'), the returned tensor's shape and dtype.")
+            if isinstance(t, Out):
+                _fail(where, t, "a kl.Out is an argument the kernel writes into: declare it in args; a tensor the kernel "
+                      "returns is a kl.Tensor.")
+            if key in spec.args:
+                _fail(where, t, f"{key!r} is also an argument; give the returned output another name (e.g. {key + '_out'!r}).")
+    if spec.timeout_s is not None and (not _is_number(spec.timeout_s) or not spec.timeout_s > 0):
+        _fail(f"Spec({name!r}).timeout_s", spec.timeout_s, "give the seconds a point may run as a number above 0, e.g. 60.")
+    for t_name, t in spec.all_tensors.items():
+        _validate_tensor_kinds(spec, t_name, t)
+    if not spec.outputs:
+        _fail(f"Spec({spec.name!r}).returns", spec.returns, "declare the outputs: returns=kl.Tensor('M N', like='x'), or an kl.Out(...) argument.")
+
+
+def _validate_tensor_kinds(spec: Spec, name: str, t: Tensor) -> None:
+    where = f"Spec({spec.name!r}).args[{name!r}]" if name in spec.args else f"Spec({spec.name!r}).returns[{name!r}]"
+    if not isinstance(t.shape, str):
+        _fail(where + ".shape", t.shape, "write the shape as symbols separated by spaces, e.g. 'M N' (use '' for a 0-d tensor).")
+    d = t.dtype
+    if d is not None and not (isinstance(d, str) or (isinstance(d, (list, tuple)) and d and all(isinstance(x, str) for x in d))):
+        _fail(where + ".dtype", d, f"give a dtype name or a list of them, from {DTYPES} (torch.float32 works too).")
+    if t.like is not None and not isinstance(t.like, str):
+        _fail(where + ".like", t.like, "name another tensor argument, e.g. like='x'.")
+    for field_name in ("values", "layouts"):
+        v = getattr(t, field_name)
+        if v is not None and not (isinstance(v, str) or (isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v))):
+            _fail(f"{where}.{field_name}", v, f"give a list of names, e.g. {field_name}=['peaked', 'ties'] or [] for none."
+                  if field_name == "values" else f"give a list of layout names, e.g. layouts=['sliced'], or [] for none.")
+    output = isinstance(t, Out) or name not in spec.args
+    if output:
+        for field_name in ("values", "range", "layouts"):
+            if getattr(t, field_name) is not None:
+                _fail(f"{where}.{field_name}", getattr(t, field_name), f"an output holds what the kernel writes: kladder "
+                      f"chooses no {field_name} for it; drop {field_name}=.")
+
+
+def _validate_use(spec: Spec) -> None:
+    """Every dim is used by some tensor's shape, and `rows` names such dims."""
+    used = {s for t in spec.all_tensors.values() for s in t.symbols}
+    for d in spec.dims:
+        if d not in used:
+            _fail(f"Spec({spec.name!r}).dims[{d!r}]", spec.dims[d], f"no tensor's shape uses {d!r}; drop it, or use it in a shape "
+                  f"(shapes: {', '.join(f'{n}={t.shape!r}' for n, t in spec.all_tensors.items())}).")
+    rows = spec.rows
+    if rows is not None:
+        if not (isinstance(rows, str) or (isinstance(rows, (list, tuple)) and all(isinstance(r, str) for r in rows))):
+            _fail(f"Spec({spec.name!r}).rows", rows, "name the dim (or dims) whose rows are independent, e.g. rows='M'.")
         for r in spec.row_dims:
             if r not in spec.dims:
-                _fail("Spec.rows", spec.rows, f"name dims declared in `dims` ({', '.join(spec.dims)}).")
+                _fail(f"Spec({spec.name!r}).rows", rows, f"name dims declared in `dims` ({', '.join(spec.dims)}).")
 
 
 def _validate_head(spec: Spec) -> None:
@@ -264,8 +404,6 @@ def _validate_head(spec: Spec) -> None:
         _fail(f"Spec({spec.name!r}).build", spec.build, "pass a callable (point, generator) -> dict of tensors, or leave it out.")
     if spec.reference_dtype not in FLOAT_DTYPES:
         _fail(f"Spec({spec.name!r}).reference_dtype", spec.reference_dtype, f"use one of {FLOAT_DTYPES}.")
-    if not spec.outputs:
-        _fail(f"Spec({spec.name!r}).returns", spec.returns, "declare the outputs: returns=kl.Tensor('M N', like='x'), or an kl.Out(...) argument.")
 
 
 def _validate_dims(spec: Spec) -> None:
@@ -273,8 +411,16 @@ def _validate_dims(spec: Spec) -> None:
         where = f"Spec({spec.name!r}).dims[{name!r}]"
         if not isinstance(d, Dim):
             _fail(where, d, f"use kl.Dim(min, max, tile=..., widths=[...]), e.g. kl.Dim(1, 8192, tile=64).")
-        if not (isinstance(d.min, int) and isinstance(d.max, int)) or d.min < 0 or d.max < d.min:
+        if (not (isinstance(d.min, int) and isinstance(d.max, int)) or isinstance(d.min, bool) or isinstance(d.max, bool)
+                or d.min < 0 or d.max < d.min):
             _fail(where + ".min/max", (d.min, d.max), "give integers with 0 <= min <= max.")
+        for field_name in ("widths", "chunks"):
+            v = getattr(d, field_name)
+            if not isinstance(v, (list, tuple)):
+                _fail(f"{where}.{field_name}", v, f"give a list, e.g. {field_name}=[{v!r}]." if isinstance(v, int) else
+                      f"give a list of ints, e.g. {field_name}=[2880, 4096].")
+        if d.tile is not None and not isinstance(d.tile, (int, list, tuple)):
+            _fail(where + ".tile", d.tile, "give a positive int tile (or a list of them), the block size the kernel cuts this dim into.")
         for t in d.tiles:
             if not isinstance(t, int) or isinstance(t, bool) or t <= 0:
                 _fail(where + ".tile", d.tile, "give a positive int tile (or a list of them), the block size the kernel cuts this dim into.")

@@ -8,10 +8,11 @@ import time
 
 def climb_all(args) -> int:
     from .cases import case_modules, case_ref
-    from .ladder import Options, climb, parse_rungs, resolve_device
+    from .cli import _device, climb_options
+    from .ladder import climb, parse_rungs
     from .load import load_spec
     from .report.terminal import render_text
-    device = resolve_device(args.device)
+    device = _device(args.device)
     rows, ok = [], True
     for name, mod in case_modules().items():
         case, t0 = mod.CASE, time.perf_counter()
@@ -20,10 +21,20 @@ def climb_all(args) -> int:
             ref = case_ref(name, fixed)
             # without --rungs, each case at its own rung: is it caught there, is its twin clean
             # there (every rung of every case: --rungs 1-4,8, or ../shared/tools/zoo_check.py)
-            rungs = parse_rungs(args.rungs) if args.rungs else (case["rung"],)
-            reports[fixed] = climb(ref, load_spec(ref), Options(rungs=rungs, device=device, timeout_s=args.timeout))
+            opts = climb_options(args, ref, device)
+            opts.rungs = parse_rungs(args.rungs) if args.rungs else (case["rung"],)
+            try:
+                reports[fixed] = climb(ref, load_spec(ref), opts)
+            finally:
+                opts.pool.close()
             if args.verbose:
                 sys.stdout.write(render_text(reports[fixed]))
+            if reports[fixed].interrupted:
+                break
+        if any(r.interrupted for r in reports.values()):
+            sys.stdout.write(f"\ninterrupted during {name}: the table holds the cases climbed before it\n")
+            sys.stdout.write(_summary(rows, device))
+            return 130
         bug, twin = reports[False], reports[True]
         needs_gpu = "cuda" in case["needs"] and device != "cuda"
         caught = bug.lowest_failing_rung is not None

@@ -15,6 +15,7 @@ class RungReport:
     seconds: float = 0.0
     climbed: bool = True
     note: str = ""                       # why a rung was not climbed
+    interrupted: bool = False            # Ctrl-C arrived while it ran: its points so far are kept
 
     @property
     def counts(self) -> dict[str, int]:
@@ -25,6 +26,8 @@ class RungReport:
     def verdict(self) -> str:
         if not self.climbed:
             return "not climbed"
+        if self.interrupted:
+            return "interrupted"
         c = self.counts
         if c[Status.FAILED] or c[Status.FLAKY]:
             return "failed"
@@ -61,6 +64,9 @@ class ClimbReport:
 
     @property
     def exit_code(self) -> int:
-        """0 when every point that ran passed (skips carry their reason), 1 otherwise."""
+        """0 when every point that ran passed (skips carry their reason), 1 otherwise, 130
+        (as a shell reports SIGINT) when the climb was interrupted."""
+        if self.interrupted:
+            return 130
         ok = all(o.status in (Status.PASSED, Status.SKIPPED) for o in self.outcomes)
-        return 0 if ok and not self.interrupted else 1
+        return 0 if ok else 1

@@ -1,25 +1,73 @@
 """The report as data: per point its id, rung, status, why, pattern and repro command; each
-finding with its facts and its message. The JSON-lines log holds the same point records."""
+finding with its facts and its message. The JSON-lines log holds a header record, the same
+point records as they arrive, and a closing record.
+
+Every document is strict JSON (RFC 8259): a non-finite float is written as the string "NaN",
+"Infinity" or "-Infinity" (a kernel's NaN is data about the kernel, never a parse error for the
+reader). docs/report.schema.json describes both the report and the log's records; FORMAT is
+bumped whenever a field changes meaning or goes away."""
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import math
+import platform
+import sys
+from collections import Counter
 from typing import Any
 
 from ..outcome import Finding, Outcome
 from . import words
 from .data import ClimbReport, RungReport
 
+FORMAT = 1
+
+
+def dumps(doc: Any, indent: int | None = None) -> str:
+    return json.dumps(strict(doc), indent=indent, allow_nan=False, default=str)
+
+
+def strict(v: Any) -> Any:
+    """`v` with every non-finite float written as a string ("NaN", "Infinity", "-Infinity")."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
+    if isinstance(v, dict):
+        return {str(k): strict(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, set)):
+        return [strict(x) for x in v]
+    return v
+
 
 def render_json(report: ClimbReport) -> str:
-    return json.dumps(report_dict(report), indent=1, default=str)
+    return dumps(report_dict(report), indent=1)
 
 
 def report_dict(report: ClimbReport) -> dict[str, Any]:
-    return {"spec": report.spec, "ref": report.ref, "device": report.device, "device_name": report.device_name,
-            "kladder_version": report.kladder_version, "started": report.started,
+    return {"format": FORMAT, "spec": report.spec, "ref": report.ref, "device": report.device,
+            "device_name": report.device_name, "kladder_version": report.kladder_version, "started": report.started,
             "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
             "exit_code": report.exit_code, "lowest_failing_rung": report.lowest_failing_rung,
-            "rungs": [rung_dict(r) for r in report.rungs]}
+            "environment": environment(), "rungs": [rung_dict(r) for r in report.rungs]}
+
+
+def environment() -> dict[str, Any]:
+    """What the climbing process runs on (the workers' own versions match: they are its children)."""
+    mods = {name: getattr(sys.modules.get(name), "__version__", None) for name in ("torch", "triton", "numpy")}
+    return {"python": platform.python_version(), "platform": platform.platform(), **mods}
+
+
+def header_dict(report: ClimbReport, opts) -> dict[str, Any]:
+    return {"format": FORMAT, "spec": report.spec, "ref": report.ref, "device": report.device,
+            "kladder_version": report.kladder_version, "started": report.started,
+            "options": {"rungs": list(opts.rungs), "timeout_s": opts.timeout_s, "jobs": opts.jobs, "replay": opts.replay},
+            "environment": environment()}
+
+
+def end_dict(report: ClimbReport) -> dict[str, Any]:
+    counts = Counter(str(o.status) for o in report.outcomes)
+    return {"ended": _dt.datetime.now().isoformat(timespec="seconds"), "seconds": round(report.seconds, 3),
+            "interrupted": report.interrupted, "exit_code": report.exit_code, "device_name": report.device_name,
+            "lowest_failing_rung": report.lowest_failing_rung, "points": len(report.outcomes), "counts": dict(counts)}
 
 
 def rung_dict(r: RungReport) -> dict[str, Any]:
@@ -36,10 +84,13 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
         "failure": str(head.check) if head else None,
         "pattern": words.pattern_label(head) if head else None,
         "max_abs_err": head.max_abs_err if head else None,
-        "reason": words.reason(o), "seconds": round(o.seconds, 4),
+        "reason": words.reason(o), "note": None if o.note is None else {"kind": str(o.note.kind), "facts": o.note.facts},
+        "replay": None if o.replay is None else str(o.replay),
+        "seconds": round(o.seconds, 4),
         "rows_checked": words.rows_text(o.rows) if o.rows else "", "repro": o.repro,
         "findings": [finding_dict(f) for f in o.findings],
         "warnings": [words.message(w) for w in o.warnings],
+        "output": o.output,
         "point": o.point.to_dict(),
     }
 

@@ -1,4 +1,10 @@
-"""The ladder in the terminal (rich). Returns text; the CLI prints it."""
+"""The ladder in the terminal (rich). Returns text; the CLI prints it.
+
+Every piece is a rich Text built from kladder's own styles and literal strings: nothing a
+user wrote (a path, a point's dims, an exception's message, a kernel's prints) is ever parsed
+as markup, and control characters in it (an ANSI escape, an OSC-8 hyperlink) are shown as
+escapes, not obeyed. Failures that differ only in where their dims sit are shown once, with
+the points they stand for; the JSON lists every point with its repro."""
 from __future__ import annotations
 
 import io
@@ -10,17 +16,45 @@ from .data import ClimbReport, RungReport
 
 PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN = (Status.PASSED, Status.FAILED, Status.FLAKY, Status.SKIPPED, Status.OOM,
                                                Status.BROKEN)
-
-VERDICT_STYLE = {"failed": "bold red", "passed": "green", "incomplete": "yellow",
+VERDICT_STYLE = {"failed": "bold red", "passed": "green", "incomplete": "yellow", "interrupted": "bold yellow",
                  "nothing ran": "yellow", "not climbed": "dim"}
+SHOWN_IDS = 6               # ids listed under a group of failures (the JSON has them all)
+OUTPUT_LINES = 12           # lines of a failed point's output shown
+
+
+def literal(s) -> str:
+    """`s` with every control character but newline and tab shown as an escape (\\x1b), so a
+    string from outside cannot move the cursor, change colours or open a hyperlink."""
+    s = str(s)
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in s)
+
+
+def _text(*parts):
+    """A rich Text from (string, style) pairs and plain strings, each taken literally."""
+    from rich.text import Text
+    t = Text()
+    for p in parts:
+        if isinstance(p, Text):
+            t.append_text(p)
+        elif isinstance(p, tuple):
+            t.append(literal(p[0]), style=p[1])
+        else:
+            t.append(literal(p))
+    return t
+
+
+def _console(buf, color: bool, width: int):
+    from rich.console import Console
+    # soft_wrap: a repro command must stay one line, so that it pastes as it is
+    return Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False,
+                   soft_wrap=True, markup=False, emoji=False)
 
 
 def render_text(report: ClimbReport, color: bool = False, width: int = 120) -> str:
-    from rich.console import Console
     buf = io.StringIO()
-    # soft_wrap: a repro command must stay one line, so that it pastes as it is
-    console = Console(file=buf, force_terminal=color, no_color=not color, width=width,
-                      highlight=False, soft_wrap=True)
+    console = _console(buf, color, width)
     for part in renderables(report):
         console.print(part)
     return buf.getvalue()
@@ -30,12 +64,12 @@ def renderables(report: ClimbReport) -> list:
     parts = [_header(report), _ladder_table(report)]
     failures = report.failures
     if failures:
-        parts.append(f"\n[bold red]{len(failures)} failed point{'s' if len(failures) != 1 else ''}[/]")
-        parts += [_failure_block(o) for o in failures]
+        parts.append(_text(("\n" + _count(len(failures), "failed point"), "bold red")))
+        parts += [_joined(_failure_lines(group[0], group[1:])) for group in failure_groups(failures)]
     other = [o for o in report.outcomes if o.status in (OOM, BROKEN)]
     if other:
-        parts.append("\n[bold yellow]Points that could not be judged[/]")
-        parts += [f"  {o.status.upper():7} {o.point.id}: {words.reason(o)}\n          repro: {o.repro}" for o in other]
+        parts.append(_text(("\nPoints that could not be judged", "bold yellow")))
+        parts += _not_judged(other)
     skipped = [o for o in report.outcomes if o.status == SKIPPED]
     if skipped:
         parts.append(_skips(skipped))
@@ -46,11 +80,15 @@ def renderables(report: ClimbReport) -> list:
     return parts
 
 
-def _header(report: ClimbReport) -> str:
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def _header(report: ClimbReport):
     where = report.device_name or report.device
     if report.device == "cpu":
         where = "cpu (Triton interpreter)"
-    return f"[bold]kladder climb[/] {report.ref}  on {where}  (kladder {report.kladder_version})"
+    return _text(("kladder climb", "bold"), f" {report.ref}  on {where}  (kladder {report.kladder_version})")
 
 
 def _ladder_table(report: ClimbReport):
@@ -65,42 +103,83 @@ def _ladder_table(report: ClimbReport):
     return t
 
 
-def _ladder_row(rr: RungReport) -> list[str]:
-    style = VERDICT_STYLE.get(rr.verdict, "")
-    verdict = f"[{style}]{rr.verdict.upper() if rr.verdict == 'failed' else rr.verdict}[/]"
+def _verdict(rr: RungReport):
+    return _text((rr.verdict.upper() if rr.verdict == "failed" else rr.verdict, VERDICT_STYLE.get(rr.verdict, "")))
+
+
+def _ladder_row(rr: RungReport) -> list:
     if not rr.climbed:
-        return [str(rr.rung), rr.title, "", "", "", "", "", "", f"[dim]{rr.note}[/]"]
+        return [_text(str(rr.rung)), _text(rr.title), *[_text("")] * 6, _text((rr.note, "dim"))]
     c = rr.counts
-    return [str(rr.rung), rr.title, str(len(rr.outcomes)), str(c[PASSED]), str(c[FAILED] + c[FLAKY]),
-            str(c[SKIPPED]), str(c[OOM] + c[BROKEN]), f"{rr.seconds:.1f} s", verdict]
+    cells = [str(rr.rung), rr.title, str(len(rr.outcomes)), str(c[PASSED]), str(c[FAILED] + c[FLAKY]),
+             str(c[SKIPPED]), str(c[OOM] + c[BROKEN]), f"{rr.seconds:.1f} s"]
+    return [_text(x) for x in cells] + [_verdict(rr)]
 
 
-def _failure_block(o: Outcome) -> str:
+# ---------------------------------------------------------------------------- failures
+def failure_groups(failures: list[Outcome]) -> list[list[Outcome]]:
+    """Failures with the same status, check, output, call, mode and pattern shape, in order of
+    their first member."""
+    groups: dict[tuple, list[Outcome]] = defaultdict(list)
+    for o in failures:
+        head = o.headline
+        key = (o.status, o.point.rung, o.point.mode, head.check, head.output, head.call, words.pattern_shape(head))
+        groups[key].append(o)
+    return list(groups.values())
+
+
+def _failure_lines(o: Outcome, like: list[Outcome] = (), lead: str = "\n") -> list:
     head = o.headline
     word = "FLAKY" if o.status == FLAKY else "FAILED"
-    lines = [f"\n[red]{word}[/] [bold]{o.point.id}[/]  rung {o.point.rung}, {head.check if head else '?'}"
-             + (f", output `{head.output}`" if head and head.output else "")]
+    title = [(lead + word, "red"), " ", (o.point.id, "bold"),
+             f"  rung {o.point.rung}, {head.check if head else '?'}" + (f", output `{head.output}`" if head and head.output else "")]
+    if like:
+        title.append((f"  and {_count(len(like), 'more point')} like it", "bold"))
+    lines = [_text(*title)]
+    if like:
+        lines.append(_text(f"  points:   {words.points_text([o, *like])}"))
+        ids = [x.point.id for x in like[:SHOWN_IDS]]
+        more = f", ... ({len(like) - SHOWN_IDS} more; every point with its repro in --json)" if len(like) > SHOWN_IDS else ""
+        lines.append(_text(f"  also:     {', '.join(ids)}{more}"))
     if o.point.why:
-        lines.append(f"  why:      {_escape(o.point.why)}")
+        lines.append(_text(f"  why:      {o.point.why}"))
     if head:
-        lines.append(f"  pattern:  {_escape(words.pattern_label(head) or '-')}")
+        shape = words.pattern_shape_text(head) if like else None
+        lines.append(_text(f"  pattern:  {shape or words.pattern_label(head) or '-'}"))
         if head.call:
-            lines.append(f"  call:     {_escape(head.call)} ({o.point.mode} mode)")
+            lines.append(_text(f"  call:     {head.call} ({o.point.mode} mode)"))
     for f in o.findings:
-        lines += _finding_lines(f)
+        lines += [_text(x) for x in _finding_lines(f)]
     if o.rows is not None:
-        lines.append(f"  rows:     {words.rows_text(o.rows)}")
+        lines.append(_text(f"  rows:     {words.rows_text(o.rows)}"))
     if o.status == FLAKY:
-        lines.append(f"  flaky:    {words.reason(o)}")
+        lines.append(_text(f"  flaky:    {words.reason(o)}"))
     elif o.replay == Replay.ALONE_PASSES:
-        lines.append(f"  state:    {words.reason(o)}")
-    lines.append(f"  repro:    {_escape(o.repro)}")
-    return "\n".join(lines)
+        lines.append(_text(f"  state:    {words.reason(o)}"))
+    lines += _output_lines(o)
+    lines.append(_text(f"  repro:    {o.repro}"))
+    return lines
+
+
+def _joined(lines: list):
+    from rich.text import Text
+    return Text("\n").join(lines)
+
+
+def _output_lines(o: Outcome) -> list:
+    """What the kernel printed during the point (its last lines)."""
+    text = o.output.strip()
+    if not text:
+        return []
+    rows = text.splitlines()
+    shown = rows[-OUTPUT_LINES:]
+    head = f"  output:   (last {len(shown)} of {len(rows)} lines)" if len(rows) > len(shown) else "  output:"
+    return [_text(head)] + [_text(f"    | {r}") for r in shown]
 
 
 def _finding_lines(f) -> list[str]:
     if f.check != Check.VALUES:
-        return [f"  {f.check + ':':9} {_escape(words.message(f))}"]
+        return [f"  {f.check + ':':9} {words.message(f)}"]
     x, big = f.facts, f.largest
     nonfinite = f"; {x['nonfinite']:,} non-finite where the reference is finite" if x.get("nonfinite") else ""
     return [f"  largest:  kernel {big.kernel:.6g} vs reference {big.reference:.6g} at {big.index} "
@@ -114,83 +193,94 @@ def _pct(n: int, total: int) -> str:
     return f"{p:.0f}%" if p >= 10 or p == 0 else f"{p:.2g}%"
 
 
-def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
+# ---------------------------------------------------------------------------- the rest
+def _not_judged(other: list[Outcome]) -> list:
+    """Points that could not be judged, grouped by what they say (one broken reference is
+    one message, however many points it broke)."""
+    groups: dict[tuple, list[Outcome]] = defaultdict(list)
+    for o in other:
+        groups[(o.status, words.reason(o))].append(o)
+    parts = []
+    for (status, why), group in groups.items():
+        o = group[0]
+        lines = [_text(f"  {status.upper():7} {o.point.id}: {why}")]
+        if len(group) > 1:
+            lines.append(_text(f"          and {_count(len(group) - 1, 'more point')} with the same reason: "
+                               + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else "")))
+        lines.append(_text(f"          repro: {o.repro}"))
+        parts.append(_joined(lines))
+    return parts
 
 
-def _skips(skipped: list[Outcome]) -> str:
+def _skips(skipped: list[Outcome]):
     by_note: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in skipped:
         by_note[words.note_group(o.note)].append(o)
-    lines = [f"\n[bold]Skipped ({len(skipped)})[/], each with its reason:"]
+    lines = [_text(("\nSkipped (" + str(len(skipped)) + ")", "bold"), ", each with its reason:")]
     for group in by_note.values():
-        lines.append(f"  {len(group)} x {_escape(words.note_text(group[0].note, sized=len(group) == 1))}")
+        lines.append(_text(f"  {len(group)} x {words.note_text(group[0].note, sized=len(group) == 1)}"))
         for o in group[:6]:
-            lines.append(f"      {o.point.id}: {_escape(o.point.why)}")
+            lines.append(_text(f"      {o.point.id}: {o.point.why}"))
         if len(group) > 6:
-            lines.append(f"      ... and {len(group) - 6} more (see --json)")
-    return "\n".join(lines)
+            lines.append(_text(f"      ... and {len(group) - 6} more (see --json)"))
+    return _joined(lines)
 
 
-def _warnings(warned: list[Outcome]) -> str:
+def _warnings(warned: list[Outcome]):
     """Warnings (a bias inside the tolerance), each once, with the points that showed it."""
-    lines = [f"\n[bold yellow]Warnings ({len(warned)} point{'s' if len(warned) != 1 else ''})[/]: not failures; "
-             "they point at what a model will feel"]
+    lines = [_text(("\nWarnings (" + _count(len(warned), "point") + ")", "bold yellow"),
+                   ": not failures; they point at what a model will feel")]
     by_kind: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in warned:
         for w in o.warnings:
             by_kind[words.bias_group(w)].append(o)
     for group in by_kind.values():
         o = group[0]
-        lines.append(f"  {o.point.id}: {_escape(words.message(o.warnings[0]))}")
+        lines.append(_text(f"  {o.point.id}: {words.message(o.warnings[0])}"))
         if len(group) > 1:
-            lines.append(f"      and {len(group) - 1} more point{'s' if len(group) > 2 else ''} like it: "
-                         + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else ""))
-    return "\n".join(lines[:40])
+            lines.append(_text(f"      and {len(group) - 1} more point{'s' if len(group) > 2 else ''} like it: "
+                               + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else "")))
+    return _joined(lines[:40])
 
 
-def _summary(report: ClimbReport) -> str:
+def _summary(report: ClimbReport):
     total = len(report.outcomes)
     c = {s: sum(o.status == s for o in report.outcomes) for s in (PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN)}
     parts = [f"{c[FAILED]} failed", f"{c[PASSED]} passed", f"{c[SKIPPED]} skipped"]
     parts += [f"{c[s]} {s}" for s in (FLAKY, OOM, BROKEN) if c[s]]
     low = report.lowest_failing_rung
-    tail = f"; lowest failing rung: {low}" if low else ""
+    tail = [f" of {total} points in {report.seconds:.1f} s" + (f"; lowest failing rung: {low}" if low else "")]
     if report.interrupted:
-        tail += "; [bold yellow]interrupted[/]: the report holds the points run so far"
-    log = f"\noutcomes logged to {report.log_path}" if report.log_path else ""
-    return f"\n[bold]{', '.join(parts)}[/] of {total} points in {report.seconds:.1f} s{tail}{log}"
+        tail += ["; ", ("interrupted", "bold yellow"), ": the report holds the points run so far"]
+    if report.log_path:
+        tail.append(f"\noutcomes logged to {report.log_path}")
+    return _text(("\n" + ", ".join(parts), "bold"), *tail)
 
 
 def render_outcome(o: Outcome, color: bool = False, width: int = 120) -> str:
     """One point's outcome, as `kladder repro` prints it."""
-    from rich.console import Console
     buf = io.StringIO()
-    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False,
-                      soft_wrap=True)
+    console = _console(buf, color, width)
     if o.status in (FAILED, FLAKY):
-        console.print(_failure_block(o).lstrip("\n"))
+        console.print(_joined(_failure_lines(o, lead="")))
     else:
         why = words.reason(o)
-        extra = f": {why}" if why else ""
-        console.print(f"{o.status.upper()} {o.point.id}{_escape(extra)}  ({o.seconds:.2f} s)")
+        console.print(_text(f"{o.status.upper()} {o.point.id}" + (f": {why}" if why else "") + f"  ({o.seconds:.2f} s)"))
     return buf.getvalue()
 
 
 def render_case_text(title: str, bug: ClimbReport, twin: ClimbReport, color: bool = False, width: int = 120) -> str:
     """A zoo case: the buggy kernel's ladder (climbed rungs), its first failure, the twin's."""
-    from rich.console import Console
     buf = io.StringIO()
-    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False,
-                      soft_wrap=True)
-    console.print(f"\n[bold]{_escape(title)}[/]")
+    console = _console(buf, color, width)
+    console.print(_text(("\n" + title, "bold")))
     for label, rep in (("buggy kernel", bug), ("fixed twin", twin)):
         for rr in rep.rungs:
             if rr.climbed:
                 c = rr.counts
-                verdict = _ladder_row(rr)[-1]
-                console.print(f"  {label:13} rung {rr.rung} {rr.title}: {len(rr.outcomes)} points, {c[PASSED]} passed, "
-                              f"{c[FAILED]} failed, {c[SKIPPED]} skipped  {verdict}  [{rr.seconds:.1f} s]")
+                console.print(_text(f"  {label:13} rung {rr.rung} {rr.title}: {len(rr.outcomes)} points, {c[PASSED]} passed, "
+                                    f"{c[FAILED]} failed, {c[SKIPPED]} skipped  ", _verdict(rr), f"  [{rr.seconds:.1f} s]"))
     if bug.failures:
-        console.print("  first failure:" + _failure_block(bug.failures[0]).replace("\n", "\n  "))
+        lines = _failure_lines(bug.failures[0], lead="")
+        console.print(_joined([_text("  first failure:"), *[_text("  ", line) for line in lines]]))
     return buf.getvalue()

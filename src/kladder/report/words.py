@@ -66,6 +66,60 @@ def _span_text(unit: str, s: Span) -> str:
 
 
 # ---------------------------------------------------------------------------- findings
+def pattern_shape(f: Finding) -> tuple:
+    """What a finding's pattern looks like, its numbers left out: failures with one shape
+    are one bug seen at several points."""
+    p, x = f.pattern, f.facts
+    if p is not None:
+        cols = None
+        if p.cols is not None:
+            at = "last" if p.cols.last == p.cols.n - 1 else "first" if p.cols.first == 0 else "range"
+            cols = (at, p.cols.tile_note[:2] if p.cols.tile_note else None)
+        return (p.kind, cols, p.rows[0] if p.rows else None, p.most)
+    keys = {Check.RAISED: ("error", "text"), Check.DEVICE_FAULT: ("error", "text"), Check.CAPTURE: ("error", "text"),
+            Check.CRASHED: ("signal", "exit_status"), Check.NOT_BITWISE: ("cause",), Check.INVARIANT: ("name",),
+            Check.MODEL: ("metric",), Check.INVALID_REFERENCE: ("functions", "gpu_kernels")}
+    if f.check == Check.GUARD:
+        return (bool(x.get("n_after")), bool(x.get("n_before")))
+    if f.check == Check.CONTRACT:
+        return tuple(sorted(k for k in x if k != "problems")) + tuple(p[0] for p in x.get("problems", []))
+    return tuple(str(x.get(k)) for k in keys.get(f.check, ()))
+
+
+def pattern_shape_text(f: Finding) -> str | None:
+    """The pattern of a group of failures in general words ("the last N % 8 columns of every
+    row"), or None when the representative's own pattern says it best."""
+    p = f.pattern
+    if p is None or p.cols is None or not p.cols.tile_note or p.cols.last != p.cols.n - 1:
+        return None
+    sym, tile, _ = p.cols.tile_note
+    unit = "columns" if p.kind == "block" else "elements"
+    span = f"the last {sym} % {tile} {unit}"
+    return span if p.kind == "elements" else f"{span} of {_rows_text(p.rows)}"
+
+
+def points_text(outcomes: list[Outcome]) -> str:
+    """The points a group of failures stands for: how many, and where their dims sit
+    ("21 points: M = 1..4096, N = 7..16383 (N % 8 != 0); bfloat16, float16")."""
+    dims: dict[str, list[int]] = {}
+    for o in outcomes:
+        for d, v in o.point.dims:
+            dims.setdefault(d, []).append(v)
+    parts = []
+    notes = {o.headline.pattern.cols.tile_note[:2] for o in outcomes
+             if o.headline and o.headline.pattern and o.headline.pattern.cols and o.headline.pattern.cols.tile_note}
+    for d, vs in dims.items():
+        lo, hi = min(vs), max(vs)
+        text = f"{d} = {lo}" if lo == hi else f"{d} = {lo}..{hi}"
+        text += "".join(f" ({d} % {t} != 0)" for sym, t in sorted(notes) if sym == d and lo != hi)
+        parts.append(text)
+    dtypes = sorted({v for o in outcomes for _, v in o.point.dtypes})
+    configs = {o.point.config for o in outcomes}
+    tail = ("; " + ", ".join(dtypes)) if len(dtypes) > 1 else ""
+    tail += f"; {len(configs)} configs" if len(configs) > 1 else ""
+    return f"{len(outcomes)} points: " + ", ".join(parts) + tail
+
+
 def pattern_label(f: Finding) -> str:
     """The one-line `pattern:` of a finding: where the wrong elements are, or what happened."""
     x = f.facts
@@ -79,7 +133,7 @@ def pattern_label(f: Finding) -> str:
     if f.check == Check.GUARD:
         return "a write past the end" if x["n_after"] else "a write before the start"
     if f.check == Check.CRASHED:
-        return f"crash ({x['signal']})"
+        return f"crash ({x['signal']})" if "signal" in x else f"crash (exit status {x['exit_status']})"
     if f.check == Check.NOT_BITWISE:
         return "A after B differs from A" if x["cause"] == Cause.ABA else "warm cache differs from cold"
     if f.check == Check.MODEL:
@@ -165,7 +219,11 @@ def _hang(f: Finding, x: dict) -> str:
 
 
 def _crashed(f: Finding, x: dict) -> str:
-    msg = f"the worker died with {x['signal']} while running the point"
+    if "signal" in x:
+        msg = f"the worker died with {x['signal']} while running the point"
+    else:
+        msg = (f"the kernel ended the worker process with exit status {x['exit_status']} (sys.exit or os._exit) "
+               f"while running the point{_during(f)}")
     if x.get("frames"):
         msg += "; innermost Python frames: " + " <- ".join(x["frames"])
     return msg
@@ -292,8 +350,9 @@ def note_text(n: Note, sized: bool = True) -> str:
     if k == NoteKind.BASELINE_FAILED:
         what = "the user model's baseline evaluation failed" if x["user"] else "the baseline model run failed"
         return f"{what}: {x['error']}: {x['text']}"
-    if k == NoteKind.WORKER_EXITED:
-        return f"the worker exited with status {x['code']} without an answer: {x['stderr']}"
+    if k == NoteKind.KLADDER_ERROR:
+        return (f"kladder's own error, not the kernel's: {x['error']}: {x['text']} (please report it, with this "
+                f"trace: {x['trace'].strip()})")
     if k == NoteKind.KERNEL_OOM:
         during = f" ({x['call']})" if x["call"] else ""
         return f"the kernel ran out of memory{during}: {x['text']}"

@@ -32,9 +32,14 @@ class Result:
     fatal: bool = False          # the process must not run another point
 
 
+# what allocators say when an allocation fails: torch's CUDA and CPU allocators, the C library
+OOM_WORDS = ("out of memory", "can't allocate memory", "cannot allocate memory", "failed to allocate")
+
+
 def is_oom(e: BaseException) -> bool:
     import torch
-    return isinstance(e, (MemoryError, torch.OutOfMemoryError)) or "out of memory" in str(e).lower()
+    text = str(e).lower()
+    return isinstance(e, (MemoryError, torch.OutOfMemoryError)) or any(w in text for w in OOM_WORDS)
 
 
 def is_device_fault(e: BaseException) -> bool:
@@ -45,6 +50,9 @@ def is_device_fault(e: BaseException) -> bool:
 def kernel_error(spec, point: Point, k: KernelError) -> Result:
     """The kernel raised during a call (`k.label` says which)."""
     e = k.error
+    if isinstance(e, SystemExit):            # sys.exit() in the kernel: it ends the process, as in production
+        return Result(Outcome(point, Status.FAILED, [Finding(Check.CRASHED, call=k.label,
+                                                             facts={"exit_status": _status(e.code)})]), fatal=True)
     if point.layouts and not is_device_fault(e) and not is_oom(e):
         # refusing a layout loudly is allowed; reading the wrong elements silently is not
         return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.LAYOUT_REFUSED, error_facts(e))))
@@ -77,11 +85,29 @@ def hang(point: Point, timeout_s: float) -> Outcome:
 
 
 def died(point: Point, code: int | None, stderr_tail: str) -> Outcome:
-    """The worker ended without an answer: a signal is the kernel's crash; an exit status is kladder's problem."""
+    """The worker ended without an answer while it ran the point. The worker answers for
+    everything kladder itself does (its own errors are BROKEN outcomes, sent like any other),
+    so a worker that ends in the middle of a point was ended by the kernel: a signal is a
+    crash (SIGSEGV), an exit status is the kernel ending the process (os._exit)."""
     if code is not None and code < 0:
         return Outcome(point, Status.FAILED, [Finding(Check.CRASHED, facts={"signal": signal.Signals(-code).name,
                                                                             "frames": python_frames(stderr_tail)})])
-    return Outcome(point, Status.BROKEN, note=Note(NoteKind.WORKER_EXITED, {"code": code, "stderr": stderr_tail}))
+    return Outcome(point, Status.FAILED, [Finding(Check.CRASHED, facts={"exit_status": code,
+                                                                        "frames": python_frames(stderr_tail)})])
+
+
+def kladder_error(point: Point, e: BaseException) -> Outcome:
+    """kladder's own bug while running a point: broken, never the kernel's fault."""
+    import traceback
+    trace = "".join(traceback.format_exception(type(e), e, e.__traceback__)[-6:])
+    return Outcome(point, Status.BROKEN, note=Note(NoteKind.KLADDER_ERROR, {**error_facts(e), "trace": trace}))
+
+
+def _status(code) -> int | str:
+    """sys.exit's argument as the exit status it gives (None is 0; a message exits 1)."""
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
 
 
 def python_frames(stderr_tail: str, keep: int = 3) -> list[str]:

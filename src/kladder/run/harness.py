@@ -54,7 +54,9 @@ class Harness:
             if runner is not None:
                 return runner(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
             return call_once(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
-        except Exception as e:  # noqa: BLE001 - the kernel's own exception is a finding
+        except (Exception, KeyboardInterrupt, SystemExit) as e:  # noqa: BLE001 - the kernel's own: a finding
+            # a worker never receives a Ctrl-C (it runs in a session of its own), so a
+            # KeyboardInterrupt here was raised by the kernel; sys.exit ends the process
             raise KernelError(e, label) from e
 
     def outputs(self, prep: Prepared, returned) -> dict:

@@ -5,6 +5,12 @@ Why a process and not a thread: after an illegal memory access every later CUDA 
 that process fails, so the worker that saw it is replaced, never reused. A hang is only
 visible from outside: the parent owns the timeout and kills the worker's whole process
 group (Triton's compiler and the interpreter may have children of their own).
+
+Why warm spares: a worker pays for Python, torch, Triton and the spec's import (about 2 s on a
+2-core machine, more with a CUDA context) before its first point. The pool starts the next
+worker while the current one runs, so a point that needs a fresh process (A-B-A) or a worker
+replaced after a crash finds one ready. Workers never outlive the climb: each asks the kernel
+to kill it when its parent dies (Linux), and the pool kills whole process groups.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from ..outcome import Outcome
@@ -23,6 +30,7 @@ from . import faults
 
 STARTUP_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = {"cpu": 120.0, "cuda": 120.0}
+OUTPUT_KEPT = 4000              # characters of a point's stdout/stderr kept with its outcome
 
 
 def point_timeout(spec, device: str, given: float | None = None) -> float:
@@ -30,39 +38,67 @@ def point_timeout(spec, device: str, given: float | None = None) -> float:
     return given or spec.timeout_s or DEFAULT_TIMEOUT_S[device]
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (a `kill -9` of the climb must
+    leave no worker behind, even one stuck in a kernel); elsewhere, the closed stdin ends it."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    parent = os.environ.get("KLADDER_PARENT_PID")
+    if parent and os.getppid() != int(parent):       # the parent died before prctl took effect
+        os._exit(1)
+
+
 class WorkerError(RuntimeError):
     """The worker could not start (the spec failed to import, say): a usage problem."""
 
 
-def worker_env(device: str) -> dict[str, str]:
+def worker_env(device: str, gpu: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
     if device == "cpu":
         # The Triton interpreter must be chosen before triton is first imported.
         env["TRITON_INTERPRET"] = "1"
         env["CUDA_VISIBLE_DEVICES"] = ""
+    elif gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
     env["PYTHONUNBUFFERED"] = "1"
+    env["KLADDER_PARENT_PID"] = str(os.getpid())
     return env
 
 
 class Worker:
-    def __init__(self, ref: str, device: str):
+    """One worker process; started at construction, ready once its hello arrives."""
+
+    def __init__(self, ref: str, device: str, gpu: str | None = None):
         self.ref, self.device = ref, device
         self.log = tempfile.TemporaryFile(mode="w+b")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kladder.run.worker", ref, device],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-            start_new_session=True, env=worker_env(device))
+            start_new_session=True, env=worker_env(device, gpu))
         self._buf = b""
-        hello = self._read(STARTUP_TIMEOUT_S)
-        if hello is None or "ready" not in hello:
-            err = (hello or {}).get("error") or self.stderr_tail() or "the worker exited before it was ready"
-            self.kill()
-            raise WorkerError(err)
-        self.free_bytes = hello.get("free_bytes")
-        self.device_name = hello.get("device_name", device)
+        self._hello: dict | None = None
+
+    def ready(self) -> dict:
+        """The worker's hello (device name, free memory), waiting for it the first time."""
+        if self._hello is None:
+            hello = self._read(STARTUP_TIMEOUT_S)
+            if hello is None or "ready" not in hello:
+                err = (hello or {}).get("error") or self.stderr_tail() or "the worker exited before it was ready"
+                self.kill()
+                raise WorkerError(err)
+            self._hello = hello
+        return self._hello
 
     def run(self, point: Point, timeout_s: float) -> tuple[Outcome, bool]:
         """Run one point; returns (outcome, alive). A dead worker must be replaced."""
+        self.ready()
         self.log.seek(0, os.SEEK_END)
         mark = self.log.tell()
         try:
@@ -72,11 +108,17 @@ class Worker:
             pass
         msg = self._read(timeout_s)
         if msg is not None:
-            return Outcome.from_dict(msg["outcome"]), not msg.get("fatal", False)
+            outcome = Outcome.from_dict(msg["outcome"])
+            outcome.output = self.stderr_tail(since=mark, limit=OUTPUT_KEPT)
+            return outcome, not msg.get("fatal", False)
+        output = self.stderr_tail(since=mark, limit=OUTPUT_KEPT)
         if self.proc.poll() is None:          # no answer in time: a hang
             self.kill()
-            return faults.hang(point, timeout_s), False
-        return faults.died(point, self.proc.returncode, self.stderr_tail(since=mark)), False
+            outcome = faults.hang(point, timeout_s)
+        else:
+            outcome = faults.died(point, self.proc.returncode, output)
+        outcome.output = output
+        return outcome, False
 
     def _read(self, timeout_s: float) -> dict | None:
         deadline = time.monotonic() + timeout_s
@@ -92,77 +134,149 @@ class Worker:
                     self.proc.wait()
                     return None
                 self._buf += chunk
+        except (OSError, ValueError):          # the pipe was closed under us (the pool is shutting down)
+            return None
         finally:
             sel.close()
         line, _, self._buf = self._buf.partition(b"\n")
         return json.loads(line)
 
     def stderr_tail(self, since: int = 0, limit: int = 1500) -> str:
-        self.log.flush()
-        self.log.seek(since)
-        text = self.log.read().decode(errors="replace").strip()
+        try:
+            self.log.flush()
+            self.log.seek(since)
+            text = self.log.read().decode(errors="replace").strip()
+        except (OSError, ValueError):
+            return ""
         return text[-limit:]
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):
                 pass
             self.proc.wait()
 
     def close(self) -> None:
+        """An idle worker exits at once when its stdin closes; a busy one is killed."""
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.close()
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=2)
             except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
                 self.kill()
-        self.log.close()
+        try:
+            self.log.close()
+        except OSError:
+            pass
 
 
 class Pool:
-    """One worker at a time (a GPU runs one point at a time; so does a 2-core CI box),
-    replaced whenever it dies, hangs or faults."""
+    """Workers for one spec on one device: `spares` started ahead of need, handed out by
+    `take`, every worker killed by `close` (also from another thread, on Ctrl-C)."""
 
-    def __init__(self, ref: str, device: str):
-        self.ref, self.device = ref, device
-        self.worker: Worker | None = None
+    def __init__(self, ref: str, device: str, spares: int = 1, gpus: list[str] | None = None):
+        self.ref, self.device, self.spares = ref, device, spares
+        self.gpus = gpus or [None]
+        self._spare: list[Worker] = []
+        self._all: list[Worker] = []
+        self._lock = threading.Lock()
+        self._next_gpu = 0
+        self.closed = False
         self.restarts = 0
-        self.device_name = ""
-        self._free: int | None = None
+        self.hello: dict = {}
 
-    def start(self) -> Worker:
-        if self.worker is None:
-            self.worker = Worker(self.ref, self.device)
-            self._free, self.device_name = self.worker.free_bytes, self.worker.device_name
-        return self.worker
+    def _start(self) -> Worker:
+        gpu = self.gpus[self._next_gpu % len(self.gpus)]
+        self._next_gpu += 1
+        w = Worker(self.ref, self.device, gpu)
+        self._all.append(w)
+        return w
+
+    def warm(self) -> None:
+        """Start spares now (a climb calls this first, so workers start while the parent
+        loads the spec and generates points)."""
+        with self._lock:
+            while not self.closed and len(self._spare) < self.spares:
+                self._spare.append(self._start())
+
+    def take(self) -> Worker:
+        """A ready worker: a spare if one is started, else a new one; the spares are topped up."""
+        with self._lock:
+            if self.closed:
+                raise WorkerError("the climb is shutting down")
+            w = self._spare.pop(0) if self._spare else self._start()
+            while len(self._spare) < self.spares:
+                self._spare.append(self._start())
+        hello = w.ready()
+        self.hello = self.hello or hello
+        return w
+
+    def retire(self, w: Worker) -> None:
+        w.close()
+        with self._lock:
+            if w in self._all:
+                self._all.remove(w)
 
     def free_bytes(self) -> int | None:
-        """The device's free memory as the latest worker saw it at its start; a worker is
-        started for it only if none has been yet (so a fresh-worker point starts one, not two)."""
-        if self._free is None:
-            self.start()
-        return self._free
+        """The device's free memory as the first worker saw it at its start."""
+        if not self.hello:
+            self.give_back(self.take())
+        return self.hello.get("free_bytes")
+
+    def give_back(self, w: Worker) -> None:
+        """A worker that ran nothing goes back to the spares."""
+        with self._lock:
+            self._spare.insert(0, w)
+
+    @property
+    def device_name(self) -> str:
+        return self.hello.get("device_name", "")
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            workers, self._all, self._spare = list(self._all), [], []
+        for w in workers:
+            w.close()
+
+    def kill(self) -> None:
+        """Kill every worker at once (Ctrl-C): their blocked reads return, their points are dropped."""
+        with self._lock:
+            self.closed = True
+            workers = list(self._all)
+        for w in workers:
+            w.kill()
+
+
+class Lane:
+    """One point at a time on one worker, kept between points and replaced when it dies;
+    a fresh point runs alone in a worker of its own."""
+
+    def __init__(self, pool: Pool):
+        self.pool = pool
+        self.worker: Worker | None = None
 
     def run(self, point: Point, timeout_s: float, fresh: bool = False) -> Outcome:
         """With `fresh`, the point runs alone in a new worker, which is closed after it: no
         state from earlier calls reaches it, and none of its state reaches later points."""
         if fresh:
-            self.close()
+            w = self.pool.take()
             try:
-                return self.run(point, timeout_s)
+                return w.run(point, timeout_s)[0]
             finally:
-                self.close()
-        worker = self.start()
-        outcome, alive = worker.run(point, timeout_s)
+                self.pool.retire(w)
+        if self.worker is None:
+            self.worker = self.pool.take()
+        outcome, alive = self.worker.run(point, timeout_s)
         if not alive:
-            worker.close()
+            self.pool.retire(self.worker)
             self.worker = None
-            self.restarts += 1
+            self.pool.restarts += 1
         return outcome
 
     def close(self) -> None:
         if self.worker is not None:
-            self.worker.close()
+            self.pool.retire(self.worker)
             self.worker = None

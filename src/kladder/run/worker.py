@@ -1,6 +1,9 @@
 """The worker process: `python -m kladder.run.worker REF DEVICE`, one JSON line per point on
 stdin, one JSON line per outcome on the protocol pipe. Anything the kernel prints goes to
-stderr, so it cannot corrupt the protocol."""
+stderr, which the parent keeps per point, so it cannot corrupt the protocol.
+
+The worker answers for everything kladder does: its own errors come back as BROKEN outcomes,
+so a worker that ends without an answer was ended by the kernel. It dies with its parent."""
 from __future__ import annotations
 
 import faulthandler
@@ -8,6 +11,7 @@ import json
 import os
 import sys
 
+from .isolation import die_with_parent
 
 def _setup_torch(device: str) -> dict:
     import torch
@@ -23,6 +27,7 @@ def _setup_torch(device: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    die_with_parent()
     ref, device = argv[0], argv[1]
     os.environ["KLADDER_SPEC_REF"] = ref        # modes that start processes of their own (jitcache)
     proto = os.fdopen(os.dup(1), "w", buffering=1)
@@ -34,20 +39,26 @@ def main(argv: list[str]) -> int:
         info = _setup_torch(device)
         from ..load import load_spec
         spec = load_spec(ref)
-    except Exception as e:  # noqa: BLE001 - reported to the parent as a usage error
+    except BaseException as e:  # noqa: BLE001 - reported to the parent as a usage error
         proto.write(json.dumps({"error": f"{type(e).__name__}: {e}"}) + "\n")
         return 2
     proto.write(json.dumps({"ready": True, **info}) + "\n")
     from ..point import Point
+    from .faults import Result, kladder_error
     from .trial import run_point
     for line in sys.stdin:
         point = Point.from_dict(json.loads(line)["point"])
-        result = run_point(spec, point, device)
+        try:
+            result = run_point(spec, point, device)
+        except BaseException as e:  # noqa: BLE001 - kladder's own bug: an answer, not a silent death
+            result = Result(kladder_error(point, e), fatal=True)
         proto.write(json.dumps({"outcome": result.outcome.to_dict(), "fatal": result.fatal}) + "\n")
+        proto.flush()
         if result.fatal:
-            proto.flush()
             os._exit(3)
-    return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)                                # stdin closed: no interpreter teardown to wait for
 
 
 if __name__ == "__main__":

@@ -1,0 +1,57 @@
+"""Progress while a climb runs (a terminal only): per rung, points done of the total, failed so
+far, the point running, the time spent and an estimate; one line per finished rung. Every
+string that comes from a spec (point ids) is shown literally, never as markup."""
+from __future__ import annotations
+
+import time
+
+from ..outcome import Outcome, Status
+from .data import RungReport
+
+
+class Progress:
+    def __init__(self, console):
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import Progress as RichProgress
+        self.console = console
+        self.bar = RichProgress(TextColumn("{task.fields[rung]}", markup=False), BarColumn(bar_width=24),
+                                MofNCompleteColumn(), TextColumn("{task.fields[failed]}", markup=False),
+                                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                                TextColumn("{task.fields[running]}", markup=False),
+                                console=console, transient=True, auto_refresh=True, refresh_per_second=4)
+        self.task = None
+        self.failed = 0
+        self.started = False
+
+    def rung_started(self, rr: RungReport, total: int) -> None:
+        if not self.started:
+            self.bar.start()
+            self.started = True
+        self.failed = 0
+        self.task = self.bar.add_task("", total=total, rung=f"rung {rr.rung} {rr.title}", failed="", running="")
+        self.t0 = time.perf_counter()
+
+    def point_started(self, point) -> None:
+        if self.task is not None:
+            self.bar.update(self.task, running=point.id)
+
+    def point_done(self, o: Outcome) -> None:
+        if o.status in (Status.FAILED, Status.FLAKY):
+            self.failed += 1
+        if self.task is not None:
+            self.bar.update(self.task, advance=1, failed=f"{self.failed} failed" if self.failed else "")
+
+    def rung_done(self, rr: RungReport) -> None:
+        from rich.text import Text
+        if self.task is not None:
+            self.bar.remove_task(self.task)
+            self.task = None
+        c = rr.counts
+        line = (f"rung {rr.rung} {rr.title}: {len(rr.outcomes)} points, {c['passed']} passed, "
+                f"{c['failed'] + c['flaky']} failed, {c['skipped']} skipped  {rr.verdict}  [{rr.seconds:.1f} s]")
+        self.bar.console.print(Text(line))
+
+    def stop(self) -> None:
+        if self.started:
+            self.bar.stop()
+            self.started = False

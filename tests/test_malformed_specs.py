@@ -1,0 +1,249 @@
+"""Every everyday spec mistake gets one SpecError that names the field, shows what was given
+and says the fix; never a traceback from deeper in, never silent acceptance. Through the CLI,
+the same mistakes (and a spec module that does not import) exit 2 with one line."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import kladder as kl
+
+HERE = os.path.dirname(__file__)
+
+
+def _k(x, w=None, out=None, **kw):
+    return x
+
+
+def base(**over):
+    d = dict(kernel=_k, reference=_k,
+             args={"x": kl.Tensor("M N", dtype=["bfloat16", "float16"]), "w": kl.Tensor("N", dtype="float32")},
+             returns=kl.Tensor("M N", like="x"),
+             dims={"M": kl.Dim(1, 64, tile=16), "N": kl.Dim(1, 256, tile=8, widths=[128])})
+    d.update(over)
+    return d
+
+
+def spec(**over):
+    return kl.Spec("t", **base(**over))
+
+
+def dims(**over):
+    d = {"M": kl.Dim(1, 64, tile=16), "N": kl.Dim(1, 256, tile=8, widths=[128])}
+    d.update(over)
+    return d
+
+
+def args(**over):
+    d = {"x": kl.Tensor("M N", dtype=["bfloat16", "float16"]), "w": kl.Tensor("N", dtype="float32")}
+    d.update(over)
+    return d
+
+
+# (label, a callable that builds the bad spec, a piece of the field path, a piece of the fix)
+CASES = [
+    # the head
+    ("name not a string", lambda: kl.Spec(5, **base()), "Spec.name", "identifier"),
+    ("name with a space", lambda: kl.Spec("my norm", **base()), "Spec.name", "identifier"),
+    ("kernel not callable", lambda: spec(kernel="rmsnorm"), ".kernel", "callable"),
+    ("reference not callable", lambda: spec(reference=None), ".reference", "callable"),
+    ("args a list", lambda: spec(args=[kl.Tensor("M N", dtype="float32")]), ".args", "dict"),
+    ("args empty", lambda: spec(args={}), ".args", "dict"),
+    ("dims a list", lambda: spec(dims=[kl.Dim(1, 8)]), ".dims", "dict"),
+    ("build not callable", lambda: spec(build=3), ".build", "callable"),
+    ("reference_dtype an int dtype", lambda: spec(reference_dtype="int64"), ".reference_dtype", "use one of"),
+    ("reference_dtype misspelt", lambda: spec(reference_dtype="double"), ".reference_dtype", "use one of"),
+    ("no outputs", lambda: spec(returns=None), ".returns", "declare the outputs"),
+    # keywords
+    ("Spec keyword typo", lambda: kl.Spec("t", **{**base(), "kernal": _k}), ".kernal", "did you mean 'kernel'"),
+    ("Spec keyword typo (refrence)", lambda: kl.Spec("t", **{**base(), "refrence": _k}), ".refrence", "did you mean"),
+    ("Spec unknown keyword", lambda: kl.Spec("t", **{**base(), "grid": 4}), ".grid", "has no field"),
+    ("Spec missing reference", lambda: kl.Spec("t", kernel=_k, args=args(), dims=dims()), ".reference", "needs"),
+    ("Spec too many positionals", lambda: kl.Spec(*(["t"] + [None] * 25)), "kl.Spec", "positional"),
+    ("Tensor keyword typo", lambda: kl.Tensor("M N", dtyp="float32"), "kl.Tensor.dtyp", "did you mean 'dtype'"),
+    ("Tensor shape misspelt", lambda: kl.Tensor(shap="M N"), "kl.Tensor.shap", "did you mean 'shape'"),
+    ("Tensor without shape", lambda: kl.Tensor(dtype="float32"), "kl.Tensor.shape", "needs"),
+    ("Out keyword typo", lambda: kl.Out("M N", lik="x"), "kl.Out.lik", "did you mean 'like'"),
+    ("Dim keyword typo", lambda: kl.Dim(1, 64, tiles=8), "kl.Dim.tiles", "did you mean 'tile'"),
+    ("Dim width typo", lambda: kl.Dim(1, 64, width=[8]), "kl.Dim.width", "did you mean 'widths'"),
+    ("Invariant keyword typo", lambda: kl.Invariant("sum", check=len, value={"x": "ones"}), "kl.Invariant.value",
+     "did you mean 'values'"),
+    # args
+    ("the class kl.Tensor", lambda: spec(args=args(x=kl.Tensor)), "args['x']", "call it"),
+    ("the class kl.Out", lambda: spec(args=args(out=kl.Out)), "args['out']", "call it"),
+    ("int arg name", lambda: spec(args={0: kl.Tensor("M N", dtype="float32")}), ".args", "identifier"),
+    ("arg name with a dash", lambda: spec(args={"x-in": kl.Tensor("M N", dtype="float32")}), ".args", "identifier"),
+    ("dtype an int", lambda: spec(args=args(x=kl.Tensor("M N", dtype=5))), "args['x'].dtype", "dtype name"),
+    ("dtype bf16", lambda: spec(args=args(x=kl.Tensor("M N", dtype="bf16"))), "args['x'].dtype", "'bfloat16'"),
+    ("dtype fp16", lambda: spec(args=args(x=kl.Tensor("M N", dtype="fp16"))), "args['x'].dtype", "'float16'"),
+    ("dtype half", lambda: spec(args=args(x=kl.Tensor("M N", dtype="half"))), "args['x'].dtype", "'float16'"),
+    ("dtype unknown", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float8"))), "args['x'].dtype", "use one of"),
+    ("dtype list with an int", lambda: spec(args=args(x=kl.Tensor("M N", dtype=["float32", 4]))), "args['x'].dtype", "dtype"),
+    ("dtype empty list", lambda: spec(args=args(x=kl.Tensor("M N", dtype=[]))), "args['x'].dtype", "dtype"),
+    ("no dtype and no like", lambda: spec(args=args(x=kl.Tensor("M N"))), "args['x'].dtype", "like="),
+    ("dtype and like", lambda: spec(args=args(w=kl.Tensor("N", dtype="float32", like="x"))), "args['w']", "either dtype or like"),
+    ("like an unknown arg", lambda: spec(returns=kl.Tensor("M N", like="y")), "returns['out'].like", "another tensor"),
+    ("like itself", lambda: spec(args=args(w=kl.Tensor("N", like="w"))), "args['w'].like", "another tensor"),
+    ("like a number", lambda: spec(returns=kl.Tensor("M N", like=3)), "returns['out'].like", "another tensor"),
+    ("like cycle", lambda: spec(args=args(x=kl.Tensor("M N", like="w"), w=kl.Tensor("N", like="x"))), ".like", "cycle"),
+    ("shape a tuple", lambda: spec(args=args(x=kl.Tensor(("M", "N"), dtype="float32"))), "args['x'].shape", "symbols"),
+    ("shape an undeclared dim", lambda: spec(args=args(x=kl.Tensor("M K", dtype="float32"))), "args['x'].shape", "declare 'K'"),
+    ("values on an input misspelt", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", values=["peak"]))),
+     "args['x'].values", "value kinds"),
+    ("values an int", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", values=3))), "args['x'].values", "list"),
+    ("nonfinite values without a policy", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", values=["nonfinite"]))),
+     "args['x'].values", "nonfinite="),
+    ("range of one number", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", range=(1,)))), "args['x'].range", "(lo, hi)"),
+    ("range an unknown dim", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", range=(1, "S")))), "args['x'].range",
+     "(lo, hi)"),
+    ("range a string", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", range="0..1"))), "args['x'].range", "(lo, hi)"),
+    ("valid negative", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", valid=-1))), "args['x'].valid", "valid"),
+    ("valid an unknown dim", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", valid="K"))), "args['x'].valid", "valid"),
+    ("valid on a 0-d tensor", lambda: spec(args=args(s=kl.Tensor("", dtype="float32", valid=1))), "args['s'].valid", "0-d"),
+    ("layouts misspelt", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", layouts=["strided"]))), "args['x'].layouts",
+     "layouts from"),
+    ("layouts an int", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", layouts=2))), "args['x'].layouts", "list"),
+    ("values on an Out", lambda: spec(args=args(o=kl.Out("M N", like="x", values=["peaked"]))), "args['o'].values", "drop values"),
+    ("range on an Out", lambda: spec(args=args(o=kl.Out("M N", like="x", range=(0, 1)))), "args['o'].range", "drop range"),
+    ("layouts on an Out", lambda: spec(args=args(o=kl.Out("M N", like="x", layouts=["sliced"]))), "args['o'].layouts",
+     "drop layouts"),
+    ("values on a returned tensor", lambda: spec(returns=kl.Tensor("M N", like="x", values=["ties"])), "returns['out'].values",
+     "drop values"),
+    # returns
+    ("returns a string", lambda: spec(returns="N"), ".returns", "kl.Tensor"),
+    ("returns a list", lambda: spec(returns=[kl.Tensor("M N", like="x")]), ".returns", "dict of name"),
+    ("returns the class", lambda: spec(returns=kl.Tensor), ".returns", "kl.Tensor"),
+    ("returns an Out", lambda: spec(returns=kl.Out("M N", like="x")), "returns['out']", "declare it in args"),
+    ("returns dict of an Out", lambda: spec(returns={"y": kl.Out("M N", like="x")}), "returns['y']", "declare it in args"),
+    ("returns dict of a string", lambda: spec(returns={"y": "M N"}), "returns['y']", "kl.Tensor"),
+    ("returns shadows an input", lambda: spec(returns={"x": kl.Tensor("M N", dtype="float32")}), "returns['x']", "another name"),
+    ("returns an int name", lambda: spec(returns={1: kl.Tensor("M N", like="x")}), ".returns", "identifier"),
+    # dims
+    ("int dim name", lambda: spec(dims={1: kl.Dim(1, 8)}), ".dims", "identifier"),
+    ("the class kl.Dim", lambda: spec(dims=dims(M=kl.Dim)), "dims['M']", "call it"),
+    ("dim a tuple", lambda: spec(dims=dims(M=(1, 64))), "dims['M']", "kl.Dim(min, max"),
+    ("dim min above max", lambda: spec(dims=dims(M=kl.Dim(64, 1))), "dims['M'].min/max", "min <= max"),
+    ("dim negative min", lambda: spec(dims=dims(M=kl.Dim(-1, 64))), "dims['M'].min/max", "0 <= min"),
+    ("dim max a float", lambda: spec(dims=dims(M=kl.Dim(1, 64.0))), "dims['M'].min/max", "integers"),
+    ("dim max a bool", lambda: spec(dims=dims(M=kl.Dim(1, True))), "dims['M'].min/max", "integers"),
+    ("tile zero", lambda: spec(dims=dims(M=kl.Dim(1, 64, tile=0))), "dims['M'].tile", "positive int"),
+    ("tile a string", lambda: spec(dims=dims(M=kl.Dim(1, 64, tile="16"))), "dims['M'].tile", "positive int"),
+    ("tile a float", lambda: spec(dims=dims(M=kl.Dim(1, 64, tile=16.0))), "dims['M'].tile", "positive int"),
+    ("widths an int", lambda: spec(dims=dims(N=kl.Dim(1, 256, widths=32))), "dims['N'].widths", "widths=[32]"),
+    ("width out of range", lambda: spec(dims=dims(N=kl.Dim(1, 256, widths=[4096]))), "dims['N'].widths", "within"),
+    ("width a float", lambda: spec(dims=dims(N=kl.Dim(1, 256, widths=[128.0]))), "dims['N'].widths", "integer widths"),
+    ("chunks an int", lambda: spec(dims=dims(N=kl.Dim(1, 256, chunks=64))), "dims['N'].chunks", "chunks=[64]"),
+    ("chunk zero", lambda: spec(dims=dims(N=kl.Dim(1, 256, chunks=[0]))), "dims['N'].chunks", "positive int"),
+    ("an unused dim", lambda: spec(dims=dims(K=kl.Dim(1, 64))), "dims['K']", "no tensor's shape uses 'K'"),
+    ("rows an undeclared dim", lambda: spec(rows="K"), ".rows", "declared in `dims`"),
+    ("rows an int", lambda: spec(rows=0), ".rows", "independent"),
+    # lists of shapes and configs
+    ("configs a dict", lambda: spec(configs={"BLOCK": 64}), ".configs", "list of dicts"),
+    ("configs of ints", lambda: spec(configs=[64, 128]), ".configs", "list of dicts"),
+    ("config key an arg", lambda: spec(configs=[{"x": 1}]), ".configs", "collide"),
+    ("production a dict", lambda: spec(production={"M": 1, "N": 8}), ".production", "list of dicts"),
+    ("production missing a dim", lambda: spec(production=[{"M": 4}]), ".production", "every dim"),
+    ("production out of range", lambda: spec(production=[{"M": 4, "N": 100000}]), ".production", "within"),
+    ("tuned a string size", lambda: spec(tuned=[{"M": "4", "N": 8}]), ".tuned", "an int"),
+    # tolerance
+    ("tolerance a float", lambda: spec(tolerance=1e-3), ".tolerance", "(rtol, atol)"),
+    ("tolerance of three", lambda: spec(tolerance=(1e-3, 1e-3, 0)), ".tolerance", "two finite numbers"),
+    ("tolerance negative", lambda: spec(tolerance=(-1e-3, 0)), ".tolerance", "two finite numbers"),
+    ("tolerance inf", lambda: spec(tolerance=(float("inf"), 0)), ".tolerance", "two finite numbers"),
+    ("tolerance by an unknown dtype", lambda: spec(tolerance={"bf16": (1e-2, 1e-5)}), ".tolerance", "key by dtype"),
+    # numbers and policies
+    ("timeout a string", lambda: spec(timeout_s="10"), ".timeout_s", "above 0"),
+    ("timeout negative", lambda: spec(timeout_s=-5), ".timeout_s", "above 0"),
+    ("timeout zero", lambda: spec(timeout_s=0), ".timeout_s", "above 0"),
+    ("nonfinite misspelt", lambda: spec(nonfinite="propogate"), ".nonfinite", "use one of"),
+    ("invariants a function", lambda: spec(invariants=len), ".invariants", "kl.Invariant"),
+    ("invariant check not callable", lambda: spec(invariants=[kl.Invariant("sum", check=3)]), ".check", "callable"),
+    ("invariant values an unknown arg", lambda: spec(invariants=[kl.Invariant("v", check=len, values={"q": "ones"})]),
+     ".values", "input args"),
+    ("invariant values an unknown kind", lambda: spec(invariants=[kl.Invariant("v", check=len, values={"x": "twos"})]),
+     ".values", "value kinds"),
+    ("slot a number", lambda: spec(slot=5), ".slot", "slot"),
+    ("model_tolerance above 1", lambda: spec(model_tolerance=2), ".model_tolerance", "between 0 and 1"),
+    ("model_nll_tolerance negative", lambda: spec(model_nll_tolerance=-0.1), ".model_nll_tolerance", ">= 0"),
+]
+
+
+def test_there_are_at_least_80_mistakes():
+    assert len(CASES) >= 80
+
+
+@pytest.mark.parametrize("label,build,where,fix", CASES, ids=[c[0] for c in CASES])
+def test_each_mistake_is_one_spec_error_naming_the_field(label, build, where, fix):
+    with pytest.raises(kl.SpecError) as e:
+        build()
+    msg = str(e.value)
+    assert where in e.value.where, (e.value.where, msg)
+    assert fix in msg, msg
+    assert ": got " in msg and msg.count("\n") == 0
+
+
+def test_a_torch_dtype_is_taken_as_its_name():
+    s = spec(args=args(x=kl.Tensor("M N", dtype=[torch.bfloat16, torch.float16]), w=kl.Tensor("N", dtype=torch.float32)))
+    assert s.args["x"].dtypes == ("bfloat16", "float16") and s.args["w"].dtypes == ("float32",)
+
+
+BAD_MODULES = {
+    "syntax.py": ("import kladder as kl\nspec = kl.Spec('t',\n", "syntax error at", "line 2"),
+    "raises.py": ("import kladder as kl\n\nraise ValueError('no GPU configured')\n", "raised ValueError at", "line 3"),
+    "missing.py": ("import kladder as kl\nimport mylib_that_is_not_installed\n", "no module named 'mylib_that_is_not_installed'",
+                   "line 2"),
+    "badspec.py": ("import kladder as kl\nspec = kl.Spec('t', kernel=len, reference=len, args={'x': kl.Tensor('N', dtype='bf16')},"
+                   " dims={'N': kl.Dim(1, 8)}, returns=kl.Tensor('N', like='x'))\n", "args['x'].dtype", "'bfloat16'"),
+    "typo.py": ("import kladder as kl\nspec = kl.Spec('t', kernal=len, reference=len, args={}, dims={})\n", "kernal",
+                "did you mean 'kernel'"),
+    "twonames.py": ("import kladder as kl\nA = dict(kernel=len, reference=len, args={'x': kl.Tensor('N', dtype='float32')},"
+                    " dims={'N': kl.Dim(1, 8)}, returns=kl.Tensor('N', like='x'))\nspec = kl.Spec('t', **A)\n"
+                    "other = kl.Spec('t', **{**A, 'dims': {'N': kl.Dim(1, 16)}})\n",
+                    "'spec' and 'other'", "give each spec its own name"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_MODULES))
+def test_a_spec_module_that_does_not_load_is_one_line_and_exit_2(name, tmp_path):
+    text, words, where = BAD_MODULES[name]
+    path = tmp_path / name
+    path.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", str(path), "--device", "cpu", "--rungs", "1",
+                        "--log", str(tmp_path / "l.jsonl")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert words in p.stderr and where in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--timeout", "0"], "--timeout: '0'"),
+    (["--timeout", "-3"], "more than 0"),
+    (["--timeout", "soon"], "give seconds"),
+    (["--jobs", "0"], "--jobs: '0'"),
+    (["--json", "/proc/kladder/r.json"], "--json '/proc/kladder/r.json': cannot write there"),
+    (["--rungs", "1,,2"], "give rung numbers"),
+])
+def test_bad_options_are_usage_errors(argv, words, tmp_path):
+    good = os.path.join(HERE, "specs", "good.py")
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", good, "--device", "cpu", *argv,
+                        "--log", str(tmp_path / "l.jsonl")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and words in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_a_directory_as_the_spec_path_is_a_usage_error(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", str(tmp_path), "--device", "cpu"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "is a directory" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_output_folders_are_made_before_the_climb(tmp_path):
+    good = os.path.join(HERE, "specs", "good.py")
+    out = tmp_path / "new" / "deeper" / "r.json"
+    log = tmp_path / "logs" / "l.jsonl"
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", good, "--device", "cpu", "--rungs", "1",
+                        "--json", str(out), "--log", str(log)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr
+    assert out.exists() and log.exists()
