@@ -45,3 +45,16 @@ def test_bad_option_is_a_usage_error(pytester):
     result = pytester.runpytest_subprocess("--kladder-device", "tpu")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*kladder*use auto, cpu or cuda*"])
+
+
+def test_items_spread_over_two_xdist_workers(pytester):
+    """Across machines or cores, kladder's items distribute with pytest-xdist: each xdist
+    worker collects the same points (generation is deterministic) and runs its share."""
+    pytester.makepyfile(test_kernels=SPEC_FILE)
+    result = pytester.runpytest_subprocess("-n", "2", "-v", "--kladder-device", "cpu", "--kladder-rungs", "1",
+                                           "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] >= 2 and outcomes["passed"] >= 2
+    text = result.stdout.str()
+    assert "[gw0]" in text and "[gw1]" in text
+    assert "created: 2/2 workers" in text

@@ -107,6 +107,9 @@ FRESH_PROCESS_MODES = ("aba",)
 # A hang costs its whole timeout again, a crash or a device fault a new worker: reported
 # as seen. Every other failure is replayed once before it is reported.
 NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE)
+# A second lane is worth its worker's start (about 2 s on a 2-core machine) only when there is
+# work to share: a lane per this many points, up to --jobs.
+POINTS_PER_LANE = 4
 
 
 class Runner:
@@ -136,18 +139,25 @@ class Runner:
     def run_all(self, points, started: Callable[[Point], None] | None = None) -> Iterator[Outcome]:
         """Every point, `jobs` at a time, yielded in the order given. A big point on a GPU runs
         alone: two of them side by side run the device out of memory and say nothing."""
-        if self.jobs == 1:
+        points = list(points)
+        lanes = min(self.jobs, max(1, len(points) // POINTS_PER_LANE))
+        fresh = [i for i, p in enumerate(points) if p.mode in FRESH_PROCESS_MODES]
+        if fresh:                                  # their workers start while earlier points run
+            self.pool.prefetch(min(len(fresh), lanes))
+        if lanes == 1:
             for p in points:
                 if started:
                     started(p)
                 yield self.run(p)
+                if p.mode in FRESH_PROCESS_MODES:
+                    self.pool.prefetch(1 if any(q.mode in FRESH_PROCESS_MODES for q in points[points.index(p) + 1:]) else 0)
             return
-        ex = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="kladder-lane")
+        ex = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="kladder-lane")
         pending: deque = deque()
         try:
             for p in points:
                 alone = self.device == "cuda" and p.kind == "big"
-                while pending and (alone or len(pending) >= 2 * self.jobs):
+                while pending and (alone or len(pending) >= 2 * lanes):
                     yield self._finish(_result(pending.popleft()))
                 if started:
                     started(p)

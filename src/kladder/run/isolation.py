@@ -173,8 +173,10 @@ class Worker:
 
 
 class Pool:
-    """Workers for one spec on one device: `spares` started ahead of need, handed out by
-    `take`, every worker killed by `close` (also from another thread, on Ctrl-C)."""
+    """Workers for one spec on one device: up to `spares` started ahead of need (`warm`,
+    `prefetch`), handed out by `take`, every worker killed by `close` or `kill` (also from
+    another thread, on Ctrl-C). Nothing is started that no point will use: on a 2-core machine
+    a worker's start costs a core for two seconds."""
 
     def __init__(self, ref: str, device: str, spares: int = 1, gpus: list[str] | None = None):
         self.ref, self.device, self.spares = ref, device, spares
@@ -195,20 +197,22 @@ class Pool:
         return w
 
     def warm(self) -> None:
-        """Start spares now (a climb calls this first, so workers start while the parent
-        loads the spec and generates points)."""
+        """Start one worker now (the CLI calls this first, so it imports torch and the spec
+        while this process does the same)."""
+        self.prefetch(1)
+
+    def prefetch(self, n: int) -> None:
+        """Have `n` spares started (at most `spares`), for points known to come."""
         with self._lock:
-            while not self.closed and len(self._spare) < self.spares:
+            while not self.closed and len(self._spare) < min(n, max(self.spares, 1)):
                 self._spare.append(self._start())
 
     def take(self) -> Worker:
-        """A ready worker: a spare if one is started, else a new one; the spares are topped up."""
+        """A ready worker: a spare if one is started, else a new one."""
         with self._lock:
             if self.closed:
                 raise WorkerError("the climb is shutting down")
             w = self._spare.pop(0) if self._spare else self._start()
-            while len(self._spare) < self.spares:
-                self._spare.append(self._start())
         hello = w.ready()
         self.hello = self.hello or hello
         return w
