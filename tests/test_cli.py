@@ -64,3 +64,9 @@ def test_failing_spec_exits_1_and_its_repro_reproduces(tmp_path):
     import shlex
     r = kladder(*shlex.split(cmd))
     assert r.returncode == 1 and "guard bytes after the end of `out`" in r.stdout
+
+
+def test_a_reader_that_leaves_early_is_no_traceback():
+    p = subprocess.run(f"{sys.executable} -m kladder.cli zoo list | head -1", shell=True, capture_output=True, text=True,
+                       timeout=120, cwd=HERE)
+    assert p.stdout.count("\n") == 1 and "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr, p.stderr

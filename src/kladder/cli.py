@@ -9,12 +9,14 @@ import argparse
 import os
 import sys
 
+from .session import UsageProblem, climb_options, device_of, log_path, usage_errors, writable
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 RUNGS_HELP = "rungs to climb: 1, 1,2 or 1-3 (default: every rung built)"
 DEVICE_HELP = "auto (cuda when torch sees one), cpu (Triton interpreter) or cuda"
 JOBS_HELP = ("points run side by side, each in a worker of its own (default: the CPU's cores on the CPU; on "
-             "CUDA two per GPU, big points alone)")
+             "CUDA four per GPU, big points alone)")
 
 
 def _positive(kind, what: str):
@@ -89,34 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
 
 
-class UsageProblem(Exception):
-    pass
-
-
-def _usage_errors():
-    from .ladder import UsageError
-    from .load import LoadError
-    from .run.isolation import WorkerError
-    from .spec import SpecError
-    return (UsageError, LoadError, SpecError, WorkerError)
-
-
-def _device(device: str) -> str:
-    from .ladder import resolve_device
-    try:
-        dev = resolve_device(device)
-    except _usage_errors() as e:
-        raise UsageProblem(str(e)) from None
-    if dev == "cpu":
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    return dev
-
-
 def _load(ref: str, device: str):
     from .load import load_spec
     try:
         return load_spec(ref)
-    except _usage_errors() as e:
+    except usage_errors() as e:
         raise UsageProblem(str(e)) from None
 
 
@@ -132,101 +111,24 @@ def _color(choice: str) -> bool:
     return choice == "always" or (choice == "auto" and sys.stdout.isatty())
 
 
-def writable(option: str, path: str | None) -> None:
-    """An output path is checked before the climb starts: its folder made, the file opened."""
-    if not path:
-        return
-    try:
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        with open(path, "a"):
-            pass
-    except OSError as e:
-        raise UsageProblem(f"{option} {path!r}: cannot write there ({e.strerror or e}); give a file in a folder you "
-                           "can write to") from None
-
-
-def gpus(args, device: str) -> list[str] | None:
-    """The CUDA devices workers spread over, as CUDA_VISIBLE_DEVICES entries."""
-    if device != "cuda":
-        return None
-    visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
-    import torch
-    count = torch.cuda.device_count()
-    ids = visible or [str(i) for i in range(count)]
-    if not getattr(args, "devices", None):
-        return ids
-    chosen = [d.strip() for d in args.devices.split(",") if d.strip()]
-    bad = [d for d in chosen if not d.isdigit() or int(d) >= len(ids)]
-    if bad or not chosen:
-        raise UsageProblem(f"--devices {args.devices!r}: give indices of visible CUDA devices, 0 to {len(ids) - 1}, "
-                           "separated by commas (e.g. 0,1)")
-    return [ids[int(d)] for d in chosen]
-
-
-def default_jobs(device: str, n_gpus: int = 1) -> int:
-    """What the machine has: one worker a core on the CPU; on CUDA two a GPU (one computes
-    while the other prepares inputs and references on the host), no more than half the cores."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if device == "cpu":
-        return max(1, cores)
-    return max(1, min(2 * n_gpus, cores // 2))
-
-
-def climb_options(args, ref: str, device: str):
-    """Options for one climb from the command line, its workers already starting (they import
-    torch and the spec while this process does the same)."""
-    from .ladder import Options, parse_rungs
-    from .run.isolation import Pool
-    try:
-        rungs = parse_rungs(args.rungs)
-    except _usage_errors() as e:
-        raise UsageProblem(str(e)) from None
-    if args.replay and not os.path.exists(os.path.join(args.replay, "manifest.json")):
-        raise UsageProblem(f"--replay {args.replay!r}: no manifest.json there; record calls first with "
-                           "`with kladder.capture('pkg.mod:fn', to=DIR): run()`")
-    ids = gpus(args, device)
-    jobs = args.jobs or default_jobs(device, len(ids or [None]))
-    pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
-    pool.warm()
-    return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
-                   jobs=jobs, pool=pool, progress=_progress(args))
-
-
-def log_path(args, spec) -> str:
-    from .ladder import default_log_path
-    path = args.log or default_log_path(spec.name)
-    writable("--log", path)
-    return path
-
-
-def _progress(args):
-    if args.quiet or not sys.stdout.isatty():
-        return None
-    from rich.console import Console
-
-    from .report.progress import Progress
-    return Progress(Console(highlight=False, markup=False))
-
-
 def cmd_climb(ref: str, args) -> int:
     from .ladder import climb
     from .report.jsonout import render_json
     from .report.terminal import render_text
     writable("--json", args.json)
     writable("--log", args.log)
-    device = _device(args.device)
+    device = device_of(args.device)
     from .load import check_ref
     try:
         check_ref(ref)
-    except _usage_errors() as e:
+    except usage_errors() as e:
         raise UsageProblem(str(e)) from None
     opts = climb_options(args, ref, device)
     try:
         spec = _load(ref, device)
         opts.log_path = log_path(args, spec)
         report = climb(ref, spec, opts)
-    except _usage_errors() as e:
+    except usage_errors() as e:
         raise UsageProblem(str(e)) from None
     finally:
         opts.pool.close()
@@ -241,7 +143,7 @@ def cmd_repro(args) -> int:
     from .ladder import Runner
     from .point import Point
     from .report.terminal import render_outcome
-    device = _device(args.device)
+    device = device_of(args.device)
     spec = _load(args.ref, device)
     try:
         point = Point.parse(args.point)
@@ -252,7 +154,7 @@ def cmd_repro(args) -> int:
     runner = Runner(args.ref, spec, device, args.timeout)
     try:
         outcome = runner.run(point)          # as the climb ran it: replayed, and alone when it fails
-    except _usage_errors() as e:
+    except usage_errors() as e:
         raise UsageProblem(str(e)) from None
     finally:
         runner.close()

@@ -14,7 +14,6 @@ import shlex
 import signal
 import threading
 import time
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -110,23 +109,26 @@ NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE)
 # A second lane is worth its worker's start (about 2 s on a 2-core machine) only when there is
 # work to share: a lane per this many points, up to --jobs.
 POINTS_PER_LANE = 4
+# Points that take longest start first, so that the rest share the other lanes meanwhile (the
+# results still come in the rung's order): two processes on a cold and a warm cache; a fresh one.
+FIRST = {"jitcache": 0, "aba": 1}
 
 
 class Runner:
     """Runs points of one spec on one device as a climb runs them: skipped when they cannot
     run here, alone in a fresh worker when their mode is about process state, replayed when
     they fail, and re-run alone when they are their rung's first failure. `run` takes one
-    point; `run_all` runs `jobs` at a time, on lanes of their own, and yields in order."""
+    point; `run_all` runs `jobs` at a time, on lanes kept from rung to rung, and yields in order."""
 
     def __init__(self, ref: str, spec: Spec, device: str, timeout_s: float | None = None, jobs: int = 1,
                  pool: Pool | None = None):
         self.ref, self.spec, self.device = ref, spec, device
-        self.timeout = point_timeout(spec, device, timeout_s)
+        self.timeout_s = timeout_s
         self.jobs = max(1, jobs)
         self.pool = pool or Pool(ref, device, spares=1)
         self.failed_rungs: set[int] = set()
-        self._local = threading.local()
-        self._lanes: list[Lane] = []
+        self._lanes: list[Lane] = []          # every lane made, each with its worker
+        self._idle: list[Lane] = []           # lanes no thread is using
         self._lanes_lock = threading.Lock()
 
     @property
@@ -141,52 +143,55 @@ class Runner:
         alone: two of them side by side run the device out of memory and say nothing."""
         points = list(points)
         lanes = min(self.jobs, max(1, len(points) // POINTS_PER_LANE))
-        fresh = [i for i, p in enumerate(points) if p.mode in FRESH_PROCESS_MODES]
-        if fresh:                                  # their workers start while earlier points run
-            self.pool.prefetch(min(len(fresh), lanes))
+        self.pool.expect_fresh(sum(p.mode in FRESH_PROCESS_MODES for p in points), lanes)
         if lanes == 1:
             for p in points:
                 if started:
                     started(p)
                 yield self.run(p)
-                if p.mode in FRESH_PROCESS_MODES:
-                    self.pool.prefetch(1 if any(q.mode in FRESH_PROCESS_MODES for q in points[points.index(p) + 1:]) else 0)
             return
         ex = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="kladder-lane")
-        pending: deque = deque()
         try:
-            for p in points:
-                alone = self.device == "cuda" and p.kind == "big"
-                while pending and (alone or len(pending) >= 2 * lanes):
-                    yield self._finish(_result(pending.popleft()))
-                if started:
-                    started(p)
-                pending.append(ex.submit(self._first, p))
-                if alone:
-                    yield self._finish(_result(pending.popleft()))
-            while pending:
-                yield self._finish(_result(pending.popleft()))
+            for batch in _batches(points, self.device):
+                order = sorted(range(len(batch)), key=lambda i: (FIRST.get(batch[i].mode, 2), i))
+                futures = {i: ex.submit(self._first, batch[i]) for i in order}
+                for i, p in enumerate(batch):
+                    if started:
+                        started(p)
+                    yield self._finish(_result(futures[i]))
         finally:
             ex.shutdown(wait=False, cancel_futures=True)
 
-    def _lane(self) -> Lane:
-        lane = getattr(self._local, "lane", None)
-        if lane is None:
-            lane = self._local.lane = Lane(self.pool)
-            with self._lanes_lock:
-                self._lanes.append(lane)
-        return lane
+    def _checkout(self) -> Lane:
+        with self._lanes_lock:
+            if self._idle:
+                return self._idle.pop()
+            lane = Lane(self.pool)
+            self._lanes.append(lane)
+            return lane
+
+    def _checkin(self, lane: Lane) -> None:
+        with self._lanes_lock:
+            self._idle.append(lane)
+
+    def _on_lane(self, point: Point, timeout: float, fresh: bool) -> Outcome:
+        lane = self._checkout()
+        try:
+            return lane.run(point, timeout, fresh=fresh)
+        finally:
+            self._checkin(lane)
 
     def _first(self, point: Point) -> Outcome:
-        """The point's first run, and its replay when it failed (on this thread's lane)."""
+        """The point's first run, and its replay when it failed."""
         free = self.pool.free_bytes() if self.device == "cuda" else None
         note = skip_note(self.spec, point, self.device, free)
         if note:
             return Outcome(point, Status.SKIPPED, note=note)
         fresh = point.mode in FRESH_PROCESS_MODES
-        outcome = self._lane().run(point, self.timeout, fresh=fresh)
+        timeout = point_timeout(self.spec, self.device, self.timeout_s, point)
+        outcome = self._on_lane(point, timeout, fresh)
         if outcome.status == Status.FAILED and outcome.headline.check not in NOT_REPLAYED:
-            _replayed(outcome, self._lane().run(point, self.timeout, fresh=fresh))
+            _replayed(outcome, self._on_lane(point, timeout, fresh))
         return outcome
 
     def _finish(self, outcome: Outcome) -> Outcome:
@@ -194,7 +199,7 @@ class Runner:
         point = outcome.point
         if (outcome.status == Status.FAILED and outcome.replay == Replay.FAILED_AGAIN
                 and point.mode not in FRESH_PROCESS_MODES and point.rung not in self.failed_rungs):
-            _alone(outcome, self._lane().run(point, self.timeout, fresh=True))
+            _alone(outcome, self._on_lane(point, point_timeout(self.spec, self.device, self.timeout_s, point), True))
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)
         outcome.repro = repro_command(self.ref, self.device, point)
@@ -210,6 +215,21 @@ class Runner:
         for lane in lanes:
             lane.close()
         self.pool.close()
+
+
+def _batches(points: list[Point], device: str) -> Iterator[list[Point]]:
+    """The points in runs that may share the device: on CUDA a big point is a run of its own."""
+    batch: list[Point] = []
+    for p in points:
+        if device == "cuda" and p.kind == "big":
+            if batch:
+                yield batch
+            yield [p]
+            batch = []
+        else:
+            batch.append(p)
+    if batch:
+        yield batch
 
 
 def _result(future):

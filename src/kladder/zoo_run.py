@@ -8,11 +8,11 @@ import time
 
 def climb_all(args) -> int:
     from .cases import case_modules, case_ref
-    from .cli import _device, climb_options
+    from .session import climb_options, device_of
     from .ladder import climb, parse_rungs
     from .load import load_spec
     from .report.terminal import render_text
-    device = _device(args.device)
+    device = device_of(args.device)
     rows, ok = [], True
     for name, mod in case_modules().items():
         case, t0 = mod.CASE, time.perf_counter()

@@ -111,9 +111,11 @@ def _status(code) -> int | str:
 
 
 def python_frames(stderr_tail: str, keep: int = 3) -> list[str]:
-    """The first frames of faulthandler's dump ('File "x.py", line 17 in scale')."""
+    """The first frames of faulthandler's dump of the thread that crashed ('File "x.py", line
+    17 in scale'); the dump lists the other threads (the worker's lifeline) first."""
     frames = []
-    for line in stderr_tail.splitlines():
+    _, current, rest = stderr_tail.partition("Current thread")
+    for line in (rest if current else stderr_tail).splitlines():
         line = line.strip()
         if line.startswith('File "'):
             path, _, rest = line[6:].partition('", line ')

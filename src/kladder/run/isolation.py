@@ -33,26 +33,42 @@ DEFAULT_TIMEOUT_S = {"cpu": 120.0, "cuda": 120.0}
 OUTPUT_KEPT = 4000              # characters of a point's stdout/stderr kept with its outcome
 
 
-def point_timeout(spec, device: str, given: float | None = None) -> float:
-    """The one timeout rule: what the user gave (--timeout), else the spec's, else the device's default."""
-    return given or spec.timeout_s or DEFAULT_TIMEOUT_S[device]
+# A model point runs the whole model (prefill and decode, thousands of kernel calls): on a
+# loaded 2-core machine the interpreter needed more than 120 s for one, and a correct kernel
+# was reported as a hang. Its timeout is this many times a point's.
+MODEL_TIMEOUT_FACTOR = 5
 
 
-PR_SET_PDEATHSIG = 1
+def point_timeout(spec, device: str, given: float | None = None, point: Point | None = None) -> float:
+    """The one timeout rule: what the user gave (--timeout), else the spec's, else the device's
+    default; a model point gets MODEL_TIMEOUT_FACTOR times that."""
+    base = given or spec.timeout_s or DEFAULT_TIMEOUT_S[device]
+    return base * MODEL_TIMEOUT_FACTOR if point is not None and point.kind == "model" else base
 
 
-def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (a `kill -9` of the climb must
-    leave no worker behind, even one stuck in a kernel); elsewhere, the closed stdin ends it."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
+LIFELINE_ENV = "KLADDER_LIFELINE"
+
+
+def hold_lifeline() -> None:
+    """In a worker: end this process group the moment the climb's process is gone. The
+    parent holds the write end of a pipe whose read end the worker waits on; when the parent
+    dies in any way (kill -9 too) the kernel closes it, the read returns, and the worker kills
+    its whole process group (its own children included), even while a kernel hangs. (A
+    parent-death signal would not do: Linux sends it when the parent *thread* that started the
+    worker ends, and lanes start workers from threads.)"""
+    fd = os.environ.pop(LIFELINE_ENV, None)
+    if fd is None:
         return
-    parent = os.environ.get("KLADDER_PARENT_PID")
-    if parent and os.getppid() != int(parent):       # the parent died before prctl took effect
-        os._exit(1)
+
+    def wait() -> None:
+        try:
+            while os.read(int(fd), 1):
+                pass
+        except OSError:
+            pass
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+
+    threading.Thread(target=wait, name="kladder-lifeline", daemon=True).start()
 
 
 class WorkerError(RuntimeError):
@@ -68,7 +84,6 @@ def worker_env(device: str, gpu: str | None = None) -> dict[str, str]:
     elif gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     env["PYTHONUNBUFFERED"] = "1"
-    env["KLADDER_PARENT_PID"] = str(os.getpid())
     return env
 
 
@@ -78,10 +93,16 @@ class Worker:
     def __init__(self, ref: str, device: str, gpu: str | None = None):
         self.ref, self.device = ref, device
         self.log = tempfile.TemporaryFile(mode="w+b")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kladder.run.worker", ref, device],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-            start_new_session=True, env=worker_env(device, gpu))
+        lifeline, self._lifeline = os.pipe()
+        env = worker_env(device, gpu)
+        env[LIFELINE_ENV] = str(lifeline)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "kladder.run.worker", ref, device],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                start_new_session=True, env=env, pass_fds=(lifeline,))
+        finally:
+            os.close(lifeline)
         self._buf = b""
         self._hello: dict | None = None
 
@@ -157,6 +178,15 @@ class Worker:
             except (ProcessLookupError, PermissionError):
                 pass
             self.proc.wait()
+        self._cut()
+
+    def _cut(self) -> None:
+        if self._lifeline is not None:
+            try:
+                os.close(self._lifeline)
+            except OSError:
+                pass
+            self._lifeline = None
 
     def close(self) -> None:
         """An idle worker exits at once when its stdin closes; a busy one is killed."""
@@ -166,6 +196,7 @@ class Worker:
                 self.proc.wait(timeout=2)
             except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
                 self.kill()
+        self._cut()
         try:
             self.log.close()
         except OSError:
@@ -188,6 +219,8 @@ class Pool:
         self.closed = False
         self.restarts = 0
         self.hello: dict = {}
+        self._fresh_left = 0             # fresh-process points still to come in this rung
+        self._fresh_lanes = 1
 
     def _start(self) -> Worker:
         gpu = self.gpus[self._next_gpu % len(self.gpus)]
@@ -196,10 +229,16 @@ class Pool:
         self._all.append(w)
         return w
 
-    def warm(self) -> None:
-        """Start one worker now (the CLI calls this first, so it imports torch and the spec
+    def warm(self, n: int = 1) -> None:
+        """Start `n` workers now (the CLI calls this first, so they import torch and the spec
         while this process does the same)."""
-        self.prefetch(1)
+        self.prefetch(n)
+
+    def expect_fresh(self, n: int, lanes: int) -> None:
+        """`n` points of the rung to come each need a fresh worker, `lanes` at a time: keep that
+        many started ahead, so that none waits for a worker's start."""
+        self._fresh_left, self._fresh_lanes = n, lanes
+        self.prefetch(min(n, lanes))
 
     def prefetch(self, n: int) -> None:
         """Have `n` spares started (at most `spares`), for points known to come."""
@@ -207,12 +246,18 @@ class Pool:
             while not self.closed and len(self._spare) < min(n, max(self.spares, 1)):
                 self._spare.append(self._start())
 
-    def take(self) -> Worker:
-        """A ready worker: a spare if one is started, else a new one."""
+    def take(self, fresh: bool = False) -> Worker:
+        """A ready worker: a spare if one is started, else a new one. Taking one for a fresh
+        point starts the next fresh point's worker."""
         with self._lock:
             if self.closed:
                 raise WorkerError("the climb is shutting down")
             w = self._spare.pop(0) if self._spare else self._start()
+            if fresh:
+                self._fresh_left = max(0, self._fresh_left - 1)
+                want = min(self._fresh_left, self._fresh_lanes, max(self.spares, 1))
+                while len(self._spare) < want:
+                    self._spare.append(self._start())
         hello = w.ready()
         self.hello = self.hello or hello
         return w
@@ -266,7 +311,7 @@ class Lane:
         """With `fresh`, the point runs alone in a new worker, which is closed after it: no
         state from earlier calls reaches it, and none of its state reaches later points."""
         if fresh:
-            w = self.pool.take()
+            w = self.pool.take(fresh=True)
             try:
                 return w.run(point, timeout_s)[0]
             finally:

@@ -3,7 +3,7 @@ stdin, one JSON line per outcome on the protocol pipe. Anything the kernel print
 stderr, which the parent keeps per point, so it cannot corrupt the protocol.
 
 The worker answers for everything kladder does: its own errors come back as BROKEN outcomes,
-so a worker that ends without an answer was ended by the kernel. It dies with its parent."""
+so a worker that ends without an answer was ended by the kernel. It dies with its parent (isolation.hold_lifeline)."""
 from __future__ import annotations
 
 import faulthandler
@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from .isolation import die_with_parent
+from .isolation import hold_lifeline
 
 def _setup_torch(device: str) -> dict:
     import torch
@@ -27,7 +27,7 @@ def _setup_torch(device: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    die_with_parent()
+    hold_lifeline()
     ref, device = argv[0], argv[1]
     os.environ["KLADDER_SPEC_REF"] = ref        # modes that start processes of their own (jitcache)
     proto = os.fdopen(os.dup(1), "w", buffering=1)

@@ -90,8 +90,6 @@ def child(argv: list[str]) -> int:
     from ...load import load_spec
     from ...point import Point
     from ..harness import Harness
-    from ..isolation import die_with_parent
-    die_with_parent()
     ref, device, out = argv[:3]
     spec = load_spec(ref)
     torch.utils.deterministic.fill_uninitialized_memory = True

@@ -1,0 +1,110 @@
+"""From the command line to a climb: the options validated (each bad one a UsageProblem that
+names it and the fix), output paths checked, devices and jobs chosen, and the workers started
+before the spec is even loaded. `kladder climb` and `kladder zoo climb` share it."""
+from __future__ import annotations
+
+import os
+import sys
+
+
+class UsageProblem(Exception):
+    """A bad option or spec: one line on stderr, exit status 2."""
+
+
+def usage_errors():
+    from .ladder import UsageError
+    from .load import LoadError
+    from .run.isolation import WorkerError
+    from .spec import SpecError
+    return (UsageError, LoadError, SpecError, WorkerError)
+
+
+def device_of(device: str) -> str:
+    from .ladder import resolve_device
+    try:
+        dev = resolve_device(device)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    if dev == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    return dev
+
+
+def writable(option: str, path: str | None) -> None:
+    """An output path is checked before the climb starts: its folder made, the file opened."""
+    if not path:
+        return
+    try:
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        raise UsageProblem(f"{option} {path!r}: cannot write there ({e.strerror or e}); give a file in a folder you "
+                           "can write to") from None
+
+
+def gpus(args, device: str) -> list[str] | None:
+    """The CUDA devices workers spread over, as CUDA_VISIBLE_DEVICES entries."""
+    if device != "cuda":
+        return None
+    visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    import torch
+    count = torch.cuda.device_count()
+    ids = visible or [str(i) for i in range(count)]
+    if not getattr(args, "devices", None):
+        return ids
+    chosen = [d.strip() for d in args.devices.split(",") if d.strip()]
+    bad = [d for d in chosen if not d.isdigit() or int(d) >= len(ids)]
+    if bad or not chosen:
+        raise UsageProblem(f"--devices {args.devices!r}: give indices of visible CUDA devices, 0 to {len(ids) - 1}, "
+                           "separated by commas (e.g. 0,1)")
+    return [ids[int(d)] for d in chosen]
+
+
+def default_jobs(device: str, n_gpus: int = 1) -> int:
+    """What the machine has: one worker a core on the CPU; on CUDA four a GPU, no more than
+    half the cores (a point's GPU work is milliseconds; its host work, inputs, references and
+    checks, is most of its time, so workers sharing a GPU keep it busy)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if device == "cpu":
+        return max(1, cores)
+    return max(1, min(4 * n_gpus, cores // 2))
+
+
+def climb_options(args, ref: str, device: str):
+    """Options for one climb from the command line, its workers already starting (they import
+    torch and the spec while this process does the same)."""
+    from .ladder import Options, parse_rungs
+    from .run.isolation import Pool
+    try:
+        rungs = parse_rungs(args.rungs)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    if args.replay and not os.path.exists(os.path.join(args.replay, "manifest.json")):
+        raise UsageProblem(f"--replay {args.replay!r}: no manifest.json there; record calls first with "
+                           "`with kladder.capture('pkg.mod:fn', to=DIR): run()`")
+    ids = gpus(args, device)
+    jobs = args.jobs or default_jobs(device, len(ids or [None]))
+    pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
+    pool.warm(1 if device == "cpu" else jobs)
+    return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
+                   jobs=jobs, pool=pool, progress=_progress(args))
+
+
+def log_path(args, spec) -> str:
+    from .ladder import default_log_path
+    path = args.log or default_log_path(spec.name)
+    writable("--log", path)
+    return path
+
+
+def _progress(args):
+    if args.quiet or not sys.stdout.isatty():
+        return None
+    from rich.console import Console
+
+    from .report.progress import Progress
+    return Progress(Console(highlight=False, markup=False))
+
+
