@@ -18,3 +18,22 @@ def poisoned_empty():
     torch.use_deterministic_algorithms(True, warn_only=True)
     yield
     torch.use_deterministic_algorithms(was)
+
+
+def report_json(path):
+    """A report or a JSON-lines log read back, every document checked against the schema
+    (docs/report.schema.json): the suite validates what every climb it runs writes."""
+    import json
+    import pathlib
+
+    import jsonschema
+    schema = json.loads((pathlib.Path(__file__).resolve().parent.parent / "docs" / "report.schema.json").read_text())
+    text = pathlib.Path(path).read_text()
+    strict = {"parse_constant": lambda c: (_ for _ in ()).throw(ValueError(f"non-strict JSON constant {c}"))}
+    if str(path).endswith(".jsonl"):
+        docs = [json.loads(line, **strict) for line in text.splitlines()]
+    else:
+        docs = [json.loads(text, **strict)]
+    for d in docs:
+        jsonschema.validate(d, schema)
+    return docs if str(path).endswith(".jsonl") else docs[0]

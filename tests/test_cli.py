@@ -6,6 +6,7 @@ import sys
 import time
 
 import pytest
+from conftest import report_json
 
 HERE = os.path.dirname(__file__)
 FAULTY = os.path.join(HERE, "specs", "faulty.py")
@@ -45,7 +46,8 @@ def test_clean_spec_exits_0_and_writes_json(tmp_path):
     out = tmp_path / "r.json"
     p = kladder("climb", GOOD, "--device", "cpu", "--json", str(out), "--log", str(tmp_path / "l.jsonl"))
     assert p.returncode == 0, p.stdout + p.stderr
-    doc = json.loads(out.read_text())
+    doc = report_json(out)
+    report_json(tmp_path / "l.jsonl")
     pts = doc["rungs"][0]["points"]
     assert sum(pt["status"] == "passed" for pt in pts) > 10
     assert all(pt["status"] == "passed" or (pt["status"] == "skipped" and "GPU point" in pt["reason"]) for pt in pts)
@@ -57,7 +59,7 @@ def test_failing_spec_exits_1_and_its_repro_reproduces(tmp_path):
     out = tmp_path / "r.json"
     p = kladder("climb", FAULTY, "--device", "cpu", "--timeout", "3", "--json", str(out), "--log", str(tmp_path / "l.jsonl"))
     assert p.returncode == 1
-    doc = json.loads(out.read_text())
+    doc = report_json(out)
     guard = next(pt for pt in doc["rungs"][0]["points"] if pt["failure"] == "guard")
     assert guard["pattern"] == "a write past the end"
     cmd = guard["repro"].split(" ", 1)[1]            # drop the leading 'kladder'
@@ -70,3 +72,29 @@ def test_a_reader_that_leaves_early_is_no_traceback():
     p = subprocess.run(f"{sys.executable} -m kladder.cli zoo list | head -1", shell=True, capture_output=True, text=True,
                        timeout=120, cwd=HERE)
     assert p.stdout.count("\n") == 1 and "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr, p.stderr
+
+
+def test_progress_shows_on_a_terminal_and_nowhere_else(tmp_path):
+    import pty
+    trivial = os.path.join(HERE, "specs", "trivial.py")
+    args = [sys.executable, "-m", "kladder.cli", "climb", trivial, "--rungs", "1", "--device", "cpu",
+            "--log", str(tmp_path / "l.jsonl")]
+    master, slave = pty.openpty()
+    p = subprocess.Popen(args, stdout=slave, stderr=subprocess.PIPE, cwd=HERE)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 1 << 16)
+        except OSError:                       # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    p.wait(timeout=300)
+    seen = b"".join(chunks).decode(errors="replace")
+    assert p.returncode == 0 and "rung 1 shapes: 3 points, 3 passed, 0 failed" in seen, seen[-2000:]
+    quiet = subprocess.run(args + ["--quiet"], capture_output=True, text=True, timeout=300, cwd=HERE)
+    piped = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=HERE)
+    for run in (quiet, piped):
+        assert run.returncode == 0 and "rung 1 shapes: 3 points" not in run.stdout and "eta" not in run.stdout

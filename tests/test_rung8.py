@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import report_json
 
 import kladder as kl
 from kladder.gaps import end_to_end as model_gap
@@ -21,7 +22,7 @@ def climb_zoo(tmp_path, case, *extra):
     p = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", case, "--device", "cpu", "--rungs", "8",
                         "--json", str(out), "--log", str(tmp_path / "l.jsonl"), *extra],
                        capture_output=True, text=True, timeout=900)
-    return p, json.loads(out.read_text())["rungs"][7]["points"]
+    return p, report_json(out)["rungs"][7]["points"]
 
 
 def test_a_spec_without_a_slot_has_no_model_points():

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import report_json
 
 CPU_CASES = ["gemm_k_tail", "rmsnorm_n_tail", "config_writes_zeros", "untuned_fallback", "nan_blind", "small_overrun"]
 GPU_CASES = ["rows_int32_offset", "last_tile_wrap"]
@@ -21,7 +22,8 @@ def climb(tmp_path_factory, case, *extra):
     p = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", case, "--device", "cpu",
                         "--json", str(out), "--log", str(out.with_suffix(".jsonl")), *extra],
                        capture_output=True, text=True, timeout=900)
-    return p, json.loads(out.read_text())
+    report_json(out.with_suffix(".jsonl"))
+    return p, report_json(out)
 
 
 def ran(doc):
