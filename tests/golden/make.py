@@ -1,4 +1,5 @@
-"""Regenerate the golden reports: `python tests/golden/make.py` (a few minutes on the CPU).
+"""Regenerate the golden reports: `python tests/golden/make.py [NAME...]` (a few minutes on the
+CPU); `--render` only renders the stored JSON again (after a change to the words).
 
 Each climb's typed report (outcomes as Outcome.to_dict, times set to fixed values) goes to
 NAME.json and its terminal text to NAME.txt; tests/test_golden.py renders the JSON again and
@@ -53,18 +54,31 @@ def report_of(doc: dict):
                        doc["interrupted"], doc["log_path"], "", doc["kladder_version"])
 
 
+def local(text: str) -> str:
+    """Paths of this checkout written as the repository's own ('tests/specs/faulty.py')."""
+    root = os.path.abspath(os.path.join(HERE, "..", ".."))
+    return text.replace(os.path.join(root, "tests", "golden", "..", "specs"), "tests/specs").replace(root + os.sep, "")
+
+
+def render(name: str) -> None:
+    from kladder.report.terminal import render_text
+    with open(os.path.join(HERE, name + ".json")) as f:
+        doc = json.load(f)
+    with open(os.path.join(HERE, name + ".txt"), "w") as f:
+        f.write(render_text(report_of(doc)))
+
+
 def main() -> None:
     import kladder as kl
-    from kladder.report.terminal import render_text
-    for name, (ref, rungs, kw) in CLIMBS.items():
-        rep = kl.climb(ref, rungs=rungs, device="cpu", log_path=os.devnull, jobs=2, **kw)
-        doc = typed(rep)
-        doc_text = json.dumps(doc, indent=1, default=str)
-        with open(os.path.join(HERE, name + ".json"), "w") as f:
-            f.write(doc_text)
-        with open(os.path.join(HERE, name + ".txt"), "w") as f:
-            f.write(render_text(report_of(json.loads(doc_text))))
-        print(name, len(rep.outcomes), "points")
+    names = [a for a in sys.argv[1:] if not a.startswith("-")] or list(CLIMBS)
+    for name in names:
+        if "--render" not in sys.argv:
+            ref, rungs, kw = CLIMBS[name]
+            rep = kl.climb(ref, rungs=rungs, device="cpu", log_path=os.devnull, jobs=2, **kw)
+            with open(os.path.join(HERE, name + ".json"), "w") as f:
+                f.write(local(json.dumps(typed(rep), indent=1, default=str)))
+            print(name, len(rep.outcomes), "points")
+        render(name)
 
 
 if __name__ == "__main__":

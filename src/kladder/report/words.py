@@ -201,7 +201,7 @@ def _during(f: Finding) -> str:
 
 
 def _raised(f: Finding, x: dict) -> str:
-    return f"the kernel raised {x['error']}{_during(f)}: {x['text']}"
+    return f"the kernel raised {x['error']}{_during(f)}" + (f": {x['text']}" if x["text"] else " (with no message)")
 
 
 def _device_fault(f: Finding, x: dict) -> str:

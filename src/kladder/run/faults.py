@@ -110,6 +110,12 @@ def _status(code) -> int | str:
     return code if isinstance(code, int) else 1
 
 
+def kernel_prints(stderr_tail: str) -> str:
+    """What the kernel printed before a crash, without Python's own fatal-error dump (its
+    frames are the finding's already)."""
+    return stderr_tail.partition("Fatal Python error:")[0].rstrip()
+
+
 def python_frames(stderr_tail: str, keep: int = 3) -> list[str]:
     """The first frames of faulthandler's dump of the thread that crashed ('File "x.py", line
     17 in scale'); the dump lists the other threads (the worker's lifeline) first."""

@@ -138,7 +138,7 @@ class Worker:
             outcome = faults.hang(point, timeout_s)
         else:
             outcome = faults.died(point, self.proc.returncode, output)
-        outcome.output = output
+        outcome.output = faults.kernel_prints(output)
         return outcome, False
 
     def _read(self, timeout_s: float) -> dict | None:
