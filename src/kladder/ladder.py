@@ -103,9 +103,11 @@ def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> 
 # A-B-A is about state one call leaves for the next: each runs alone in a new worker, so
 # that its A is the first call of a fresh process (else the points before it set the state).
 FRESH_PROCESS_MODES = ("aba",)
-# A hang costs its whole timeout again, a crash or a device fault a new worker: reported
-# as seen. Every other failure is replayed once before it is reported.
-NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE)
+# A hang costs its whole timeout again, a crash or a device fault a new worker, a model point
+# the whole model again (a minute under the interpreter; the model's forward is seeded and
+# deterministic, and repeating a kernel is rung 5's work): reported as seen. Every other
+# failure is replayed once before it is reported.
+NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Check.MODEL)
 # A second lane is worth its worker's start (about 2 s on a 2-core machine) only when there is
 # work to share: a lane per this many points, up to --jobs.
 POINTS_PER_LANE = 4
