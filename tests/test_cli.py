@@ -98,3 +98,22 @@ def test_progress_shows_on_a_terminal_and_nowhere_else(tmp_path):
     piped = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=HERE)
     for run in (quiet, piped):
         assert run.returncode == 0 and "rung 1 shapes: 3 points" not in run.stdout and "eta" not in run.stdout
+
+
+def test_devices_map_to_the_visible_cuda_devices(monkeypatch):
+    import argparse
+
+    import torch
+
+    from kladder import session
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5,7")
+    args = argparse.Namespace(devices=None)
+    assert session.gpus(args, "cuda") == ["2", "5", "7"] and session.gpus(args, "cpu") is None
+    args.devices = "0,2"
+    assert session.gpus(args, "cuda") == ["2", "7"]              # indices into what this process sees
+    for bad in ("3", "x", ","):
+        args.devices = bad
+        with pytest.raises(session.UsageProblem, match="--devices"):
+            session.gpus(args, "cuda")
+    assert session.default_jobs("cuda", 2) >= 1 and session.default_jobs("cpu") >= 1
