@@ -6,6 +6,7 @@ import os
 import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_NOTHING_RAN = 5        # report.data.NOTHING_RAN: every point skipped, or none generated
 
 RUNGS_HELP = "rungs to climb: 1, 1,2 or 1-3 (default: every rung built)"
 DEVICE_HELP = "auto (cuda when torch sees one), cpu (Triton interpreter) or cuda"
@@ -125,6 +126,7 @@ def cmd_repro(args) -> int:
     from .ladder import Runner
     from .point import Point
     from .report.terminal import render_outcome
+    from .report.words import fingerprint_text
     spec, device = _load(args.ref, args.device)
     try:
         point = Point.parse(args.point)
@@ -138,8 +140,9 @@ def cmd_repro(args) -> int:
     except _usage_errors() as e:
         raise UsageProblem(str(e)) from None
     finally:
+        fp = runner.fingerprint
         runner.close()
-    sys.stdout.write(render_outcome(outcome))
+    sys.stdout.write(f"env: {fingerprint_text(fp)}\n" + render_outcome(outcome))
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
 
 

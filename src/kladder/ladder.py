@@ -113,6 +113,13 @@ class Runner:
     def device_name(self) -> str:
         return self.pool.device_name
 
+    @property
+    def fingerprint(self) -> dict:
+        """The environment the points ran in, as a worker saw it; where no worker started
+        (every point skipped), as this process sees it, without the device's details."""
+        from .fingerprint import fingerprint, source_file
+        return self.pool.fingerprint or fingerprint(source_file(self.ref), self.device)
+
     def run(self, point: Point) -> Outcome:
         free = self.pool.free_bytes() if self.device == "cuda" else None
         note = skip_note(self.spec, point, self.device, free)
@@ -166,6 +173,7 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
     except KeyboardInterrupt:
         report.interrupted = True
     finally:
+        report.fingerprint = runner.fingerprint
         runner.close()
         if log:
             log.close()

@@ -18,7 +18,8 @@ def report_dict(report: ClimbReport) -> dict[str, Any]:
     return {"spec": report.spec, "ref": report.ref, "device": report.device, "device_name": report.device_name,
             "kladder_version": report.kladder_version, "started": report.started,
             "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
-            "exit_code": report.exit_code, "lowest_failing_rung": report.lowest_failing_rung,
+            "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
+            "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
             "rungs": [rung_dict(r) for r in report.rungs]}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 from collections import defaultdict
 
-from ..outcome import Check, Outcome, Replay, Status
+from ..outcome import Check, NoteKind, Outcome, Replay, Status
 from . import words
 from .data import ClimbReport, RungReport
 
@@ -42,6 +42,9 @@ def renderables(report: ClimbReport) -> list:
     warned = [o for o in report.outcomes if o.warnings]
     if warned:
         parts.append(_warnings(warned))
+    ran = [o for o in report.outcomes if o.note is not None and o.note.kind == NoteKind.RAN]
+    if ran:
+        parts.append(_ran(ran))
     parts.append(_summary(report))
     return parts
 
@@ -50,7 +53,12 @@ def _header(report: ClimbReport) -> str:
     where = report.device_name or report.device
     if report.device == "cpu":
         where = "cpu (Triton interpreter)"
-    return f"[bold]kladder climb[/] {report.ref}  on {where}  (kladder {report.kladder_version})"
+    lines = [f"[bold]kladder climb[/] {_escape(report.ref)}  on {_escape(where)}  (kladder {report.kladder_version})"]
+    if report.fingerprint:
+        lines.append(f"  env: {_escape(words.fingerprint_text(report.fingerprint))}")
+        lines += [f"  [bold yellow]warning:[/] {_escape(words.target_warning_text(w))}"
+                  for w in report.fingerprint.get("warnings", [])]
+    return "\n".join(lines)
 
 
 def _ladder_table(report: ClimbReport):
@@ -149,6 +157,18 @@ def _warnings(warned: list[Outcome]) -> str:
     return "\n".join(lines[:40])
 
 
+def _ran(ran: list[Outcome]) -> str:
+    """Rung 7's dispatch points: what ran at each, points that ran the same shown together."""
+    by_text: dict[str, list[Outcome]] = defaultdict(list)
+    for o in ran:
+        by_text[words.note_text(o.note)].append(o)
+    lines = [f"\n[bold]What ran[/] (rung 7, {len(ran)} dispatch point{'s' if len(ran) != 1 else ''}):"]
+    for text, group in by_text.items():
+        ids = ", ".join(o.point.id for o in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
+        lines.append(f"  {_escape(ids)}: {_escape(text)}")
+    return "\n".join(lines)
+
+
 def _summary(report: ClimbReport) -> str:
     total = len(report.outcomes)
     c = {s: sum(o.status == s for o in report.outcomes) for s in (PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN)}
@@ -158,8 +178,9 @@ def _summary(report: ClimbReport) -> str:
     tail = f"; lowest failing rung: {low}" if low else ""
     if report.interrupted:
         tail += "; [bold yellow]interrupted[/]: the report holds the points run so far"
-    log = f"\noutcomes logged to {report.log_path}" if report.log_path else ""
-    return f"\n[bold]{', '.join(parts)}[/] of {total} points in {report.seconds:.1f} s{tail}{log}"
+    log = f"\noutcomes logged to {_escape(report.log_path)}" if report.log_path else ""
+    nothing = f"\n[bold yellow]{words.nothing_ran_text(total)}[/]" if report.nothing_ran and not report.interrupted else ""
+    return f"\n[bold]{', '.join(parts)}[/] of {total} points in {report.seconds:.1f} s{tail}{nothing}{log}"
 
 
 def render_outcome(o: Outcome, color: bool = False, width: int = 120) -> str:

@@ -60,6 +60,7 @@ class Worker:
             raise WorkerError(err)
         self.free_bytes = hello.get("free_bytes")
         self.device_name = hello.get("device_name", device)
+        self.fingerprint = hello.get("fingerprint") or {}
 
     def run(self, point: Point, timeout_s: float) -> tuple[Outcome, bool]:
         """Run one point; returns (outcome, alive). A dead worker must be replaced."""
@@ -130,12 +131,14 @@ class Pool:
         self.worker: Worker | None = None
         self.restarts = 0
         self.device_name = ""
+        self.fingerprint: dict = {}        # the environment as the latest worker saw it (kladder.fingerprint)
         self._free: int | None = None
 
     def start(self) -> Worker:
         if self.worker is None:
             self.worker = Worker(self.ref, self.device)
             self._free, self.device_name = self.worker.free_bytes, self.worker.device_name
+            self.fingerprint = self.worker.fingerprint
         return self.worker
 
     def free_bytes(self) -> int | None:
