@@ -125,6 +125,9 @@ class Expect:
     label: str = ""
 
 
+BOOLS = (False, True)
+
+
 @dataclass(frozen=True)
 class Flag:
     """A flag that must change the code (rung 7): a keyword the launcher takes (`name`), or an
@@ -135,11 +138,11 @@ class Flag:
 
     name: str | None = None
     env: str | None = None
-    values: tuple | list = (False, True)
+    values: tuple | list = BOOLS
 
     def __post_init__(self):
-        if self.env is not None and tuple(self.values) == (False, True):
-            object.__setattr__(self, "values", ("0", "1"))     # an environment holds strings
+        if self.env is not None and self.values is BOOLS:
+            object.__setattr__(self, "values", ("0", "1"))     # the default for a variable: an environment holds strings
 
     @property
     def key(self) -> str:

@@ -15,6 +15,7 @@ that hands a restarted process its code, the names downstream code imports.
 Never runs a kernel."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Iterator
 
@@ -41,14 +42,16 @@ def points(spec: Spec, budget: Budget) -> Iterator[Point]:
     budget = moderate(budget)
     shapes = base_shapes(spec, budget)
     dtypes = chosen_dtypes(spec, dtype_rows(spec)[0])
-    yield from _dispatch_points(spec, budget, shapes, dtypes)
-    yield from _flag_points(spec, shapes[0], dtypes)
-    yield from _cachekey_points(spec, shapes[0], dtypes)
-    yield Point(spec.name, RUNG, tuple(shapes[0].items()), dtypes,
-                "imports: the names downstream code imports resolve to what is tested"
-                + (f" ({', '.join(spec.imports)})" if spec.imports else " (none declared)")
-                + "; the kernel's modules imported afresh, every ImportError they catch reported",
-                kind="toolchain", mode="imports")
+    found = list(_dispatch_points(spec, budget, shapes, dtypes))
+    found += _flag_points(spec, shapes[0], dtypes)
+    found += _cachekey_points(spec, shapes[0], dtypes)
+    found.append(Point(spec.name, RUNG, tuple(shapes[0].items()), dtypes,
+                       "imports: the names downstream code imports resolve to what is tested"
+                       + (f" ({', '.join(spec.imports)})" if spec.imports else " (none declared)")
+                       + "; the kernel's modules imported afresh, every ImportError they catch reported",
+                       kind="toolchain", mode="imports"))
+    for p in found:          # a base shape over the budget (a spec whose smallest shape is big) is a GPU point
+        yield p if fits(spec, p.sizes, budget) else dataclasses.replace(p, needs="cuda")
 
 
 def _dispatch(spec, sizes, dtypes, config, why, layouts=()) -> Point:

@@ -89,7 +89,7 @@ MODE = Imports()
 
 
 # ---------------------------------------------------------------------------- the child
-class _ImportErrors:
+class ImportErrorTracer:
     """A sys.settrace tracer: every ImportError raised in, or passing through, a frame of code
     that is not kladder's machinery, torch, triton or the standard library."""
 
@@ -120,7 +120,7 @@ def child(argv: list[str]) -> int:
             importlib.import_module(heavy)
     from ...load import load_module
     out, targets = argv[0], argv[1:]
-    tracer = _ImportErrors()
+    tracer = ImportErrorTracer()
     for target in targets:
         sys.settrace(tracer)
         try:
