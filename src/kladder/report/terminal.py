@@ -143,7 +143,7 @@ def _skips(skipped: list[Outcome]) -> str:
 def _warnings(warned: list[Outcome]) -> str:
     """Warnings (a bias inside the tolerance), each once, with the points that showed it."""
     lines = [f"\n[bold yellow]Warnings ({len(warned)} point{'s' if len(warned) != 1 else ''})[/]: not failures; "
-             "they point at what a model will feel"]
+             "each says what a model or a deployment will feel"]
     by_kind: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in warned:
         for w in o.warnings:
