@@ -18,7 +18,7 @@ from typing import Callable
 from .outcome import Check, Note, NoteKind, Outcome, Replay, Status
 from .point import Point
 from .report.data import ClimbReport, RungReport
-from .run.isolation import Pool, point_timeout
+from .run.isolation import Pool, point_timeout, worker_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
 from .sizes import CPU_BUDGET, budget_for, total_bytes
 from .spec import Spec
@@ -106,6 +106,7 @@ class Runner:
     def __init__(self, ref: str, spec: Spec, device: str, timeout_s: float | None = None):
         self.ref, self.spec, self.device = ref, spec, device
         self.timeout = point_timeout(spec, device, timeout_s)
+        self.given_timeout = timeout_s
         self.pool = Pool(ref, device)
         self.failed_rungs: set[int] = set()
 
@@ -124,11 +125,12 @@ class Runner:
         free = self.pool.free_bytes() if self.device == "cuda" else None
         note = skip_note(self.spec, point, self.device, free)
         fresh = point.mode in FRESH_PROCESS_MODES
-        outcome = Outcome(point, Status.SKIPPED, note=note) if note else self.pool.run(point, self.timeout, fresh=fresh)
+        timeout = worker_timeout(self.spec, self.device, point.mode, self.given_timeout)
+        outcome = Outcome(point, Status.SKIPPED, note=note) if note else self.pool.run(point, timeout, fresh=fresh)
         if outcome.status == Status.FAILED and outcome.headline.check not in NOT_REPLAYED:
-            _replayed(outcome, self.pool.run(point, self.timeout, fresh=fresh))
+            _replayed(outcome, self.pool.run(point, timeout, fresh=fresh))
             if outcome.status == Status.FAILED and not fresh and point.rung not in self.failed_rungs:
-                _alone(outcome, self.pool.run(point, self.timeout, fresh=True))
+                _alone(outcome, self.pool.run(point, timeout, fresh=True))
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)
         outcome.repro = repro_command(self.ref, self.device, point)

@@ -30,6 +30,23 @@ def point_timeout(spec, device: str, given: float | None = None) -> float:
     return given or spec.timeout_s or DEFAULT_TIMEOUT_S[device]
 
 
+# Modes that start processes of their own (a new Python importing torch, Triton and the spec
+# before it calls anything): how many, each allowed CHILD_TIMEOUT_FACTOR point timeouts.
+CHILD_PROCESSES = {"jitcache": 2, "cachekey": 3, "flags": 2, "imports": 1}
+CHILD_TIMEOUT_FACTOR = 3
+
+
+def child_timeout(spec, device: str) -> float:
+    """How long one child process of a mode may run (its start-up included)."""
+    return point_timeout(spec, device) * CHILD_TIMEOUT_FACTOR
+
+
+def worker_timeout(spec, device: str, mode: str, given: float | None = None) -> float:
+    """How long the parent waits for a point's answer: the point's timeout, and each child
+    process's on top for the modes that start them (a start-up is not a hang)."""
+    return point_timeout(spec, device, given) + CHILD_PROCESSES.get(mode, 0) * child_timeout(spec, device)
+
+
 class WorkerError(RuntimeError):
     """The worker could not start (the spec failed to import, say): a usage problem."""
 

@@ -57,14 +57,18 @@ def kernel_modules(spec) -> list[str]:
 def caught_imports(h, targets: list[str]) -> list[dict]:
     """The ImportErrors raised in the kernel's own code while `targets` are imported in a new
     process (torch and triton imported first, outside the trace)."""
-    from ..isolation import point_timeout, worker_env
+    from ..isolation import child_timeout, worker_env
     if not targets:
         return []
     with tempfile.TemporaryDirectory(prefix="kladder-imports-") as d:
         out = os.path.join(d, "caught.json")
         cmd = [sys.executable, "-m", "kladder.run.modes.imports", out, *targets]
-        p = subprocess.run(cmd, env=worker_env(h.device), capture_output=True, text=True,
-                           timeout=point_timeout(h.spec, h.device))
+        try:
+            p = subprocess.run(cmd, env=worker_env(h.device), capture_output=True, text=True,
+                               timeout=child_timeout(h.spec, h.device))
+        except subprocess.TimeoutExpired:
+            raise SpecBroken(NoteKind.PROCESS_FAILED, label="import tracing",
+                             text=f"did not finish within {child_timeout(h.spec, h.device):g} s") from None
         if p.returncode != 0:
             err = (p.stderr.strip().splitlines() or ["exited " + str(p.returncode)])[-1]
             raise SpecBroken(NoteKind.PROCESS_FAILED, label="import tracing", text=err)

@@ -49,11 +49,11 @@ def run_processes(h, processes: list[Process]) -> list[Result]:
     """Run each process in turn, each a child of this worker (`python -m kladder.run.modes.jitcache`)
     with TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR pointed at its cache directory. A child
     whose kernel raised is the kernel's error; any other failure is kladder's or the spec's."""
-    from ..isolation import point_timeout, worker_env
+    from ..isolation import child_timeout, worker_env
     ref = os.environ.get(REF_ENV)
     if not ref:
         raise Skip(NoteKind.OUTSIDE_CLIMB, mode=h.point.mode)
-    timeout = point_timeout(h.spec, h.device) * 3
+    timeout = child_timeout(h.spec, h.device)
     results = []
     with tempfile.TemporaryDirectory(prefix="kladder-jit-") as d:
         for i, proc in enumerate(processes):
@@ -61,7 +61,11 @@ def run_processes(h, processes: list[Process]) -> list[Result]:
             env = {**worker_env(h.device), **{var: os.path.join(cache, var.lower()) for var in CACHE_VARS}, **proc.env}
             out = os.path.join(d, f"{i}.safetensors")
             cmd = [sys.executable, "-m", "kladder.run.modes.jitcache", ref, h.device, out] + [p.to_json() for p in proc.points]
-            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+            try:
+                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                raise KernelError(TimeoutError(f"the process did not finish within {timeout:g} s"),
+                                  f"process with a {proc.label}") from None
             if p.returncode != 0:
                 err = (p.stderr.strip().splitlines() or ["exited " + str(p.returncode)])[-1]
                 if p.returncode == 3:
