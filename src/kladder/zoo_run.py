@@ -37,6 +37,9 @@ def climb_all(args) -> int:
         sys.stdout.write(_row_text(rows[-1]) + "\n")
         sys.stdout.flush()
     sys.stdout.write(_summary(rows, device))
+    if rows:
+        from .report.words import fingerprint_text
+        sys.stdout.write(f"env: {fingerprint_text(rows[0][2].fingerprint)}\n")
     return 0 if ok else 1
 
 
