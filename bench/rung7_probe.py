@@ -13,8 +13,8 @@ What it should show on an H200:
   one's PTX holds an evict_first load.
 - float_config_cells: at (16, 1024) the buggy launcher launches BLOCK_M=4, BLOCK_N=64, the twin
   the swept BLOCK_M=16, BLOCK_N=256, num_warps=8.
-- the toolchain fixtures: TWICE (x + x or x * 2) may well compile to one binary (LLVM folds
-  x * 2 into x + x): if so, a GPU shows what the interpreter's source model cannot.
+- the toolchain fixtures: scale's TWICE=True and False launch two binaries ((6 x) / 3 against
+  x * 2), scale_lost's one.
 """
 import json
 import os

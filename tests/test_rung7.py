@@ -331,3 +331,19 @@ def test_a_pytest_session_whose_kladder_points_all_skip_fails(pytester):
     assert result.parseoutcomes()["skipped"] >= 1
     collected = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-rungs", "1", "--collect-only")
     assert collected.ret == 0
+
+
+# ---------------------------------------------------------------------------- cache keys (child processes)
+def test_a_cache_key_that_leaves_a_flag_out_hands_the_restart_the_last_processs_code():
+    from kladder.run.isolation import Pool, worker_timeout
+    ref = os.path.join(HERE, "specs", "toolchain.py") + "::disk_planned"
+    (point,) = [p for p in toolchain.points(fx.disk_planned, CPU_BUDGET) if p.mode == "cachekey" and p.variant == "TWICE"]
+    pool = Pool(ref, "cpu")              # one run in a worker (its three processes), not replayed
+    try:
+        outcome = pool.run(point, worker_timeout(fx.disk_planned, "cpu", "cachekey"))
+    finally:
+        pool.close()
+    assert outcome.status == Status.FAILED
+    (f,) = outcome.findings
+    assert f.check == Check.NOT_BITWISE and f.facts["cause"] == "cachekey" and 0 < f.mismatched < f.total
+    assert "B (TWICE=True) in a process on the cache A left differs from B on an empty cache" in message(f)

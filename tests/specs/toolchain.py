@@ -1,12 +1,17 @@
 """Fixtures for rung 7 (kladder's own): small Triton kernels under the interpreter.
 
-- scale: y = 2 x; TWICE picks x + x over x * 2 (same values, other code), UNUSED is a
-  constexpr the kernel never reads. `scale` passes TWICE through; `scale_lost` passes the
-  caller's TWICE into UNUSED, so the flag changes no code.
+- scale: y = 2 x; TWICE picks (6 x) / 3 over x * 2 (the same within rounding, other code and
+  other bits), UNUSED is a constexpr the kernel never reads. `scale` passes TWICE through;
+  `scale_lost` passes the caller's TWICE into UNUSED, so the flag changes no code;
+  `scale_disk_planned` keeps its plan in a file under TRITON_CACHE_DIR keyed without the flag,
+  so a restarted process runs the last process's TWICE.
 - routed: the launcher runs `_short_kernel` for N <= 64 and `_long_kernel` above; `routed_torch`
   never launches a kernel (a fallback).
 - everything_skipped: every tensor is over the CPU budget: a climb runs no point.
 """
+import json
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -19,7 +24,7 @@ def _scale_kernel(x_ptr, y_ptr, N, TWICE: tl.constexpr, UNUSED: tl.constexpr, BL
     c = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + c, mask=c < N)
     if TWICE:
-        y = x + x
+        y = x * 6.0 / 3.0
     else:
         y = x * 2
     tl.store(y_ptr + c, y, mask=c < N)
@@ -36,6 +41,22 @@ def scale_lost(x, TWICE=False):
     x = x.contiguous()
     y = torch.empty_like(x)
     _scale_kernel[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), TWICE=False, UNUSED=TWICE, BLOCK=64)
+    return y
+
+
+def scale_disk_planned(x, TWICE=False):
+    x = x.contiguous()
+    folder = os.environ.get("TRITON_CACHE_DIR")
+    path = os.path.join(folder, "scale_plan.json") if folder else None
+    if path and os.path.exists(path):
+        with open(path) as f:
+            TWICE = json.load(f)["TWICE"]                     # the bug: the key leaves the flag out
+    elif path:
+        os.makedirs(folder, exist_ok=True)
+        with open(path, "w") as f:
+            json.dump({"TWICE": TWICE}, f)
+    y = torch.empty_like(x)
+    _scale_kernel[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), TWICE=TWICE, UNUSED=False, BLOCK=64)
     return y
 
 
@@ -76,6 +97,7 @@ def make(kernel, **kw):
 
 flag_reaches = make(scale, flags=[kl.Flag("TWICE")])
 flag_lost = make(scale_lost, flags=[kl.Flag("TWICE")])
+disk_planned = make(scale_disk_planned, flags=[kl.Flag("TWICE")])
 ROUTES = [kl.Expect("_short_kernel", when={"N": [1, 64]}, label="the short kernel"),
           kl.Expect("_long_kernel", when={"N": 65})]
 route_kept = make(routed, expect=ROUTES)
