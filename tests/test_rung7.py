@@ -334,15 +334,11 @@ def test_a_pytest_session_whose_kladder_points_all_skip_fails(pytester):
 
 
 # ---------------------------------------------------------------------------- cache keys (child processes)
-def test_a_cache_key_that_leaves_a_flag_out_hands_the_restart_the_last_processs_code():
-    from kladder.run.isolation import Pool, worker_timeout
-    ref = os.path.join(HERE, "specs", "toolchain.py") + "::disk_planned"
+def test_a_cache_key_that_leaves_a_flag_out_hands_the_restart_the_last_processs_code(monkeypatch):
+    from kladder.run.modes.jitcache import REF_ENV
+    monkeypatch.setenv(REF_ENV, os.path.join(HERE, "specs", "toolchain.py") + "::disk_planned")   # as in a worker
     (point,) = [p for p in toolchain.points(fx.disk_planned, CPU_BUDGET) if p.mode == "cachekey" and p.variant == "TWICE"]
-    pool = Pool(ref, "cpu")              # one run in a worker (its three processes), not replayed
-    try:
-        outcome = pool.run(point, worker_timeout(fx.disk_planned, "cpu", "cachekey"))
-    finally:
-        pool.close()
+    outcome = run_point(fx.disk_planned, point, "cpu").outcome          # its three processes, from this one
     assert outcome.status == Status.FAILED
     (f,) = outcome.findings
     assert f.check == Check.NOT_BITWISE and f.facts["cause"] == "cachekey" and 0 < f.mismatched < f.total
