@@ -55,7 +55,7 @@ MALFORMED = [
     (dict(tolerance=(1e-2,)), ".tolerance", "0.01", "(rtol, atol)"),
     (dict(tolerance={"bf16": (1e-2, 1e-5)}), ".tolerance", "bf16", "key by dtype names"),
     (dict(tolerance=(-1.0, 0.0)), ".tolerance", "-1.0", "finite numbers >= 0"),
-    (dict(rows="R"), "Spec.rows", "R", "name dims declared"),
+    (dict(rows="R"), ".rows", "R", "name dims declared"),
     (dict(reference_dtype="float128"), ".reference_dtype", "float128", "one of"),
     (dict(build="make_inputs"), ".build", "make_inputs", "callable"),
 ]

@@ -11,6 +11,8 @@ from .point import Point
 from .spec import (
     DEFAULT_TOLERANCES,
     Dim,
+    Expect,
+    Flag,
     Invariant,
     Out,
     Spec,
@@ -20,7 +22,7 @@ from .spec import (
 )
 from .version import __version__
 
-__all__ = ["Spec", "Tensor", "Out", "Dim", "Tolerance", "Invariant", "SpecError", "Point", "Link", "chain",
+__all__ = ["Spec", "Tensor", "Out", "Dim", "Tolerance", "Invariant", "Expect", "Flag", "SpecError", "Point", "Link", "chain",
            "capture", "DEFAULT_TOLERANCES", "climb", "__version__"]
 
 

@@ -12,6 +12,7 @@ import sys
 from .session import UsageProblem, climb_options, device_of, log_path, usage_errors, writable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_NOTHING_RAN = 5        # report.data.NOTHING_RAN: every point skipped, or none generated
 
 RUNGS_HELP = "rungs to climb: 1, 1,2 or 1-3 (default: every rung built)"
 DEVICE_HELP = "auto (cuda when torch sees one), cpu (Triton interpreter) or cuda"
@@ -157,8 +158,9 @@ def cmd_repro(args) -> int:
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None
     finally:
+        fp = runner.fingerprint
         runner.close()
-    sys.stdout.write(render_outcome(outcome))
+    sys.stdout.write(render_outcome(outcome, fingerprint=fp))
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
 
 

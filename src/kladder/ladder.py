@@ -23,7 +23,7 @@ from .outcome import Check, Note, NoteKind, Outcome, Replay, Status
 from .point import Point
 from .report.data import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
-from .run.isolation import Lane, Pool, point_timeout
+from .run.isolation import Lane, Pool, worker_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
 from .sizes import CPU_BUDGET, budget_for, total_bytes
 from .spec import Spec
@@ -137,6 +137,13 @@ class Runner:
     def device_name(self) -> str:
         return self.pool.device_name
 
+    @property
+    def fingerprint(self) -> dict:
+        """The environment the points ran in, as a worker saw it; where no worker started
+        (every point skipped), as this process sees it, without the device's details."""
+        from .fingerprint import fingerprint, source_file
+        return self.pool.fingerprint or fingerprint(source_file(self.ref), None)
+
     def run(self, point: Point) -> Outcome:
         return self._finish(self._first(point))
 
@@ -190,7 +197,7 @@ class Runner:
         if note:
             return Outcome(point, Status.SKIPPED, note=note)
         fresh = point.mode in FRESH_PROCESS_MODES
-        timeout = point_timeout(self.spec, self.device, self.timeout_s, point)
+        timeout = worker_timeout(self.spec, self.device, point, self.timeout_s)
         outcome = self._on_lane(point, timeout, fresh)
         if outcome.status == Status.FAILED and outcome.headline.check not in NOT_REPLAYED:
             _replayed(outcome, self._on_lane(point, timeout, fresh))
@@ -201,7 +208,7 @@ class Runner:
         point = outcome.point
         if (outcome.status == Status.FAILED and outcome.replay == Replay.FAILED_AGAIN
                 and point.mode not in FRESH_PROCESS_MODES and point.rung not in self.failed_rungs):
-            _alone(outcome, self._on_lane(point, point_timeout(self.spec, self.device, self.timeout_s, point), True))
+            _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True))
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)
         outcome.repro = repro_command(self.ref, self.device, point)
@@ -285,6 +292,7 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
             if rr.rung in opts.rungs and not rr.climbed:
                 rr.note = "not climbed (interrupted)"
     finally:
+        report.fingerprint = runner.fingerprint
         runner.close()
         report.seconds = time.perf_counter() - t0
         if log:
@@ -345,8 +353,9 @@ class Log:
     arrives, and a closing record, so that a reader tells a finished climb from a killed one."""
 
     def __init__(self, path: str, report: ClimbReport, opts: Options):
+        from .fingerprint import fingerprint, source_file
         self.f = open(path, "a")
-        self._write({"record": "header", **header_dict(report, opts)})
+        self._write({"record": "header", **header_dict(report, opts, fingerprint(source_file(report.ref), None))})
 
     def point(self, outcome: Outcome) -> None:
         self._write({"record": "point", **outcome_dict(outcome)})

@@ -58,6 +58,11 @@ class Check(_Words):
     NONFINITE = "nonfinite"                  # (none): NaN/Inf accepted where the policy says raise
     MODEL = "model"                          # metric (nll | score), baseline, kernel, samples, ...
     BIAS = "bias"                            # a warning, never a failure: lean, up, down, p, mean_ulps, rel, dtype
+    # rung 7, the toolchain
+    DISPATCH = "dispatch"                    # expected [{kernel, launch, label, when}] that did not run; ran (what ran)
+    FLAG_NO_EFFECT = "flag_no_effect"        # flag, values, how ("binary" | "source" | "names"), runs [{value, launches, gpu}]
+    IMPORT_CONTRACT = "import_contract"      # name, problem ("missing" | "untested"), error, text | object
+    CAUGHT_IMPORT = "caught_import"          # a warning, never a failure: module, where, error, text
 
 
 class Cause(_Words):
@@ -65,6 +70,7 @@ class Cause(_Words):
     ABA = "aba"                  # A again, after B, in one process
     JITCACHE = "jitcache"        # A on a warm cache against A on a cold one
     PADDING = "padding"          # the same valid data with other padding bytes
+    CACHEKEY = "cachekey"        # B on the cache A left against B on an empty cache (variant: what B changed)
 
 
 class NoteKind(_Words):
@@ -89,6 +95,13 @@ class NoteKind(_Words):
     INPUTS_OOM = "inputs_oom"                      # text
     MODEL_SCORES = "model_scores"                  # what the model mode measured (see checks/model_score.py)
     CACHE_FILES = "cache_files"                    # files
+    # rung 7
+    RAN = "ran"                                    # ran: {launches [{name, params}], gpu [names], functions [names]}
+    FLAG_CHANGED = "flag_changed"                  # flag, values, how, codes (distinct code objects over the values)
+    FLAG_NOT_VISIBLE = "flag_not_visible"          # flag: no Triton kernel ran, and the CPU has no profiler names
+    NOT_COMPILED = "not_compiled"                  # variant: under Triton's interpreter nothing is compiled
+    IMPORTS_CHECKED = "imports_checked"            # names, traced (the modules whose import was traced)
+    CACHE_MISSED = "cache_missed"                  # variant, files_cold, files_added
 
 
 class Replay(_Words):

@@ -113,6 +113,46 @@ def _runner(config, ref: str, spec, device: str):
     return runners[ref]
 
 
+# ---------------------------------------------------------------------------- a session that tests nothing
+_COUNTS_KEY = pytest.StashKey[dict]()    # the kladder items selected (node ids), and how many of them ran
+NOTHING_RAN = pytest.ExitCode.NO_TESTS_COLLECTED      # 5, as `kladder climb` exits when no point ran
+
+
+def pytest_collection_finish(session):
+    session.config.stash[_COUNTS_KEY] = {"selected": {i.nodeid for i in session.items if isinstance(i, PointItem)},
+                                         "ran": 0}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    counts = item.config.stash.get(_COUNTS_KEY, None)
+    if counts and report.when == "call" and report.outcome != "skipped" and item.nodeid in counts["selected"]:
+        counts["ran"] += 1
+
+
+def _tested_nothing(config) -> bool:
+    counts = config.stash.get(_COUNTS_KEY, None)
+    return bool(counts and counts["selected"] and not counts["ran"] and not config.option.collectonly)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A session that selected kladder points and ran none (every one skipped) fails: a run
+    that tests nothing must not read as a pass (aiter #5133: 141 test functions never ran)."""
+    if exitstatus == pytest.ExitCode.OK and _tested_nothing(session.config):
+        session.exitstatus = NOTHING_RAN
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    from .report.words import fingerprint_text, nothing_ran_text
+    for runner in list(config.stash.get(_RUNNERS_KEY, {}).values())[:1]:
+        terminalreporter.write_line(f"kladder env: {fingerprint_text(runner.fingerprint)}")
+    if _tested_nothing(config):
+        selected = len(config.stash[_COUNTS_KEY]["selected"])
+        terminalreporter.write_line(f"kladder: {nothing_ran_text(selected)}", yellow=True, bold=True)
+
+
 def pytest_unconfigure(config):
     for runner in config.stash.get(_RUNNERS_KEY, {}).values():
         runner.close()

@@ -28,7 +28,7 @@ RUNGS = (
     Rung(4, "modes", "execution modes", "kladder.gaps.modes"),
     Rung(5, "repetition", "repetition", None),
     Rung(6, "multi_gpu", "multi-GPU", None),
-    Rung(7, "toolchain", "toolchain", None),
+    Rung(7, "toolchain", "toolchain", "kladder.gaps.toolchain"),
     Rung(8, "end_to_end", "model", "kladder.gaps.end_to_end"),
 )
 BY_NUMBER = {r.number: r for r in RUNGS}

@@ -167,6 +167,49 @@ class Invariant:
     values: Mapping[str, str] | None = None
 
 
+@_friendly("kl.Expect")
+@dataclass(frozen=True)
+class Expect:
+    """A kernel that must run (rung 7's dispatch check). `kernel` is a glob (fnmatch, case
+    sensitive) over the names of what a call ran: the Triton kernels it launched, the GPU
+    kernels the profiler records on CUDA, the Python functions it called. `when` says where it
+    applies: dims or config keys -> a value or a list of values (None: every rung-7 point);
+    rung 7 puts a point at every shape it names, contiguous and not. `launch` holds the
+    constexpr and launch-option values that launch must have (the tuned config). `label` is
+    what a report calls it: "the decode kernel", "the tuned config"."""
+
+    kernel: str
+    when: Mapping[str, Any] | None = None
+    launch: Mapping[str, Any] | None = None
+    label: str = ""
+
+
+BOOLS = (False, True)
+
+
+@_friendly("kl.Flag")
+@dataclass(frozen=True)
+class Flag:
+    """A flag that must change the code (rung 7): a keyword the launcher takes (`name`), or an
+    environment variable the kernel's library reads (`env`), and the values to compare.
+    kladder runs the kernel once per value and fails a flag whose values all launch the same
+    code (on CUDA the compiled binaries; under Triton's interpreter the kernel's source and the
+    constexprs it reads)."""
+
+    name: str | None = None
+    env: str | None = None
+    values: tuple | list = BOOLS
+
+    def __post_init__(self):
+        if self.env is not None and self.values is BOOLS:
+            object.__setattr__(self, "values", ("0", "1"))     # the default for a variable: an environment holds strings
+
+    @property
+    def key(self) -> str:
+        """How points and reports name it: the keyword, or $VAR for an environment variable."""
+        return self.name if self.name is not None else f"${self.env}"
+
+
 @_friendly("kl.Out")
 @dataclass(frozen=True)
 class Out(Tensor):
@@ -212,6 +255,9 @@ class Spec:
                                           # slot takes another callable than `kernel`), or a kladder.model.Adapter
     model_tolerance: float = 0.02         # rung 8: the largest exact-match drop that passes
     model_nll_tolerance: float = 0.03     # rung 8: the largest relative rise of the answers' NLL that passes (correct kernels: +-0.6%)
+    expect: tuple | list = ()             # rung 7: kernels that must run: name globs or kl.Expect(kernel, when=, launch=, label=)
+    flags: tuple | list = ()              # rung 7: kl.Flag(name) / kl.Flag(env=...) that must change the code
+    imports: tuple | list = ()            # rung 7: "pkg.mod:name" that downstream code imports: must resolve to what is tested
 
     def __post_init__(self):
         validate(self)
@@ -236,6 +282,14 @@ class Spec:
     def valid_of(self, name: str, sizes: dict[str, int]) -> int | None:
         v = self.all_tensors[name].valid
         return sizes[v] if isinstance(v, str) else v
+
+    @property
+    def expectations(self) -> tuple[Expect, ...]:
+        return tuple(Expect(e) if isinstance(e, str) else e for e in self.expect)
+
+    @property
+    def config_keys(self) -> set[str]:
+        return {k for c in self.configs for k in c}
 
     # ---- derived views, used by generators and the materialiser ----
     @property
@@ -305,6 +359,7 @@ def validate(spec: Spec) -> None:
     _validate_tolerance(spec)
     _validate_values(spec)
     _validate_use(spec)
+    _validate_toolchain(spec)
 
 
 def _is_number(v) -> bool:
@@ -553,3 +608,70 @@ def _validate_tolerance(spec: Spec) -> None:
         vals = (p.rtol, p.atol) if isinstance(p, Tolerance) else p
         if not (isinstance(vals, tuple) and len(vals) == 2 and all(isinstance(v, (int, float)) and v >= 0 and math.isfinite(v) for v in vals)):
             _fail(f"Spec({spec.name!r}).tolerance", tol, "each tolerance is (rtol, atol): two finite numbers >= 0.")
+
+
+def _validate_toolchain(spec: Spec) -> None:
+    """Rung 7's fields: expect, flags, imports."""
+    name = spec.name
+    if not isinstance(spec.expect, (list, tuple)) or not all(isinstance(e, (str, Expect)) for e in spec.expect):
+        _fail(f"Spec({name!r}).expect", spec.expect, "give a list of kernel-name globs ('*decode*') or "
+              "kl.Expect('*decode*', when={'S': 1}, label='the decode kernel').")
+    for i, e in enumerate(spec.expectations):
+        _validate_expect(spec, f"Spec({name!r}).expect[{i}]", e)
+    if not isinstance(spec.flags, (list, tuple)) or not all(isinstance(f, Flag) for f in spec.flags):
+        _fail(f"Spec({name!r}).flags", spec.flags, "give a list of kl.Flag('USE_TMA', values=(False, True)) or "
+              "kl.Flag(env='MYLIB_FAST', values=('0', '1')).")
+    seen = set()
+    for f in spec.flags:
+        _validate_flag(spec, f)
+        if f.key in seen:
+            _fail(f"Spec({name!r}).flags", f.key, "declare each flag once.")
+        seen.add(f.key)
+    if not isinstance(spec.imports, (list, tuple)):
+        _fail(f"Spec({name!r}).imports", spec.imports, "give a list of 'pkg.mod:name' strings.")
+    for imp in spec.imports:
+        mod, _, attr = imp.partition(":") if isinstance(imp, str) else ("", "", "")
+        if not (mod and attr and all(p.isidentifier() for p in mod.split(".") + attr.split("."))):
+            _fail(f"Spec({name!r}).imports", imp, "write each as 'pkg.mod:name' (a module, a colon, a name in it; "
+                  "'pkg.mod:Class.method' for an attribute of one), e.g. 'mylib.ops:rmsnorm'.")
+
+
+def _validate_expect(spec: Spec, where: str, e: Expect) -> None:
+    if not isinstance(e.kernel, str) or not e.kernel:
+        _fail(where + ".kernel", e.kernel, "give a glob over kernel or function names, e.g. '*decode*'.")
+    if e.when is not None:
+        if not isinstance(e.when, Mapping) or not e.when:
+            _fail(where + ".when", e.when, "give a dict of dims or config keys -> a value or a list, e.g. {'S': 1}.")
+        for k, v in e.when.items():
+            if k not in spec.dims and k not in spec.config_keys:
+                _fail(where + ".when", dict(e.when), f"{k!r} is neither a dim ({', '.join(spec.dims)}) nor a config "
+                      f"key ({', '.join(sorted(spec.config_keys)) or 'no configs'}).")
+            for x in (v if isinstance(v, (list, tuple)) else [v]):
+                if k in spec.dims and (not isinstance(x, int) or isinstance(x, bool)
+                                       or not spec.dims[k].min <= x <= spec.dims[k].max):
+                    _fail(where + ".when", dict(e.when), f"{k} must be an int within [{spec.dims[k].min}, "
+                          f"{spec.dims[k].max}] (or a list of them).")
+    if e.launch is not None and (not isinstance(e.launch, Mapping) or not all(isinstance(k, str) for k in e.launch)):
+        _fail(where + ".launch", e.launch, "give the constexpr and launch-option values the launch must have, "
+              "e.g. {'BLOCK_M': 64, 'num_warps': 4}.")
+    if not isinstance(e.label, str):
+        _fail(where + ".label", e.label, "give a short name for reports, e.g. 'the decode kernel'.")
+
+
+def _validate_flag(spec: Spec, f: Flag) -> None:
+    where = f"Spec({spec.name!r}).flags[{f.key!r}]"
+    if (f.name is None) == (f.env is None):
+        _fail(where, f"name={f.name!r}, env={f.env!r}", "give either the launcher keyword (kl.Flag('USE_TMA')) or "
+              "the environment variable (kl.Flag(env='MYLIB_FAST')), not both.")
+    if f.name is not None and (not isinstance(f.name, str) or not f.name.isidentifier() or f.name in spec.args):
+        _fail(where + ".name", f.name, "give the keyword the launcher takes (an identifier that is not one of args).")
+    if f.env is not None and (not isinstance(f.env, str) or not f.env or "=" in f.env):
+        _fail(where + ".env", f.env, "give the environment variable's name, e.g. 'MYLIB_FAST'.")
+    values = f.values
+    if not isinstance(values, (list, tuple)) or len(values) < 2 or len({repr(v) for v in values}) != len(values):
+        _fail(where + ".values", values, "give at least two distinct values to compare, e.g. (False, True).")
+    if f.env is not None and not all(isinstance(v, str) for v in values):
+        _fail(where + ".values", values, "an environment variable's values are strings, e.g. ('0', '1').")
+    if f.name is not None and not all(isinstance(v, (bool, int, float, str)) or v is None for v in values):
+        _fail(where + ".values", values, "give plain values (bool, int, float, str or None): they go into a point "
+              "and its repro command.")

@@ -38,7 +38,8 @@ def climb_all(args) -> int:
         bug, twin = reports[False], reports[True]
         needs_gpu = "cuda" in case["needs"] and device != "cuda"
         caught = bug.lowest_failing_rung is not None
-        clean = twin.exit_code == 0
+        # a GPU case's twin may run nothing on the CPU (every point skipped): no false alarm there
+        clean = twin.exit_code == 0 or (needs_gpu and twin.nothing_ran)
         verdict = ("caught" if caught else "needs a GPU (its points were skipped)" if needs_gpu else "MISSED")
         ok &= clean and (caught or needs_gpu)
         rows.append((name, case["rung"], bug, twin, verdict, clean, time.perf_counter() - t0))
@@ -47,6 +48,9 @@ def climb_all(args) -> int:
         sys.stdout.write(_row_text(rows[-1]) + "\n")
         sys.stdout.flush()
     sys.stdout.write(_summary(rows, device))
+    if rows:
+        from .report.words import fingerprint_text
+        sys.stdout.write(f"env: {fingerprint_text(rows[0][2].fingerprint)}\n")
     return 0 if ok else 1
 
 

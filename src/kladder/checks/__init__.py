@@ -9,13 +9,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ..outcome import Cause, Check, Finding, Note
+from ..outcome import Cause, Check, Finding, Note, NoteKind
 from ..sizes import ITEMSIZE, dtype_of, shape_of
 from . import (
     bias,
     bitwise,
     contract,
+    dispatch,
+    flags,
     guards,
+    imports,
     independence,
     invariants,
     model_score,
@@ -72,6 +75,24 @@ class Judge:
     def measured(self, note: Note) -> None:
         self.note = note
 
+    def ran(self, ran) -> None:
+        """What a rung-7 call ran, against the spec's expectations; kept as the point's note."""
+        f = dispatch.dispatch(self.spec, self.point, ran)
+        if f:
+            self.findings.append(f)
+        self.note = Note(NoteKind.RAN, dispatch.ran_facts(ran))
+
+    def flagged(self, flagged) -> None:
+        f, self.note = flags.no_effect(flagged)
+        if f:
+            self.findings.append(f)
+
+    def imported(self, imported) -> None:
+        self.findings += imports.contracts(self.spec, imported)
+        self.warnings += imports.caught(imported)
+        self.note = Note(NoteKind.IMPORTS_CHECKED, {"names": [n for n, _, _ in imported.resolved],
+                                                    "traced": list(imported.traced)})
+
     def _outputs(self, pt, outputs, refs, prep, sens, policy) -> list[Finding]:
         spec, found = self.spec, []
         for name in spec.outputs:
@@ -114,5 +135,5 @@ def _interpreted(device: str) -> bool:
     return device == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
 
 
-__all__ = ["Judge", "Where", "bias", "bitwise", "contract", "guards", "independence", "invariants", "model_score",
-           "sensitivity", "values"]
+__all__ = ["Judge", "Where", "bias", "bitwise", "contract", "dispatch", "flags", "guards", "imports", "independence",
+           "invariants", "model_score", "sensitivity", "values"]

@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 
 from ..outcome import STATUSES, Outcome, Status
 
+NOTHING_RAN = 5     # as pytest's "no tests ran": every point skipped, or none generated
+INTERRUPTED = 130   # as a shell reports a process ended by SIGINT
+
 
 @dataclass
 class RungReport:
@@ -48,6 +51,7 @@ class ClimbReport:
     log_path: str = ""
     started: str = ""
     kladder_version: str = ""
+    fingerprint: dict = field(default_factory=dict)     # the environment (kladder.fingerprint)
 
     @property
     def outcomes(self) -> list[Outcome]:
@@ -63,10 +67,18 @@ class ClimbReport:
         return min(bad) if bad else None
 
     @property
+    def nothing_ran(self) -> bool:
+        """No point ran: every one was skipped, or the rungs climbed generated none."""
+        return all(o.status == Status.SKIPPED for o in self.outcomes)
+
+    @property
     def exit_code(self) -> int:
-        """0 when every point that ran passed (skips carry their reason), 1 otherwise, 130
-        (as a shell reports SIGINT) when the climb was interrupted."""
+        """0 when every point that ran passed (skips carry their reason) and at least one ran;
+        NOTHING_RAN when none ran (a climb that tested nothing must not pass, aiter #5133);
+        1 otherwise; 130 (as a shell reports SIGINT) when the climb was interrupted."""
         if self.interrupted:
-            return 130
+            return INTERRUPTED
         ok = all(o.status in (Status.PASSED, Status.SKIPPED) for o in self.outcomes)
-        return 0 if ok else 1
+        if not ok:
+            return 1
+        return NOTHING_RAN if self.nothing_ran else 0

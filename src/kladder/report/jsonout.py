@@ -11,8 +11,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import platform
-import sys
 from collections import Counter
 from typing import Any
 
@@ -46,28 +44,26 @@ def report_dict(report: ClimbReport) -> dict[str, Any]:
     return {"format": FORMAT, "spec": report.spec, "ref": report.ref, "device": report.device,
             "device_name": report.device_name, "kladder_version": report.kladder_version, "started": report.started,
             "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
-            "exit_code": report.exit_code, "lowest_failing_rung": report.lowest_failing_rung,
-            "environment": environment(), "rungs": [rung_dict(r) for r in report.rungs]}
+            "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
+            "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
+            "rungs": [rung_dict(r) for r in report.rungs]}
 
 
-def environment() -> dict[str, Any]:
-    """What the climbing process runs on (the workers' own versions match: they are its children)."""
-    mods = {name: getattr(sys.modules.get(name), "__version__", None) for name in ("torch", "triton", "numpy")}
-    return {"python": platform.python_version(), "platform": platform.platform(), **mods}
-
-
-def header_dict(report: ClimbReport, opts) -> dict[str, Any]:
+def header_dict(report: ClimbReport, opts, fingerprint: dict) -> dict[str, Any]:
+    """The log's first record: what was climbed, how, and in what environment (as the climbing
+    process sees it; the end record has the workers' own, with the device)."""
     return {"format": FORMAT, "spec": report.spec, "ref": report.ref, "device": report.device,
             "kladder_version": report.kladder_version, "started": report.started,
             "options": {"rungs": list(opts.rungs), "timeout_s": opts.timeout_s, "jobs": opts.jobs, "replay": opts.replay},
-            "environment": environment()}
+            "fingerprint": fingerprint}
 
 
 def end_dict(report: ClimbReport) -> dict[str, Any]:
     counts = Counter(str(o.status) for o in report.outcomes)
     return {"ended": _dt.datetime.now().isoformat(timespec="seconds"), "seconds": round(report.seconds, 3),
-            "interrupted": report.interrupted, "exit_code": report.exit_code, "device_name": report.device_name,
-            "lowest_failing_rung": report.lowest_failing_rung, "points": len(report.outcomes), "counts": dict(counts)}
+            "interrupted": report.interrupted, "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
+            "device_name": report.device_name, "lowest_failing_rung": report.lowest_failing_rung,
+            "points": len(report.outcomes), "counts": dict(counts), "fingerprint": report.fingerprint}
 
 
 def rung_dict(r: RungReport) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from collections import defaultdict
 
-from ..outcome import Check, Outcome, Replay, Status
+from ..outcome import Check, NoteKind, Outcome, Replay, Status
 from . import words
 from .data import ClimbReport, RungReport
 
@@ -76,6 +76,9 @@ def renderables(report: ClimbReport) -> list:
     warned = [o for o in report.outcomes if o.warnings]
     if warned:
         parts.append(_warnings(warned))
+    ran = [o for o in report.outcomes if o.note is not None and o.note.kind == NoteKind.RAN]
+    if ran:
+        parts.append(_ran(ran))
     parts.append(_summary(report))
     return parts
 
@@ -88,7 +91,12 @@ def _header(report: ClimbReport):
     where = report.device_name or report.device
     if report.device == "cpu":
         where = "cpu (Triton interpreter)"
-    return _text(("kladder climb", "bold"), f" {report.ref}  on {where}  (kladder {report.kladder_version})")
+    lines = [_text(("kladder climb", "bold"), f" {report.ref}  on {where}  (kladder {report.kladder_version})")]
+    if report.fingerprint:
+        lines.append(_text(f"  env: {words.fingerprint_text(report.fingerprint)}"))
+        lines += [_text("  ", ("warning:", "bold yellow"), f" {words.target_warning_text(w)}")
+                  for w in report.fingerprint.get("warnings", [])]
+    return _joined(lines)
 
 
 def _ladder_table(report: ClimbReport):
@@ -123,7 +131,8 @@ def failure_groups(failures: list[Outcome]) -> list[list[Outcome]]:
     groups: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in failures:
         head = o.headline
-        key = (o.status, o.point.rung, o.point.mode, head.check, head.output, head.call, words.pattern_shape(head))
+        key = (o.status, o.point.rung, o.point.mode) + (
+            (head.check, head.output, head.call, words.pattern_shape(head)) if head else (id(o),))
         groups[key].append(o)
     return list(groups.values())
 
@@ -229,7 +238,7 @@ def _skips(skipped: list[Outcome]):
 def _warnings(warned: list[Outcome]):
     """Warnings (a bias inside the tolerance), each once, with the points that showed it."""
     lines = [_text(("\nWarnings (" + _count(len(warned), "point") + ")", "bold yellow"),
-                   ": not failures; they point at what a model will feel")]
+                   ": not failures; each says what a model or a deployment will feel")]
     by_kind: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in warned:
         for w in o.warnings:
@@ -243,6 +252,18 @@ def _warnings(warned: list[Outcome]):
     return _joined(lines[:40])
 
 
+def _ran(ran: list[Outcome]):
+    """Rung 7's dispatch points: what ran at each, points that ran the same shown together."""
+    by_text: dict[str, list[Outcome]] = defaultdict(list)
+    for o in ran:
+        by_text[words.note_text(o.note)].append(o)
+    lines = [_text(("\nWhat ran", "bold"), f" (rung 7, {_count(len(ran), 'dispatch point')}):")]
+    for text, group in by_text.items():
+        ids = ", ".join(o.point.id for o in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
+        lines.append(_text(f"  {ids}: {text}"))
+    return _joined(lines)
+
+
 def _summary(report: ClimbReport):
     total = len(report.outcomes)
     c = {s: sum(o.status == s for o in report.outcomes) for s in (PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN)}
@@ -252,15 +273,19 @@ def _summary(report: ClimbReport):
     tail = [f" of {total} points in {report.seconds:.1f} s" + (f"; lowest failing rung: {low}" if low else "")]
     if report.interrupted:
         tail += ["; ", ("interrupted", "bold yellow"), ": the report holds the points run so far"]
+    elif report.nothing_ran:
+        tail.append(("\n" + words.nothing_ran_text(total), "bold yellow"))
     if report.log_path:
         tail.append(f"\noutcomes logged to {report.log_path}")
     return _text(("\n" + ", ".join(parts), "bold"), *tail)
 
 
-def render_outcome(o: Outcome, color: bool = False, width: int = 120) -> str:
-    """One point's outcome, as `kladder repro` prints it."""
+def render_outcome(o: Outcome, color: bool = False, width: int = 120, fingerprint: dict | None = None) -> str:
+    """One point's outcome, as `kladder repro` prints it (after the environment it ran in)."""
     buf = io.StringIO()
     console = _console(buf, color, width)
+    if fingerprint:
+        console.print(_text(f"env: {words.fingerprint_text(fingerprint)}"))
     if o.status in (FAILED, FLAKY):
         console.print(_joined(_failure_lines(o, lead="")))
     else:

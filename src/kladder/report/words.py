@@ -127,7 +127,9 @@ def pattern_label(f: Finding) -> str:
         return pattern_text(f.pattern)
     labels = {Check.RAISED: "raised", Check.DEVICE_FAULT: "device fault", Check.CAPTURE: "capture failed",
               Check.HANG: "hang", Check.INVALID_REFERENCE: "invalid reference", Check.INVARIANT: "invariant",
-              Check.NONFINITE: "accepted NaN/Inf"}
+              Check.NONFINITE: "accepted NaN/Inf", Check.DISPATCH: "another path ran",
+              Check.FLAG_NO_EFFECT: "the flag changes no code", Check.IMPORT_CONTRACT: "import contract",
+              Check.CAUGHT_IMPORT: "a caught ImportError"}
     if f.check in labels:
         return labels[f.check]
     if f.check == Check.GUARD:
@@ -135,7 +137,8 @@ def pattern_label(f: Finding) -> str:
     if f.check == Check.CRASHED:
         return f"crash ({x['signal']})" if "signal" in x else f"crash (exit status {x['exit_status']})"
     if f.check == Check.NOT_BITWISE:
-        return "A after B differs from A" if x["cause"] == Cause.ABA else "warm cache differs from cold"
+        return {Cause.ABA: "A after B differs from A", Cause.CACHEKEY: "B on A's cache differs from B on an empty one"}.get(
+            x["cause"], "warm cache differs from cold")
     if f.check == Check.MODEL:
         if x["metric"] == "nll":
             return f"NLL {x['rise']:+.1%}"
@@ -234,6 +237,10 @@ def _not_bitwise(f: Finding, x: dict) -> str:
     if x["cause"] == Cause.ABA:
         return (f"`{f.output}` of A after B differs from A's first result in {n} of {total} elements, "
                 "on the same inputs: state left by B changed A")
+    if x["cause"] == Cause.CACHEKEY:
+        return (f"`{f.output}` of B ({x['variant']}) in a process on the cache A left differs from B on an empty cache "
+                f"({n} of {total} elements), on the same inputs: the cache key leaves out what B changed, so the "
+                "restarted process got A's code")
     return (f"`{f.output}` of A differs between a cold cache and the warm cache the cold process left ({n} of {total} "
             "elements), on the same inputs: the cache handed the warm process other code")
 
@@ -304,15 +311,77 @@ def _bias(f: Finding, x: dict) -> str:
             "model's layers")
 
 
+# ---------------------------------------------------------------------------- rung 7
+def launch_text(x: dict) -> str:
+    """A Triton launch: `_decode_kernel(BLOCK_N=64, num_warps=4)`."""
+    params = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in x["params"].items())
+    return f"{x['name']}({params})"
+
+
+def _some(names: list, total: int) -> str:
+    more = f", ... ({total} in all)" if total > len(names) else ""
+    return ", ".join(names) + more
+
+
+def ran_text(x: dict) -> str:
+    """What a call ran: its Triton launches, GPU kernels and Python functions."""
+    parts = []
+    if x["launches"]:
+        parts.append("Triton " + _some([launch_text(l) for l in x["launches"]], x["n_launches"]))
+    if x["gpu"]:
+        parts.append("GPU kernels " + _some([g[:80] for g in x["gpu"]], x["n_gpu"]))
+    if x["functions"]:
+        parts.append("Python " + _some(x["functions"], x["n_functions"]))
+    return "; ".join(parts) or "no Triton kernel, GPU kernel or Python function of the kernel's own"
+
+
+def expect_text(e: dict) -> str:
+    what = f"`{e['kernel']}`" + (f" launched with {', '.join(f'{k}={v}' for k, v in e['launch'].items())}" if e["launch"] else "")
+    return f"{e['label']} ({what})" if e["label"] else what
+
+
+def _dispatch(f: Finding, x: dict) -> str:
+    wanted = "; ".join(expect_text(e) for e in x["expected"])
+    return (f"expected {wanted} to run here, and it did not: the call took another path. Ran instead: "
+            f"{ran_text(x['ran'])}")
+
+
+def _flag_no_effect(f: Finding, x: dict) -> str:
+    seen = {"binary": "the same compiled binaries", "source": "the same code (kernel source and the constexprs it "
+            "reads, argument specialisation, launch options: Triton's interpreter compiles nothing)",
+            "names": "the same GPU kernels"}[x["how"]]
+    ran = "; ".join(f"{x['flag']}={r['value']!r} ran " + (", ".join(launch_text(l) for l in r["launches"])
+                                                         or ", ".join(g[:80] for g in r["gpu"])) for r in x["runs"])
+    return (f"the flag {x['flag']} changes nothing: its values {', '.join(map(repr, x['values']))} all ran {seen}. "
+            f"{ran}. The flag never reaches code generation, so no test can tell it on from off")
+
+
+def _import_contract(f: Finding, x: dict) -> str:
+    if x["problem"] == "missing":
+        return (f"downstream code imports {x['name']}, and it does not resolve: {x['error']}: {x['text']}. "
+                "A copy that imports it breaks, or falls back quietly")
+    return (f"downstream code imports {x['name']}, which resolves to {x['object']}, and the kernel's call never runs it: "
+            "the spec tests another object than the one downstream code uses")
+
+
+def _caught_import(f: Finding, x: dict) -> str:
+    return (f"importing `{x['module']}` raised {x['error']} at {x['where']} ({x['text']}) and caught it: the module "
+            "took another path and said nothing; rung 7's dispatch points show which kernels ran instead")
+
+
 _MESSAGES = {Check.VALUES: _values, Check.CONTRACT: _contract, Check.GUARD: _guard, Check.RAISED: _raised,
              Check.DEVICE_FAULT: _device_fault, Check.CAPTURE: _capture, Check.HANG: _hang, Check.CRASHED: _crashed,
              Check.NOT_BITWISE: _not_bitwise, Check.PADDING: _padding, Check.INVALID_REFERENCE: _invalid_reference,
-             Check.INVARIANT: _invariant, Check.NONFINITE: _nonfinite, Check.MODEL: _model, Check.BIAS: _bias}
+             Check.INVARIANT: _invariant, Check.NONFINITE: _nonfinite, Check.MODEL: _model, Check.BIAS: _bias,
+             Check.DISPATCH: _dispatch, Check.FLAG_NO_EFFECT: _flag_no_effect, Check.IMPORT_CONTRACT: _import_contract,
+             Check.CAUGHT_IMPORT: _caught_import}
 
 
 def bias_group(w: Finding) -> tuple:
     """Warnings that differ only in their numbers are shown once, with the points that showed them."""
     x = w.facts
+    if w.check != Check.BIAS:
+        return (str(w.check), tuple(sorted((k, str(v)) for k, v in x.items())))
     return (w.output, x["lean"], x["up"] > x["down"], x["dtype"])
 
 
@@ -362,6 +431,24 @@ def note_text(n: Note, sized: bool = True) -> str:
         return model_detail(x)
     if k == NoteKind.CACHE_FILES:
         return f"the cold process left {x['files']} file(s) in the cache directory"
+    if k == NoteKind.RAN:
+        return "ran " + ran_text(x)
+    if k == NoteKind.FLAG_CHANGED:
+        seen = {"binary": "compiled binaries", "source": "code (the interpreter's model)", "names": "GPU kernels"}[x["how"]]
+        return f"the flag {x['flag']} changes the code: {x['codes']} distinct sets of {seen} over its values {', '.join(map(repr, x['values']))}"
+    if k == NoteKind.FLAG_NOT_VISIBLE:
+        return (f"the flag {x['flag']}: no Triton kernel ran, and the CPU has no profiler to name GPU kernels, so "
+                "whether it changes the code cannot be seen here; climb with --device cuda")
+    if k == NoteKind.NOT_COMPILED:
+        return ("under Triton's interpreter nothing is compiled, so a compiler setting changes no code object here; "
+                "climb with --device cuda")
+    if k == NoteKind.IMPORTS_CHECKED:
+        names = ", ".join(x["names"]) or "none declared"
+        traced = ", ".join(x["traced"]) or "none importable by name"
+        return f"imports checked: {names}; modules imported afresh under the tracer: {traced}"
+    if k == NoteKind.CACHE_MISSED:
+        return (f"B ({x['variant']}) on the cache A left matched B on an empty cache; the warm process added "
+                f"{x['files_added']} file(s) to the {x['files_cold']} A left")
     return _FIXED[k]
 
 
@@ -398,3 +485,49 @@ def reason(o: Outcome) -> str:
 def rows_text(r: RowsChecked) -> str:
     return (f"{r.checked:,} of {r.rows:,} rows of {r.dim}: the first and last tiles, the tiles at each 2^31 / 2^32 "
             f"byte boundary, and {r.sampled} sampled")
+
+
+# ---------------------------------------------------------------------------- the environment
+ENV_SHOWN = 4
+
+
+def fingerprint_text(fp: dict) -> str:
+    """The environment in one line: "python 3.11.7, torch 2.13.0+cpu, triton 3.9.0, ..."."""
+    if not fp:
+        return "environment unknown"
+    torch = f"torch {fp['torch']}"
+    built = [f"CUDA {fp['cuda']}" if fp.get("cuda") else "", f"ROCm {fp['rocm']}" if fp.get("rocm") else "",
+             f"driver {fp['driver']}" if fp.get("driver") else ""]
+    if any(built):
+        torch += f" ({', '.join(b for b in built if b)})"
+    parts = [f"python {fp['python']}", torch, f"triton {fp['triton']}" if fp.get("triton") else "no triton",
+             _device_text(fp.get("device")), f"kladder {fp['kladder']}"]
+    git = fp.get("git")
+    if git:
+        parts.append(f"git {git['commit'][:10]}{' (uncommitted changes)' if git['dirty'] else ''}")
+    env = fp.get("env") or {}
+    shown = [f"{k}={v}" for k, v in list(env.items())[:ENV_SHOWN]]
+    if len(env) > ENV_SHOWN:
+        shown.append(f"+{len(env) - ENV_SHOWN} more (--json)")
+    return ", ".join(parts) + ("; env " + " ".join(shown) if shown else "; no compile-steering env")
+
+
+def _device_text(d: dict | None) -> str:
+    if not d:
+        return "device not queried"
+    if d["kind"] == "cpu":
+        return f"cpu ({d['name']})"
+    more = f" x{d['count']}" if d.get("count", 1) > 1 else ""
+    return f"{d['name']} ({d['arch']}, capability {d['capability']}){more}"
+
+
+def target_warning_text(w: dict) -> str:
+    return (f"{w['var']}={w['value']} names a build target that the live device ({w['name']}, {w['device']}) is not: "
+            "code dispatched by the build target, not by the device, runs a kernel built or chosen for another GPU")
+
+
+def nothing_ran_text(n_points: int) -> str:
+    if n_points == 0:
+        return "nothing ran: the rungs climbed generated no point for this spec, so nothing was tested"
+    return (f"nothing ran: all {n_points} points were skipped (each with its reason above), so nothing was tested; "
+            "the climb exits 5, not 0")

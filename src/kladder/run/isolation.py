@@ -71,6 +71,23 @@ def hold_lifeline() -> None:
     threading.Thread(target=wait, name="kladder-lifeline", daemon=True).start()
 
 
+# Modes that start processes of their own (a new Python importing torch, Triton and the spec
+# before it calls anything): how many, each allowed CHILD_TIMEOUT_FACTOR point timeouts.
+CHILD_PROCESSES = {"jitcache": 2, "cachekey": 3, "flags": 2, "imports": 1}
+CHILD_TIMEOUT_FACTOR = 3
+
+
+def child_timeout(spec, device: str) -> float:
+    """How long one child process of a mode may run (its start-up included)."""
+    return point_timeout(spec, device) * CHILD_TIMEOUT_FACTOR
+
+
+def worker_timeout(spec, device: str, point: Point, given: float | None = None) -> float:
+    """How long the parent waits for a point's answer: the point's timeout, and each child
+    process's on top for the modes that start them (a start-up is not a hang)."""
+    return point_timeout(spec, device, given, point) + CHILD_PROCESSES.get(point.mode, 0) * child_timeout(spec, device)
+
+
 class WorkerError(RuntimeError):
     """The worker could not start (the spec failed to import, say): a usage problem."""
 
@@ -282,6 +299,11 @@ class Pool:
     @property
     def device_name(self) -> str:
         return self.hello.get("device_name", "")
+
+    @property
+    def fingerprint(self) -> dict:
+        """The environment as the first worker saw it (kladder.fingerprint), or {} before one started."""
+        return self.hello.get("fingerprint") or {}
 
     def close(self) -> None:
         with self._lock:

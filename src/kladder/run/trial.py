@@ -13,7 +13,7 @@ from ..spec import Spec
 from . import faults, modes
 from .faults import Result
 from .harness import Harness
-from .modes.base import Call, Measured, Same, Scores, Traces
+from .modes.base import Call, Flagged, Imported, Measured, Ran, Same, Scores, Traces
 
 
 def run_point(spec: Spec, point: Point, device: str) -> Result:
@@ -42,6 +42,12 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
                 judge.scores(seen.measured)
             elif isinstance(seen, Measured):
                 judge.measured(seen.note)
+            elif isinstance(seen, Ran):
+                judge.ran(seen)
+            elif isinstance(seen, Flagged):
+                judge.flagged(seen)
+            elif isinstance(seen, Imported):
+                judge.imported(seen)
     except Skip as e:
         return Result(Outcome(point, Status.SKIPPED, note=e.note))
     except SpecBroken as e:

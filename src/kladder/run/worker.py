@@ -37,8 +37,10 @@ def main(argv: list[str]) -> int:
     warnings.filterwarnings("ignore")
     try:
         info = _setup_torch(device)
+        from ..fingerprint import fingerprint, source_file
         from ..load import load_spec
         spec = load_spec(ref)
+        info["fingerprint"] = fingerprint(source_file(ref), device)
     except BaseException as e:  # noqa: BLE001 - reported to the parent as a usage error
         proto.write(json.dumps({"error": f"{type(e).__name__}: {e}"}) + "\n")
         return 2

@@ -52,10 +52,41 @@ class Measured:
     note: Note
 
 
+@dataclass
+class Ran:
+    """What one call ran (rung 7): the Triton kernels it launched (tracing.Launch.to_dict():
+    name, params, code, how, asm), the GPU kernels the profiler recorded (CUDA), the Python
+    functions it called (qualified names, first call first)."""
+    launches: list
+    gpu: list = field(default_factory=list)
+    functions: list = field(default_factory=list)
+    label: str = ""
+
+
+@dataclass
+class Flagged:
+    """A flag's values, each with what its call ran (rung 7's flags mode): [(value, Ran)]."""
+    flag: str
+    runs: list
+
+
+@dataclass
+class Imported:
+    """Rung 7's import contracts: each declared 'pkg.mod:name' with the object it resolved to
+    or the error's facts; what the kernel's call ran (code objects called, @triton.jit objects
+    launched); and the ImportErrors raised and caught while the kernel's modules were imported
+    afresh ([{module, where, error, text}]), with the modules whose import was traced."""
+    resolved: list
+    called: set
+    launched: list
+    caught: list
+    traced: list
+
+
 class Mode(Protocol):
     name: str
 
-    def observe(self, h) -> Iterator[Call | Same | Traces | Scores | Measured]:
+    def observe(self, h) -> Iterator[Call | Same | Traces | Scores | Measured | Ran | Flagged | Imported]:
         """Run the point's calls through the harness, yielding what was observed."""
 
 

@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 
 from ...outcome import Cause, KernelError, Note, NoteKind, Skip, SpecBroken
 from .base import Call, Measured, Same
@@ -26,42 +27,69 @@ CACHE_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 REF_ENV = "KLADDER_SPEC_REF"
 
 
+@dataclass
+class Process:
+    """One child process: the points it runs in order (the first one's outputs and launches are
+    kept), the cache directory it runs on (processes that name the same `cache` share one
+    directory, created empty for the first of them), and what it adds to the environment."""
+    label: str
+    points: list
+    cache: str = "cache"
+    env: dict = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    outputs: dict           # the first point's outputs, by name (on the CPU)
+    launches: list          # the Triton launches of the first point's call (tracing.Launch.to_dict())
+    files: int              # files in the process's cache directory once it exited
+
+
+def run_processes(h, processes: list[Process]) -> list[Result]:
+    """Run each process in turn, each a child of this worker (`python -m kladder.run.modes.jitcache`)
+    with TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR pointed at its cache directory. A child
+    whose kernel raised is the kernel's error; any other failure is kladder's or the spec's."""
+    from ..isolation import child_timeout, worker_env
+    ref = os.environ.get(REF_ENV)
+    if not ref:
+        raise Skip(NoteKind.OUTSIDE_CLIMB, mode=h.point.mode)
+    timeout = child_timeout(h.spec, h.device)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="kladder-jit-") as d:
+        for i, proc in enumerate(processes):
+            cache = os.path.join(d, proc.cache)
+            env = {**worker_env(h.device), **{var: os.path.join(cache, var.lower()) for var in CACHE_VARS}, **proc.env}
+            out = os.path.join(d, f"{i}.safetensors")
+            cmd = [sys.executable, "-m", "kladder.run.modes.jitcache", ref, h.device, out] + [p.to_json() for p in proc.points]
+            try:
+                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                raise KernelError(TimeoutError(f"the process did not finish within {timeout:g} s"),
+                                  f"process with a {proc.label}") from None
+            if p.returncode != 0:
+                err = (p.stderr.strip().splitlines() or ["exited " + str(p.returncode)])[-1]
+                if p.returncode == 3:
+                    raise KernelError(RuntimeError(err), f"process with a {proc.label}")
+                raise SpecBroken(NoteKind.PROCESS_FAILED, label=proc.label, text=err)
+            with open(out + ".json") as f:
+                launches = json.load(f)
+            results.append(Result(_load(out), launches, sum(len(f) for _, _, f in os.walk(cache))))
+    return results
+
+
 class JitCache:
     name = "jitcache"
 
     def observe(self, h):
-        from ..isolation import point_timeout, worker_env
-        ref = os.environ.get(REF_ENV)
-        if not ref:
-            raise Skip(NoteKind.OUTSIDE_CLIMB, mode="jitcache")
         a = dataclasses.replace(h.point, mode="eager", partner=())
         partner = dict(h.point.partner)
         b = dataclasses.replace(a, dims=partner.get("dims", a.dims), config=partner.get("config", a.config), seed=0)
-        timeout = point_timeout(h.spec, h.device) * 3
-        with tempfile.TemporaryDirectory(prefix="kladder-jit-") as d:
-            cache = os.path.join(d, "cache")
-            env = worker_env(h.device)
-            for var in CACHE_VARS:
-                env[var] = os.path.join(cache, var.lower())
-            results = []
-            for label, calls in (("cold cache: A then B", [a, b]), ("warm cache: A", [a])):
-                out = os.path.join(d, f"{len(results)}.safetensors")
-                cmd = [sys.executable, "-m", "kladder.run.modes.jitcache", ref, h.device, out] + [p.to_json() for p in calls]
-                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-                if p.returncode != 0:
-                    err = (p.stderr.strip().splitlines() or ["exited " + str(p.returncode)])[-1]
-                    if p.returncode == 3:
-                        raise KernelError(RuntimeError(err), f"process with a {label}")
-                    raise SpecBroken(NoteKind.PROCESS_FAILED, label=label, text=err)
-                results.append(_load(out))
-                if len(results) == 1:
-                    files = sum(len(f) for _, _, f in os.walk(cache))
-        cold, warm = results
+        cold, warm = run_processes(h, [Process("cold cache: A then B", [a, b]), Process("warm cache: A", [a])])
         prep = h.prepare(a)
         label = "A in a process on the warm cache"
-        yield Same(cold, warm, Cause.JITCACHE, label)
-        yield Call(prep, _returned(h, prep, warm), label)
-        yield Measured(Note(NoteKind.CACHE_FILES, {"files": files}))
+        yield Same(cold.outputs, warm.outputs, Cause.JITCACHE, label)
+        yield Call(prep, returned_from(h, prep, warm.outputs), label)
+        yield Measured(Note(NoteKind.CACHE_FILES, {"files": cold.files}))
 
 
 def _load(path: str) -> dict:
@@ -69,7 +97,7 @@ def _load(path: str) -> dict:
     return load_file(path)
 
 
-def _returned(h, prep, outs: dict):
+def returned_from(h, prep, outs: dict):
     """Put a child's outputs where the harness looks for them: Out args' buffers, the return."""
     for name, t in prep.inputs.outs.items():
         if name in outs:
@@ -83,13 +111,15 @@ def _returned(h, prep, outs: dict):
 
 def child(argv: list[str]) -> int:
     """python -m kladder.run.modes.jitcache REF DEVICE OUT POINT... : run the points in order in
-    this process and save the first one's outputs to OUT (safetensors)."""
+    this process; save the first one's outputs to OUT (safetensors) and its Triton launches to
+    OUT.json."""
     import torch
     from safetensors.torch import save_file
 
     from ...load import load_spec
     from ...point import Point
     from ..harness import Harness
+    from .tracing import Launches
     ref, device, out = argv[:3]
     spec = load_spec(ref)
     torch.utils.deterministic.fill_uninitialized_memory = True
@@ -99,13 +129,16 @@ def child(argv: list[str]) -> int:
         h = Harness(spec, point, device)
         prep = h.prepare()
         try:
-            returned = h.call(prep)
+            with Launches() as launched:
+                returned = h.call(prep)
         except Exception as e:  # noqa: BLE001
             print(f"the kernel raised {type(e).__name__}: {e}", file=sys.stderr)
             return 3
         if not saved:
             outputs = h.outputs(prep, returned)
             saved = {n: t.detach().contiguous().cpu() for n, t in outputs.items() if isinstance(t, torch.Tensor)}
+            with open(out + ".json", "w") as f:
+                json.dump([x.to_dict() for x in launched.seen], f)
     save_file(saved, out)
     return 0
 

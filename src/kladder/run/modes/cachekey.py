@@ -1,0 +1,60 @@
+"""Cache keys (rung 7): a cache must miss when anything that changes the code changes. A
+process on an empty cache directory runs A; a process on the cache it left (a restart) runs
+B, which differs from A in one thing that changes the code (another declared config, a flag's
+other value, a compiler setting); a third process runs B on an empty cache. B on the warm
+cache must be right and bit-for-bit B on the empty one: a key that leaves out what changed
+hands B the code (or the plan, or the tuned entry) that A left. Built on rung 4's jitcache
+processes (jitcache.run_processes).
+
+The compiler variant flips a setting that Triton's own cache key holds and that changes the
+code, TRITON_DEFAULT_FP_FUSION=0 (no fused multiply-adds), standing in for a compiler upgrade;
+under Triton's interpreter nothing is compiled, so on the CPU that point is skipped."""
+from __future__ import annotations
+
+import dataclasses
+
+from ...outcome import Cause, Note, NoteKind, Skip
+from .base import Call, Measured, Same
+from .flags import declared_flag
+from .jitcache import Process, returned_from, run_processes
+
+COMPILER_ENV = {"TRITON_DEFAULT_FP_FUSION": "0"}
+
+
+def _variants(h):
+    """(A's point, A's environment, B's point, B's environment, what B changed)."""
+    pt = h.point
+    a = dataclasses.replace(pt, mode="eager", partner=(), variant="", seed=pt.seed)
+    if pt.variant == "config":
+        config = dict(pt.partner)["config"]
+        return a, {}, dataclasses.replace(a, config=config), {}, "config " + (", ".join(f"{k}={v}" for k, v in config) or "the launcher's own")
+    if pt.variant == "compiler":
+        if h.device != "cuda":
+            raise Skip(NoteKind.NOT_COMPILED, variant="compiler")
+        return a, {}, a, dict(COMPILER_ENV), ", ".join(f"{k}={v}" for k, v in COMPILER_ENV.items())
+    flag = declared_flag(h.spec, pt.variant)
+    first, other = flag.values[0], flag.values[1]
+    if flag.name is not None:
+        return (dataclasses.replace(a, config=a.config + ((flag.name, first),)), {},
+                dataclasses.replace(a, config=a.config + ((flag.name, other),)), {}, f"{flag.name}={other!r}")
+    return a, {flag.env: first}, a, {flag.env: other}, f"{flag.env}={other}"
+
+
+class CacheKey:
+    name = "cachekey"
+
+    def observe(self, h):
+        a, env_a, b, env_b, changed = _variants(h)
+        cold, warm, fresh = run_processes(h, [
+            Process("cold cache: A", [a], cache="shared", env=env_a),
+            Process(f"warm cache: B ({changed})", [b], cache="shared", env=env_b),
+            Process(f"empty cache: B ({changed})", [b], cache="empty", env=env_b)])
+        label = f"B ({changed}) in a process on the cache A left"
+        prep = h.prepare(b)
+        yield Same(fresh.outputs, warm.outputs, Cause.CACHEKEY, label, {"variant": changed})
+        yield Call(prep, returned_from(h, prep, warm.outputs), label)
+        yield Measured(Note(NoteKind.CACHE_MISSED, {"variant": changed, "files_cold": cold.files,
+                                                    "files_added": warm.files - cold.files}))
+
+
+MODE = CacheKey()

@@ -1,0 +1,282 @@
+"""What a call ran, seen from inside the process: the Python functions it called (a
+sys.setprofile tracer), the Triton kernels it launched with the values that decide their code
+(JITFunction.run / the interpreter's InterpretedFunction.run, wrapped while active), and on
+CUDA the GPU kernels the profiler records. Reference independence (rung 3) and the toolchain
+modes (rung 7: dispatch, flags, imports) read these; nothing here judges.
+
+A launch's `code` names the code object it ran. On a GPU it is the digest of the binary Triton
+compiled (cubin / hsaco): two launches with the same digest ran the same machine code. Under
+Triton's interpreter nothing is compiled, so `code` models what decides Triton's binary: the
+kernel's source and that of the functions it calls (JITFunction.cache_key), the constexprs its
+source reads, how its other arguments specialise (pointer dtypes, integers equal to 1 or
+divisible by 16) and the launch options (num_warps, num_stages, ...). A constexpr the kernel
+never reads changes no binary, so it changes no `code` either."""
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import json
+import os
+import sys
+import textwrap
+from dataclasses import dataclass, field
+
+
+def is_machinery(filename: str) -> bool:
+    """Code that is neither the kernel's nor the reference's: torch, triton, numpy, kladder's
+    machinery (not its zoo), the standard library."""
+    f = filename.replace(os.sep, "/")
+    if "/kladder/" in f and "/kladder/zoo/" not in f:
+        return True
+    return any(part in f for part in ("/torch/", "/triton/", "/numpy/", "/scipy/", "/python3.", "<frozen", "<string>"))
+
+
+class Tracer:
+    """The Python functions called while active (code object -> 'name (file:line)'), and
+    which of them the Triton interpreter ran as kernel bodies."""
+
+    def __init__(self):
+        self.called: dict = {}
+        self.kernels: set = set()
+
+    def __call__(self, frame, event, arg):
+        if event != "call":
+            return
+        code = frame.f_code
+        if is_machinery(code.co_filename):
+            return
+        self.called[code] = f"{code.co_name} ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
+        caller = frame.f_back
+        if caller is not None and "/triton/" in caller.f_code.co_filename.replace(os.sep, "/"):
+            self.kernels.add(code)
+
+    def functions(self) -> list[str]:
+        """The qualified names of the functions called, in the order first called."""
+        seen: dict[str, None] = {}
+        for code in self.called:
+            if not code.co_name.startswith("<"):         # <module>, <listcomp>, <lambda>: no name to expect
+                seen.setdefault(getattr(code, "co_qualname", code.co_name), None)
+        return list(seen)
+
+    def __enter__(self):
+        self._old = sys.getprofile()
+        sys.setprofile(self)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(self._old)
+
+
+def gpu_kernels(fn) -> set[str]:
+    """The names of the GPU kernels the profiler records while `fn` runs (CUDA only)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events() if getattr(e, "device_type", None) is not None and "cuda" in str(e.device_type).lower()}
+
+
+# ---------------------------------------------------------------------------- Triton launches
+@dataclass
+class Launch:
+    """One Triton launch: the kernel's name, its constexprs and launch options as given, the
+    code it ran (see the module docstring), how that was known, and the digests of the
+    compiled assembly (GPU only: ptx, cubin, ...)."""
+    name: str
+    params: dict
+    code: str
+    how: str                        # "binary" (a compiled kernel's bytes) | "source" (the interpreter's model)
+    asm: dict = field(default_factory=dict)
+    fn: object = field(default=None, repr=False, compare=False)     # the @triton.jit object (not serialised)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "params": self.params, "code": self.code, "how": self.how, "asm": self.asm}
+
+
+class Launches:
+    """Every Triton kernel launched while active, in order (autotuner and heuristics wrappers
+    reach the same JITFunction.run, so their launches are seen too; warm-ups are not launches)."""
+
+    def __init__(self):
+        self.seen: list[Launch] = []
+        self._patched: list = []
+
+    def __enter__(self):
+        for cls in _launch_classes():
+            self._patch(cls)
+        return self
+
+    def _patch(self, cls) -> None:
+        original = cls.run
+        seen = self.seen
+
+        def run(fn_self, *args, grid, warmup, **kwargs):
+            result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+            if not warmup:
+                seen.append(launch_of(fn_self, args, kwargs, result))
+            return result
+
+        cls.run = run
+        self._patched.append((cls, original))
+
+    def __exit__(self, *exc):
+        for cls, original in reversed(self._patched):
+            cls.run = original
+        self._patched.clear()
+
+
+def _launch_classes() -> list:
+    """The classes whose .run launches a Triton kernel, if this process uses Triton at all."""
+    if "triton" not in sys.modules:
+        return []
+    out = []
+    try:
+        from triton.runtime.jit import JITFunction
+        out.append(JITFunction)
+    except ImportError:
+        pass
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+        out.append(InterpretedFunction)
+    except ImportError:
+        pass
+    return out
+
+
+def launch_of(fn_obj, args: tuple, kwargs: dict, result) -> Launch:
+    fn = fn_obj.fn
+    names = list(inspect.signature(fn).parameters)
+    bound = _bound(fn, args, kwargs)
+    constexprs = [n for n in names if _is_constexpr(fn, n)]
+    options = {k: plain(v) for k, v in kwargs.items() if k not in names}
+    params = {**{n: plain(bound[n]) for n in constexprs if n in bound}, **options}
+    asm = _asm_digests(result)
+    binary = _binary_digest(result)
+    if binary:
+        code, how = binary, "binary"
+    else:
+        code, how = _source_identity(fn, bound, names, constexprs, options), "source"
+    return Launch(fn.__name__, params, code, how, asm, fn_obj)
+
+
+def _bound(fn, args, kwargs) -> dict:
+    sig = inspect.signature(fn)
+    known = {k: v for k, v in kwargs.items() if k in sig.parameters}
+    try:
+        b = sig.bind_partial(*args, **known)
+    except TypeError:
+        return dict(zip(sig.parameters, args))
+    b.apply_defaults()
+    return dict(b.arguments)
+
+
+def _is_constexpr(fn, name: str) -> bool:
+    ann = getattr(fn, "__annotations__", {}).get(name)
+    if ann is None:
+        return False
+    text = ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann))
+    return text.split(".")[-1] == "constexpr"
+
+
+def plain(v):
+    """A value as JSON holds it: constexprs unwrapped, dtypes and other objects by their repr."""
+    v = getattr(v, "value", v) if type(v).__name__ == "constexpr" else v
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        return v if v == v and abs(v) != float("inf") else repr(v)
+    return repr(v)[:80]
+
+
+def _specialize(v) -> str:
+    """How Triton specialises a non-constexpr argument: pointers by dtype, integers equal to 1
+    or divisible by 16 (the alignment the compiler may assume), others by kind."""
+    if hasattr(v, "data_ptr") and hasattr(v, "dtype"):
+        return f"*{v.dtype}"
+    if isinstance(v, bool):
+        return "i1"
+    if isinstance(v, int):
+        return "1" if v == 1 else "i%16" if v % 16 == 0 else "i32" if -2**31 <= v < 2**31 else "i64"
+    if isinstance(v, float):
+        return "fp32"
+    return "none" if v is None else type(v).__name__
+
+
+_SOURCE_KEYS: dict = {}
+_USED: dict = {}
+
+
+def _source_key(fn) -> str:
+    """The digest of the kernel's source and its callees' (Triton's own JIT cache key)."""
+    if fn not in _SOURCE_KEYS:
+        try:
+            from triton.runtime.jit import JITFunction
+            _SOURCE_KEYS[fn] = JITFunction(fn).cache_key
+        except Exception:  # noqa: BLE001 - no Triton front end here: the source alone
+            try:
+                _SOURCE_KEYS[fn] = hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()
+            except (OSError, TypeError):
+                _SOURCE_KEYS[fn] = f"{fn.__module__}.{fn.__qualname__}"
+    return _SOURCE_KEYS[fn]
+
+
+def used_names(fn) -> set[str]:
+    """The names the kernel's body reads: a constexpr it never reads cannot change its code."""
+    if fn not in _USED:
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+            body = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            _USED[fn] = {n.id for stmt in body.body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        except (OSError, TypeError, SyntaxError, StopIteration):
+            _USED[fn] = set(inspect.signature(fn).parameters)       # unknown: every parameter counts
+    return _USED[fn]
+
+
+def _source_identity(fn, bound: dict, names: list, constexprs: list, options: dict) -> str:
+    used = used_names(fn)
+    consts = {n: plain(bound.get(n)) for n in constexprs if n in used}
+    spec = [_specialize(bound.get(n)) for n in names if n not in constexprs]
+    text = json.dumps([fn.__module__, fn.__qualname__, _source_key(fn), consts, spec, options], sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _binary_digest(result) -> str:
+    """The digest of a compiled kernel's binary (cubin on NVIDIA, hsaco on AMD), or ''."""
+    blob = getattr(result, "kernel", None)
+    if isinstance(blob, (bytes, bytearray)):
+        return hashlib.sha256(blob).hexdigest()[:32]
+    return ""
+
+
+def _asm_digests(result) -> dict:
+    """Digests of the compiled kernel's assembly, by kind (ptx, cubin, amdgcn, hsaco)."""
+    asm = getattr(result, "asm", None)
+    out = {}
+    if asm is None:
+        return out
+    for ext in ("ptx", "cubin", "amdgcn", "hsaco"):
+        try:
+            text = asm[ext]
+        except Exception:  # noqa: BLE001 - an assembly this backend does not make
+            continue
+        blob = text.encode() if isinstance(text, str) else bytes(text)
+        out[ext] = hashlib.sha256(blob).hexdigest()[:16]
+    return out
+
+
+def traced_call(h, prep, label: str = ""):
+    """One call of the kernel under the tracer and the launch recorder (and on CUDA the
+    profiler): (what it returned, base.Ran)."""
+    from .base import Ran
+    gpu: set[str] = set()
+    with Tracer() as t, Launches() as launched:
+        if h.device == "cuda":
+            box = []
+            gpu = gpu_kernels(lambda: box.append(h.call(prep, label)))
+            returned = box[0]
+        else:
+            returned = h.call(prep, label)
+    return returned, Ran([x.to_dict() for x in launched.seen], sorted(gpu), t.functions(), label)
