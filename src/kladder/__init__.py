@@ -10,6 +10,7 @@ from .chain import Link, chain
 from .point import Point
 from .spec import (
     DEFAULT_TOLERANCES,
+    Collective,
     Dim,
     Invariant,
     Out,
@@ -21,7 +22,7 @@ from .spec import (
 from .version import __version__
 
 __all__ = ["Spec", "Tensor", "Out", "Dim", "Tolerance", "Invariant", "SpecError", "Point", "Link", "chain",
-           "capture", "DEFAULT_TOLERANCES", "climb", "__version__"]
+           "capture", "DEFAULT_TOLERANCES", "climb", "__version__", "Collective"]
 
 
 def capture(target, to, **kw):

@@ -97,7 +97,10 @@ def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> 
 FRESH_PROCESS_MODES = ("aba",)
 # A hang costs its whole timeout again, a crash or a device fault a new worker: reported
 # as seen. Every other failure is replayed once before it is reported.
-NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE)
+NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Check.RANKS_HUNG)
+# Modes whose calls all run in processes of their own, new for every point (a collective's
+# ranks): running such a point alone in a new worker would change nothing.
+OWN_PROCESS_MODES = ("collective",)
 
 
 class Runner:
@@ -120,7 +123,8 @@ class Runner:
         outcome = Outcome(point, Status.SKIPPED, note=note) if note else self.pool.run(point, self.timeout, fresh=fresh)
         if outcome.status == Status.FAILED and outcome.headline.check not in NOT_REPLAYED:
             _replayed(outcome, self.pool.run(point, self.timeout, fresh=fresh))
-            if outcome.status == Status.FAILED and not fresh and point.rung not in self.failed_rungs:
+            if (outcome.status == Status.FAILED and not fresh and point.rung not in self.failed_rungs
+                    and point.mode not in OWN_PROCESS_MODES):
                 _alone(outcome, self.pool.run(point, self.timeout, fresh=True))
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)

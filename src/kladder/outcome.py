@@ -58,6 +58,11 @@ class Check(_Words):
     NONFINITE = "nonfinite"                  # (none): NaN/Inf accepted where the policy says raise
     MODEL = "model"                          # metric (nll | score), baseline, kernel, samples, ...
     BIAS = "bias"                            # a warning, never a failure: lean, up, down, p, mean_ulps, rel, dtype
+    COLLECTIVE = "collective"                # rung 6: wrong (outputs), outputs (judged), ranks {rank: [calls, 1-based]},
+                                             # sizes_wrong, sizes, dim, world, lag, queued; the first wrong call of
+                                             # each rank follows as its own finding (values, guard, contract)
+    RANKS_HUNG = "ranks_hung"                # rung 6: watchdog_s, queued, dim, lag, ranks [{rank, phase, launched,
+                                             # finished, size}]: no rank progressed for watchdog_s; the ranks were killed
 
 
 class Cause(_Words):
@@ -89,6 +94,10 @@ class NoteKind(_Words):
     INPUTS_OOM = "inputs_oom"                      # text
     MODEL_SCORES = "model_scores"                  # what the model mode measured (see checks/model_score.py)
     CACHE_FILES = "cache_files"                    # files
+    COLLECTIVE_NEEDS_CUDA = "collective_needs_cuda"  # world
+    NOT_ENOUGH_GPUS = "not_enough_gpus"            # world, gpus
+    RANK_FAILED = "rank_failed"                    # rank, phase, error, text: kladder's side of a rank (or the spec's)
+    COLLECTIVE_CALLS = "collective_calls"          # world, queued, lag, lag_us, sizes, backend, seconds: what a passing point ran
 
 
 class Replay(_Words):

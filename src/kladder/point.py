@@ -28,6 +28,7 @@ class Point:
     values: Pairs = ()       # rung 2: input name -> value kind ("peaked/10", "ties", "pad:0xFF"); others normal
     layouts: Pairs = ()      # rung 3: input name -> layout ("sliced", "transposed", ...); others contiguous
     replay: str = ""         # rung 2: a captured call (DIR/entry) whose tensors are the inputs
+    ranks: Pairs = ()        # rung 6: world, lag (the lagging rank), lag_us, sizes (the message dim's size, call by call)
 
     def __post_init__(self):
         for f in PAIRS:
@@ -39,6 +40,8 @@ class Point:
         key = [self.spec, self.dims, self.dtypes, self.config, self.mode, self.partner]
         if self.values or self.layouts or self.replay:   # seeds of earlier points stay as they were
             key += [self.values, self.layouts, self.replay]
+        if self.ranks:
+            key += [self.ranks]
         key = json.dumps(key, default=str)
         return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
 
@@ -70,6 +73,9 @@ class Point:
         parts += [f"{k}:{v}" for k, v in self.layouts]
         if self.replay:
             parts.append("replay:" + self.replay.rsplit("/", 1)[-1])
+        if self.ranks:
+            r = dict(self.ranks)
+            parts += [f"world={r['world']}", f"lag=r{r['lag']}"]
         return "-".join(parts)
 
     # ---- serialisation ----
@@ -115,8 +121,8 @@ class Point:
         return repr(self.to_dict())
 
 
-PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts")
-OMIT_EMPTY = ("values", "layouts", "replay")
+PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts", "ranks")
+OMIT_EMPTY = ("values", "layouts", "replay", "ranks")
 
 
 def _thaw(v):

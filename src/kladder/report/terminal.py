@@ -87,6 +87,8 @@ def _failure_block(o: Outcome) -> str:
         if head.call:
             lines.append(f"  call:     {_escape(head.call)} ({o.point.mode} mode)")
     for f in o.findings:
+        if head is not None and f is not head and f.call and f.call != head.call:
+            lines.append(f"  in:       {_escape(f.call)}")
         lines += _finding_lines(f)
     if o.rows is not None:
         lines.append(f"  rows:     {words.rows_text(o.rows)}")

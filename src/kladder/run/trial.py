@@ -13,7 +13,7 @@ from ..spec import Spec
 from . import faults, modes
 from .faults import Result
 from .harness import Harness
-from .modes.base import Call, Measured, Same, Scores, Traces
+from .modes.base import Call, Measured, Ranks, Same, Scores, Traces
 
 
 def run_point(spec: Spec, point: Point, device: str) -> Result:
@@ -42,6 +42,8 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
                 judge.scores(seen.measured)
             elif isinstance(seen, Measured):
                 judge.measured(seen.note)
+            elif isinstance(seen, Ranks):
+                judge.ranks(seen)
     except Skip as e:
         return Result(Outcome(point, Status.SKIPPED, note=e.note))
     except SpecBroken as e:
