@@ -47,7 +47,7 @@ class Check(_Words):
     VALUES = "values"                        # pattern, mismatched/total, largest; nonfinite, dtype, shape, mode, sampled
     GUARD = "guard"                          # n_after, after_lo/hi, n_before, before_lo/hi, itemsize, after[:64], before[:64]
     RAISED = "raised"                        # error, text
-    CRASHED = "crashed"                      # signal, frames
+    CRASHED = "crashed"                      # signal, frames; rank (rung 6: the rank whose process died)
     HANG = "hang"                            # timeout_s
     DEVICE_FAULT = "device_fault"            # error, text, in_call
     CAPTURE = "capture"                      # error, text

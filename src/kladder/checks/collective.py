@@ -93,7 +93,7 @@ def _hung(seen) -> Finding:
 def _stopped(e: dict) -> Finding:
     """A rank that raised, faulted the device or died while the others waited for it."""
     if e["how"] == "died":
-        return Finding(Check.CRASHED, call=e["label"], facts={"signal": e["signal"], "frames": []})
+        return Finding(Check.CRASHED, call=e["label"], facts={"signal": e["signal"], "frames": [], "rank": e["rank"]})
     facts = {"error": e["error"], "text": e["text"]}
     if e["kind"] == "device_fault":
         return Finding(Check.DEVICE_FAULT, call=e["label"], facts={**facts, "in_call": True})

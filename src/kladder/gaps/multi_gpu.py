@@ -90,28 +90,30 @@ def regions(spec: Spec, unit: int, budget: Budget) -> list[tuple[int, int]]:
     return list(zip(edges, ends))
 
 
-def candidates(region: tuple[int, int]) -> tuple[int, int, int]:
-    """A region's lower edge, an odd size inside (a tail for any power-of-two tile), its upper edge."""
+def candidates(region: tuple[int, int]) -> tuple[int, ...]:
+    """A region's lower edge, its geometric and its arithmetic middle (odd: a tail for any
+    power-of-two tile), its upper edge: sizes an order of magnitude apart, and sizes that fill
+    a protocol's slots by a half and in whole."""
     a, b = region
-    mid = round(math.sqrt(a * b)) | 1
-    return a, min(max(mid, a), b), b
+    inside = [min(max(round(m) | 1, a), b) for m in (math.sqrt(a * b), (a + b) / 2)]
+    return (a, *inside, b)
 
 
 def size_sequence(regs: list[tuple[int, int]], queued: int) -> list[int]:
-    """Three sizes a round, each round in the next of the six orders and with the next candidate
-    of each region (shifted by one every six rounds). With one switch, a round takes two sizes on one side
+    """Three sizes a round, each round in the next of the six orders and with the next of each
+    region's four candidates (shifted by one every six rounds). With one switch, a round takes two sizes on one side
     (the side alternating), so a protocol that changes size within a side meets both."""
     seq: list[int] = []
     for r in range(-(-queued // 3)):
-        j = (r + r // len(ORDERS)) % 3          # over 18 rounds, every order meets every candidate
+        j = (r + r // len(ORDERS)) % 4          # over 24 rounds, every order meets every candidate
         if len(regs) >= 3:
             w = r % (len(regs) - 2)
             picks = [(regs[w], j), (regs[w + 1], j), (regs[w + 2], j)]
         elif len(regs) == 2:
             two, one = (regs[0], regs[1]) if r % 2 == 0 else (regs[1], regs[0])
-            picks = sorted([(two, j), (two, (j + 1) % 3), (one, j)])
+            picks = sorted([(two, j), (two, (j + 1) % 4), (one, j)])
         else:
-            picks = [(regs[0], j), (regs[0], (j + 1) % 3), (regs[0], (j + 2) % 3)]
+            picks = [(regs[0], j), (regs[0], (j + 1) % 4), (regs[0], (j + 2) % 4)]
         three = [candidates(reg)[k] for reg, k in picks]
         seq += [three[i] for i in ORDERS[r % len(ORDERS)]]
     return seq[:queued]

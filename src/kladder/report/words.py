@@ -169,7 +169,8 @@ def _hang(f: Finding, x: dict) -> str:
 
 
 def _crashed(f: Finding, x: dict) -> str:
-    msg = f"the worker died with {x['signal']} while running the point"
+    who = f"rank {x['rank']}'s process" if "rank" in x else "the worker"
+    msg = f"{who} died with {x['signal']} while running the point{_during(f)}"
     if x.get("frames"):
         msg += "; innermost Python frames: " + " <- ".join(x["frames"])
     return msg
