@@ -116,3 +116,47 @@ def test_relaxed_flag_waiting_rank_reads_stale_input_on_the_engine_path():
 def test_relaxed_flag_twin_is_right_on_every_path():
     sizes = [5793, 1000, 16383, 40000, 9217, 3] * 3                                          # inline, engine, torch.distributed
     assert all_right(on_two_ranks(rf.StagedAllReduceFixed, sizes, torch.float32))
+
+
+# ---------------------------------------------------------------- the GPU variants' kernels, interpreted
+# Triton's interpreter runs a grid's programs one after another, so a kernel that waits for its
+# peer is run here against a peer that has already pushed (its lines and flags in place): the
+# kernels' indexing, masks and flags on the CPU; their races need two GPUs (bench/h200x2_rung6.sh).
+def test_gpu_ring_kernel_pushes_its_lines_and_sums_the_peers():
+    import triton
+
+    from kladder.zoo import allreduce_size_stride_gpu as g
+    n, seq, line = 5000, 2, g.LINE_BYTES // 4
+    lines = g.SLOTS * g.SLOT_LINES
+    base = g.RingAllReduceGPUFixed.slot_base(type("C", (), {"seq": seq})(), triton.cdiv(n, line))
+    x, y = torch.randn(n), torch.randn(n)
+    mine, my_flags = torch.zeros(lines * line), torch.zeros(lines, dtype=torch.int32)
+    mine[base * line:base * line + n], my_flags[base:base + triton.cdiv(n, line)] = y, seq
+    peer, peer_flags, out = torch.zeros_like(mine), torch.zeros_like(my_flags), torch.empty_like(x)
+    g._ring_kernel[(g.PROGRAMS,)](x, out, peer, peer_flags, mine, my_flags, n, base, seq, LINE=line, PROGRAMS=g.PROGRAMS)
+    assert torch.allclose(out, x + y)
+    assert torch.equal(peer[base * line:base * line + n], x) and bool((peer_flags[base:base + 5] == seq).all())
+
+
+def test_gpu_ring_slot_offsets_overlap_only_in_the_buggy_stride():
+    from kladder.zoo import allreduce_size_stride_gpu as g
+    at = lambda cls, seq, nlines: cls.slot_base(type("C", (), {"seq": seq})(), nlines)   # noqa: E731
+    assert at(g.RingAllReduceGPU, 2, 256) == 0 and at(g.RingAllReduceGPU, 3, 129) == 129   # inside lines 0..255
+    assert at(g.RingAllReduceGPUFixed, 3, 129) == g.SLOT_LINES                            # past them
+
+
+@pytest.mark.parametrize("per_tile", [True, False], ids=["a flag per tile", "one flag for the rank"])
+def test_gpu_staged_kernel_stages_publishes_and_sums(per_tile):
+    import triton
+
+    from kladder.zoo import allreduce_relaxed_flag_gpu as g
+    n, seq, tile = 9000, 3, g.TILE_BYTES // 4
+    x, y = torch.randn(n), torch.randn(n)
+    mine, my_flags = torch.zeros(n), torch.zeros(g.MAX_TILES, dtype=torch.int32)
+    peer_flags, out = torch.full((g.MAX_TILES,), seq, dtype=torch.int32), torch.empty_like(x)
+    tiles = triton.cdiv(n, tile)
+    g._staged_kernel[(tiles,)](x, out, mine, y.clone(), my_flags, peer_flags, n, seq, TILE=tile, PER_TILE=per_tile,
+                               num_warps=8)
+    assert torch.allclose(out, x + y) and torch.equal(mine, x)
+    published = my_flags[:tiles] if per_tile else my_flags[:1]
+    assert bool((published == seq).all()) and int(my_flags[published.numel():].abs().sum()) == 0

@@ -137,7 +137,8 @@ class Collective:
     world_dim:  a dim that is the world size (an all-gather's output "W N").
     lag_us:     how long the lagging rank waits before each call (default 2000 on the CPU,
                 200 on CUDA, as a busy kernel).
-    watchdog_s: no rank making progress for this long is a hang (default 10 on the CPU, 30 on CUDA)."""
+    watchdog_s: no rank making progress for this long is a hang (default 10 on the CPU; 20 on CUDA,
+                counted once every call is queued)."""
 
     world: int | tuple[int, ...] | list[int] = 2
     switches: tuple[int, ...] | list[int] = ()

@@ -50,7 +50,8 @@ def points(spec: Spec, budget: Budget) -> Iterator[Point]:
             regs = regions(spec, unit, budget)
             seq = size_sequence(regs, c.queued)
             dims = {**fixed, spec.message_dim: max(seq)}
-            needs = "cuda" if c.needs == "cuda" or not fits(spec, dims, budget) else ""
+            # a CUDA-only protocol is skipped by the mode, with that reason; a big one, as a GPU point
+            needs = "cuda" if c.needs != "cuda" and not fits(spec, dims, budget) else ""
             ranks = (("world", world), ("lag", lag), ("lag_us", lag_us), ("sizes", tuple(seq)))
             yield Point(spec.name, RUNG, tuple((d, dims[d]) for d in spec.dims), dtypes,
                         _why(spec, world, lag, lag_us, regs, unit, c.queued), config=configs[i % len(configs)],

@@ -22,7 +22,7 @@ import traceback
 from ...outcome import KernelError, Note, NoteKind, Skip, SpecBroken
 from .base import Measured, RankCall, Ranks
 
-WATCHDOG_S = {"cpu": 10.0, "cuda": 30.0}
+WATCHDOG_S = {"cpu": 10.0, "cuda": 20.0}
 POLL_S = 0.02
 GRACE_S = 1.0            # after a rank fails: time for the others to report their own failure
 KERNEL_PHASES = ("setup", "calls", "sync")   # a hang there is the protocol's; elsewhere it is kladder's
@@ -49,7 +49,7 @@ class CollectiveMode:
             progress.t.zero_()
             procs = [_start(spec, pt, device, rank, d) for rank in range(world)]
             try:
-                ended = _watch(procs, progress, watchdog_s, 0.5 * timeout, 0.85 * timeout, d)
+                ended = _watch(procs, progress, watchdog_s, 0.5 * timeout, 0.85 * timeout, d, queued=device == "cuda")
             finally:
                 for p in procs:
                     p.kill()
@@ -161,9 +161,12 @@ def _start(spec, point, device: str, rank: int, d: str) -> _Proc:
     return _Proc(spec, point, device, rank, d)
 
 
-def _watch(procs, progress, watchdog_s: float, startup_s: float, deadline_s: float, d: str) -> dict:
+def _watch(procs, progress, watchdog_s: float, startup_s: float, deadline_s: float, d: str,
+           queued: bool = False) -> dict:
     """Until every rank is done, one fails, or none has moved for watchdog_s (startup_s while
-    they are still starting): the run's end, as facts."""
+    they are still starting): the run's end, as facts. With `queued` (CUDA), launching the
+    calls counts as starting: the first call may compile (Triton, autotuning) for longer than a
+    protocol should wait, and a kernel that hangs does not stop the host from queueing the rest."""
     from ..rank import PHASE
     t0 = since = time.monotonic()
     last = None
@@ -177,7 +180,7 @@ def _watch(procs, progress, watchdog_s: float, startup_s: float, deadline_s: flo
         snap, now = progress.snapshot(), time.monotonic()
         if snap != last:
             last, since = snap, now
-        started = all(ph >= PHASE["setup"] for ph, _, _ in snap)
+        started = all(ph >= PHASE["sync" if queued else "setup"] for ph, _, _ in snap)
         if now - since > (watchdog_s if started else startup_s) or now - t0 > deadline_s:
             for p in procs:
                 p.kill()
