@@ -205,3 +205,17 @@ def test_zoo_twin_is_clean_on_every_rung(case):
     for p in pts:
         o = run(twin, p)
         assert o.status == "passed", (p.id, [message(f) for f in o.findings])
+
+
+def test_kladder_repro_reruns_the_calls_as_the_report_printed_them(capsys):
+    import shlex
+
+    from kladder.cli import main
+    from kladder.ladder import repro_command
+    point = first_point(load("local"))
+    line = repro_command(f"{FIXTURES}::local", "cpu", point)        # what a failure's `repro:` line says
+    argv = shlex.split(line)
+    assert argv[:2] == ["kladder", "repro"] and '"sizes"' in argv[3]
+    assert main(argv[1:]) == 1
+    out = capsys.readouterr().out
+    assert "8 of 24 calls wrong" in out and "in:       rank 0, call 5 of 12" in out

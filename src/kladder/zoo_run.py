@@ -19,7 +19,7 @@ def climb_all(args) -> int:
         for fixed in (False, True):
             ref = case_ref(name, fixed)
             # without --rungs, each case at its own rung: is it caught there, is its twin clean
-            # there (every rung of every case: --rungs 1-4,8, or ../shared/tools/zoo_check.py)
+            # there (every rung of every case: --rungs 1-4,6,8, or ../shared/tools/zoo_check.py)
             rungs = parse_rungs(args.rungs) if args.rungs else (case["rung"],)
             reports[fixed] = climb(ref, load_spec(ref), Options(rungs=rungs, device=device, timeout_s=args.timeout))
             if args.verbose:

@@ -260,7 +260,12 @@ def _collective(f: Finding, x: dict) -> str:
              f"only at {dim} = {_ints(x['sizes_wrong'])} (of {_ints(x['sizes'])})")
     return (f"{f.mismatched:,} of {f.total:,} outputs wrong ({_ratio(f.mismatched, f.total)}) over {x['world']} ranks "
             f"and {x['queued']} calls queued before one synchronisation, {where}: {ranks}. The collective completed "
-            f"and returned wrong {' / '.join(x['kinds'])}; the first wrong call of each rank follows")
+            f"and returned {' and '.join(_WRONG_KIND.get(k, k) for k in x['kinds'])}; the first wrong call of each "
+            "rank follows")
+
+
+_WRONG_KIND = {"values": "wrong values", "guard": "writes past its tensors (guard bytes)",
+               "contract": "outputs of the wrong dtype, shape or device"}
 
 
 def _calls_text(calls: list, queued: int) -> str:

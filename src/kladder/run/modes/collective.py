@@ -100,9 +100,9 @@ class _Proc:
     """A rank process: forked from the worker on the CPU (torch is already imported there),
     started afresh on CUDA (a CUDA context does not survive a fork)."""
 
-    def __init__(self, spec, point, device: str, rank: int, d: str):
+    def __init__(self, spec, point, device: str, rank: int, d: str, fork: bool):
         self.killed, self.returncode = False, None
-        if device == "cpu":
+        if fork:
             self.popen = None
             sys.stdout.flush()
             sys.stderr.flush()
@@ -158,7 +158,10 @@ def _child(spec, point, device: str, rank: int, d: str):
 
 
 def _start(spec, point, device: str, rank: int, d: str) -> _Proc:
-    return _Proc(spec, point, device, rank, d)
+    return _Proc(spec, point, device, rank, d, fork=FORK.get(device, False))
+
+
+FORK = {"cpu": True}     # device -> whether its ranks are forked from the worker (else started afresh)
 
 
 def _watch(procs, progress, watchdog_s: float, startup_s: float, deadline_s: float, d: str,
