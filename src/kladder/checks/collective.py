@@ -50,9 +50,9 @@ def call_findings(spec, point, rc, device: str) -> list[Finding]:
         out = rc.outputs[name]
         bad = contract.contract(name, out, shape, dtype, "cpu")      # read back to the CPU; its device is below
         got = rc.devices.get(name, "cpu")
-        if got.split(":")[0] != device:
-            bad = bad or Finding(Check.CONTRACT, name, facts={"problems": []})
-            bad.facts["problems"].append(["device", got, device])
+        if got.split(":")[0] != device and (bad is None or "problems" in bad.facts):
+            problems = (bad.facts["problems"] if bad else []) + [["device", got, device]]
+            bad = Finding(Check.CONTRACT, name, facts={"problems": problems})
         if bad:
             found.append(bad)
             continue

@@ -116,8 +116,9 @@ class _Proc:
             if not ref:
                 raise Skip(NoteKind.OUTSIDE_CLIMB, mode="collective")
             cmd = [sys.executable, "-m", "kladder.run.rank", ref, device, d, str(rank), point.to_json()]
+            # what the kernel prints goes where a worker's kernel's prints go: the worker's stderr
             self.popen = subprocess.Popen(cmd, env={**worker_env(device), **MULTICAST_OFF}, stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL)
+                                          stdout=sys.stderr.fileno())
             self.pid = self.popen.pid
 
     def poll(self) -> int | None:
