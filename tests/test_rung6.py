@@ -138,7 +138,7 @@ def test_a_correct_collective_passes_with_what_it_ran():
 
 
 def test_the_watchdog_turns_a_hang_into_a_failure_naming_rank_and_call():
-    o = run(load("hang"))                         # rank 1 never returns from its 3rd call; watchdog 3 s
+    o = run(load("hang"))                         # rank 1 never returns from its 3rd call; watchdog 2 s
     assert o.status == "failed" and o.headline.check == "ranks_hung"
     places = {p["rank"]: p for p in o.headline.facts["ranks"]}
     assert places[1]["finished"] == 2 and places[1]["launched"] == 3
