@@ -207,15 +207,17 @@ def test_zoo_twin_is_clean_on_every_rung(case):
         assert o.status == "passed", (p.id, [message(f) for f in o.findings])
 
 
-def test_kladder_repro_reruns_the_calls_as_the_report_printed_them(capsys):
+def test_the_repro_line_carries_the_calls_and_reruns_them():
+    # the line a failure prints, read back as `kladder repro` reads it (Point.parse), runs the same
+    # calls to the same failure (the CLI's repro wiring is every rung's: tests/test_cli.py)
     import shlex
 
-    from kladder.cli import main
     from kladder.ladder import repro_command
-    point = first_point(load("local"))
-    line = repro_command(f"{FIXTURES}::local", "cpu", point)        # what a failure's `repro:` line says
-    argv = shlex.split(line)
-    assert argv[:2] == ["kladder", "repro"] and '"sizes"' in argv[3]
-    assert main(argv[1:]) == 1
-    out = capsys.readouterr().out
-    assert "8 of 24 calls wrong" in out and "in:       rank 0, call 5 of 12" in out
+    spec = load("local")
+    point = first_point(spec)
+    argv = shlex.split(repro_command(f"{FIXTURES}::local", "cpu", point))
+    assert argv[:2] == ["kladder", "repro"] and argv[-2:] == ["--device", "cpu"]
+    again = Point.parse(argv[3])
+    assert again == dataclasses.replace(point, why="")           # the repro line leaves out only the why
+    o = run(spec, again)
+    assert o.headline.check == "collective" and o.headline.facts["ranks"] == {"0": list(range(5, 13)), "1": []}
