@@ -10,6 +10,7 @@ from .chain import Link, chain
 from .point import Point
 from .spec import (
     DEFAULT_TOLERANCES,
+    Collective,
     Dim,
     Expect,
     Flag,
@@ -22,7 +23,7 @@ from .spec import (
 )
 from .version import __version__
 
-__all__ = ["Spec", "Tensor", "Out", "Dim", "Tolerance", "Invariant", "Expect", "Flag", "SpecError", "Point", "Link", "chain",
+__all__ = ["Spec", "Tensor", "Out", "Dim", "Tolerance", "Invariant", "Expect", "Flag", "Collective", "SpecError", "Point", "Link", "chain",
            "capture", "DEFAULT_TOLERANCES", "climb", "__version__"]
 
 

@@ -105,15 +105,18 @@ def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> 
 FRESH_PROCESS_MODES = ("aba",)
 # A hang costs its whole timeout again, a crash or a device fault a new worker, a model point
 # the whole model again (a minute under the interpreter; the model's forward is seeded and
-# deterministic, and repeating a kernel is rung 5's work): reported as seen. Every other
-# failure is replayed once before it is reported.
-NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Check.MODEL)
+# deterministic, and repeating a kernel is rung 5's work), hung ranks a collective's watchdog
+# again: reported as seen. Every other failure is replayed once before it is reported.
+NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Check.MODEL, Check.RANKS_HUNG)
 # A second lane is worth its worker's start (about 2 s on a 2-core machine) only when there is
 # work to share: a lane per this many points, up to --jobs.
 POINTS_PER_LANE = 4
 # Points that take longest start first, so that the rest share the other lanes meanwhile (the
 # results still come in the rung's order): two processes on a cold and a warm cache; a fresh one.
 FIRST = {"jitcache": 0, "aba": 1}
+# Modes whose calls all run in processes of their own, new for every point (a collective's
+# ranks): running such a point alone in a new worker would change nothing.
+OWN_PROCESS_MODES = ("collective",)
 
 
 class Runner:
@@ -207,7 +210,8 @@ class Runner:
         """In order: the rung's first failure is re-run alone; the repro command is attached."""
         point = outcome.point
         if (outcome.status == Status.FAILED and outcome.replay == Replay.FAILED_AGAIN
-                and point.mode not in FRESH_PROCESS_MODES and point.rung not in self.failed_rungs):
+                and point.mode not in FRESH_PROCESS_MODES + OWN_PROCESS_MODES
+                and point.rung not in self.failed_rungs):
             _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True))
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)

@@ -63,6 +63,11 @@ class Check(_Words):
     FLAG_NO_EFFECT = "flag_no_effect"        # flag, values, how ("binary" | "source" | "names"), runs [{value, launches, gpu}]
     IMPORT_CONTRACT = "import_contract"      # name, problem ("missing" | "untested"), error, text | object
     CAUGHT_IMPORT = "caught_import"          # a warning, never a failure: module, where, error, text
+    COLLECTIVE = "collective"                # rung 6: wrong (outputs), outputs (judged), ranks {rank: [calls, 1-based]},
+                                             # sizes_wrong, sizes, dim, world, lag, queued; the first wrong call of
+                                             # each rank follows as its own finding (values, guard, contract)
+    RANKS_HUNG = "ranks_hung"                # rung 6: watchdog_s, queued, dim, lag, ranks [{rank, phase, launched,
+                                             # finished, size}]: no rank progressed for watchdog_s; the ranks were killed
 
 
 class Cause(_Words):
@@ -102,6 +107,10 @@ class NoteKind(_Words):
     NOT_COMPILED = "not_compiled"                  # variant: under Triton's interpreter nothing is compiled
     IMPORTS_CHECKED = "imports_checked"            # names, traced (the modules whose import was traced)
     CACHE_MISSED = "cache_missed"                  # variant, files_cold, files_added
+    COLLECTIVE_NEEDS_CUDA = "collective_needs_cuda"  # world
+    NOT_ENOUGH_GPUS = "not_enough_gpus"            # world, gpus
+    RANK_FAILED = "rank_failed"                    # rank, phase, error, text: kladder's side of a rank (or the spec's)
+    COLLECTIVE_CALLS = "collective_calls"          # world, queued, lag, lag_us, sizes, backend, seconds: what a passing point ran
 
 
 class Replay(_Words):

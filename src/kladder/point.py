@@ -29,6 +29,7 @@ class Point:
     layouts: Pairs = ()      # rung 3: input name -> layout ("sliced", "transposed", ...); others contiguous
     replay: str = ""         # rung 2: a captured call (DIR/entry) whose tensors are the inputs
     variant: str = ""        # rung 7: what a flags / cachekey point varies ("USE_TMA", "$MYLIB_FAST", "config", "compiler")
+    ranks: Pairs = ()        # rung 6: world, lag (the lagging rank), lag_us, sizes (the message dim's size, call by call)
 
     def __post_init__(self):
         for f in PAIRS:
@@ -42,6 +43,8 @@ class Point:
             key += [self.values, self.layouts, self.replay]
         if self.variant:
             key += [self.variant]
+        if self.ranks:
+            key += [self.ranks]
         key = json.dumps(key, default=str)
         return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
 
@@ -75,6 +78,9 @@ class Point:
             parts.append("replay:" + self.replay.rsplit("/", 1)[-1])
         if self.variant:
             parts.append(self.variant)
+        if self.ranks:
+            r = dict(self.ranks)
+            parts += [f"world={r['world']}", f"lag=r{r['lag']}"]
         return "-".join(parts)
 
     # ---- serialisation ----
@@ -120,8 +126,8 @@ class Point:
         return repr(self.to_dict())
 
 
-PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts")
-OMIT_EMPTY = ("values", "layouts", "replay", "variant")
+PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts", "ranks")
+OMIT_EMPTY = ("values", "layouts", "replay", "variant", "ranks")
 
 
 def _thaw(v):

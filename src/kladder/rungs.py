@@ -18,6 +18,8 @@ class Rung:
         return self.generator is not None
 
     def points(self, spec, budget, **extra):
+        if getattr(spec, "collective", None) is not None and self.gap != "multi_gpu":
+            return iter(())     # a collective runs only across its ranks: rung 6 calls it, one process a rank
         return importlib.import_module(self.generator).points(spec, budget, **extra)
 
 
@@ -27,7 +29,7 @@ RUNGS = (
     Rung(3, "contracts", "contracts", "kladder.gaps.contracts"),
     Rung(4, "modes", "execution modes", "kladder.gaps.modes"),
     Rung(5, "repetition", "repetition", None),
-    Rung(6, "multi_gpu", "multi-GPU", None),
+    Rung(6, "multi_gpu", "multi-GPU", "kladder.gaps.multi_gpu"),
     Rung(7, "toolchain", "toolchain", "kladder.gaps.toolchain"),
     Rung(8, "end_to_end", "model", "kladder.gaps.end_to_end"),
 )

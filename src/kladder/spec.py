@@ -216,6 +216,50 @@ class Out(Tensor):
     """An out-argument: allocated and poisoned by kladder, written by the kernel."""
 
 
+COLLECTIVE_REFERENCES = {"all_reduce": ("sum", "max", "min", "product"), "all_gather": ("",)}
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A kernel that runs across ranks, one process each (rung 6): a custom all-reduce, an
+    all-gather, a peer-to-peer exchange. The kernel is called `kernel(comm, *args)` on every
+    rank, where `comm` is what `setup(group, device)` returned (the library's communicator,
+    built once per rank), or the torch.distributed group when there is no setup. Its outputs
+    must equal the torch.distributed collective named by `reference` (gloo on the CPU, NCCL on
+    GPUs) on float64 copies of every rank's inputs.
+
+    world:      the world sizes to run (ranks).
+    switches:   the bytes of one rank's message where the protocol changes (a one-shot ->
+                two-shot switch, the end of a registered buffer): each round of calls takes
+                three sizes, below, between and above them.
+    dim:        the dim that sets the message size (default: the input's last dim).
+    queued:     calls queued before one synchronisation, each on new inputs.
+    needs:      "cuda" when the protocol runs only on CUDA ranks.
+    share_device: on fewer GPUs than ranks, ranks may share a GPU (CUDA IPC between processes).
+    world_dim:  a dim that is the world size (an all-gather's output "W N").
+    lag_us:     how long the lagging rank waits before each call (default 2000 on the CPU,
+                200 on CUDA, as a busy kernel).
+    watchdog_s: no rank making progress for this long is a hang (default 10 on the CPU; 20 on CUDA,
+                counted once every call is queued)."""
+
+    world: int | tuple[int, ...] | list[int] = 2
+    switches: tuple[int, ...] | list[int] = ()
+    dim: str | None = None
+    reference: str = "all_reduce"
+    op: str = "sum"
+    queued: int = 64
+    setup: Callable[..., Any] | None = None
+    needs: str = ""
+    share_device: bool = False
+    world_dim: str | None = None
+    lag_us: int | None = None
+    watchdog_s: float | None = None
+
+    @property
+    def worlds(self) -> tuple[int, ...]:
+        return (self.world,) if isinstance(self.world, int) else tuple(self.world)
+
+
 @dataclass(frozen=True)
 class Tolerance:
     rtol: float
@@ -258,6 +302,7 @@ class Spec:
     expect: tuple | list = ()             # rung 7: kernels that must run: name globs or kl.Expect(kernel, when=, launch=, label=)
     flags: tuple | list = ()              # rung 7: kl.Flag(name) / kl.Flag(env=...) that must change the code
     imports: tuple | list = ()            # rung 7: "pkg.mod:name" that downstream code imports: must resolve to what is tested
+    collective: Any = None                # rung 6: a kl.Collective; the kernel then runs on every rank, and `reference` is None
 
     def __post_init__(self):
         validate(self)
@@ -326,6 +371,17 @@ class Spec:
         if self.rows is None:
             return ()
         return (self.rows,) if isinstance(self.rows, str) else tuple(self.rows)
+
+    @property
+    def message_dim(self) -> str | None:
+        """Rung 6: the dim that sets a collective's message size (declared, or the input's last)."""
+        c = self.collective
+        if c is None:
+            return None
+        if c.dim is not None:
+            return c.dim
+        symbols = [s for s in next(iter(self.input_args.values())).symbols if s in self.dims]
+        return symbols[-1] if symbols else None
 
     def dtype_choices(self, name: str) -> tuple[str, ...]:
         """The dtypes a tensor may take; a `like` tensor follows its model (empty tuple)."""
@@ -439,6 +495,9 @@ def _validate_use(spec: Spec) -> None:
     if rows is not None:
         if not (isinstance(rows, str) or (isinstance(rows, (list, tuple)) and all(isinstance(r, str) for r in rows))):
             _fail(f"Spec({spec.name!r}).rows", rows, "name the dim (or dims) whose rows are independent, e.g. rows='M'.")
+    if spec.collective is not None:
+        _validate_collective(spec)
+    if spec.rows is not None:
         for r in spec.row_dims:
             if r not in spec.dims:
                 _fail(f"Spec({spec.name!r}).rows", rows, f"name dims declared in `dims` ({', '.join(spec.dims)}).")
@@ -449,7 +508,7 @@ def _validate_head(spec: Spec) -> None:
         _fail("Spec.name", spec.name, "use a Python identifier such as 'rmsnorm'; it becomes a pytest id and a file name.")
     if not callable(spec.kernel):
         _fail(f"Spec({spec.name!r}).kernel", spec.kernel, "pass the kernel's launcher, a callable taking the args in order.")
-    if not callable(spec.reference):
+    if not callable(spec.reference) and not (spec.reference is None and spec.collective is not None):
         _fail(f"Spec({spec.name!r}).reference", spec.reference, "pass a reference callable (plain torch), taking the non-Out args in order.")
     if not isinstance(spec.args, Mapping) or not spec.args:
         _fail(f"Spec({spec.name!r}).args", spec.args, "give a dict of argument name -> kl.Tensor, kl.Out or a scalar, in call order.")
@@ -675,3 +734,42 @@ def _validate_flag(spec: Spec, f: Flag) -> None:
     if f.name is not None and not all(isinstance(v, (bool, int, float, str)) or v is None for v in values):
         _fail(where + ".values", values, "give plain values (bool, int, float, str or None): they go into a point "
               "and its repro command.")
+def _validate_collective(spec: Spec) -> None:
+    c, name = spec.collective, spec.name
+    where = f"Spec({name!r}).collective"
+    if not isinstance(c, Collective):
+        _fail(where, c, "give kl.Collective(world=[2], switches=[bytes, ...]), the ranks and the protocol's size switches.")
+    if spec.reference is not None:
+        _fail(f"Spec({name!r}).reference", spec.reference, "a collective is judged against the torch.distributed "
+              "collective it names (Collective(reference='all_reduce', op='sum')): leave Spec.reference None.")
+    worlds = c.worlds
+    if not worlds or not all(isinstance(w, int) and not isinstance(w, bool) and w >= 2 for w in worlds):
+        _fail(where + ".world", c.world, "give the world sizes to run, ints >= 2, e.g. world=[2, 4, 8].")
+    sw = list(c.switches)
+    if not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in sw) or sw != sorted(set(sw)):
+        _fail(where + ".switches", c.switches, "give the message sizes in bytes where the protocol changes, positive "
+              "and increasing, e.g. switches=[512 << 10, 4 << 20].")
+    if c.reference not in COLLECTIVE_REFERENCES:
+        _fail(where + ".reference", c.reference, f"use one of {tuple(COLLECTIVE_REFERENCES)}.")
+    if c.reference == "all_reduce" and c.op not in COLLECTIVE_REFERENCES["all_reduce"]:
+        _fail(where + ".op", c.op, f"use one of {COLLECTIVE_REFERENCES['all_reduce']}.")
+    if len(spec.input_args) != 1 or len(spec.outputs) != 1:
+        _fail(f"Spec({name!r}).args", list(spec.args), "a collective takes one input tensor (the rank's message) and "
+              "has one output (a kl.Out argument or returns=).")
+    if not isinstance(c.queued, int) or isinstance(c.queued, bool) or c.queued < 1:
+        _fail(where + ".queued", c.queued, "give the number of calls queued before one synchronisation, e.g. 64.")
+    if c.setup is not None and not callable(c.setup):
+        _fail(where + ".setup", c.setup, "pass a callable (group, device) -> communicator, or leave it out (the kernel "
+              "then gets the torch.distributed group).")
+    if c.needs not in ("", "cuda"):
+        _fail(where + ".needs", c.needs, "give 'cuda' for a protocol that runs only on CUDA ranks, or leave it out.")
+    for fname in ("dim", "world_dim"):
+        v = getattr(c, fname)
+        if v is not None and v not in spec.dims:
+            _fail(f"{where}.{fname}", v, f"name a dim declared in `dims` ({', '.join(spec.dims)}).")
+    if spec.message_dim is None:
+        _fail(where + ".dim", c.dim, "name the dim that sets the message size: the input has no symbolic dim.")
+    if c.lag_us is not None and (not isinstance(c.lag_us, int) or c.lag_us < 0):
+        _fail(where + ".lag_us", c.lag_us, "give the lagging rank's wait before each call in microseconds, an int >= 0.")
+    if c.watchdog_s is not None and (not isinstance(c.watchdog_s, (int, float)) or not c.watchdog_s > 0):
+        _fail(where + ".watchdog_s", c.watchdog_s, "give the seconds without progress that make a hang, > 0.")

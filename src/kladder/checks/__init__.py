@@ -1,6 +1,7 @@
 """Judging only: each module turns outputs and references into Findings (values and
 tolerance, pattern, bias, sensitivity, bitwise, guards and contract, padding, independence,
-invariants, model score); none calls a kernel or the reference, none formats a sentence.
+invariants, model score, a collective's ranks); none calls a kernel or the reference, none
+formats a sentence.
 
 `Judge` takes what an execution mode observed, one observation at a time, in the order the
 mode made them, and keeps the findings, the warnings and what the mode measured."""
@@ -14,6 +15,7 @@ from ..sizes import ITEMSIZE, dtype_of, shape_of
 from . import (
     bias,
     bitwise,
+    collective,
     contract,
     dispatch,
     flags,
@@ -92,6 +94,9 @@ class Judge:
         self.warnings += imports.caught(imported)
         self.note = Note(NoteKind.IMPORTS_CHECKED, {"names": [n for n, _, _ in imported.resolved],
                                                     "traced": list(imported.traced)})
+    def ranks(self, seen) -> None:
+        """Every call of every rank of a collective, and how the run ended (rung 6)."""
+        self.findings += collective.judge(self.spec, self.point, seen, self.device)
 
     def _outputs(self, pt, outputs, refs, prep, sens, policy) -> list[Finding]:
         spec, found = self.spec, []
@@ -135,5 +140,5 @@ def _interpreted(device: str) -> bool:
     return device == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
 
 
-__all__ = ["Judge", "Where", "bias", "bitwise", "contract", "dispatch", "flags", "guards", "imports", "independence",
+__all__ = ["Judge", "Where", "bias", "bitwise", "collective", "contract", "dispatch", "flags", "guards", "imports", "independence",
            "invariants", "model_score", "sensitivity", "values"]

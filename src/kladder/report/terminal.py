@@ -158,6 +158,8 @@ def _failure_lines(o: Outcome, like: list[Outcome] = (), lead: str = "\n") -> li
         if head.call:
             lines.append(_text(f"  call:     {head.call} ({o.point.mode} mode)"))
     for f in o.findings:
+        if head is not None and f is not head and f.call and f.call != head.call:
+            lines.append(_text(f"  in:       {f.call}"))
         lines += [_text(x) for x in _finding_lines(f)]
     if o.rows is not None:
         lines.append(_text(f"  rows:     {words.rows_text(o.rows)}"))

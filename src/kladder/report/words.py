@@ -143,6 +143,10 @@ def pattern_label(f: Finding) -> str:
         if x["metric"] == "nll":
             return f"NLL {x['rise']:+.1%}"
         return f"score {x['baseline']:.3f} -> {x['kernel']:.3f}"
+    if f.check == Check.COLLECTIVE:
+        return f"{f.mismatched:,} of {f.total:,} calls wrong"
+    if f.check == Check.RANKS_HUNG:
+        return "hang (watchdog)"
     return ""
 
 
@@ -222,11 +226,8 @@ def _hang(f: Finding, x: dict) -> str:
 
 
 def _crashed(f: Finding, x: dict) -> str:
-    if "signal" in x:
-        msg = f"the worker died with {x['signal']} while running the point"
-    else:
-        msg = (f"the kernel ended the worker process with exit status {x['exit_status']} (sys.exit or os._exit) "
-               f"while running the point{_during(f)}")
+    who = f"rank {x['rank']}'s process" if "rank" in x else "the worker"
+    msg = f"{who} died with {x['signal']} while running the point{_during(f)}"
     if x.get("frames"):
         msg += "; innermost Python frames: " + " <- ".join(x["frames"])
     return msg
@@ -367,6 +368,58 @@ def _import_contract(f: Finding, x: dict) -> str:
 def _caught_import(f: Finding, x: dict) -> str:
     return (f"importing `{x['module']}` raised {x['error']} at {x['where']} ({x['text']}) and caught it: the module "
             "took another path and said nothing; rung 7's dispatch points show which kernels ran instead")
+def _collective(f: Finding, x: dict) -> str:
+    lag = x["lag"]
+    ranks = "; ".join(f"rank {r}{' (lagging)' if int(r) == lag else ''} in {_calls_text(calls, x['queued'])}"
+                      for r, calls in x["ranks"].items())
+    dim = x["dim"]
+    where = (f"at every size of {dim}" if x["sizes_wrong"] == x["sizes"] else
+             f"only at {dim} = {_ints(x['sizes_wrong'])} (of {_ints(x['sizes'])})")
+    return (f"{f.mismatched:,} of {f.total:,} outputs wrong ({_ratio(f.mismatched, f.total)}) over {x['world']} ranks "
+            f"and {x['queued']} calls queued before one synchronisation, {where}: {ranks}. The collective completed "
+            f"and returned {' and '.join(_WRONG_KIND.get(k, k) for k in x['kinds'])}; the first wrong call of each "
+            "rank follows")
+
+
+_WRONG_KIND = {"values": "wrong values", "guard": "writes past its tensors (guard bytes)",
+               "contract": "outputs of the wrong dtype, shape or device"}
+
+
+def _calls_text(calls: list, queued: int) -> str:
+    if not calls:
+        return "none of its calls"
+    shown = ", ".join(map(str, calls[:8])) + (f" and {len(calls) - 8} more" if len(calls) > 8 else "")
+    return f"{len(calls)} of {queued} calls ({shown})"
+
+
+def _ints(v: list) -> str:
+    return ", ".join(f"{i:,}" for i in v)
+
+
+def _ratio(n: int, total: int) -> str:
+    return f"{100 * n / max(total, 1):.0f}%"
+
+
+def _ranks_hung(f: Finding, x: dict) -> str:
+    places = "; ".join(_place_text(p, x) for p in x["ranks"])
+    return (f"the collective hung: no rank made progress for {x['waited_s']:g} s (watchdog {x['watchdog_s']:g} s), "
+            f"and the ranks were killed: {places}")
+
+
+def _place_text(p: dict, x: dict) -> str:
+    who = f"rank {p['rank']}{' (lagging)' if p['rank'] == x['lag'] else ''}"
+    n, phase, done = x["queued"], p["phase"], p["finished"]
+    size = f" ({x['dim']} = {p['size']:,})" if p.get("size") is not None else ""
+    if phase == "calls":
+        where = f"in call {done + 1} of {n}{size}" if p["launched"] > done else f"before call {done + 1} of {n}{size}"
+        return f"{who} stopped {where}, {done} finished"
+    if phase == "sync":
+        return f"{who} had queued all {n} calls; call {done + 1}{size} never finished"
+    if phase == "done":
+        return f"{who} had finished every call"
+    if phase == "setup":
+        return f"{who} stopped in setup (building its communicator)"
+    return f"{who} stopped in its {phase} phase"
 
 
 _MESSAGES = {Check.VALUES: _values, Check.CONTRACT: _contract, Check.GUARD: _guard, Check.RAISED: _raised,
@@ -374,7 +427,8 @@ _MESSAGES = {Check.VALUES: _values, Check.CONTRACT: _contract, Check.GUARD: _gua
              Check.NOT_BITWISE: _not_bitwise, Check.PADDING: _padding, Check.INVALID_REFERENCE: _invalid_reference,
              Check.INVARIANT: _invariant, Check.NONFINITE: _nonfinite, Check.MODEL: _model, Check.BIAS: _bias,
              Check.DISPATCH: _dispatch, Check.FLAG_NO_EFFECT: _flag_no_effect, Check.IMPORT_CONTRACT: _import_contract,
-             Check.CAUGHT_IMPORT: _caught_import}
+             Check.CAUGHT_IMPORT: _caught_import,
+             Check.COLLECTIVE: _collective, Check.RANKS_HUNG: _ranks_hung}
 
 
 def bias_group(w: Finding) -> tuple:
@@ -449,6 +503,21 @@ def note_text(n: Note, sized: bool = True) -> str:
     if k == NoteKind.CACHE_MISSED:
         return (f"B ({x['variant']}) on the cache A left matched B on an empty cache; the warm process added "
                 f"{x['files_added']} file(s) to the {x['files_cold']} A left")
+    if k == NoteKind.COLLECTIVE_NEEDS_CUDA:
+        return (f"the collective runs only on CUDA ranks (Collective(needs='cuda')): its {x['world']} ranks are "
+                "skipped on the CPU, never passed")
+    if k == NoteKind.NOT_ENOUGH_GPUS:
+        return (f"{x['world']} ranks need {x['world']} GPUs, one each (the spec does not declare "
+                f"Collective(share_device=True)); this host has {x['gpus']}")
+    if k == NoteKind.RANK_FAILED:
+        return (f"rank {x['rank']} failed in its {x['phase']} phase, outside the kernel's calls: {x['error']}: "
+                f"{x['text']} (kladder's side or the spec's, not a kernel failure)")
+    if k == NoteKind.COLLECTIVE_CALLS:
+        return (f"{x['world']} ranks x {x['queued']} queued calls, every output right; rank {x['lag']} lagged "
+                f"{x['lag_us']} us before each call; {x['dim']} = {_ints(x['sizes'])}; reference over "
+                f"{x['backend']}; {x['seconds']:.1f} s")
+    if k == NoteKind.OUTSIDE_CLIMB:
+        return f"the {x['mode']} mode runs inside a climb's worker (it starts processes of its own)"
     return _FIXED[k]
 
 
@@ -456,7 +525,6 @@ _FIXED = {
     NoteKind.NO_OUT_ARGS: "no out-arguments: the kernel allocates its outputs, so there is no buffer to reuse",
     NoteKind.NOT_TORCH_OP: "the kernel is a Python launcher, not a torch op or custom op (torch.library.custom_op): "
                            "torch.compile would run it as it is, eagerly",
-    NoteKind.OUTSIDE_CLIMB: "the jitcache mode runs inside a climb's worker (it starts two processes of its own)",
 }
 
 

@@ -13,7 +13,7 @@ from ..spec import Spec
 from . import faults, modes
 from .faults import Result
 from .harness import Harness
-from .modes.base import Call, Flagged, Imported, Measured, Ran, Same, Scores, Traces
+from .modes.base import Call, Flagged, Imported, Measured, Ran, Ranks, Same, Scores, Traces
 
 
 def run_point(spec: Spec, point: Point, device: str) -> Result:
@@ -48,6 +48,8 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
                 judge.flagged(seen)
             elif isinstance(seen, Imported):
                 judge.imported(seen)
+            elif isinstance(seen, Ranks):
+                judge.ranks(seen)
     except Skip as e:
         return Result(Outcome(point, Status.SKIPPED, note=e.note))
     except SpecBroken as e:

@@ -6,8 +6,9 @@ captured and replayed in a CUDA graph (graph), on a side stream (stream), on a c
 warm JIT cache (jitcache), under torch.compile (compiled), with poisoned padding (padding),
 traced against the reference (independence), in a model's slot (in_model), and rung 7's
 traced (dispatch), once per flag value (flags), on a cache another variant left (cachekey),
-beside the names downstream code imports (imports). It yields what it
-observed (base.Call, Same, Traces, Scores, Measured, Ran, Flagged, Imported), each labelled with its call; it never
+beside the names downstream code imports (imports), and rung 6's on every rank of a collective
+(collective). It yields what it observed (base.Call, Same, Traces, Scores, Measured, Ran, Flagged,
+Imported, Ranks), each labelled with its call; it never
 judges. kladder.run.trial feeds each observation to the checks as it comes."""
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from .base import MODES_NEEDING_CUDA, Mode
 
 MODULES = {"eager": "eager", "reused": "reused", "aba": "aba", "graph": "graph", "stream": "stream",
            "padding": "padding", "independence": "independence", "jitcache": "jitcache", "compiled": "compiled",
-           "model": "in_model", "dispatch": "dispatch", "flags": "flags", "cachekey": "cachekey", "imports": "imports"}
+           "model": "in_model", "dispatch": "dispatch", "flags": "flags", "cachekey": "cachekey", "imports": "imports",
+           "collective": "collective"}
 
 
 def get(name: str) -> Mode:

@@ -81,12 +81,37 @@ class Imported:
     launched: list
     caught: list
     traced: list
+class RankCall:
+    """One finished call of one rank (rung 6): its outputs (None where the kernel returned no
+    tensor; `returned` then names what it returned), the reference collective's outputs, and
+    the guard bytes that changed around each tensor ((before, after) offsets)."""
+    rank: int
+    call: int                      # 0-based
+    size: int                      # the message dim's size at this call
+    outputs: dict
+    expected: dict
+    damaged: dict
+    returned: dict = field(default_factory=dict)
+    devices: dict = field(default_factory=dict)    # output name -> the device it came back on ("cuda:1")
+    label: str = ""                                # "rank 0, call 5 of 64 (N=2047)"
+
+
+@dataclass
+class Ranks:
+    """What the ranks of a collective did (rung 6): every call each rank finished, and how
+    the run ended: ended["how"] is "done", "hung" (ranks: each rank's phase and progress),
+    "raised" or "died" (rank, call, and the error or signal)."""
+    world: int
+    lag: int
+    sizes: list
+    calls: list
+    ended: dict
 
 
 class Mode(Protocol):
     name: str
 
-    def observe(self, h) -> Iterator[Call | Same | Traces | Scores | Measured | Ran | Flagged | Imported]:
+    def observe(self, h) -> Iterator[Call | Same | Traces | Scores | Measured | Ran | Flagged | Imported | Ranks]:
         """Run the point's calls through the harness, yielding what was observed."""
 
 
