@@ -8,6 +8,27 @@ import sys
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 RUNGS_HELP = "rungs to climb: 1, 1,2 or 1-3 (default: every rung built)"
+SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of calls, e.g. --repeat 100000")
+    return n
+
+
+def _positive_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        x = 0.0
+    if not x > 0 or x == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds, e.g. --repeat-s 30")
+    return x
 DEVICE_HELP = "auto (cuda when torch sees one), cpu (Triton interpreter) or cuda"
 
 
@@ -21,6 +42,10 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.add_argument("--replay", metavar="DIR", help="add rung-2 points made of the calls captured in DIR "
                    "(with kladder.capture(...)), each in its captured layout")
+    p.add_argument("--repeat", type=_positive_int, metavar="N", help="rung 5: calls each repetition point makes "
+                   "(default 100 on the CPU, 100,000 on a GPU; with --repeat-s, whichever ends first)")
+    p.add_argument("--repeat-s", type=_positive_float, metavar="S", help="rung 5: seconds each repetition point may "
+                   "repeat for (default 10)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("point", help="the point, as JSON or as the dict the report prints")
     r.add_argument("--device", default="auto", help=DEVICE_HELP)
     r.add_argument("--timeout", type=float, metavar="S")
+    r.add_argument("--sanitize", choices=SANITIZERS, help="run the point's calls under compute-sanitizer's TOOL "
+                   "instead (CUDA; the caching allocator off)")
     z = sub.add_parser("zoo", help="the bundled buggy kernels and their fixed twins")
     zsub = z.add_subparsers(dest="zoo_cmd", required=True)
     zsub.add_parser("list", help="list the cases")
@@ -110,7 +137,8 @@ def cmd_climb(ref: str, args) -> int:
             raise UsageProblem(f"--replay {args.replay!r}: no manifest.json there; record calls first with "
                                "`with kladder.capture('pkg.mod:fn', to=DIR): run()`")
         opts = Options(rungs=parse_rungs(args.rungs), device=device, timeout_s=args.timeout,
-                       log_path=args.log or default_log_path(spec.name), replay=args.replay)
+                       log_path=args.log or default_log_path(spec.name), replay=args.replay,
+                       repeat=args.repeat, repeat_s=args.repeat_s)
         report = climb(ref, spec, opts)
     except _usage_errors() as e:
         raise UsageProblem(str(e)) from None
@@ -132,6 +160,9 @@ def cmd_repro(args) -> int:
         raise UsageProblem(f"POINT: {e}") from None
     if point.spec != spec.name:
         raise UsageProblem(f"POINT belongs to spec {point.spec!r}, not {spec.name!r}; check PATH::NAME.")
+    if args.sanitize:
+        from .gaps.repetition import sanitized
+        point = sanitized(point, args.sanitize)
     runner = Runner(args.ref, spec, device, args.timeout)
     try:
         outcome = runner.run(point)          # as the climb ran it: replayed, and alone when it fails

@@ -38,6 +38,8 @@ class Options:
     timeout_s: float | None = None
     log_path: str | None = None
     replay: str | None = None            # a capture directory: its calls become rung-2 points
+    repeat: int | None = None            # rung 5: calls a repetition point makes (--repeat N)
+    repeat_s: float | None = None        # rung 5: seconds a repetition point may take (--repeat-s S)
     on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
 
 
@@ -97,7 +99,9 @@ def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> 
 FRESH_PROCESS_MODES = ("aba",)
 # A hang costs its whole timeout again, a crash or a device fault a new worker: reported
 # as seen. Every other failure is replayed once before it is reported.
-NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE)
+# A rung-5 repetition measures its own rate over many calls and a sanitizer run is a minute of
+# tool time: a replay would only sample them again.
+NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Check.REPEATS, Check.SANITIZER)
 
 
 class Runner:
@@ -108,6 +112,7 @@ class Runner:
         self.timeout = point_timeout(spec, device, timeout_s)
         self.pool = Pool(ref, device)
         self.failed_rungs: set[int] = set()
+        self.failed: list[Point] = []            # points that failed, in the order they ran (rung 5 sanitizes the smallest)
 
     @property
     def device_name(self) -> str:
@@ -117,13 +122,15 @@ class Runner:
         free = self.pool.free_bytes() if self.device == "cuda" else None
         note = skip_note(self.spec, point, self.device, free)
         fresh = point.mode in FRESH_PROCESS_MODES
-        outcome = Outcome(point, Status.SKIPPED, note=note) if note else self.pool.run(point, self.timeout, fresh=fresh)
+        timeout = self.timeout + float(dict(point.repeat).get("seconds", 0))   # a rung-5 point's own budget on top
+        outcome = Outcome(point, Status.SKIPPED, note=note) if note else self.pool.run(point, timeout, fresh=fresh)
         if outcome.status == Status.FAILED and outcome.headline.check not in NOT_REPLAYED:
-            _replayed(outcome, self.pool.run(point, self.timeout, fresh=fresh))
+            _replayed(outcome, self.pool.run(point, timeout, fresh=fresh))
             if outcome.status == Status.FAILED and not fresh and point.rung not in self.failed_rungs:
-                _alone(outcome, self.pool.run(point, self.timeout, fresh=True))
+                _alone(outcome, self.pool.run(point, timeout, fresh=True))
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)
+            self.failed.append(point)
         outcome.repro = repro_command(self.ref, self.device, point)
         return outcome
 
@@ -162,7 +169,7 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
         for rr in report.rungs:
             if rr.rung in opts.rungs and BY_NUMBER[rr.rung].built:
                 rr.climbed, rr.note = True, ""
-                _climb_rung(rr, spec, budget, runner, report, log, opts.on_outcome, opts.replay)
+                _climb_rung(rr, spec, budget, runner, report, log, opts.on_outcome, _extra(rr.rung, opts, runner))
     except KeyboardInterrupt:
         report.interrupted = True
     finally:
@@ -173,12 +180,21 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
     return report
 
 
-def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, on_outcome, replay=None):
+def _extra(rung: int, opts: Options, runner: Runner) -> dict:
+    """What a rung's generator takes from the climb beyond the spec and the budget: rung 2 the
+    captured calls to replay; rung 5 the repetition budget and the points that failed below it."""
+    if rung == 2 and opts.replay:
+        return {"replay": opts.replay}
+    if rung == 5:
+        return {"repeat": opts.repeat, "repeat_s": opts.repeat_s, "failed": tuple(runner.failed)}
+    return {}
+
+
+def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, on_outcome, extra=None):
     from .report.jsonout import outcome_dict
     t0 = time.perf_counter()
     try:
-        extra = {"replay": replay} if rr.rung == 2 and replay else {}
-        for point in BY_NUMBER[rr.rung].points(spec, budget, **extra):
+        for point in BY_NUMBER[rr.rung].points(spec, budget, **(extra or {})):
             outcome = runner.run(point)
             report.device_name = runner.device_name or report.device_name
             rr.outcomes.append(outcome)

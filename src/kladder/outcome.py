@@ -58,6 +58,13 @@ class Check(_Words):
     NONFINITE = "nonfinite"                  # (none): NaN/Inf accepted where the policy says raise
     MODEL = "model"                          # metric (nll | score), baseline, kernel, samples, ...
     BIAS = "bias"                            # a warning, never a failure: lean, up, down, p, mean_ulps, rel, dtype
+    # rung 5 (checks/repetition.py): calls compared with the first call on the same inputs. Facts: calls, compared,
+    # firsts, differ, wrong, deterministic, launch, inputs, load, seconds, stopped, fallback, worst_call,
+    # worst_elements, first_calls, rate, lo, hi, conf, calls_50, calls_95, curve [[N, p, lo, hi]]; pattern,
+    # mismatched, largest: the worst call against the reference
+    REPEATS = "repeats"
+    NONDETERMINISTIC = "nondeterministic"    # a warning, never a failure: calls that differ bitwise, within the tolerance (same facts)
+    SANITIZER = "sanitizer"                  # tool, kind, kernel, file, line, access, size, address, detail, thread, block, count
 
 
 class Cause(_Words):
@@ -89,6 +96,9 @@ class NoteKind(_Words):
     INPUTS_OOM = "inputs_oom"                      # text
     MODEL_SCORES = "model_scores"                  # what the model mode measured (see checks/model_score.py)
     CACHE_FILES = "cache_files"                    # files
+    REPEATS_CLEAN = "repeats_clean"                # what a passing rung-5 point proved: Check.REPEATS's facts, bound
+    SANITIZER_CLEAN = "sanitizer_clean"            # tool, calls
+    NO_SANITIZER = "no_sanitizer"                  # tool, searched
 
 
 class Replay(_Words):
@@ -262,6 +272,15 @@ class KernelError(Exception):
     def __init__(self, error: BaseException, label: str):
         super().__init__(str(error))
         self.error, self.label = error, label
+
+
+class Hung(Exception):
+    """Calls that did not finish within their watchdog's bound: the kernel spins or waits on
+    something that never comes. The device stays busy, so the worker that saw it is replaced."""
+
+    def __init__(self, timeout_s: float):
+        super().__init__(f"no answer within {timeout_s:g} s")
+        self.timeout_s = timeout_s
 
 
 def error_facts(e: BaseException, whole: bool = False) -> dict:

@@ -28,6 +28,7 @@ class Point:
     values: Pairs = ()       # rung 2: input name -> value kind ("peaked/10", "ties", "pad:0xFF"); others normal
     layouts: Pairs = ()      # rung 3: input name -> layout ("sliced", "transposed", ...); others contiguous
     replay: str = ""         # rung 2: a captured call (DIR/entry) whose tensors are the inputs
+    repeat: Pairs = ()       # rung 5: the repetition's plan (calls, seconds, inputs, launch, load) or the sanitizer's tool
 
     def __post_init__(self):
         for f in PAIRS:
@@ -70,6 +71,10 @@ class Point:
         parts += [f"{k}:{v}" for k, v in self.layouts]
         if self.replay:
             parts.append("replay:" + self.replay.rsplit("/", 1)[-1])
+        plan = dict(self.repeat)
+        parts += [str(plan[k]) for k in ("inputs", "launch", "tool") if k in plan]
+        if plan.get("load"):
+            parts.append("load")
         return "-".join(parts)
 
     # ---- serialisation ----
@@ -115,8 +120,8 @@ class Point:
         return repr(self.to_dict())
 
 
-PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts")
-OMIT_EMPTY = ("values", "layouts", "replay")
+PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts", "repeat")
+OMIT_EMPTY = ("values", "layouts", "replay", "repeat")
 
 
 def _thaw(v):

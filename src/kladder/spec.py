@@ -152,6 +152,9 @@ class Spec:
                                           # slot takes another callable than `kernel`), or a kladder.model.Adapter
     model_tolerance: float = 0.02         # rung 8: the largest exact-match drop that passes
     model_nll_tolerance: float = 0.03     # rung 8: the largest relative rise of the answers' NLL that passes (correct kernels: +-0.6%)
+    deterministic: bool = False           # rung 5: the same inputs give the same bits on every call (no float atomics,
+                                          # no order that depends on timing); without it a difference within the
+                                          # tolerance is a warning (nondeterminism), beyond it a failure
 
     def __post_init__(self):
         validate(self)
@@ -266,6 +269,9 @@ def _validate_head(spec: Spec) -> None:
         _fail(f"Spec({spec.name!r}).reference_dtype", spec.reference_dtype, f"use one of {FLOAT_DTYPES}.")
     if not spec.outputs:
         _fail(f"Spec({spec.name!r}).returns", spec.returns, "declare the outputs: returns=kl.Tensor('M N', like='x'), or an kl.Out(...) argument.")
+    if not isinstance(spec.deterministic, bool):
+        _fail(f"Spec({spec.name!r}).deterministic", spec.deterministic, "give True when the same inputs must give the same "
+              "bits on every call (rung 5 then fails any difference), or False (the default).")
 
 
 def _validate_dims(spec: Spec) -> None:

@@ -1,6 +1,7 @@
 """Judging only: each module turns outputs and references into Findings (values and
 tolerance, pattern, bias, sensitivity, bitwise, guards and contract, padding, independence,
-invariants, model score); none calls a kernel or the reference, none formats a sentence.
+invariants, model score, repetition, sanitizer); none calls a kernel or the reference, none
+formats a sentence.
 
 `Judge` takes what an execution mode observed, one observation at a time, in the order the
 mode made them, and keeps the findings, the warnings and what the mode measured."""
@@ -19,6 +20,8 @@ from . import (
     independence,
     invariants,
     model_score,
+    repetition,
+    sanitizer,
     sensitivity,
     values,
 )
@@ -72,6 +75,18 @@ class Judge:
     def measured(self, note: Note) -> None:
         self.note = note
 
+    def repeats(self, r, expected: dict | None) -> None:
+        """Many calls of one point (rung 5); `expected` is the reference on the worst call's inputs."""
+        self._add(*repetition.judge(self.spec, self.point, r, expected))
+
+    def sanitized(self, s) -> None:
+        self._add(*sanitizer.judge(s))
+
+    def _add(self, found: list[Finding], warned: list[Finding], note: Note | None) -> None:
+        self.findings += found
+        self.warnings += [w for w in warned if w not in self.warnings]
+        self.note = note or self.note
+
     def _outputs(self, pt, outputs, refs, prep, sens, policy) -> list[Finding]:
         spec, found = self.spec, []
         for name in spec.outputs:
@@ -115,4 +130,4 @@ def _interpreted(device: str) -> bool:
 
 
 __all__ = ["Judge", "Where", "bias", "bitwise", "contract", "guards", "independence", "invariants", "model_score",
-           "sensitivity", "values"]
+           "repetition", "sanitizer", "sensitivity", "values"]

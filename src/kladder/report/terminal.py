@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 from collections import defaultdict
 
-from ..outcome import Check, Outcome, Replay, Status
+from ..outcome import Check, NoteKind, Outcome, Replay, Status
 from . import words
 from .data import ClimbReport, RungReport
 
@@ -42,6 +42,9 @@ def renderables(report: ClimbReport) -> list:
     warned = [o for o in report.outcomes if o.warnings]
     if warned:
         parts.append(_warnings(warned))
+    proved = [o for o in report.outcomes if o.status == PASSED and o.note is not None and o.note.kind in PROVED]
+    if proved:
+        parts.append(_proved(proved))
     parts.append(_summary(report))
     return parts
 
@@ -147,6 +150,19 @@ def _warnings(warned: list[Outcome]) -> str:
             lines.append(f"      and {len(group) - 1} more point{'s' if len(group) > 2 else ''} like it: "
                          + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else ""))
     return "\n".join(lines[:40])
+
+
+# What a passing point measured that a user should read: the bound a clean repetition proves.
+PROVED = (NoteKind.REPEATS_CLEAN, NoteKind.SANITIZER_CLEAN)
+
+
+def _proved(outcomes: list[Outcome]) -> str:
+    lines = [f"\n[bold]What the passing rung-5 points proved ({len(outcomes)})[/]:"]
+    for o in outcomes[:20]:
+        lines.append(f"  {o.point.id}: {_escape(words.note_text(o.note))}")
+    if len(outcomes) > 20:
+        lines.append(f"  ... and {len(outcomes) - 20} more (see --json)")
+    return "\n".join(lines)
 
 
 def _summary(report: ClimbReport) -> str:

@@ -4,9 +4,10 @@ A mode sequences a Harness's steps (prepare, call) the way production calls kern
 (eager), twice into reused output buffers (reused), A then B then A in one process (aba),
 captured and replayed in a CUDA graph (graph), on a side stream (stream), on a cold and a
 warm JIT cache (jitcache), under torch.compile (compiled), with poisoned padding (padding),
-traced against the reference (independence), in a model's slot (in_model). It yields what it
-observed (base.Call, Same, Traces, Scores, Measured), each labelled with its call; it never
-judges. kladder.run.trial feeds each observation to the checks as it comes."""
+traced against the reference (independence), in a model's slot (in_model), many times over
+(repeat), under compute-sanitizer (sanitize). It yields what it observed (base.Call, Same,
+Traces, Scores, Measured, Repeats, Sanitized), each labelled with its call; it never judges.
+kladder.run.trial feeds each observation to the checks as it comes."""
 from __future__ import annotations
 
 import importlib
@@ -15,7 +16,7 @@ from .base import MODES_NEEDING_CUDA, Mode
 
 MODULES = {"eager": "eager", "reused": "reused", "aba": "aba", "graph": "graph", "stream": "stream",
            "padding": "padding", "independence": "independence", "jitcache": "jitcache", "compiled": "compiled",
-           "model": "in_model"}
+           "model": "in_model", "repeat": "repeat", "sanitize": "sanitize"}
 
 
 def get(name: str) -> Mode:
