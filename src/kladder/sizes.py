@@ -99,10 +99,11 @@ def repetition(budget: Budget) -> Budget:
     """The budget of rung 5's points. On the GPU rungs 2-4's: wide rows and many programs are
     where a race shows (a split reduction wrong in 0.74% of rows at 64 x 65536, none at 8 x 2^20).
     On the CPU the Triton interpreter runs one program after another, in Python: no two programs
-    ever overlap, so a wide grid shows nothing there and costs milliseconds a program per call,
-    while rung 5 wants many calls: 4 rows and 16K elements a tensor."""
+    ever overlap, so a wide grid shows nothing there and costs 4-16 ms a program per call
+    (measured on the loaded 2-core CI box), while rung 5 wants many calls: 2 rows and 8K
+    elements a tensor."""
     if budget.device == "cpu":
-        return Budget(min(budget.max_elements, 1 << 14), min(budget.max_rows, 4), budget.device)
+        return Budget(min(budget.max_elements, 1 << 13), min(budget.max_rows, 2), budget.device)
     return moderate(budget)
 
 

@@ -58,11 +58,12 @@ def curve(p: float, lo: float, hi: float, calls: int) -> list[list[float]]:
     """The failure-probability curve 1 - (1 - p)^N at N = 1, 2, 5, 10, ... until every end of
     the interval passes 99.9% (or N reaches 10^13): [[N, at p, at lo, at hi], ...]."""
     rows, n = [], 1
-    reach = max(calls, calls_to_see(lo if lo > 0 else p, 0.999) or calls)
-    while n <= min(reach * 2, 10 ** 13):
+    reach = min(max(calls, calls_to_see(lo if lo > 0 else p, 0.999)), 10 ** 13)
+    while True:
         rows.append([n, chance_to_see(p, n), chance_to_see(lo, n), chance_to_see(hi, n)])
+        if n >= reach:
+            return rows
         n = _next_step(n)
-    return rows
 
 
 def _next_step(n: int) -> int:

@@ -85,7 +85,8 @@ class Judge:
     def _add(self, found: list[Finding], warned: list[Finding], note: Note | None) -> None:
         self.findings += found
         self.warnings += [w for w in warned if w not in self.warnings]
-        self.note = note or self.note
+        if not self.findings:                # what a passing point proved; a failure says what went wrong instead
+            self.note = note or self.note
 
     def _outputs(self, pt, outputs, refs, prep, sens, policy) -> list[Finding]:
         spec, found = self.spec, []

@@ -69,6 +69,10 @@ def _span_text(unit: str, s: Span) -> str:
 def pattern_label(f: Finding) -> str:
     """The one-line `pattern:` of a finding: where the wrong elements are, or what happened."""
     x = f.facts
+    if f.check in (Check.REPEATS, Check.NONDETERMINISTIC):
+        what = "not bit for bit the first call" if x["bitwise"] else "wrong"
+        worst = f"; the worst: {pattern_text(f.pattern)}" if f.pattern is not None else ""
+        return f"{_count(f)} of {x['compared']:,} calls {what}{worst}"
     if f.pattern is not None:
         return pattern_text(f.pattern)
     labels = {Check.RAISED: "raised", Check.DEVICE_FAULT: "device fault", Check.CAPTURE: "capture failed",
@@ -86,9 +90,6 @@ def pattern_label(f: Finding) -> str:
         if x["metric"] == "nll":
             return f"NLL {x['rise']:+.1%}"
         return f"score {x['baseline']:.3f} -> {x['kernel']:.3f}"
-    if f.check in (Check.REPEATS, Check.NONDETERMINISTIC):
-        what = "not bit for bit the first call" if x["bitwise"] else "wrong"
-        return f"{_count(f)} of {x['compared']:,} calls {what}"
     if f.check == Check.SANITIZER:
         return f"{x['tool']}: {_sanitizer_kind(x)}"
     return ""
@@ -251,6 +252,10 @@ def _bias(f: Finding, x: dict) -> str:
             "model's layers")
 
 
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _count(f: Finding) -> str:
     x = f.facts
     return f"{x['differ'] if x['bitwise'] else x['wrong']:,}"
@@ -278,14 +283,13 @@ def _how(x: dict) -> str:
 
 def _repeats(f: Finding, x: dict) -> str:
     n = f"{x['compared']:,}"
-    where = _worst_text(f, x)
     if x["bitwise"]:
         head = (f"{x['differ']:,} of {n} calls differ bit for bit from the first call on the same inputs"
                 + (", although the spec declares deterministic=True" if x["deterministic"] else ""))
     else:
-        head = (f"{x['wrong']:,} of {n} calls returned wrong outputs (beyond the tolerance; each compared with the "
-                "first call on the same inputs, itself judged against the reference)")
-    return f"{head} ({_how(x)}): {_rate_text(x)}; {where}"
+        head = (f"{x['wrong']:,} of {n} calls were wrong: beyond the tolerance of the first call on the same inputs, "
+                "itself judged against the reference")
+    return f"{head}. {_cap(_how(x))}. {_cap(_rate_text(x))}; {_worst_text(f, x)}"
 
 
 def _worst_text(f: Finding, x: dict) -> str:
@@ -304,8 +308,9 @@ def _worst_text(f: Finding, x: dict) -> str:
 
 def _nondeterministic(f: Finding, x: dict) -> str:
     return (f"`{f.output}` is not bit for bit reproducible: {x['differ']:,} of {x['compared']:,} calls differ from the "
-            f"first call on the same inputs ({_how(x)}), all within the tolerance: {_rate_text(x)}; "
-            f"{_worst_text(f, x)}. Nondeterminism, not a failure: the spec leaves deterministic=False")
+            f"first call on the same inputs, all within the tolerance (nondeterminism, not a failure: the spec leaves "
+            f"deterministic=False). {_cap(_how(x))}. {_cap(_rate_text(x))}; "
+            f"{_worst_text(f, x)}")
 
 
 def _sanitizer_kind(x: dict) -> str:
