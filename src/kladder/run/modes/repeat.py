@@ -17,9 +17,9 @@ How the calls run:
 Calls are numbered from 1 over every call the point made; call i ran on input set (i-1) % P.
 Fresh inputs: a pool of P input sets read in place (no copy node between the kernels: they run
 back to back, as in a decode loop). Under load: a second stream multiplies big matrices beside
-the calls, so that the calls' programs meet other work on the SMs. Out-argument slots are
-poisoned before each batch: an element a call skips holds the poison, not the value an earlier
-call left in its slot."""
+the calls, so that the calls' programs meet other work on the SMs. What every call writes is
+poisoned before each batch (ring slots, and the tensors a captured call returns): an element a
+call skips holds the poison, not the value an earlier call left there."""
 from __future__ import annotations
 
 import time
@@ -260,6 +260,10 @@ class Graphed(Loop):
         torch.cuda.synchronize()
         self.per_call_s = (time.perf_counter() - t0) / p
         self.graph, returned = torch.cuda.CUDAGraph(), []
+        filling = torch.utils.deterministic.fill_uninitialized_memory
+        # No poisoning fill captured with each call (it would double the kernels a replay runs):
+        # the tensors the calls return are poisoned before each replay instead, in one launch.
+        torch.utils.deterministic.fill_uninitialized_memory = False
         try:
             with torch.cuda.graph(self.graph):
                 for k in range(self.k):
@@ -268,12 +272,18 @@ class Graphed(Loop):
         except Exception as e:  # noqa: BLE001 - the kernel or its launcher cannot be captured
             torch.cuda.synchronize()                   # a broken context raises here: a fault, not a refusal
             raise CaptureFailed(e.error if isinstance(e, KernelError) else e) from e
+        finally:
+            torch.utils.deterministic.fill_uninitialized_memory = filling
         maps = [self.ring.returned(self.sets[k % p], r) for k, r in enumerate(returned)]
         self.stacked = {n: [m[n] for m in maps] for n in self.h.spec.returned if all(n in m for m in maps)}
+        self.ring.poison(list(self.stacked))
+        self.poisoned = {n: self.ring.slots[n][0].clone() for n in self.stacked}   # a slot's worth of poison
 
     def replay(self) -> None:
         import torch
         self.ring.poison(list(self.ring.out_at.values()))
+        for n, outs in self.stacked.items():
+            torch._foreach_copy_(outs, [self.poisoned[n]] * len(outs))
         self.graph.replay()
         for n, outs in self.stacked.items():
             torch.stack(outs, out=self.ring.slots[n])
