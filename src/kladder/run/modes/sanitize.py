@@ -31,6 +31,7 @@ from .base import Sanitized
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 CALLS = 2
 REF_ENV = "KLADDER_SPEC_REF"
+LOGS_ENV = "KLADDER_SANITIZER_LOGS"   # a directory: each run's compute-sanitizer log is kept there
 FOUND_ERRORS = 99                     # compute-sanitizer's exit status when it reported errors (--error-exitcode)
 KERNEL_RAISED = 3
 OPTIONS = ["--print-limit", "1000", "--error-exitcode", str(FOUND_ERRORS), "--report-api-errors", "no",
@@ -78,6 +79,11 @@ def _run(exe: str, tool: str, ref: str, h) -> tuple[str, int, str]:
                ref, h.device, point.to_json()]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
         text = open(log, errors="replace").read() if os.path.exists(log) else p.stdout
+    keep = os.environ.get(LOGS_ENV)
+    if keep:                                   # the tool's own words, for whoever wants more than the findings
+        os.makedirs(keep, exist_ok=True)
+        with open(os.path.join(keep, f"{h.point.spec}-{tool}-{h.point.seed}.log"), "w") as f:
+            f.write(text)
     err = (p.stderr.strip().splitlines() or [""])[-1]
     return text, p.returncode, err
 
