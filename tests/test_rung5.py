@@ -346,3 +346,131 @@ def test_a_kernel_that_cannot_be_captured_falls_back_to_eager_and_says_so(calls)
     o = run_point(_double(syncs), _repeat_point(calls=200, launch="graph"), "cuda")
     assert o.outcome.status == "passed" and o.outcome.note.facts["fallback"] is not None
     assert o.fatal and "cannot be captured" in note_text(o.outcome.note)
+
+
+class _FakeGraph:
+    """Stands in for torch.cuda.CUDAGraph on the CPU: capture records each call, replay runs
+    them again into the memory the capture returned (as a real replay does)."""
+    recording = None
+
+    def __init__(self):
+        self.calls = []
+
+    def replay(self):
+        for fn, args, kwargs, out in self.calls:
+            new = fn(*args, **kwargs)
+            if isinstance(out, torch.Tensor):
+                out.copy_(new)
+
+
+def _recorded(fn):
+    def kernel(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        if _FakeGraph.recording is not None:
+            _FakeGraph.recording.calls.append((fn, args, kwargs, out))
+        return out
+    return kernel
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    import contextlib
+
+    @contextlib.contextmanager
+    def graph(g):
+        _FakeGraph.recording = g
+        try:
+            yield
+        finally:
+            _FakeGraph.recording = None
+
+    class Stream:
+        def wait_stream(self, other):
+            pass
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _FakeGraph)
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: Stream())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+
+
+@pytest.mark.parametrize("out", [True, False], ids=["out-argument", "returned"])
+def test_the_graph_runner_numbers_replayed_calls_and_keeps_the_worst(fake_cuda, calls, out):
+    """Replay 1's first calls are the first calls; every later call is compared, numbered over
+    all calls made; a captured call's returned tensors are stacked into the ring."""
+    from kladder.checks import Judge
+    from kladder.run.modes.differ import Differ
+    from kladder.run.modes.repeat import Graphed, Plan
+
+    def every_tenth(x, *rest):
+        Calls.n += 1
+        y = 2 * x
+        if Calls.n % 10 == 0:
+            y[..., 0] = 7.0
+        if rest:
+            rest[0].copy_(y)
+            return None
+        return y
+
+    spec = _double(_recorded(every_tenth), out=out)
+    point = _repeat_point("fresh", calls=40, launch="graph")
+    h = Harness(spec, point, "cpu")
+    sets = [h.prepare(seed=point.seed + i) for i in range(4)]
+    runner = Graphed(h, sets, Plan.of(point, "cpu"))
+    runner.capture()                                   # 4 warm-up calls, then 8 captured
+    assert Calls.n == 4 + 8 and runner.k == 8
+    firsts = runner.first_calls()                      # replay 1: calls 13..20 of the kernel
+    r = runner.repeat(Differ(spec, point, [o for _, o in firsts]), None)
+    assert (r.calls, r.firsts, r.launch, r.stopped) == (40, 4, "graph", "calls")
+    differ = sum(r.bits.values())
+    assert differ.numel() == 36                        # every call but the 4 first
+    wrong_kernel_calls = [n for n in range(13, 13 + 40) if n % 10 == 0]          # the kernel's own count
+    assert sorted((differ > 0).nonzero().flatten().add(5).tolist()) == [n - 12 for n in wrong_kernel_calls
+                                                                       if n - 12 > 4]
+    assert r.worst_call == wrong_kernel_calls[0] - 12 and r.worst is not None
+    judge = Judge(spec, point, "cpu")
+    judge.repeats(r, None)
+    assert judge.findings and judge.findings[0].facts["wrong"] == len([n for n in wrong_kernel_calls if n - 12 > 4])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")   # the interpreter computes inf - inf in numpy
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32])
+def test_the_fused_triton_pass_counts_what_the_torch_ops_count(dtype):
+    """The CUDA pass (run here under Triton's interpreter) against the torch ops, on a ring of 8
+    calls over 2 input sets with bits flipped, NaNs (equal and not), infinities and big errors."""
+    pytest.importorskip("triton")
+    from kladder.run.modes import differ as d
+    spec = kl.Spec("p", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("N", dtype="float32")},
+                   returns=kl.Tensor("N", dtype=str(dtype).removeprefix("torch.")), dims={"N": kl.Dim(1, 5000)})
+    point = Point("p", 5, (("N", 4100),))
+    g = torch.Generator().manual_seed(0)
+    base = [(torch.randn(4100, generator=g) * 10).to(dtype) for _ in range(2)]
+    if dtype.is_floating_point:
+        base[0][5] = float("nan")
+    ring = torch.stack([base[k % 2] for k in range(8)]).clone()
+    if dtype.is_floating_point:
+        ints = ring.view(torch.int16 if dtype == torch.float16 else torch.int32)
+        ints[1, 7] += 1                                    # one ulp: bits differ, within the tolerance
+        ring[2, 9] = float("inf")                          # beyond whatever the tolerance
+        ring[3, 4099] *= 1.5                               # far, in the last block
+        ints[4, 5] += 1                                    # another NaN payload: bits differ, not far
+    else:
+        ring[1, 7] += 1
+        ring[3, 4099] -= 5
+    differ = d.Differ(spec, point, [{"out": b} for b in base])
+    kernel = d._build()
+    bits_t, far_t = differ._compare_torch("out", ring)
+    k, numel = ring.shape
+    ints = getattr(torch, d.INT_OF_SIZE[ring.element_size()])
+    counts = torch.zeros(2, k, dtype=torch.int32)
+    lim = differ.allowed.get("out")
+    kernel[(-(-numel // d.BLOCK), k)](ring.view(ints), differ.base["out"].view(ints), ring, differ.base["out"],
+                                      lim if lim is not None else differ.base["out"], counts[0], counts[1], numel, 2,
+                                      IS_FLOAT=lim is not None, WIDE=False, BLOCK=d.BLOCK)
+    assert counts[0].tolist() == bits_t.tolist() and counts[1].tolist() == far_t.tolist()
+    if dtype.is_floating_point:
+        assert bits_t.tolist() == [0, 1, 1, 1, 1, 0, 0, 0] and far_t.tolist() == [0, 0, 1, 1, 0, 0, 0, 0]
+    else:
+        assert bits_t.tolist() == far_t.tolist() == [0, 1, 0, 1, 0, 0, 0, 0]

@@ -109,7 +109,7 @@ class Runner:
 
     def __init__(self, ref: str, spec: Spec, device: str, timeout_s: float | None = None):
         self.ref, self.spec, self.device = ref, spec, device
-        self.timeout = point_timeout(spec, device, timeout_s)
+        self.timeout_s = timeout_s
         self.pool = Pool(ref, device)
         self.failed_rungs: set[int] = set()
         self.failed: list[Point] = []            # points that failed, in the order they ran (rung 5 sanitizes the smallest)
@@ -122,7 +122,7 @@ class Runner:
         free = self.pool.free_bytes() if self.device == "cuda" else None
         note = skip_note(self.spec, point, self.device, free)
         fresh = point.mode in FRESH_PROCESS_MODES
-        timeout = self.timeout + float(dict(point.repeat).get("seconds", 0))   # a rung-5 point's own budget on top
+        timeout = point_timeout(self.spec, self.device, self.timeout_s, point)
         outcome = Outcome(point, Status.SKIPPED, note=note) if note else self.pool.run(point, timeout, fresh=fresh)
         if outcome.status == Status.FAILED and outcome.headline.check not in NOT_REPLAYED:
             _replayed(outcome, self.pool.run(point, timeout, fresh=fresh))
@@ -169,7 +169,7 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
         for rr in report.rungs:
             if rr.rung in opts.rungs and BY_NUMBER[rr.rung].built:
                 rr.climbed, rr.note = True, ""
-                _climb_rung(rr, spec, budget, runner, report, log, opts.on_outcome, _extra(rr.rung, opts, runner))
+                _climb_rung(rr, spec, budget, runner, report, log, opts.on_outcome, _rung_options(rr.rung, opts, runner))
     except KeyboardInterrupt:
         report.interrupted = True
     finally:
@@ -180,7 +180,7 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
     return report
 
 
-def _extra(rung: int, opts: Options, runner: Runner) -> dict:
+def _rung_options(rung: int, opts: Options, runner: Runner) -> dict:
     """What a rung's generator takes from the climb beyond the spec and the budget: rung 2 the
     captured calls to replay; rung 5 the repetition budget and the points that failed below it."""
     if rung == 2 and opts.replay:

@@ -25,9 +25,11 @@ STARTUP_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = {"cpu": 120.0, "cuda": 120.0}
 
 
-def point_timeout(spec, device: str, given: float | None = None) -> float:
-    """The one timeout rule: what the user gave (--timeout), else the spec's, else the device's default."""
-    return given or spec.timeout_s or DEFAULT_TIMEOUT_S[device]
+def point_timeout(spec, device: str, given: float | None = None, point: Point | None = None) -> float:
+    """The one timeout rule: what the user gave (--timeout), else the spec's, else the device's
+    default; a rung-5 point gets its own budget of seconds (its repetition, its sanitizer run) on top."""
+    base = given or spec.timeout_s or DEFAULT_TIMEOUT_S[device]
+    return base + float(dict(point.repeat).get("seconds", 0)) if point is not None else base
 
 
 class WorkerError(RuntimeError):

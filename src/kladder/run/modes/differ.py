@@ -77,7 +77,7 @@ class Differ:
         counts = torch.zeros(2, k, dtype=torch.int32, device=flat.device)
         lim = self.allowed.get(name)
         is_float = lim is not None
-        grid = (k, -(-numel // BLOCK))
+        grid = (-(-numel // BLOCK), k)             # blocks on axis 0: axis 1 holds at most 65,535
         kernel[grid](flat.view(ints), base.view(ints), flat, base, lim if is_float else base, counts[0], counts[1],
                      numel, self.sets, IS_FLOAT=is_float, WIDE=flat.dtype == torch.float64, BLOCK=BLOCK)
         return counts[0], counts[1]
@@ -109,8 +109,8 @@ def _build():
     @triton.jit
     def differ_kernel(ring_bits, base_bits, ring, base, allowed, bits, far, numel, sets,
                       IS_FLOAT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr):
-        slot = tl.program_id(0)
-        offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        slot = tl.program_id(1)
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         inside = offs < numel
         at = slot.to(tl.int64) * numel + offs
         first = (slot % sets).to(tl.int64) * numel + offs
