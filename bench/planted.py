@@ -49,8 +49,11 @@ _BUILT = {}
 def _kernel(name: str, fixed: bool):
     key = (name, fixed)
     if key not in _BUILT:
-        opts = ["-lineinfo"] + (["-DFIXED"] if fixed else [])
-        _BUILT[key] = torch.cuda._compile_kernel(SOURCE, name, nvcc_options=opts)
+        source = ("#define FIXED\n" if fixed else "") + SOURCE
+        try:                                            # line info, so that the tools name the line
+            _BUILT[key] = torch.cuda._compile_kernel(source, name, nvcc_options=["-lineinfo"])
+        except TypeError:                               # a torch whose NVRTC wrapper takes no options
+            _BUILT[key] = torch.cuda._compile_kernel(source, name)
     return _BUILT[key]
 
 

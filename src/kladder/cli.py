@@ -45,7 +45,7 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=_positive_int, metavar="N", help="rung 5: calls each repetition point makes "
                    "(default 100 on the CPU, 100,000 on a GPU; with --repeat-s, whichever ends first)")
     p.add_argument("--repeat-s", type=_positive_float, metavar="S", help="rung 5: seconds each repetition point may "
-                   "repeat for (default 10)")
+                   "repeat for (default 10 on a GPU, 5 on the CPU)")
 
 
 def build_parser() -> argparse.ArgumentParser:
