@@ -24,7 +24,7 @@ def line(o) -> str:
         return f"{o.point.id}: {o.status}" + (f" ({f.check})" if f is not None else "")
     k = x["differ"] if x.get("bitwise") or (f is not None and f.check == "nondeterministic") else x["wrong"]
     rate = f"rate {x['rate']:.3g} (95% CI {x['lo']:.3g}..{x['hi']:.3g})" if k else f"p < {x['bound']:.3g} at 95%"
-    speed = f"{x['calls'] / x['seconds']:,.0f} calls/s" if x["seconds"] else ""
+    speed = f"{x['calls_s']:,.0f} calls/s"
     return (f"{o.point.id}: {o.status}{' ' + str(f.check) if f is not None else ''}; {k:,} of {x['compared']:,} calls; "
             f"{rate}; {x['launch']}{' (fallback)' if x.get('fallback') else ''}; {speed}")
 

@@ -59,7 +59,7 @@ class Check(_Words):
     MODEL = "model"                          # metric (nll | score), baseline, kernel, samples, ...
     BIAS = "bias"                            # a warning, never a failure: lean, up, down, p, mean_ulps, rel, dtype
     # rung 5 (checks/repetition.py): calls compared with the first call on the same inputs. Facts: calls, compared,
-    # firsts, differ, wrong, deterministic, launch, inputs, load, seconds, stopped, fallback, worst_call,
+    # firsts, differ, wrong, deterministic, launch, inputs, load, seconds, calls_s, stopped, fallback, worst_call,
     # worst_elements, first_calls, rate, lo, hi, conf, calls_50, calls_95, curve [[N, p, lo, hi]]; pattern,
     # mismatched, largest: the worst call against the reference
     REPEATS = "repeats"

@@ -69,6 +69,7 @@ class Repeats:
     load: bool                      # a second stream of work ran beside the calls
     stopped: str                    # "calls" or "seconds": which budget ended the loop
     fallback: dict | None = None    # why the calls ran eagerly though a graph was asked for (error facts)
+    looped: int = 0                 # the calls made in those `seconds` (the first calls came before)
     worst_call: int = 0             # the worst call's number, counting from 1 over every call made
     worst: dict | None = None
     worst_prep: Any = None
