@@ -474,3 +474,19 @@ def test_the_fused_triton_pass_counts_what_the_torch_ops_count(dtype):
         assert bits_t.tolist() == [0, 1, 1, 1, 1, 0, 0, 0] and far_t.tolist() == [0, 0, 1, 1, 0, 0, 0, 0]
     else:
         assert bits_t.tolist() == far_t.tolist() == [0, 1, 0, 1, 0, 0, 0, 0]
+
+
+def test_a_batch_past_its_watchdog_is_a_hang_that_names_its_calls():
+    from kladder.outcome import KernelError
+    from kladder.run import faults
+    from kladder.run.modes.repeat import _wait
+
+    class Never:
+        def query(self):
+            return False
+
+    with pytest.raises(KernelError) as e:
+        _wait(Never(), "calls 1,025..1,280", 0.05)
+    result = faults.kernel_error(_double(_right), _repeat_point(), e.value)
+    assert result.fatal and result.outcome.headline.check == Check.HANG
+    assert message(result.outcome.headline).startswith("calls 1,025..1,280 did not finish within 0.05 s (the batch's")

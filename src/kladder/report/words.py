@@ -167,6 +167,9 @@ def _capture(f: Finding, x: dict) -> str:
 
 
 def _hang(f: Finding, x: dict) -> str:
+    if x.get("watchdog"):
+        return (f"{f.call} did not finish within {x['timeout_s']:g} s (the batch's watchdog): a kernel that spins or "
+                "waits on what never comes; the worker was replaced")
     return f"the point did not finish within {x['timeout_s']:g} s; the worker's process group was killed"
 
 
