@@ -15,6 +15,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_NOTHING_RAN = 5        # report.data.NOTHING_RAN: every point skipped, or none generated
 
 RUNGS_HELP = "rungs to climb: 1, 1,2 or 1-3 (default: every rung built)"
+SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
+
+
 DEVICE_HELP = "auto (cuda when torch sees one), cpu (Triton interpreter) or cuda"
 JOBS_HELP = ("points run side by side, each in a worker of its own (default: the CPU's cores on the CPU; on "
              "CUDA four per GPU, big points alone)")
@@ -26,7 +29,7 @@ def _positive(kind, what: str):
             v = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r}: give {what}") from None
-        if not v > 0:
+        if not v > 0 or v == float("inf"):
             raise argparse.ArgumentTypeError(f"{text!r}: give {what} (more than 0)")
         return v
     return parse
@@ -47,6 +50,10 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--devices", metavar="IDS", help="CUDA devices to spread workers over, e.g. 0,1 (default: every "
                    "visible one)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display while the climb runs")
+    p.add_argument("--repeat", type=_positive(int, "a number of calls, e.g. --repeat 100000"), metavar="N",
+                   help="rung 5: calls each repetition point makes (default 100 on the CPU, 100,000 on a GPU; with --repeat-s, whichever ends first)")
+    p.add_argument("--repeat-s", type=_positive(float, "seconds, e.g. --repeat-s 30"), metavar="S",
+                   help="rung 5: seconds each repetition point may repeat for (default 10 on a GPU, 5 on the CPU)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("point", help="the point, as JSON or as the dict the report prints")
     r.add_argument("--device", default="auto", help=DEVICE_HELP)
     r.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S")
+    r.add_argument("--sanitize", choices=SANITIZERS, help="run the point's calls under compute-sanitizer's TOOL "
+                   "instead (CUDA; the caching allocator off)")
     z = sub.add_parser("zoo", help="the bundled buggy kernels and their fixed twins")
     zsub = z.add_subparsers(dest="zoo_cmd", required=True)
     zsub.add_parser("list", help="list the cases")
@@ -152,6 +161,9 @@ def cmd_repro(args) -> int:
         raise UsageProblem(f"POINT: {e}") from None
     if point.spec != spec.name:
         raise UsageProblem(f"POINT belongs to spec {point.spec!r}, not {spec.name!r}; check PATH::NAME.")
+    if args.sanitize:
+        from .gaps.repetition import sanitized
+        point = sanitized(point, args.sanitize)
     runner = Runner(args.ref, spec, device, args.timeout)
     try:
         outcome = runner.run(point)          # as the climb ran it: replayed, and alone when it fails

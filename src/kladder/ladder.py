@@ -44,6 +44,8 @@ class Options:
     log_path: str | None = None
     replay: str | None = None            # a capture directory: its calls become rung-2 points
     jobs: int = 1                        # points run side by side, each on a worker of its own
+    repeat: int | None = None            # rung 5: calls a repetition point makes (--repeat N)
+    repeat_s: float | None = None        # rung 5: seconds a repetition point may take (--repeat-s S)
     on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
     progress: Any = field(default=None, repr=False)   # report.progress.Progress, or None
     pool: Pool | None = field(default=None, repr=False)  # workers already started (the CLI warms them early)
@@ -106,8 +108,10 @@ FRESH_PROCESS_MODES = ("aba",)
 # A hang costs its whole timeout again, a crash or a device fault a new worker, a model point
 # the whole model again (a minute under the interpreter; the model's forward is seeded and
 # deterministic, and repeating a kernel is rung 5's work), hung ranks a collective's watchdog
-# again: reported as seen. Every other failure is replayed once before it is reported.
-NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Check.MODEL, Check.RANKS_HUNG)
+# again, a rung-5 repetition its own rate over many calls (a replay would only sample it again),
+# a sanitizer run a minute of tool time: reported as seen. Every other failure is replayed once.
+NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Check.MODEL, Check.RANKS_HUNG,
+               Check.REPEATS, Check.SANITIZER)
 # A second lane is worth its worker's start (about 2 s on a 2-core machine) only when there is
 # work to share: a lane per this many points, up to --jobs.
 POINTS_PER_LANE = 4
@@ -134,6 +138,7 @@ class Runner:
         self.failed_rungs: set[int] = set()
         self._lanes: list[Lane] = []          # every lane made, each with its worker
         self._idle: list[Lane] = []           # lanes no thread is using
+        self.failed: list[Point] = []         # points that failed, in the rung order (rung 5 sanitizes the smallest)
         self._lanes_lock = threading.Lock()
 
     @property
@@ -215,6 +220,8 @@ class Runner:
             _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True))
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)
+            self.failed.append(point)
+            self.failed.append(point)
         outcome.repro = repro_command(self.ref, self.device, point)
         return outcome
 
@@ -322,7 +329,7 @@ def _restore_sigint(previous, interrupted: bool) -> None:
 
 def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options):
     t0 = time.perf_counter()
-    points = list(BY_NUMBER[rr.rung].points(spec, budget, **_rung_options(rr.rung, opts)))
+    points = list(BY_NUMBER[rr.rung].points(spec, budget, **_rung_options(rr.rung, opts, runner)))
     progress = opts.progress
     if progress:
         progress.rung_started(rr, len(points))
@@ -345,10 +352,13 @@ def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts:
             progress.rung_done(rr)
 
 
-def _rung_options(rung: int, opts: Options) -> dict:
-    """What a rung's generator takes beyond the spec and the budget."""
+def _rung_options(rung: int, opts: Options, runner: Runner) -> dict:
+    """What a rung's generator takes from the climb beyond the spec and the budget: rung 2 the
+    captured calls to replay; rung 5 the repetition budget and the points that failed below it."""
     if rung == 2 and opts.replay:
         return {"replay": opts.replay}
+    if rung == 5:
+        return {"repeat": opts.repeat, "repeat_s": opts.repeat_s, "failed": tuple(runner.failed)}
     return {}
 
 

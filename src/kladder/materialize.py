@@ -38,16 +38,19 @@ class Guarded:
     name: str
     buf: Any
     view: Any
+    guard: int = GUARD_BYTES
 
     def damaged(self) -> tuple[list[int], list[int]]:
         """Byte offsets (before the start, after the end) whose sentinel changed."""
         import torch
-        lo = self.buf[:GUARD_BYTES]
-        hi = self.buf[self.buf.numel() - GUARD_BYTES:]
-        pat = _pattern(GUARD_BYTES, self.buf.device)
+        if not self.guard:
+            return [], []
+        lo = self.buf[:self.guard]
+        hi = self.buf[self.buf.numel() - self.guard:]
+        pat = _pattern(self.guard, self.buf.device)
         before = torch.nonzero(lo != pat).flatten().tolist()
         after = torch.nonzero(hi != pat).flatten().tolist()
-        return [GUARD_BYTES - i for i in before], after
+        return [self.guard - i for i in before], after
 
 
 def _pattern(n: int, device):
@@ -56,17 +59,20 @@ def _pattern(n: int, device):
     return torch.tensor(list(GUARD_PATTERN) * reps, dtype=torch.uint8, device=device)[:n]
 
 
-def guarded_empty(name: str, shape: tuple[int, ...], dtype: str, device) -> Guarded:
+def guarded_empty(name: str, shape: tuple[int, ...], dtype: str, device, guard: int = GUARD_BYTES) -> Guarded:
+    """With guard=0, a plain allocation of the tensor's bytes: compute-sanitizer's memcheck sees
+    a store past the end only when it leaves the allocation (run/modes/sanitize.py)."""
     import math
 
     import torch
     nbytes = math.prod(shape) * torch.tensor([], dtype=torch_dtype(dtype)).element_size()
-    buf = torch.empty(GUARD_BYTES * 2 + nbytes, dtype=torch.uint8, device=device)
-    pat = _pattern(GUARD_BYTES, device)
-    buf[:GUARD_BYTES] = pat
-    buf[GUARD_BYTES + nbytes:] = pat
-    view = buf[GUARD_BYTES:GUARD_BYTES + nbytes].view(torch_dtype(dtype)).view(shape)
-    return Guarded(name, buf, view)
+    buf = torch.empty(guard * 2 + nbytes, dtype=torch.uint8, device=device)
+    if guard:
+        pat = _pattern(guard, device)
+        buf[:guard] = pat
+        buf[guard + nbytes:] = pat
+    view = buf[guard:guard + nbytes].view(torch_dtype(dtype)).view(shape)
+    return Guarded(name, buf, view, guard)
 
 
 def poison(t, dtype: str) -> None:
@@ -87,7 +93,7 @@ class Inputs:
     outs: dict[str, Any] = field(default_factory=dict)   # Out args' views, by name
 
 
-def materialize(spec: Spec, point: Point, device, reuse: Inputs | None = None) -> Inputs:
+def materialize(spec: Spec, point: Point, device, reuse: Inputs | None = None, guard: int = GUARD_BYTES) -> Inputs:
     """With `reuse`, Out args are that call's buffers as they are: holding its plausible
     values, the way an inference engine hands a kernel last step's output buffer.
     The point's value kinds (rung 2), layouts and padding fills (rung 3) shape the inputs;
@@ -110,9 +116,9 @@ def materialize(spec: Spec, point: Point, device, reuse: Inputs | None = None) -
         if reuse is not None and name in spec.out_args:
             g = reuse.guarded[name]
         elif name in built and point.replay and hasattr(built[name], "stride"):
-            g = guarded_like(name, built[name], device)
+            g = guarded_like(name, built[name], device, guard)
         else:
-            g = guarded_strided(name, shape, dtype, device, layouts.get(name, ""))
+            g = guarded_strided(name, shape, dtype, device, layouts.get(name, ""), guard)
         guarded[name] = g
         if name in spec.out_args:
             if reuse is None:
@@ -124,26 +130,26 @@ def materialize(spec: Spec, point: Point, device, reuse: Inputs | None = None) -
     return Inputs(args, guarded, outs)
 
 
-def guarded_strided(name: str, shape, dtype: str, device, layout: str) -> Guarded:
+def guarded_strided(name: str, shape, dtype: str, device, layout: str, guard: int = GUARD_BYTES) -> Guarded:
     """A guarded storage holding a view of `shape` in `layout`; the storage is poisoned first,
     so a kernel that reads between a view's elements reads signalling NaNs (or 0xA5 bytes)."""
     if not layout:
-        return guarded_empty(name, shape, dtype, device)
+        return guarded_empty(name, shape, dtype, device, guard)
     size, stride, offset, length = layout_plan(shape, layout)
-    g = guarded_empty(name, (length,), dtype, device)
+    g = guarded_empty(name, (length,), dtype, device, guard)
     poison(g.view, dtype)
-    return Guarded(name, g.buf, g.view.as_strided(size, stride, g.view.storage_offset() + offset))
+    return Guarded(name, g.buf, g.view.as_strided(size, stride, g.view.storage_offset() + offset), guard)
 
 
-def guarded_like(name: str, t, device) -> Guarded:
+def guarded_like(name: str, t, device, guard: int = GUARD_BYTES) -> Guarded:
     """A guarded copy of a captured tensor that keeps its strides and storage offset."""
     off = t.storage_offset()
     length = off + (sum((s - 1) * st for s, st in zip(t.shape, t.stride())) + 1 if t.numel() else 0)
-    g = guarded_empty(name, (length,), str(t.dtype).removeprefix("torch."), device)
+    g = guarded_empty(name, (length,), str(t.dtype).removeprefix("torch."), device, guard)
     poison(g.view, str(t.dtype).removeprefix("torch."))
     view = g.view.as_strided(t.shape, t.stride(), g.view.storage_offset() + off)
     view.copy_(t.to(device)) if not any(st == 0 for st in t.stride()) else view.copy_(t.to(device).contiguous())
-    return Guarded(name, g.buf, view)
+    return Guarded(name, g.buf, view, guard)
 
 
 def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, kind: str, sizes, gen) -> None:

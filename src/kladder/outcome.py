@@ -68,6 +68,13 @@ class Check(_Words):
                                              # each rank follows as its own finding (values, guard, contract)
     RANKS_HUNG = "ranks_hung"                # rung 6: watchdog_s, queued, dim, lag, ranks [{rank, phase, launched,
                                              # finished, size}]: no rank progressed for watchdog_s; the ranks were killed
+    # rung 5 (checks/repetition.py): calls compared with the first call on the same inputs. Facts: calls, compared,
+    # firsts, differ, wrong, deterministic, launch, inputs, load, seconds, calls_s, stopped, fallback, worst_call,
+    # worst_elements, first_calls, rate, lo, hi, conf, calls_50, calls_95, curve [[N, p, lo, hi]]; pattern,
+    # mismatched, largest: the worst call against the reference
+    REPEATS = "repeats"
+    NONDETERMINISTIC = "nondeterministic"    # a warning, never a failure: calls that differ bitwise, within the tolerance (same facts)
+    SANITIZER = "sanitizer"                  # tool, kind, kernel, file, line, access, size, address, detail, thread, block, count
 
 
 class Cause(_Words):
@@ -111,6 +118,9 @@ class NoteKind(_Words):
     NOT_ENOUGH_GPUS = "not_enough_gpus"            # world, gpus
     RANK_FAILED = "rank_failed"                    # rank, phase, error, text: kladder's side of a rank (or the spec's)
     COLLECTIVE_CALLS = "collective_calls"          # world, queued, lag, lag_us, sizes, backend, seconds: what a passing point ran
+    REPEATS_CLEAN = "repeats_clean"                # what a passing rung-5 point proved: Check.REPEATS's facts, bound
+    SANITIZER_CLEAN = "sanitizer_clean"            # tool, calls
+    NO_SANITIZER = "no_sanitizer"                  # tool, searched
 
 
 class Replay(_Words):
@@ -286,6 +296,15 @@ class KernelError(Exception):
     def __init__(self, error: BaseException, label: str):
         super().__init__(str(error))
         self.error, self.label = error, label
+
+
+class Hung(Exception):
+    """Calls that did not finish within their watchdog's bound: the kernel spins or waits on
+    something that never comes. The device stays busy, so the worker that saw it is replaced."""
+
+    def __init__(self, timeout_s: float):
+        super().__init__(f"no answer within {timeout_s:g} s")
+        self.timeout_s = timeout_s
 
 
 def error_facts(e: BaseException, whole: bool = False) -> dict:

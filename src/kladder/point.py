@@ -30,6 +30,7 @@ class Point:
     replay: str = ""         # rung 2: a captured call (DIR/entry) whose tensors are the inputs
     variant: str = ""        # rung 7: what a flags / cachekey point varies ("USE_TMA", "$MYLIB_FAST", "config", "compiler")
     ranks: Pairs = ()        # rung 6: world, lag (the lagging rank), lag_us, sizes (the message dim's size, call by call)
+    repeat: Pairs = ()       # rung 5: the repetition's plan (calls, seconds, inputs, launch, load) or the sanitizer's tool
 
     def __post_init__(self):
         for f in PAIRS:
@@ -81,6 +82,10 @@ class Point:
         if self.ranks:
             r = dict(self.ranks)
             parts += [f"world={r['world']}", f"lag=r{r['lag']}"]
+        plan = dict(self.repeat)
+        parts += [str(plan[k]) for k in ("inputs", "launch", "tool") if k in plan]
+        if plan.get("load"):
+            parts.append("load")
         return "-".join(parts)
 
     # ---- serialisation ----
@@ -126,8 +131,8 @@ class Point:
         return repr(self.to_dict())
 
 
-PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts", "ranks")
-OMIT_EMPTY = ("values", "layouts", "replay", "variant", "ranks")
+PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts", "ranks", "repeat")
+OMIT_EMPTY = ("values", "layouts", "replay", "variant", "ranks", "repeat")
 
 
 def _thaw(v):

@@ -28,7 +28,7 @@ RUNGS = (
     Rung(2, "values", "values", "kladder.gaps.values"),
     Rung(3, "contracts", "contracts", "kladder.gaps.contracts"),
     Rung(4, "modes", "execution modes", "kladder.gaps.modes"),
-    Rung(5, "repetition", "repetition", None),
+    Rung(5, "repetition", "repetition", "kladder.gaps.repetition"),
     Rung(6, "multi_gpu", "multi-GPU", "kladder.gaps.multi_gpu"),
     Rung(7, "toolchain", "toolchain", "kladder.gaps.toolchain"),
     Rung(8, "end_to_end", "model", "kladder.gaps.end_to_end"),

@@ -89,7 +89,8 @@ def climb_options(args, ref: str, device: str):
     pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
     pool.warm(1 if device == "cpu" else jobs)
     return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
-                   jobs=jobs, pool=pool, progress=_progress(args))
+                   jobs=jobs, pool=pool, progress=_progress(args), repeat=getattr(args, "repeat", None),
+                   repeat_s=getattr(args, "repeat_s", None))
 
 
 def log_path(args, spec) -> str:

@@ -93,3 +93,43 @@ def fits(spec: Spec, sizes: dict[str, int], budget: Budget) -> bool:
         return math.prod(shape[:-1]) if shape else 1
     return (all(budget.fits(numel_of(spec, n, sizes)) for n in spec.all_tensors)
             and all(rows(n) <= budget.max_rows for n in spec.outputs))
+
+
+def repetition(budget: Budget) -> Budget:
+    """The budget of rung 5's points. On the GPU rungs 2-4's: wide rows and many programs are
+    where a race shows (a split reduction wrong in 0.74% of rows at 64 x 65536, none at 8 x 2^20).
+    On the CPU the Triton interpreter runs one program after another, in Python: no two programs
+    ever overlap, so a wide grid shows nothing there and costs 4-16 ms a program per call
+    (measured on the loaded 2-core CI box), while rung 5 wants many calls: 2 rows and 8K
+    elements a tensor."""
+    if budget.device == "cpu":
+        return Budget(min(budget.max_elements, 1 << 13), min(budget.max_rows, 2), budget.device)
+    return moderate(budget)
+
+
+# ---------------------------------------------------------------------------- calls (rung 5)
+@dataclass(frozen=True)
+class CallBudget:
+    """How long a rung-5 point repeats: up to `calls` calls (0: no bound) and `seconds`
+    seconds, whichever comes first."""
+
+    calls: int
+    seconds: float
+
+
+# CPU: a small interpreted Triton kernel costs 5-130 ms a call (measured on the 2-core CI box
+# under load), so a CI point makes up to 100 calls in at most 5 s. GPU: 100,000 calls or 10 s,
+# the issue's figures (a 64K-float kernel replays at 841k calls/s on the H200).
+CALL_BUDGETS = {"cpu": CallBudget(100, 5.0), "cuda": CallBudget(100_000, 10.0)}
+CALLS_CEILING_S = 3600.0       # --repeat N alone: N calls, but a point still ends within an hour
+
+
+def call_budget(device: str, calls: int | None = None, seconds: float | None = None) -> CallBudget:
+    """The device's default, or what the user asked for (--repeat N, --repeat-s S): N calls
+    alone runs all N (within CALLS_CEILING_S); S seconds alone makes as many calls as fit."""
+    default = CALL_BUDGETS["cpu" if device == "cpu" else "cuda"]
+    if calls is None and seconds is None:
+        return default
+    if seconds is None:
+        return CallBudget(calls, CALLS_CEILING_S)
+    return CallBudget(calls or 0, seconds)

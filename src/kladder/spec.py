@@ -303,6 +303,9 @@ class Spec:
     flags: tuple | list = ()              # rung 7: kl.Flag(name) / kl.Flag(env=...) that must change the code
     imports: tuple | list = ()            # rung 7: "pkg.mod:name" that downstream code imports: must resolve to what is tested
     collective: Any = None                # rung 6: a kl.Collective; the kernel then runs on every rank, and `reference` is None
+    deterministic: bool = False           # rung 5: the same inputs give the same bits on every call (no float atomics,
+                                          # no order that depends on timing); without it a difference within the
+                                          # tolerance is a warning (nondeterminism), beyond it a failure
 
     def __post_init__(self):
         validate(self)
@@ -518,6 +521,11 @@ def _validate_head(spec: Spec) -> None:
         _fail(f"Spec({spec.name!r}).build", spec.build, "pass a callable (point, generator) -> dict of tensors, or leave it out.")
     if spec.reference_dtype not in FLOAT_DTYPES:
         _fail(f"Spec({spec.name!r}).reference_dtype", spec.reference_dtype, f"use one of {FLOAT_DTYPES}.")
+    if not spec.outputs:
+        _fail(f"Spec({spec.name!r}).returns", spec.returns, "declare the outputs: returns=kl.Tensor('M N', like='x'), or an kl.Out(...) argument.")
+    if not isinstance(spec.deterministic, bool):
+        _fail(f"Spec({spec.name!r}).deterministic", spec.deterministic, "give True when the same inputs must give the same "
+              "bits on every call (rung 5 then fails any difference), or False (the default).")
 
 
 def _validate_dims(spec: Spec) -> None:

@@ -40,7 +40,8 @@ def climb_all(args) -> int:
         caught = bug.lowest_failing_rung is not None
         # a GPU case's twin may run nothing on the CPU (every point skipped): no false alarm there
         clean = twin.exit_code == 0 or (needs_gpu and twin.nothing_ran)
-        verdict = ("caught" if caught else "needs a GPU (its points were skipped)" if needs_gpu else "MISSED")
+        verdict = ("caught" if caught else "needs a GPU (skipped, or a race the CPU cannot run)" if needs_gpu
+                   else "MISSED")
         ok &= clean and (caught or needs_gpu)
         rows.append((name, case["rung"], bug, twin, verdict, clean, time.perf_counter() - t0))
         if not args.verbose:

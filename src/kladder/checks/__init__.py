@@ -1,6 +1,6 @@
 """Judging only: each module turns outputs and references into Findings (values and
 tolerance, pattern, bias, sensitivity, bitwise, guards and contract, padding, independence,
-invariants, model score, a collective's ranks); none calls a kernel or the reference, none
+invariants, model score, repetition, sanitizer, a collective's ranks); none calls a kernel or the reference, none
 formats a sentence.
 
 `Judge` takes what an execution mode observed, one observation at a time, in the order the
@@ -24,6 +24,8 @@ from . import (
     independence,
     invariants,
     model_score,
+    repetition,
+    sanitizer,
     sensitivity,
     values,
 )
@@ -94,9 +96,22 @@ class Judge:
         self.warnings += imports.caught(imported)
         self.note = Note(NoteKind.IMPORTS_CHECKED, {"names": [n for n, _, _ in imported.resolved],
                                                     "traced": list(imported.traced)})
+
     def ranks(self, seen) -> None:
         """Every call of every rank of a collective, and how the run ended (rung 6)."""
         self.findings += collective.judge(self.spec, self.point, seen, self.device)
+    def repeats(self, r, expected: dict | None) -> None:
+        """Many calls of one point (rung 5); `expected` is the reference on the worst call's inputs."""
+        self._add(*repetition.judge(self.spec, self.point, r, expected))
+
+    def sanitized(self, s) -> None:
+        self._add(*sanitizer.judge(s))
+
+    def _add(self, found: list[Finding], warned: list[Finding], note: Note | None) -> None:
+        self.findings += found
+        self.warnings += [w for w in warned if w not in self.warnings]
+        if not self.findings:                # what a passing point proved; a failure says what went wrong instead
+            self.note = note or self.note
 
     def _outputs(self, pt, outputs, refs, prep, sens, policy) -> list[Finding]:
         spec, found = self.spec, []
@@ -141,4 +156,5 @@ def _interpreted(device: str) -> bool:
 
 
 __all__ = ["Judge", "Where", "bias", "bitwise", "collective", "contract", "dispatch", "flags", "guards", "imports", "independence",
-           "invariants", "model_score", "sensitivity", "values"]
+           "invariants", "model_score",
+           "repetition", "sanitizer", "sensitivity", "values"]

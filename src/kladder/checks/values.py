@@ -30,11 +30,7 @@ def compare(name: str, out, ref, tol: Tolerance, where: Where, about: dict | Non
         bad = out.detach().to(torch.int64) != ref.detach().to(device=o.device, dtype=torch.int64)
         allowed = torch.zeros_like(o)
     else:
-        scale = torch.maximum(r.abs(), row_rms(r))
-        if sensitivity is not None:
-            sens = sensitivity.detach().to(device=o.device, dtype=work)
-            scale = torch.maximum(scale, torch.where(sens.isfinite(), sens, torch.zeros_like(sens)))
-        allowed = tol.atol + tol.rtol * scale
+        allowed = allowed_of(r, tol, sensitivity)
         both_nan = o.isnan() & r.isnan()
         same_inf = o.isinf() & r.isinf() & (o == r)
         finite = o.isfinite() & r.isfinite()
@@ -51,6 +47,18 @@ def compare(name: str, out, ref, tol: Tolerance, where: Where, about: dict | Non
     if int(bad.sum()) == 0:
         return None
     return _finding(name, o, r, bad, allowed, where, about or {})
+
+
+def allowed_of(r, tol: Tolerance, sensitivity=None):
+    """What each element may differ from the reference `r` (in r's dtype): atol + rtol x the
+    larger of |r|, its row's RMS and, when given, the output's sensitivity. Rung 5 holds a
+    call to the first call's output with it (run/modes/differ.py)."""
+    import torch
+    scale = torch.maximum(r.abs(), row_rms(r))
+    if sensitivity is not None:
+        sens = sensitivity.detach().to(device=r.device, dtype=r.dtype)
+        scale = torch.maximum(scale, torch.where(sens.isfinite(), sens, torch.zeros_like(sens)))
+    return tol.atol + tol.rtol * scale
 
 
 def row_rms(r):

@@ -79,6 +79,9 @@ def renderables(report: ClimbReport) -> list:
     ran = [o for o in report.outcomes if o.note is not None and o.note.kind == NoteKind.RAN]
     if ran:
         parts.append(_ran(ran))
+    proved = [o for o in report.outcomes if o.status == PASSED and o.note is not None and o.note.kind in PROVED]
+    if proved:
+        parts.append(_proved(proved))
     parts.append(_summary(report))
     return parts
 
@@ -263,6 +266,19 @@ def _ran(ran: list[Outcome]):
     for text, group in by_text.items():
         ids = ", ".join(o.point.id for o in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
         lines.append(_text(f"  {ids}: {text}"))
+    return _joined(lines)
+
+
+# What a passing point measured that a user should read: the bound a clean repetition proves.
+PROVED = (NoteKind.REPEATS_CLEAN, NoteKind.SANITIZER_CLEAN)
+
+
+def _proved(outcomes: list[Outcome]):
+    lines = [_text(("\nWhat the passing rung-5 points proved", "bold"), f" ({len(outcomes)}):")]
+    for o in outcomes[:20]:
+        lines.append(_text(f"  {o.point.id}: {words.note_text(o.note)}"))
+    if len(outcomes) > 20:
+        lines.append(_text(f"  ... and {len(outcomes) - 20} more (see --json)"))
     return _joined(lines)
 
 

@@ -123,6 +123,10 @@ def points_text(outcomes: list[Outcome]) -> str:
 def pattern_label(f: Finding) -> str:
     """The one-line `pattern:` of a finding: where the wrong elements are, or what happened."""
     x = f.facts
+    if f.check in (Check.REPEATS, Check.NONDETERMINISTIC):
+        what = "not bit for bit the first call" if x["bitwise"] else "wrong"
+        worst = f"; the worst: {pattern_text(f.pattern)}" if f.pattern is not None else ""
+        return f"{_count(f)} of {x['compared']:,} calls {what}{worst}"
     if f.pattern is not None:
         return pattern_text(f.pattern)
     labels = {Check.RAISED: "raised", Check.DEVICE_FAULT: "device fault", Check.CAPTURE: "capture failed",
@@ -147,6 +151,8 @@ def pattern_label(f: Finding) -> str:
         return f"{f.mismatched:,} of {f.total:,} calls wrong"
     if f.check == Check.RANKS_HUNG:
         return "hang (watchdog)"
+    if f.check == Check.SANITIZER:
+        return f"{x['tool']}: {_sanitizer_kind(x)}"
     return ""
 
 
@@ -222,6 +228,9 @@ def _capture(f: Finding, x: dict) -> str:
 
 
 def _hang(f: Finding, x: dict) -> str:
+    if x.get("watchdog"):
+        return (f"{f.call} did not finish within {x['timeout_s']:g} s (the batch's watchdog): a kernel that spins or "
+                "waits on what never comes; the worker was replaced")
     return f"the point did not finish within {x['timeout_s']:g} s; the worker's process group was killed"
 
 
@@ -368,6 +377,8 @@ def _import_contract(f: Finding, x: dict) -> str:
 def _caught_import(f: Finding, x: dict) -> str:
     return (f"importing `{x['module']}` raised {x['error']} at {x['where']} ({x['text']}) and caught it: the module "
             "took another path and said nothing; rung 7's dispatch points show which kernels ran instead")
+
+
 def _collective(f: Finding, x: dict) -> str:
     lag = x["lag"]
     ranks = "; ".join(f"rank {r}{' (lagging)' if int(r) == lag else ''} in {_calls_text(calls, x['queued'])}"
@@ -422,18 +433,129 @@ def _place_text(p: dict, x: dict) -> str:
     return f"{who} stopped in its {phase} phase"
 
 
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _count(f: Finding) -> str:
+    x = f.facts
+    return f"{x['differ'] if x['bitwise'] else x['wrong']:,}"
+
+
+def _rate_text(x: dict) -> str:
+    """"rate 7.0e-05 (95% CI 2.8e-05 to 1.4e-04); even odds of seeing it take 9,903 calls, 95% 42,796"."""
+    conf = f"{x['conf']:.0%}"
+    return (f"rate {x['rate']:.2g} ({conf} CI {x['lo']:.2g} to {x['hi']:.2g}); a rate like it is seen with even odds "
+            f"in {x['calls_50']:,} calls and with 95% odds in {x['calls_95']:,}")
+
+
+def _how(x: dict) -> str:
+    """How the calls ran: "graph replays, fresh inputs from a pool of 8, under load"."""
+    parts = ["graph replays" if x["launch"] == "graph" else "eager calls"]
+    if x.get("fallback"):
+        parts[0] = "eager calls (the kernel cannot be captured in a CUDA graph: " \
+                   f"{x['fallback']['error']}: {x['fallback']['text']})"
+    parts.append(f"fresh inputs from a pool of {x['firsts']}" if x["inputs"] == "fresh" else "the same inputs")
+    if x["load"]:
+        parts.append("beside a second stream of work")
+    parts.append(f"{x['calls']:,} calls in {x['seconds']:.3g} s" + (" (the time budget ended it)" if x["stopped"] == "seconds" else ""))
+    return ", ".join(parts)
+
+
+def _repeats(f: Finding, x: dict) -> str:
+    n = f"{x['compared']:,}"
+    if x["bitwise"]:
+        head = (f"{x['differ']:,} of {n} calls differ bit for bit from the first call on the same inputs"
+                + (", although the spec declares deterministic=True" if x["deterministic"] else ""))
+    else:
+        head = (f"{x['wrong']:,} of {n} calls were wrong: beyond the tolerance of the first call on the same inputs, "
+                "itself judged against the reference")
+    return f"{head}. {_cap(_how(x))}. {_cap(_rate_text(x))}; {_worst_text(f, x)}"
+
+
+def _worst_text(f: Finding, x: dict) -> str:
+    first = ", ".join(f"{c:,}" for c in x["first_calls"])
+    if x["against"] == "reference" and f.pattern is not None:
+        big = f.largest
+        return (f"first at calls {first}; the worst, call {x['worst_call']:,}, against the reference: "
+                f"{f.mismatched:,} / {f.total:,} elements of `{f.output}` wrong, {pattern_text(f.pattern)}; greatest "
+                f"difference at index {big.index}: kernel {big.kernel!r}, reference {big.reference!r} "
+                f"(up to {big.allowed:.3g} allowed)")
+    if f.pattern is not None:
+        return (f"first at calls {first}; the worst, call {x['worst_call']:,}: {f.mismatched:,} / {f.total:,} elements "
+                f"of `{f.output}` differ from the first call's, {pattern_text(f.pattern)}, by up to {f.max_abs_err:.3g}")
+    return f"first at calls {first}"
+
+
+def _nondeterministic(f: Finding, x: dict) -> str:
+    return (f"`{f.output}` is not bit for bit reproducible: {x['differ']:,} of {x['compared']:,} calls differ from the "
+            f"first call on the same inputs, all within the tolerance (nondeterminism, not a failure: the spec leaves "
+            f"deterministic=False). {_cap(_how(x))}. {_cap(_rate_text(x))}; "
+            f"{_worst_text(f, x)}")
+
+
+def _sanitizer_kind(x: dict) -> str:
+    k = x["kind"]
+    if k == "race":
+        second = x.get("second") or {}
+        return f"a {x['access']}-{second.get('access', '?')} race in shared memory"
+    if k == "unread":
+        return f"{x['count']:,} errors in a report kladder could not read"
+    if k in ("invalid", "uninitialized", "misaligned"):
+        word = {"invalid": "out-of-bounds", "uninitialized": "uninitialized", "misaligned": "misaligned"}[k]
+        return f"{word} {x['access']} of {x['size']} bytes"
+    return x["text"]
+
+
+def _at(rec: dict) -> str:
+    where = f"{rec['file']}:{rec['line']}" if rec.get("file") else "no source line (compile with line info)"
+    return f"`{rec['kernel'] or '?'}` at {where}"
+
+
+def _sanitizer(f: Finding, x: dict) -> str:
+    if x["kind"] == "unread":
+        return (f"compute-sanitizer {x['tool']} counted {x['count']:,} errors, in a report kladder could not read; "
+                "run the point with `kladder repro ... --sanitize` and read the tool's own output")
+    times = f" ({x['count']:,} reports)" if x["count"] > 1 else ""
+    if x["kind"] == "race":
+        second = x.get("second") or {}
+        msg = (f"racecheck: a race in shared memory between a {x['access']} in {_at(x)} and a {second.get('access', '?')} "
+               f"in {_at(second)}{times}, between threads of one program with no barrier between them")
+    else:
+        msg = f"{x['tool']}: {_sanitizer_kind(x)} in {_at(x)}{times}"
+        if x.get("thread"):
+            msg += f", e.g. thread ({x['thread']}) of block ({x['block']})"
+        if x.get("address"):
+            msg += f", address {x['address']}" + (f" {x['detail']}" if x.get("detail") else "")
+    return msg + f". {CANNOT_SEE[x['tool']]}"
+
+
+CANNOT_SEE = {
+    "memcheck": "memcheck sees accesses outside every live allocation (the caching allocator off, no guard bytes); "
+                "it cannot see a store that lands inside another live tensor, nor a wrong value",
+    "racecheck": "racecheck covers shared memory only: a handshake between programs through global memory (a flag, "
+                 "a counter, a missing fence) is invisible to it; rung 5's repetition is the check for that",
+    "initcheck": "initcheck sees device reads of global memory nothing wrote; memory kladder filled (the inputs, the "
+                 "poisoned out-arguments) counts as written",
+    "synccheck": "synccheck sees barriers used wrongly (divergent, invalid); it cannot see a barrier that is missing",
+}
+
+
 _MESSAGES = {Check.VALUES: _values, Check.CONTRACT: _contract, Check.GUARD: _guard, Check.RAISED: _raised,
              Check.DEVICE_FAULT: _device_fault, Check.CAPTURE: _capture, Check.HANG: _hang, Check.CRASHED: _crashed,
              Check.NOT_BITWISE: _not_bitwise, Check.PADDING: _padding, Check.INVALID_REFERENCE: _invalid_reference,
              Check.INVARIANT: _invariant, Check.NONFINITE: _nonfinite, Check.MODEL: _model, Check.BIAS: _bias,
              Check.DISPATCH: _dispatch, Check.FLAG_NO_EFFECT: _flag_no_effect, Check.IMPORT_CONTRACT: _import_contract,
              Check.CAUGHT_IMPORT: _caught_import,
-             Check.COLLECTIVE: _collective, Check.RANKS_HUNG: _ranks_hung}
+             Check.COLLECTIVE: _collective, Check.RANKS_HUNG: _ranks_hung,
+             Check.REPEATS: _repeats, Check.NONDETERMINISTIC: _nondeterministic, Check.SANITIZER: _sanitizer}
 
 
 def bias_group(w: Finding) -> tuple:
     """Warnings that differ only in their numbers are shown once, with the points that showed them."""
     x = w.facts
+    if w.check == Check.NONDETERMINISTIC:      # a rate differs point by point: one line per output
+        return (str(w.check), w.output, x.get("tool", ""), x.get("kind", ""))
     if w.check != Check.BIAS:
         return (str(w.check), tuple(sorted((k, str(v)) for k, v in x.items())))
     return (w.output, x["lean"], x["up"] > x["down"], x["dtype"])
@@ -518,7 +640,23 @@ def note_text(n: Note, sized: bool = True) -> str:
                 f"{x['backend']}; {x['seconds']:.1f} s")
     if k == NoteKind.OUTSIDE_CLIMB:
         return f"the {x['mode']} mode runs inside a climb's worker (it starts processes of its own)"
+    if k == NoteKind.REPEATS_CLEAN:
+        return repeats_clean_text(x)
+    if k == NoteKind.SANITIZER_CLEAN:
+        return f"compute-sanitizer {x['tool']}: no errors in {x['calls']} calls. {CANNOT_SEE[x['tool']]}"
+    if k == NoteKind.NO_SANITIZER:
+        return (f"compute-sanitizer was not found (searched {', '.join(x['searched'])}): the {x['tool']} check did not "
+                "run; install the CUDA toolkit's compute-sanitizer or put it on PATH")
     return _FIXED[k]
+
+
+def repeats_clean_text(x: dict) -> str:
+    """What a passing rung-5 point proved: "0 of 200,000 calls differ ...: p < 1.5e-05 at 95%"."""
+    bound = f"p < {x['bound']:.2g} at {x['conf']:.0%}"
+    if not x["differ"]:
+        return f"0 of {x['compared']:,} calls differ from the first call on the same inputs: {bound} that a call does; {_how(x)}"
+    return (f"0 of {x['compared']:,} calls wrong ({x['differ']:,} differ within the tolerance): {bound} that a call is "
+            f"wrong; {_how(x)}")
 
 
 _FIXED = {

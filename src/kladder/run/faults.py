@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..outcome import (
     Check,
     Finding,
+    Hung,
     KernelError,
     Note,
     NoteKind,
@@ -60,6 +61,11 @@ def kernel_error(spec, point: Point, k: KernelError) -> Result:
         return Result(Outcome(point, Status.PASSED, note=Note(NoteKind.RAISED_AS_ASKED, {"error": type(e).__name__})))
     if is_oom(e):
         return Result(Outcome(point, Status.OOM, note=Note(NoteKind.KERNEL_OOM, {"call": k.label, "text": str(e)})))
+    if isinstance(e, Hung):
+        # a batch's watchdog gave up on it: the kernel still runs on the device, so the worker goes
+        return Result(Outcome(point, Status.FAILED, [Finding(Check.HANG, call=k.label, facts={"timeout_s": e.timeout_s,
+                                                                                             "watchdog": True})]),
+                      fatal=True)
     if k.label == "capture":
         # a failed capture can leave the context unusable: the worker is replaced as after a fault
         return Result(Outcome(point, Status.FAILED, [Finding(Check.CAPTURE, call=k.label, facts=error_facts(e))]), fatal=True)

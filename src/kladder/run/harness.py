@@ -10,13 +10,13 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..checks.sensitivity import perturbed
-from ..materialize import Inputs, materialize, reference_args
+from ..materialize import GUARD_BYTES, Inputs, materialize, reference_args
 from ..outcome import KernelError, NoteKind, RowsChecked, SpecBroken, error_facts
 from ..point import Point
 from ..rows import plan_rows
 from ..spec import Spec
 from .faults import is_oom
-from .modes.base import call_once
+from .modes.base import call_once, call_raw
 
 
 @dataclass
@@ -30,8 +30,9 @@ class Prepared:
 
 
 class Harness:
-    def __init__(self, spec: Spec, point: Point, device: str):
+    def __init__(self, spec: Spec, point: Point, device: str, guard: int = GUARD_BYTES):
         self.spec, self.point, self.device = spec, point, device
+        self.guard = guard                   # guard bytes around every tensor (0 under compute-sanitizer)
 
     def prepare(self, point: Point | None = None, seed: int | None = None, outs_from: Prepared | None = None) -> Prepared:
         """With `outs_from`, Out args reuse that call's buffers as they are (not re-poisoned)."""
@@ -39,7 +40,8 @@ class Harness:
         if seed is not None:
             pt = dataclasses.replace(pt, seed=seed)
         try:
-            inputs = materialize(self.spec, pt, self.device, reuse=outs_from.inputs if outs_from else None)
+            inputs = materialize(self.spec, pt, self.device, reuse=outs_from.inputs if outs_from else None,
+                                 guard=self.guard)
             select, row_ids, rows = plan_rows(self.spec, pt, self.device)
             ref_args = reference_args(self.spec, inputs, {i: v for i, v in select.items() if isinstance(i, int)})
         except Exception as e:  # noqa: BLE001 - every failure here is kladder's or the spec's
@@ -57,6 +59,14 @@ class Harness:
         except (Exception, KeyboardInterrupt, SystemExit) as e:  # noqa: BLE001 - the kernel's own: a finding
             # a worker never receives a Ctrl-C (it runs in a session of its own), so a
             # KeyboardInterrupt here was raised by the kernel; sys.exit ends the process
+            raise KernelError(e, label) from e
+
+    def call_with(self, args: list, kwargs: dict, label: str):
+        """One call on the given arguments, with no synchronize (rung 5 calls into a ring of
+        output buffers and orders the work itself); its exception wrapped as the kernel's."""
+        try:
+            return call_raw(self.spec.kernel, args, kwargs)
+        except Exception as e:  # noqa: BLE001 - the kernel's own exception is a finding
             raise KernelError(e, label) from e
 
     def outputs(self, prep: Prepared, returned) -> dict:

@@ -13,7 +13,7 @@ from ..spec import Spec
 from . import faults, modes
 from .faults import Result
 from .harness import Harness
-from .modes.base import Call, Flagged, Imported, Measured, Ran, Ranks, Same, Scores, Traces
+from .modes.base import Call, Flagged, Imported, Measured, Ran, Ranks, Repeats, Same, Sanitized, Scores, Traces
 
 
 def run_point(spec: Spec, point: Point, device: str) -> Result:
@@ -26,7 +26,7 @@ def run_point(spec: Spec, point: Point, device: str) -> Result:
 def _run(spec: Spec, point: Point, device: str) -> Result:
     h = Harness(spec, point, device)
     judge = Judge(spec, point, device)
-    rows = None
+    rows, fatal = None, False
     try:
         if point.mode in modes.MODES_NEEDING_CUDA and device != "cuda":
             raise Skip(NoteKind.MODE_NEEDS_CUDA, mode=point.mode)
@@ -50,6 +50,12 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
                 judge.imported(seen)
             elif isinstance(seen, Ranks):
                 judge.ranks(seen)
+            elif isinstance(seen, Repeats):
+                judge.repeats(seen, h.expected(seen.worst_prep) if seen.worst is not None else None)
+                # a capture that failed may leave the context unusable: the worker is replaced after it
+                fatal = seen.fallback is not None and device == "cuda"
+            elif isinstance(seen, Sanitized):
+                judge.sanitized(seen)
     except Skip as e:
         return Result(Outcome(point, Status.SKIPPED, note=e.note))
     except SpecBroken as e:
@@ -63,4 +69,4 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
         return result
     status = Status.FAILED if judge.findings else Status.PASSED
     return Result(Outcome(point, status, judge.findings, note=judge.note, rows=rows if point.kind == "big" else None,
-                          warnings=judge.warnings))
+                          warnings=judge.warnings), fatal=fatal)

@@ -6,9 +6,10 @@ captured and replayed in a CUDA graph (graph), on a side stream (stream), on a c
 warm JIT cache (jitcache), under torch.compile (compiled), with poisoned padding (padding),
 traced against the reference (independence), in a model's slot (in_model), and rung 7's
 traced (dispatch), once per flag value (flags), on a cache another variant left (cachekey),
-beside the names downstream code imports (imports), and rung 6's on every rank of a collective
-(collective). It yields what it observed (base.Call, Same, Traces, Scores, Measured, Ran, Flagged,
-Imported, Ranks), each labelled with its call; it never
+beside the names downstream code imports (imports), rung 6's on every rank of a collective
+(collective), and rung 5's many times over (repeat) and under compute-sanitizer (sanitize). It
+yields what it observed (base.Call, Same, Traces, Scores, Measured, Ran, Flagged, Imported, Ranks,
+Repeats, Sanitized), each labelled with its call; it never
 judges. kladder.run.trial feeds each observation to the checks as it comes."""
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from .base import MODES_NEEDING_CUDA, Mode
 MODULES = {"eager": "eager", "reused": "reused", "aba": "aba", "graph": "graph", "stream": "stream",
            "padding": "padding", "independence": "independence", "jitcache": "jitcache", "compiled": "compiled",
            "model": "in_model", "dispatch": "dispatch", "flags": "flags", "cachekey": "cachekey", "imports": "imports",
-           "collective": "collective"}
+           "collective": "collective", "repeat": "repeat", "sanitize": "sanitize"}
 
 
 def get(name: str) -> Mode:

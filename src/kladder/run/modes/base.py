@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 from ...outcome import Cause, Note
 
-MODES_NEEDING_CUDA = ("graph", "stream")
+MODES_NEEDING_CUDA = ("graph", "stream", "sanitize")
 
 
 @dataclass
@@ -81,6 +81,9 @@ class Imported:
     launched: list
     caught: list
     traced: list
+
+
+@dataclass
 class RankCall:
     """One finished call of one rank (rung 6): its outputs (None where the kernel returned no
     tensor; `returned` then names what it returned), the reference collective's outputs, and
@@ -106,12 +109,44 @@ class Ranks:
     sizes: list
     calls: list
     ended: dict
+class Repeats:
+    """Many calls of one point (rung 5), each compared on the device with the first call on the
+    same inputs: per output, per compared call, the elements whose bits differ (`bits`) and those
+    further from the first call's value than twice the tolerance (`far`), as CPU int64 tensors.
+    `worst` holds the outputs of the call furthest from its first (most `far`, then most `bits`)
+    and `worst_prep` its input set, for the checks to hold against the reference."""
+    bits: dict
+    far: dict
+    calls: int                      # calls made, the first call on each input set included
+    firsts: int                     # input sets: one first call each, the others compared with them
+    seconds: float                  # the repetition loop's wall time (after capture and the first calls)
+    launch: str                     # "graph" (replays of captured calls) or "eager"
+    inputs: str                     # "same" or "fresh" (a pool of input sets, cycled)
+    load: bool                      # a second stream of work ran beside the calls
+    stopped: str                    # "calls" or "seconds": which budget ended the loop
+    fallback: dict | None = None    # why the calls ran eagerly though a graph was asked for (error facts)
+    looped: int = 0                 # the calls made in those `seconds` (the first calls came before)
+    worst_call: int = 0             # the worst call's number, counting from 1 over every call made
+    worst: dict | None = None
+    worst_prep: Any = None
+    worst_first: dict | None = None  # the first call's outputs on the worst call's input set
+
+
+@dataclass
+class Sanitized:
+    """What compute-sanitizer reported on the point's calls in a child process: one dict per
+    error it printed (tool, kind, kernel, file, line, access, size, address, detail, thread,
+    block), the count its summary gave, and how many calls ran under it."""
+    tool: str
+    errors: list
+    summary: int | None
+    calls: int
 
 
 class Mode(Protocol):
     name: str
 
-    def observe(self, h) -> Iterator[Call | Same | Traces | Scores | Measured | Ran | Flagged | Imported | Ranks]:
+    def observe(self, h) -> Iterator[Call | Same | Traces | Scores | Measured | Ran | Flagged | Imported | Ranks | Repeats | Sanitized]:
         """Run the point's calls through the harness, yielding what was observed."""
 
 

@@ -1,0 +1,151 @@
+"""Rung 5, repetition: a test that calls a kernel once samples a probability (reference/003
+§07). Each point here is one call repeated many times (the budget, calls and seconds, lives in
+the point, so `kladder repro` repeats exactly it), every output compared bit for bit with the
+first call's on the same inputs; and compute-sanitizer's four tools on the smallest shape.
+
+Where: the widest rows the budget allows, then as many rows as fit (a split reduction's race
+was measured wrong in 0.74% of rows at 64 x 65536 and in none of 800K rows at 8 x 2^20: wide
+rows and many programs are where timing changes), under every config; and a base shape with a
+tail in every tiled dim. How: the same inputs (determinism), fresh inputs from a pool (a race
+whose stale read shows only when the data changed), on CUDA captured in a graph, eagerly (the
+launcher's host code runs on every call), and beside a second stream of work (load).
+Generators never run kernels: the points that failed earlier rungs reach this one as data, and
+the smallest of them gets memcheck and initcheck on CUDA."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator
+
+from ..point import Point
+from ..rungs import number
+from ..sizes import Budget, CallBudget, call_budget, fits, repetition, total_bytes
+from ..spec import Spec
+from .common import base_shapes, chosen_dtypes, dtype_rows, sizes_text
+
+RUNG = number("repetition")
+TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+ON_FAILED = ("memcheck", "initcheck")
+SANITIZE_S = 600.0           # a child under compute-sanitizer: torch's start-up alone takes tens of seconds there
+WHY_TOOL = {
+    "memcheck": "out-of-bounds and misaligned accesses, the caching allocator off",
+    "racecheck": "shared-memory hazards between the threads of a program",
+    "initcheck": "reads of global memory nothing wrote",
+    "synccheck": "barriers used wrongly (divergent, invalid)",
+}
+
+
+def points(spec: Spec, budget: Budget, repeat: int | None = None, repeat_s: float | None = None,
+           failed: tuple = ()) -> Iterator[Point]:
+    calls = call_budget(budget.device, repeat, repeat_s)
+    room = repetition(budget)
+    dtypes = chosen_dtypes(spec, dtype_rows(spec)[0])
+    wide, base = widest(spec, room), tailed(spec, room)
+    launch = "graph" if budget.device == "cuda" else "eager"
+    for config in [()] + [tuple(c.items()) for c in spec.configs]:
+        yield _repeat(spec, wide, dtypes, config, calls, "same", launch, "the widest rows the budget allows")
+    yield _repeat(spec, wide, dtypes, (), calls, "fresh", launch, "the widest rows the budget allows")
+    if budget.device == "cuda":
+        yield _repeat(spec, wide, dtypes, (), calls, "same", "eager", "the widest rows the budget allows")
+    yield _repeat(spec, wide, dtypes, (), calls, "same", launch, "the widest rows the budget allows", load=True)
+    if base != wide:
+        for inputs in ("same", "fresh"):
+            yield _repeat(spec, base, dtypes, (), calls, inputs, launch, "a tail in every tiled dim")
+    small = smallest(spec, room)
+    for tool in TOOLS:
+        yield _sanitize(spec, small, dtypes, tool)
+    if budget.device == "cuda":
+        yield from _on_failed(spec, failed)
+
+
+def widest(spec: Spec, budget: Budget) -> dict[str, int]:
+    """The widest rows first: the last dims of the outputs and inputs doubled in turn while the
+    tensors fit (a GEMM's N and K grow together), then each as large as fits, in whole tiles;
+    then every other dim (the rows, the grid) as large as fits."""
+    sizes = {d: max(dim.min, 1) for d, dim in spec.dims.items()}
+    last = [spec.all_tensors[n].symbols[-1] for n in list(spec.outputs) + list(spec.input_args)
+            if spec.all_tensors[n].symbols]
+    width = list(dict.fromkeys(s for s in last if s in spec.dims))
+    grew = True
+    while grew:
+        grew = False
+        for d in width:
+            v = min(spec.dims[d].max, sizes[d] * 2)
+            if v > sizes[d] and fits(spec, {**sizes, d: v}, budget):
+                sizes[d], grew = v, True
+    for d in width + [d for d in spec.dims if d not in width]:
+        sizes[d] = _largest(spec, sizes, d, budget)
+    return sizes
+
+
+def _largest(spec: Spec, sizes: dict, d: str, budget: Budget) -> int:
+    dim = spec.dims[d]
+    lo, hi = sizes[d], dim.max
+    while lo < hi:                                    # bisect: fits is monotonic in each dim
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(spec, {**sizes, d: mid}, budget) else (lo, mid - 1)
+    tile = max(dim.tiles, default=0)
+    return lo - lo % tile if tile and lo >= tile and lo - lo % tile >= dim.min else lo
+
+
+def tailed(spec: Spec, budget: Budget) -> dict[str, int]:
+    """Rungs 2-4's base shape with tails (2 tiles + 1) where it fits; else a partial last tile in
+    every tiled dim, the rows (every dim but the last of each output) shrunk first to fit (the
+    CPU's budget has room for 4 rows)."""
+    first = base_shapes(spec, budget)[0]
+    if fits(spec, first, budget) and any(v > 1 for v in first.values()):
+        return first
+    sizes = smallest(spec, Budget(1 << 62, 1 << 62, budget.device))
+    width = {spec.all_tensors[n].symbols[-1] for n in spec.outputs if spec.all_tensors[n].symbols}
+    for d, dim in spec.dims.items():
+        if not fits(spec, sizes, budget) and d not in width:
+            sizes[d] = max(dim.min, 1)
+    return sizes if fits(spec, sizes, budget) else first
+
+
+def smallest(spec: Spec, budget: Budget) -> dict[str, int]:
+    """A partial last tile in every tiled dim (tile + 1) and two of everything else: masks at
+    work, at the size a sanitizer (tens of times slower than the kernel) gets through."""
+    def clamp(dim, v: int) -> int:
+        return min(dim.max, max(dim.min, v))
+    sizes = {d: clamp(dim, max(tuple(dim.tiles) + tuple(dim.chunks)) + 1 if dim.tiles or dim.chunks else 2)
+             for d, dim in spec.dims.items()}
+    return sizes if fits(spec, sizes, budget) else {d: max(dim.min, 1) for d, dim in spec.dims.items()}
+
+
+def sanitized(point: Point, tool: str) -> Point:
+    """`point`'s calls under compute-sanitizer's `tool` (kladder repro --sanitize TOOL)."""
+    return dataclasses.replace(point, mode="sanitize", kind="sanitize", repeat=(("tool", tool), ("seconds", SANITIZE_S)),
+                               why=f"compute-sanitizer {tool} ({WHY_TOOL[tool]}) on this point's calls: {point.why}")
+
+
+def _repeat(spec, sizes: dict, dtypes: tuple, config: tuple, calls: CallBudget, inputs: str, launch: str,
+            where: str, load: bool = False) -> Point:
+    plan = (("calls", calls.calls), ("seconds", calls.seconds), ("inputs", inputs), ("launch", launch))
+    plan += (("load", True),) if load else ()
+    how = {"graph": "captured in a CUDA graph and replayed", "eager": "called eagerly, the launcher's host code on every call"}
+    what = ("the same inputs every call: every output bit for bit the first call's" if inputs == "same" else
+            "fresh inputs each call from a pool: every output bit for bit the first call's on its inputs")
+    budget = f"{calls.calls:,} calls or {calls.seconds:g} s" if calls.calls else f"{calls.seconds:g} s of calls"
+    why = (f"repeat: {budget}, {how[launch]}{', beside a second stream of work' if load else ''}; {what}; {where}: "
+           f"{sizes_text(sizes)}" + (f", config {', '.join(f'{k}={v}' for k, v in config)}" if config else ""))
+    return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, config=config, kind="repeat", mode="repeat",
+                 repeat=plan)
+
+
+def _sanitize(spec, sizes: dict, dtypes: tuple, tool: str) -> Point:
+    why = f"compute-sanitizer {tool}: {WHY_TOOL[tool]}; a partial last tile in every tiled dim: {sizes_text(sizes)}"
+    return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, kind="sanitize", mode="sanitize",
+                 repeat=(("tool", tool), ("seconds", SANITIZE_S)))
+
+
+def _on_failed(spec, failed: tuple) -> Iterator[Point]:
+    """memcheck and initcheck on the smallest point that failed an earlier rung: a wrong value
+    may have an out-of-bounds access or an uninitialised read behind it, named with its line."""
+    runnable = [p for p in failed if p.kind != "model" and p.mode not in ("sanitize", "repeat")]
+    if not runnable:
+        return
+    p = min(runnable, key=lambda q: total_bytes(spec, q.sizes, q.dtype_of))
+    for tool in ON_FAILED:
+        s = sanitized(dataclasses.replace(p, rung=RUNG, seed=p.seed), tool)
+        yield dataclasses.replace(s, why=f"compute-sanitizer {tool} ({WHY_TOOL[tool]}) on the smallest point that "
+                                         f"failed rung {p.rung} ({p.id})")
