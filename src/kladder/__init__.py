@@ -30,8 +30,9 @@ def capture(target, to, **kw):
     return _capture(target, to, **kw)
 
 
-def climb(spec, *, rungs=None, device: str = "auto", timeout_s: float | None = None, log_path: str | None = None):
+def climb(spec, *, rungs=None, device: str = "auto", timeout_s: float | None = None, log_path: str | None = None,
+          seed: int = 0):
     """Climb `spec` (a Spec, or a reference 'path.py::name') and return the ClimbReport.
     Points run in worker processes, which import the spec by reference."""
     from .api import climb_spec
-    return climb_spec(spec, rungs=rungs, device=device, timeout_s=timeout_s, log_path=log_path)
+    return climb_spec(spec, rungs=rungs, device=device, timeout_s=timeout_s, log_path=log_path, seed=seed)

@@ -9,6 +9,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 RUNGS_HELP = "rungs to climb: 1, 1,2 or 1-3 (default: every rung built)"
 DEVICE_HELP = "auto (cuda when torch sees one), cpu (Triton interpreter) or cuda"
+SEED_HELP = ("shift every point's seed by S (other inputs at the same points; false alarms are seed-dependent). "
+             "The shifted seed is in each point, so its repro reproduces it")
 
 
 def _climb_options(p: argparse.ArgumentParser) -> None:
@@ -21,6 +23,7 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.add_argument("--replay", metavar="DIR", help="add rung-2 points made of the calls captured in DIR "
                    "(with kladder.capture(...)), each in its captured layout")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("point", help="the point, as JSON or as the dict the report prints")
     r.add_argument("--device", default="auto", help=DEVICE_HELP)
     r.add_argument("--timeout", type=float, metavar="S")
+    r.add_argument("--seed", type=int, default=0, metavar="S", help="shift the point's seed by S")
+    pts = sub.add_parser("points", help="list the points a climb would run, without running anything")
+    pts.add_argument("ref", metavar="PATH[::NAME]")
+    pts.add_argument("--rungs", help=RUNGS_HELP)
+    pts.add_argument("--device", default="auto", help=DEVICE_HELP + " (the budget the points are sized for)")
+    pts.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
+    pts.add_argument("--json", metavar="FILE", help="write the points as JSON to FILE")
     z = sub.add_parser("zoo", help="the bundled buggy kernels and their fixed twins")
     zsub = z.add_subparsers(dest="zoo_cmd", required=True)
     zsub.add_parser("list", help="list the cases")
@@ -52,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_climb(args.ref, args)
         if args.cmd == "repro":
             return cmd_repro(args)
+        if args.cmd == "points":
+            return cmd_points(args)
         if args.zoo_cmd == "list":
             return cmd_zoo_list()
         if args.case is None:
@@ -110,7 +122,7 @@ def cmd_climb(ref: str, args) -> int:
             raise UsageProblem(f"--replay {args.replay!r}: no manifest.json there; record calls first with "
                                "`with kladder.capture('pkg.mod:fn', to=DIR): run()`")
         opts = Options(rungs=parse_rungs(args.rungs), device=device, timeout_s=args.timeout,
-                       log_path=args.log or default_log_path(spec.name), replay=args.replay)
+                       log_path=args.log or default_log_path(spec.name), replay=args.replay, seed=args.seed)
         report = climb(ref, spec, opts)
     except _usage_errors() as e:
         raise UsageProblem(str(e)) from None
@@ -132,6 +144,7 @@ def cmd_repro(args) -> int:
         raise UsageProblem(f"POINT: {e}") from None
     if point.spec != spec.name:
         raise UsageProblem(f"POINT belongs to spec {point.spec!r}, not {spec.name!r}; check PATH::NAME.")
+    point = point.shifted(args.seed)
     runner = Runner(args.ref, spec, device, args.timeout)
     try:
         outcome = runner.run(point)          # as the climb ran it: replayed, and alone when it fails
@@ -141,6 +154,24 @@ def cmd_repro(args) -> int:
         runner.close()
     sys.stdout.write(render_outcome(outcome))
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
+
+
+def cmd_points(args) -> int:
+    from .ladder import parse_rungs, rung_points
+    from .report.points import points_json, points_text
+    from .sizes import budget_for
+    spec, device = _load(args.ref, args.device)
+    try:
+        rungs = parse_rungs(args.rungs)
+    except _usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    budget = budget_for(device)
+    points = [p for r in rungs for p in rung_points(spec, r, budget, args.seed)]
+    sys.stdout.write(points_text(spec, args.ref, device, points))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(points_json(spec, args.ref, device, points))
+    return EXIT_OK
 
 
 def cmd_zoo_list() -> int:

@@ -20,7 +20,7 @@ from .point import Point
 from .report.data import ClimbReport, RungReport
 from .run.isolation import Pool, point_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
-from .sizes import CPU_BUDGET, budget_for, total_bytes
+from .sizes import CPU_BUDGET, budget_for, is_big, total_bytes
 from .spec import Spec
 from .version import __version__
 
@@ -38,6 +38,7 @@ class Options:
     timeout_s: float | None = None
     log_path: str | None = None
     replay: str | None = None            # a capture directory: its calls become rung-2 points
+    seed: int = 0                        # shifts every point's seed (--seed): false alarms are seed-dependent
     on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
 
 
@@ -82,10 +83,11 @@ def repro_command(ref: str, device: str, point: Point) -> str:
 
 
 def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> Note | None:
-    if point.kind == "model":
+    if point.mode == "model":
         return None                      # the model sizes its own tensors
     need = total_bytes(spec, point.sizes, point.dtype_of)
-    if point.needs == "cuda" and device != "cuda":
+    # a point past every small budget is a GPU point by its sizes, whatever its `needs` says
+    if device != "cuda" and (point.needs == "cuda" or is_big(spec, point.sizes)):
         return Note(NoteKind.GPU_POINT, {"need_bytes": need, "budget": CPU_BUDGET.text()})
     if device == "cuda" and free_bytes is not None and need > MEMORY_HEADROOM * free_bytes:
         return Note(NoteKind.NO_DEVICE_MEMORY, {"need_bytes": need, "free_bytes": free_bytes})
@@ -147,6 +149,14 @@ def _alone(outcome: Outcome, alone: Outcome) -> None:
         outcome.replay = Replay.ALONE_PASSES
 
 
+def rung_points(spec: Spec, rung: int, budget, seed: int = 0, replay: str | None = None):
+    """The points a climb runs at `rung`, in order, each seed shifted by `seed`: `kladder points`
+    lists exactly these."""
+    extra = {"replay": replay} if rung == 2 and replay else {}
+    for point in BY_NUMBER[rung].points(spec, budget, **extra):
+        yield point.shifted(seed)
+
+
 def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
     device = resolve_device(opts.device)
     budget = budget_for(device)
@@ -162,7 +172,7 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
         for rr in report.rungs:
             if rr.rung in opts.rungs and BY_NUMBER[rr.rung].built:
                 rr.climbed, rr.note = True, ""
-                _climb_rung(rr, spec, budget, runner, report, log, opts.on_outcome, opts.replay)
+                _climb_rung(rr, spec, budget, runner, report, log, opts)
     except KeyboardInterrupt:
         report.interrupted = True
     finally:
@@ -173,12 +183,12 @@ def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
     return report
 
 
-def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, on_outcome, replay=None):
+def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options):
     from .report.jsonout import outcome_dict
     t0 = time.perf_counter()
+    on_outcome = opts.on_outcome
     try:
-        extra = {"replay": replay} if rr.rung == 2 and replay else {}
-        for point in BY_NUMBER[rr.rung].points(spec, budget, **extra):
+        for point in rung_points(spec, rr.rung, budget, opts.seed, opts.replay):
             outcome = runner.run(point)
             report.device_name = runner.device_name or report.device_name
             rr.outcomes.append(outcome)

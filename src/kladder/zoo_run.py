@@ -21,7 +21,8 @@ def climb_all(args) -> int:
             # without --rungs, each case at its own rung: is it caught there, is its twin clean
             # there (every rung of every case: --rungs 1-4,8, or ../shared/tools/zoo_check.py)
             rungs = parse_rungs(args.rungs) if args.rungs else (case["rung"],)
-            reports[fixed] = climb(ref, load_spec(ref), Options(rungs=rungs, device=device, timeout_s=args.timeout))
+            reports[fixed] = climb(ref, load_spec(ref), Options(rungs=rungs, device=device, timeout_s=args.timeout,
+                                                                seed=args.seed))
             if args.verbose:
                 sys.stdout.write(render_text(reports[fixed]))
         bug, twin = reports[False], reports[True]

@@ -54,5 +54,5 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
             raise
         return result
     status = Status.FAILED if judge.findings else Status.PASSED
-    return Result(Outcome(point, status, judge.findings, note=judge.note, rows=rows if point.kind == "big" else None,
+    return Result(Outcome(point, status, judge.findings, note=judge.note, rows=rows,
                           warnings=judge.warnings))
