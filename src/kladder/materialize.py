@@ -50,10 +50,32 @@ class Guarded:
         return [GUARD_BYTES - i for i in before], after
 
 
-def _pattern(n: int, device):
+def any_damaged(guarded) -> bool:
+    """Whether any sentinel of any of these buffers changed: one fused comparison and one host
+    sync per device for every guard of a point (a sync per guard costs more than the compare on
+    a GPU); `Guarded.damaged` then says where, for the buffers that were hit."""
     import torch
-    reps = -(-n // len(GUARD_PATTERN))
-    return torch.tensor(list(GUARD_PATTERN) * reps, dtype=torch.uint8, device=device)[:n]
+    by_device: dict = {}
+    for g in guarded:
+        by_device.setdefault(g.buf.device, []).append(g)
+    for device, gs in by_device.items():
+        ends = torch.cat([part for g in gs for part in (g.buf[:GUARD_BYTES], g.buf[g.buf.numel() - GUARD_BYTES:])])
+        if bool((ends.view(-1, GUARD_BYTES) != _pattern(GUARD_BYTES, device)).any()):
+            return True
+    return False
+
+
+_PATTERNS: dict = {}
+
+
+def _pattern(n: int, device):
+    """The sentinel bytes, made once per size and device (not copied from the host every call)."""
+    import torch
+    key = (n, str(device))
+    if key not in _PATTERNS:
+        reps = -(-n // len(GUARD_PATTERN))
+        _PATTERNS[key] = torch.tensor(list(GUARD_PATTERN) * reps, dtype=torch.uint8, device=device)[:n]
+    return _PATTERNS[key]
 
 
 def guarded_empty(name: str, shape: tuple[int, ...], dtype: str, device) -> Guarded:
@@ -179,11 +201,12 @@ def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, ki
         padding.copy_(raw.view(torch_dtype(dtype)).view(padding.shape))
 
 
-def reference_args(spec: Spec, inputs: Inputs, select: dict[int, Any] | None = None) -> list:
+def reference_args(spec: Spec, inputs: Inputs, select: dict[int, Any] | None = None, device=None) -> list:
     """Copies of the non-Out args for the reference, taken before the kernel runs (a kernel
-    may scribble on its inputs): floats upcast to the reference dtype. With `select`
-    (arg position -> (axis, row indices)) only those rows are copied: at 2^31 bytes a float64
-    copy of the whole tensor costs more than the kernel by orders of magnitude."""
+    may scribble on its inputs): floats upcast to the reference dtype, on `device` (the host when
+    the accelerator is short: harness.reference_device). With `select` (arg position -> (axis,
+    row indices)) only those rows are copied: at 2^31 bytes a float64 copy of the whole tensor
+    costs more than the kernel by orders of magnitude."""
     ref_dtype = torch_dtype(spec.reference_dtype)
     out = []
     for i, (name, value) in enumerate(zip(spec.args, inputs.args)):
@@ -192,7 +215,28 @@ def reference_args(spec: Spec, inputs: Inputs, select: dict[int, Any] | None = N
         if name in spec.tensor_args or hasattr(value, "is_floating_point"):
             if select and i in select:
                 axis, rows = select[i]
-                value = value.index_select(axis, rows)
-            value = value.to(ref_dtype, copy=True) if value.is_floating_point() else value.clone()
+                value = value.index_select(axis, rows.to(value.device))
+            moved = value.to(device) if device is not None and value.device != _device(device) else value
+            if value.is_floating_point():
+                value = moved.to(ref_dtype, copy=moved is value)
+            else:
+                value = moved.clone() if moved is value else moved
         out.append(value)
     return out
+
+
+def reference_dtypes(spec: Spec, inputs: Inputs) -> list:
+    """The dtype each reference input had as the kernel got it ('' for non-floats): the honest
+    peer runs the reference on the inputs cast back to these (checks/peer.py)."""
+    out = []
+    for name, value in zip(spec.args, inputs.args):
+        if name in spec.out_args:
+            continue
+        floating = hasattr(value, "is_floating_point") and value.is_floating_point()
+        out.append(str(value.dtype).removeprefix("torch.") if floating else "")
+    return out
+
+
+def _device(d):
+    import torch
+    return torch.device(d)

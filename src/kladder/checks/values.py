@@ -1,82 +1,303 @@
-"""Values: the kernel's output against the reference's, NaN-aware, with per-dtype
-tolerances scaled by the reference's magnitude. Every mismatch is collected before anything
+"""Values: the kernel's output against the reference's, NaN-aware, with per-dtype tolerances
+scaled by the reference's magnitude, widened where an honest peer shows a correct
+implementation cannot do better (checks/peer.py). Every mismatch is collected before anything
 is reported, and located: which elements, in what pattern, how far off, and what was allowed
-(the habit of torch.testing)."""
+(the habit of torch.testing).
+
+The comparison reads the output and the reference once, in slabs of whole rows (CHUNK elements:
+every temporary of a slab stays in cache, so a slab's ops cost one pass over memory), in
+float32 wherever float32 decides as float64 would: elements within a rounding of float32 of
+their threshold, or past float32's range, are decided again in float64. Only an output that
+fails goes further (the peers, the pattern, the largest difference)."""
 from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..outcome import Check, Finding, Largest
 from ..spec import Tolerance
+from . import peer as peers
 from .pattern import Where, describe, original_index, unravel
 
+CHUNK = 1 << 22               # elements a slab: 16 MiB a float32 temporary
+# float32 decides when |difference - allowed| is past this many units of the magnitudes
+# involved: the float32 rounding of the reference, the difference and the threshold is at most
+# ~2^-22 of them, so 2^-20 leaves a margin of four
+MARGIN = 2.0 ** -20
+PEER_MAX_ELEMENTS = 1 << 24   # failures past this many are a bug's, not rounding's: no peer is asked
 
-def compare(name: str, out, ref, tol: Tolerance, where: Where, about: dict | None = None,
-            sensitivity=None, nonfinite: str | None = None) -> Finding | None:
-    """NaN-aware: a position where one side is finite and the other not, or where both are
-    infinite with different signs, fails whatever the tolerance. `about` (dtype, shape, mode)
-    travels into the finding as facts.
 
-    The tolerance scales with the larger of |ref|, the reference row's RMS and, when given,
-    the output's sensitivity to rounding its inputs (checks/sensitivity.py): a dot product over
-    K = 7167 terms that cancels to 0.22 carries the rounding error of terms of size ~85."""
+@dataclass
+class Mismatch:
+    """The failed elements of one output: `bad` (a bool mask of the output's shape, on the
+    reference's device), each reference row's RMS (the scale), and, once the peers were asked,
+    the budget each remaining failure had (`settled`: flat index -> allowed) and which budget
+    applied (`facts`, see outcome.Check.VALUES)."""
+    bad: Any
+    rms: Any
+    cols: int
+    n_bad: int
+    n_excusable: int                       # finite against finite, over the tolerance: a peer may excuse these
+    settled: tuple | None = None           # (flat indices, allowed there) after the peers
+    facts: dict = field(default_factory=dict)
+
+
+def _torch():
     import torch
-    # float32 arithmetic is exact enough for every tolerance below float64's (the rounding of
-    # the reference to float32, 6e-8, is 20x under float32's rtol) and halves the bytes moved
-    work = torch.float64 if out.dtype in (torch.float64, torch.int64) or not out.is_floating_point() else torch.float32
-    o = out.detach().to(work)
-    r = ref.detach().to(device=o.device, dtype=work)
-    if r.shape != o.shape:
-        return Finding(Check.CONTRACT, name, facts={"reference_shape": list(r.shape), "kernel_shape": list(o.shape)})
-    if not out.is_floating_point():
-        bad = out.detach().to(torch.int64) != ref.detach().to(device=o.device, dtype=torch.int64)
-        allowed = torch.zeros_like(o)
+    return torch
+
+
+def _rows(t):
+    """t as (rows, last dim); a 0-d tensor is one row of one element."""
+    n = t.shape[-1] if t.dim() else 1
+    return t.reshape(-1, max(n, 1)) if t.numel() else t.reshape(0, max(n, 1))
+
+
+def _slabs(rows: int, cols: int):
+    """(rows, cols) slices covering a (rows, cols) view in slabs of about CHUNK elements:
+    whole rows where a row fits, else pieces of one row."""
+    if cols <= CHUNK:
+        step = max(1, CHUNK // max(cols, 1))
+        for a in range(0, rows, step):
+            yield slice(a, min(rows, a + step)), slice(None)
     else:
-        scale = torch.maximum(r.abs(), row_rms(r))
-        if sensitivity is not None:
-            sens = sensitivity.detach().to(device=o.device, dtype=work)
-            scale = torch.maximum(scale, torch.where(sens.isfinite(), sens, torch.zeros_like(sens)))
-        allowed = tol.atol + tol.rtol * scale
-        both_nan = o.isnan() & r.isnan()
-        same_inf = o.isinf() & r.isinf() & (o == r)
-        finite = o.isfinite() & r.isfinite()
-        bad = ~(both_nan | same_inf) & (~finite | ((o - r).abs() > allowed))
-        # a true value past the output dtype's largest finite is +-inf in that dtype (or the
-        # largest finite, for a kernel that saturates): overflow is the right answer there
-        # (a reference within the tolerance of the largest finite may round either way)
-        fmax = torch.finfo(out.dtype).max
-        over = r.isfinite() & (r.abs() + allowed > fmax)
-        bad &= ~(over & (o.sign() == r.sign()) & (o.abs() >= fmax))
-        if nonfinite == "ignore":
-            # NaN/Inf inputs must not reach the outputs; positions the reference cannot say are skipped
-            bad = (bad & r.isfinite()) | ~o.isfinite()
-    if int(bad.sum()) == 0:
-        return None
-    return _finding(name, o, r, bad, allowed, where, about or {})
+        for a in range(rows):
+            for b in range(0, cols, CHUNK):
+                yield slice(a, a + 1), slice(b, min(cols, b + CHUNK))
 
 
 def row_rms(r):
-    """RMS of each reference row over finite entries: the output's scale, so that an element
-    near zero is held to the row's rounding noise, not to its own tiny magnitude."""
-    import torch
-    if r.dim() == 0:
-        return r.abs()
-    f = torch.where(r.isfinite(), r, torch.zeros_like(r))
-    cnt = r.isfinite().sum(-1, keepdim=True).clamp(min=1)
-    return ((f * f).sum(-1, keepdim=True) / cnt).sqrt()
+    """RMS of each reference row over finite entries (float64): the output's scale, so that an
+    element near zero is held to the row's rounding noise, not to its own tiny magnitude."""
+    torch = _torch()
+    r2 = _rows(r.detach())
+    rows, cols = r2.shape
+    sq = torch.zeros(rows, dtype=torch.float64, device=r2.device)
+    cnt = torch.zeros(rows, dtype=torch.float64, device=r2.device)
+    for rs, cs in _slabs(rows, cols):
+        a, n = _sum_squares(r2[rs, cs])
+        sq[rs] += a
+        cnt[rs] += n
+    return (sq / cnt.clamp(min=1)).sqrt()
 
 
-def _finding(name, o, r, bad, allowed, where: Where, about: dict) -> Finding:
-    import torch
-    err = torch.where(bad, (o - r).abs(), torch.zeros_like(o))
-    err = torch.where(err.isnan() | bad & ~o.isfinite(), torch.full_like(err, float("inf")), err)
-    flat = int(torch.argmax(torch.where(bad, err, torch.full_like(err, -1.0))))
-    shown = original_index(unravel(flat, tuple(o.shape)), where)
-    oi = o.reshape(-1)[flat].item()
-    ri = r.reshape(-1)[flat].item()
-    ai = allowed.reshape(-1)[flat].item()
-    nonfinite = int((bad & ~o.isfinite() & r.isfinite()).sum())
-    return Finding(Check.VALUES, name, pattern=describe(bad, where), mismatched=int(bad.sum()), total=bad.numel(),
-                   largest=Largest(shown, oi, ri, ai), max_abs_err=abs(oi - ri) if _finite(oi) else float("inf"),
-                   facts={"nonfinite": nonfinite, "sampled": bool(where.row_ids), **about})
+def _sum_squares(r):
+    """Each row's sum of squares and count over its finite entries (float64)."""
+    torch = _torch()
+    f = r.to(torch.float64)
+    fin = f.isfinite()
+    f = torch.where(fin, f, torch.zeros_like(f))
+    return (f * f).sum(-1), fin.sum(-1)
+
+
+def _verdict(o, r, s, tol: Tolerance, fmax: float, nonfinite: str | None):
+    """True where `o` fails against `r` (NaN-aware), in the dtype of the operands."""
+    torch = _torch()
+    allowed = tol.atol + tol.rtol * torch.maximum(r.abs(), s)
+    both_nan = o.isnan() & r.isnan()
+    same_inf = o.isinf() & r.isinf() & (o == r)
+    finite = o.isfinite() & r.isfinite()
+    bad = ~(both_nan | same_inf) & (~finite | ((o - r).abs() > allowed))
+    # a true value past the output dtype's largest finite is +-inf in that dtype (or the
+    # largest finite, for a kernel that saturates): overflow is the right answer there
+    # (a reference within the tolerance of the largest finite may round either way)
+    over = r.isfinite() & (r.abs() + allowed > fmax)
+    bad &= ~(over & (o.sign() == r.sign()) & (o.abs() >= fmax))
+    if nonfinite == "ignore":
+        # NaN/Inf inputs must not reach the outputs; positions the reference cannot say are skipped
+        bad = (bad & r.isfinite()) | ~o.isfinite()
+    return bad
+
+
+def _slab_verdict(o, r, s, tol: Tolerance, fmax: float, nonfinite: str | None, fast: bool):
+    """The verdict of one slab: in float32 when `fast`, with every element float32 cannot
+    decide (within MARGIN of its threshold, past float32's range, near the dtype's largest)
+    decided again in float64."""
+    torch = _torch()
+    if not fast:
+        return _verdict(o.to(torch.float64), r.to(torch.float64), s, tol, fmax, nonfinite)
+    o32, r32, s32 = o.to(torch.float32), r.to(torch.float32), s.to(torch.float32)
+    bad = _verdict(o32, r32, s32, tol, fmax, nonfinite)
+    d = (o32 - r32).abs()
+    allowed = tol.atol + tol.rtol * torch.maximum(r32.abs(), s32)
+    doubt = (d - allowed).abs() <= MARGIN * (r32.abs() + d + allowed)
+    doubt |= r.isfinite() & ~r32.isfinite()
+    doubt |= r32.abs() + allowed > 0.5 * fmax
+    if bool(doubt.any()):
+        s64 = s.expand_as(r)
+        bad[doubt] = _verdict(o[doubt].to(torch.float64), r[doubt].to(torch.float64), s64[doubt], tol, fmax, nonfinite)
+    return bad
+
+
+def mismatch(out, ref, tol: Tolerance, nonfinite: str | None = None) -> Mismatch | None:
+    """The failed elements of `out` at the dtype's default tolerance, or None when none fails.
+    Integer and bool outputs are exact."""
+    torch = _torch()
+    o2, r2 = _rows(out.detach()), _rows(ref.detach())
+    rows, cols = r2.shape
+    if not r2.numel():
+        return None
+    dev = r2.device
+    bad = torch.empty((rows, cols), dtype=torch.bool, device=dev)
+    if not out.is_floating_point():
+        for rs, cs in _slabs(rows, cols):
+            bad[rs, cs] = o2[rs, cs].to(device=dev, dtype=torch.int64) != r2[rs, cs].to(torch.int64)
+        n_bad = int(bad.sum())
+        return Mismatch(bad.reshape(out.shape), None, cols, n_bad, 0) if n_bad else None
+    whole_rows = cols <= CHUNK                 # then each slab's rows give their own RMS, read once
+    rms = torch.empty(rows, dtype=torch.float64, device=dev) if whole_rows else row_rms(r2)
+    fmax = torch.finfo(out.dtype).max
+    fast = out.dtype != torch.float64
+    for rs, cs in _slabs(rows, cols):
+        r = r2[rs, cs]
+        if whole_rows:
+            sq, n = _sum_squares(r)
+            rms[rs] = (sq / n.clamp(min=1)).sqrt()
+        bad[rs, cs] = _slab_verdict(o2[rs, cs].to(dev), r, rms[rs].unsqueeze(1), tol, fmax, nonfinite, fast)
+    n_bad = int(bad.sum())
+    if not n_bad:
+        return None
+    excusable = 0
+    for rs, cs in _slabs(rows, cols):
+        excusable += int((bad[rs, cs] & o2[rs, cs].to(dev).isfinite() & r2[rs, cs].isfinite()).sum())
+    return Mismatch(bad.reshape(out.shape), rms, cols, n_bad, excusable)
+
+
+def _ulp(x, dtype):
+    """One unit in the last place of `dtype` at |x| (float64)."""
+    torch = _torch()
+    _, e = torch.frexp(x.abs().clamp(min=torch.finfo(dtype).tiny))
+    return torch.ldexp(torch.ones_like(x), e - 1) * torch.finfo(dtype).eps
+
+
+def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_facts: dict | None = None,
+           slack_ulps: int = 0) -> Mismatch | None:
+    """Re-judge the failures a budget may excuse (finite against finite) with max(the default,
+    C x the rounding spread, C x the kernel-precision peer's largest relative error in the
+    element's row); `slack_ulps` more units in the last place where the Triton interpreter is
+    known to round worse than the device (run/interpreter.py). Returns what still fails (None:
+    nothing), with the budget that applied in its facts."""
+    torch = _torch()
+    if not m.n_excusable or m.n_excusable > PEER_MAX_ELEMENTS:
+        if m.n_excusable:
+            m = dataclasses.replace(m, facts={**m.facts, "budget": "default", "peer": {"skipped": m.n_excusable}})
+        return m
+    m = dataclasses.replace(m, bad=m.bad.clone(), facts=dict(m.facts))
+    flat = m.bad.reshape(-1)
+    dev = flat.device
+    o = out.detach().reshape(-1)
+    r = ref.detach().reshape(-1)
+    if m.settled is not None:
+        idx, floor = m.settled
+    else:
+        idx = torch.nonzero(flat & o.isfinite().to(dev) & r.isfinite()).flatten()
+        floor = None
+    oi, ri = o[idx.to(o.device)].to(device=dev, dtype=torch.float64), r[idx].to(torch.float64)
+    row = idx // m.cols
+    scale = torch.maximum(ri.abs(), m.rms[row])
+    budgets = {"default": tol.atol + tol.rtol * scale}
+    if floor is not None:
+        budgets["default"] = torch.maximum(budgets["default"], floor)
+    facts = dict(m.facts)
+    if spread is not None:
+        sp = spread.reshape(-1)[idx].to(torch.float64)
+        budgets["spread"] = peers.C * torch.where(sp.isfinite(), sp, torch.zeros_like(sp))
+    rel = None
+    if peer is not None:
+        rows_u, inverse = torch.unique(row, return_inverse=True)
+        p2, r2 = _rows(peer.detach()).to(dev), _rows(ref.detach())
+        rel_u = peers.row_rel_error(p2[rows_u], r2[rows_u], m.rms[rows_u].unsqueeze(1))
+        cap = peers.PEER_CAP * tol.rtol
+        rel = rel_u[inverse]
+        budgets["peer"] = peers.C * rel.clamp(max=cap) * scale
+    kinds = list(budgets)
+    stacked = torch.stack([budgets[k] for k in kinds])
+    allowed, which = stacked.max(0)
+    if slack_ulps:
+        allowed = allowed + slack_ulps * _ulp(torch.maximum(ri.abs(), oi.abs()), out.dtype)
+    err = (oi - ri).abs()
+    still = err > allowed
+    flat[idx[~still]] = False
+    m.n_bad -= int((~still).sum())
+    m.n_excusable = int(still.sum())
+    if not m.n_bad:
+        return None
+    m.settled = (idx[still], allowed[still])
+    if m.n_excusable:
+        worst = int(torch.argmax(torch.where(still, err - allowed, torch.full_like(err, -float("inf")))))
+        facts["budget"] = kinds[int(which[worst])]
+        facts["c"] = peers.C
+        if spread is not None:
+            facts["spread"] = {"draws": peers.SPREAD_DRAWS, "at": float(budgets["spread"][worst]) / peers.C}
+        if peer_facts is not None:
+            facts["peer"] = dict(peer_facts)
+            if rel is not None:
+                facts["peer"].update(rel=float(rel[worst]), capped=bool(rel[worst] > peers.PEER_CAP * tol.rtol),
+                                     cap=peers.PEER_CAP)
+        if slack_ulps:
+            facts["slack_ulps"] = slack_ulps
+    m.facts = facts
+    return m
+
+
+def finding(name: str, m: Mismatch, out, ref, tol: Tolerance, where: Where, about: dict | None = None) -> Finding:
+    """The Finding for what still fails: its pattern, count, and the greatest difference with
+    what was allowed there."""
+    torch = _torch()
+    flat = m.bad.reshape(-1)
+    dev = flat.device
+    o, r = out.detach().reshape(-1), ref.detach().reshape(-1)
+    best, best_at, nonfinite = -2.0, 0, 0
+    for a in range(0, flat.numel(), CHUNK):
+        fb = flat[a:a + CHUNK]
+        if not bool(fb.any()):
+            continue
+        oc = o[a:a + CHUNK].to(device=dev, dtype=torch.float64)
+        rc = r[a:a + CHUNK].to(torch.float64)
+        err = (oc - rc).abs()
+        err = torch.where(err.isnan() | (fb & ~oc.isfinite()), torch.full_like(err, float("inf")), err)
+        v, i = torch.where(fb, err, torch.full_like(err, -1.0)).max(0)
+        if float(v) > best:
+            best, best_at = float(v), a + int(i)
+        nonfinite += int((fb & ~oc.isfinite() & rc.isfinite()).sum())
+    oi, ri = float(o[best_at]), float(r[best_at])
+    allowed = _allowed_at(m, best_at, ri, tol)
+    shown = original_index(unravel(best_at, tuple(out.shape)), where)
+    facts = {"nonfinite": nonfinite, "sampled": bool(where.row_ids), "rtol": tol.rtol, "atol": tol.atol,
+             **(about or {}), **m.facts}
+    return Finding(Check.VALUES, name, pattern=describe(m.bad, where), mismatched=m.n_bad, total=m.bad.numel(),
+                   largest=Largest(shown, oi, ri, allowed), max_abs_err=abs(oi - ri) if _finite(oi) else float("inf"),
+                   facts=facts)
+
+
+def _allowed_at(m: Mismatch, at: int, ref_value: float, tol: Tolerance) -> float:
+    if m.settled is not None:
+        hit = (m.settled[0] == at).nonzero()
+        if hit.numel():
+            return float(m.settled[1][int(hit[0])])
+    if m.rms is None:
+        return 0.0
+    return tol.atol + tol.rtol * max(abs(ref_value), float(m.rms[at // m.cols]))
+
+
+def shape_finding(name: str, out, ref) -> Finding | None:
+    """The reference returned another shape than the kernel: a contract problem, not values."""
+    if tuple(ref.shape) == tuple(out.shape):
+        return None
+    return Finding(Check.CONTRACT, name, facts={"reference_shape": list(ref.shape), "kernel_shape": list(out.shape)})
+
+
+def compare(name: str, out, ref, tol: Tolerance, where: Where, about: dict | None = None,
+            nonfinite: str | None = None, spread=None, peer=None) -> Finding | None:
+    """The whole comparison in one call (the default tolerance, then the peers when given)."""
+    bad_shape = shape_finding(name, out, ref)
+    if bad_shape is not None:
+        return bad_shape
+    m = mismatch(out, ref, tol, nonfinite)
+    if m is not None and (spread is not None or peer is not None):
+        m = settle(m, out, ref, tol, spread, peer, {"dtype": str(out.dtype).removeprefix("torch.")} if peer is not None else None)
+    return None if m is None else finding(name, m, out, ref, tol, where, about)
 
 
 def _finite(x: float) -> bool:

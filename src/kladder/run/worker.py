@@ -37,6 +37,9 @@ def main(argv: list[str]) -> int:
     except Exception as e:  # noqa: BLE001 - reported to the parent as a usage error
         proto.write(json.dumps({"error": f"{type(e).__name__}: {e}"}) + "\n")
         return 2
+    if device == "cpu":
+        from .interpreter import probe
+        probe()                                # once, if the spec runs Triton: what its interpreter gets wrong here
     proto.write(json.dumps({"ready": True, **info}) + "\n")
     from ..point import Point
     from .trial import run_point
