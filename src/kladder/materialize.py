@@ -174,16 +174,20 @@ def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, ki
     pad = kind.removeprefix("pad:") if kind.startswith("pad:") else ""
     if pad:
         kind = "normal"
+    in_place = built is None and view.is_contiguous()
     if built is not None:
         vals = built.to(view.device, torch_dtype(dtype))
     else:
-        vals = torch.empty(shape, dtype=torch_dtype(dtype), device=view.device)
+        # a contiguous input is filled where it lives: a 4 GiB input needs no 4 GiB staging copy
+        vals = view if in_place else torch.empty(shape, dtype=torch_dtype(dtype), device=view.device)
         t = spec.all_tensors[name]
         chunks = ()
         if t.range is not None and isinstance(t.range[1], str):
             chunks = tuple(spec.dims[t.range[1]].chunks)
         fill_kind(vals, kind, dtype, gen, spec.range_of(name, sizes), chunks)
-    if any(st == 0 for st in view.stride()) and view.numel():
+    if in_place:
+        pass
+    elif any(st == 0 for st in view.stride()) and view.numel():
         # a broadcast: every row is one storage row; the reference sees the same rows
         vals = vals[:1].expand_as(vals)
         view[:1].copy_(vals[:1])

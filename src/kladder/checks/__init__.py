@@ -18,6 +18,7 @@ from . import (
     guards,
     independence,
     invariants,
+    fast,
     model_score,
     peer,
     values,
@@ -74,7 +75,7 @@ class Judge:
         policy = spec.nonfinite if any(k == "nonfinite" for _, k in pt.values) else None
         if policy == "raise":
             head.append(Finding(Check.NONFINITE))
-        slots = self._outputs(pt, outputs, expected["refs"], prep, policy)
+        slots = self._outputs(pt, outputs, expected["refs"], prep, policy, expected.get("refs_lo", {}))
         tail = []
         if pt.rung <= 3:
             inputs = {n: a for n, a in zip(spec.args, prep.inputs.args) if n not in spec.out_args}
@@ -118,7 +119,7 @@ class Judge:
     def measured(self, note: Note) -> None:
         self.note = note
 
-    def _outputs(self, pt, outputs, refs, prep, policy) -> list:
+    def _outputs(self, pt, outputs, refs, prep, policy, refs_lo) -> list:
         spec, slots = self.spec, []
         for name in spec.outputs:
             dtype = dtype_of(spec, name, pt.dtype_of)
@@ -139,7 +140,7 @@ class Judge:
             if bad_shape:
                 slots.append(bad_shape)
                 continue
-            m = values.mismatch(out, ref, tol, policy)
+            m = values.mismatch(out, ref, tol, policy, refs_lo.get(name))
             pending = _Pending(name, "values", out, ref, tol, where, about, dtype, m)
             if m is not None:
                 slots.append(pending if m.n_excusable else values.finding(name, m, out, ref, tol, where, about))
@@ -195,4 +196,4 @@ def _interpreted(device: str) -> bool:
 
 
 __all__ = ["Judge", "Where", "bias", "bitwise", "contract", "guards", "independence", "invariants", "model_score",
-           "peer", "values"]
+           "fast", "peer", "values"]

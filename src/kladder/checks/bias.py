@@ -2,9 +2,12 @@
 errors cancel across a model's layers; a biased one's add up (reference/000 §7.2). A warning,
 never a failure: rung 8 shows what it costs.
 
-Judged against the honest peer's own lean: a correct float32 softmax leans against its float64
-reference (so does the reference run in float32, the same way), and a correct op's rounding is
-not a warning. With the peer, the kernel must lean against the reference AND against the peer,
+The unit of the sign test is a row, not an element: the elements of a row share its
+normaliser's rounding (one rounding of a softmax's sum moves all 4,095 of a row's elements the
+same way: a correct float32 softmax "leans" at p = 1e-70 over one row). Rows are independent
+roundings; a kernel that truncates leans in every row. And it is judged against the honest
+peer's own lean: a correct op's rounding is not a warning, so with the peer (the reference run
+in the kernel's precision) the kernel must lean against the reference AND against the peer,
 the same way."""
 from __future__ import annotations
 
@@ -12,64 +15,65 @@ from ..outcome import Check, Finding
 
 BIAS_P = 1e-6              # the sign test's threshold: chance would lean this way once in a million
 BIAS_ULPS = 0.1            # and the mean error must be at least a tenth of the output's rounding unit
-SAMPLE = 1 << 22           # elements a test reads at most (a strided sample of a big output)
+MIN_ROWS = 64              # fewer independent rows than this cannot show a lean at BIAS_P
+SAMPLE = 1 << 22           # elements a test reads at most (rows of a big output, strided)
 
 
-def _flat(t, step: int):
+def _rows(t, keep: int):
+    """t as float64 rows (the last dim; a 0-d or 1-d tensor: one element a row), every
+    keep-th row (a big output is sampled)."""
     import torch
-    return t.detach().reshape(-1)[::step].to(torch.float64)
+    t = t.detach()
+    r = t.reshape(-1, t.shape[-1]) if t.dim() >= 2 else t.reshape(-1, 1)
+    return r[::keep].to(torch.float64)
 
 
-def _lean(o, r, ref_for_scale, dtype):
-    """(lean, up, down, p, mean_ulps, rel) of the first significant way `o` leans from `r`, or None."""
+def _lean(diff, r, dtype):
+    """(lean, up, down, p, mean_ulps, rel) of the first significant way `diff` (rows of signed
+    errors) leans, or None. Rows that repeat (identical rows) count once."""
     import torch
-    from scipy.stats import binomtest
-    mag = torch.maximum(ref_for_scale.abs(), ref_for_scale.pow(2).mean().sqrt())   # near zero, the RMS sets the scale
+    from scipy.special import bdtr
+    ok = diff.isfinite() & r.isfinite() & (r != 0)
+    mag = torch.maximum(r.abs(), r[ok].pow(2).mean().sqrt() if bool(ok.any()) else r.abs())
     ulp = mag * torch.finfo(dtype).eps
+    count = ok.sum(-1)
     # two ways to lean: above/below (an offset) and away from/toward zero (a scale)
-    for lean, diff in (("offset", o - r), ("scale", (o - r) * ref_for_scale.sign())):
-        up, down = int((diff > 0).sum()), int((diff < 0).sum())
-        if up + down < 64:
-            return None
-        p = binomtest(up, up + down, 0.5).pvalue
-        mean_ulps = float((diff / ulp).mean())
-        if p >= BIAS_P or abs(mean_ulps) < BIAS_ULPS:
+    for lean, d in (("offset", diff), ("scale", diff * r.sign())):
+        u = torch.where(ok, d / ulp, torch.zeros_like(d))
+        mean_ulps = float(u.sum() / max(int(count.sum()), 1))
+        if abs(mean_ulps) < BIAS_ULPS:
             continue
-        return lean, up, down, p, mean_ulps, float((diff / mag).mean())
+        per_row = torch.unique(u.sum(-1)[count > 0] / count[count > 0])
+        up, down = int((per_row > 0).sum()), int((per_row < 0).sum())
+        if up + down < MIN_ROWS:
+            return None
+        p = min(1.0, 2 * float(bdtr(min(up, down), up + down, 0.5)))     # two-sided sign test
+        if p >= BIAS_P:
+            continue
+        rel = float(torch.where(ok, d / mag, torch.zeros_like(d)).sum() / max(int(count.sum()), 1))
+        return lean, up, down, p, mean_ulps, rel
     return None
 
 
 def bias(name: str, out, ref, peer=None) -> Finding | None:
-    """A sign test over the elements that differ, and the mean signed error in units of the
-    output dtype's rounding (ulps at the reference's magnitude). With `peer` (the reference run
-    in the kernel's precision), only a lean the peer does not share."""
+    """A sign test over the rows, and the mean signed error in units of the output dtype's
+    rounding (ulps at the reference's magnitude). With `peer`, only a lean the peer does not
+    share."""
     import torch
-    if not (isinstance(out, torch.Tensor) and out.is_floating_point()) or out.numel() < 64:
+    if not (isinstance(out, torch.Tensor) and out.is_floating_point()) or out.numel() < MIN_ROWS:
         return None
-    step = max(1, out.numel() // SAMPLE)
-    o = _flat(out, step)
-    r = _flat(ref, step).to(o.device)
-    p = None
-    if peer is not None and isinstance(peer, torch.Tensor) and peer.shape == out.shape:
-        p = _flat(peer, step).to(o.device)
-    ok = o.isfinite() & r.isfinite() & (r != 0)
-    if p is not None:
-        ok &= p.isfinite()
-    o, r = o[ok], r[ok]
-    p = p[ok] if p is not None else None
-    if o.numel() > 1:       # repeated (kernel, reference) pairs (identical rows) count once
-        rows = [o, r] if p is None else [o, r, p]
-        uniq = torch.unique(torch.stack(rows), dim=1)
-        o, r = uniq[0], uniq[1]
-        p = uniq[2] if p is not None else None
-    lean = _lean(o, r, r, out.dtype)
+    row = out.shape[-1] if out.dim() >= 2 else 1
+    keep = max(1, out.numel() // row // max(SAMPLE // max(row, 1), 1))
+    o, r = _rows(out, keep), _rows(ref, keep).to(out.device)
+    lean = _lean(o - r, r, out.dtype)
     if lean is None:
         return None
-    if p is not None:
-        against_peer = _lean(o, p, r, out.dtype)
-        if against_peer is None or against_peer[0] != lean[0] or (against_peer[1] > against_peer[2]) != (lean[1] > lean[2]):
+    with_peer = peer is not None and isinstance(peer, torch.Tensor) and peer.shape == out.shape
+    if with_peer:
+        against = _lean(o - _rows(peer, keep).to(out.device), r, out.dtype)
+        if against is None or against[0] != lean[0] or (against[1] > against[2]) != (lean[1] > lean[2]):
             return None
-    kind, up, down, pv, mean_ulps, rel = lean
-    return Finding(Check.BIAS, name, facts={"lean": kind, "up": up, "down": down, "p": max(pv, 1e-300),
-                                           "mean_ulps": mean_ulps, "rel": rel, "peer": p is not None,
+    kind, up, down, p, mean_ulps, rel = lean
+    return Finding(Check.BIAS, name, facts={"lean": kind, "up": up, "down": down, "p": max(p, 1e-300),
+                                           "mean_ulps": mean_ulps, "rel": rel, "peer": with_peer,
                                            "dtype": str(out.dtype).removeprefix("torch.")})

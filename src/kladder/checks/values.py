@@ -17,6 +17,7 @@ from typing import Any
 
 from ..outcome import Check, Finding, Largest
 from ..spec import Tolerance
+from . import fast
 from . import peer as peers
 from .pattern import Where, describe, original_index, unravel
 
@@ -110,30 +111,46 @@ def _verdict(o, r, s, tol: Tolerance, fmax: float, nonfinite: str | None):
     return bad
 
 
-def _slab_verdict(o, r, s, tol: Tolerance, fmax: float, nonfinite: str | None, fast: bool):
-    """The verdict of one slab: in float32 when `fast`, with every element float32 cannot
-    decide (within MARGIN of its threshold, past float32's range, near the dtype's largest)
-    decided again in float64."""
+def _slab_verdict(o, r32, s, tol: Tolerance, fmax: float, nonfinite: str | None):
+    """The verdict of one slab in float32 (`r32`: the float32 copy of the reference), and the
+    elements float32 cannot decide: within MARGIN of their threshold (which covers the float32
+    rounding of the reference, the difference, the threshold and the row's scale), past float32's
+    range, or near the output dtype's largest."""
     torch = _torch()
-    if not fast:
-        return _verdict(o.to(torch.float64), r.to(torch.float64), s, tol, fmax, nonfinite)
-    o32, r32, s32 = o.to(torch.float32), r.to(torch.float32), s.to(torch.float32)
+    o32, s32 = o.to(torch.float32), s.to(torch.float32)
     bad = _verdict(o32, r32, s32, tol, fmax, nonfinite)
     d = (o32 - r32).abs()
     allowed = tol.atol + tol.rtol * torch.maximum(r32.abs(), s32)
     doubt = (d - allowed).abs() <= MARGIN * (r32.abs() + d + allowed)
-    doubt |= r.isfinite() & ~r32.isfinite()
+    doubt |= r32.isinf()
     doubt |= r32.abs() + allowed > 0.5 * fmax
-    if bool(doubt.any()):
-        s64 = s.expand_as(r)
-        bad[doubt] = _verdict(o[doubt].to(torch.float64), r[doubt].to(torch.float64), s64[doubt], tol, fmax, nonfinite)
-    return bad
+    return bad, doubt
 
 
-def mismatch(out, ref, tol: Tolerance, nonfinite: str | None = None) -> Mismatch | None:
-    """The failed elements of `out` at the dtype's default tolerance, or None when none fails.
-    Integer and bool outputs are exact."""
+def _decide_exactly(bad, doubt, o, r2, rs, cs, tol: Tolerance, fmax: float, nonfinite: str | None) -> None:
+    """The doubtful elements of a slab decided in float64, with their rows' exact RMS: the only
+    reads of the float64 reference when float32 decides the rest."""
     torch = _torch()
+    rows = doubt.any(1).nonzero().flatten()
+    first = rs.start or 0
+    exact = row_rms(r2[rows + first])                      # whole rows, float64
+    scale = torch.zeros(doubt.shape[0], dtype=torch.float64, device=doubt.device)
+    scale[rows] = exact
+    s64 = scale.unsqueeze(1).expand(doubt.shape)
+    r = r2[rs, cs]
+    bad[doubt] = _verdict(o[doubt].to(torch.float64), r[doubt].to(torch.float64), s64[doubt], tol, fmax, nonfinite)
+
+
+def mismatch(out, ref, tol: Tolerance, nonfinite: str | None = None, ref_lo=None) -> Mismatch | None:
+    """The failed elements of `out` at the dtype's default tolerance, or None when none fails.
+    Integer and bool outputs are exact. On a GPU, with `ref_lo` (the reference rounded to the
+    output's dtype, made with it: harness.expected), one fused pass counts the failures first
+    (checks/fast.py) and a point that surely passes stops there. Otherwise the verdict is made
+    in float32 slab by slab, each row's scale (its RMS) taken from the float32 copy (within
+    2^-23 of float64's), and every element float32 cannot decide is decided in float64."""
+    torch = _torch()
+    if nonfinite is None and fast.applies(out, ref_lo) and fast.counts(out, ref_lo, tol.rtol, tol.atol) == (0, 0):
+        return None
     o2, r2 = _rows(out.detach()), _rows(ref.detach())
     rows, cols = r2.shape
     if not r2.numel():
@@ -145,16 +162,24 @@ def mismatch(out, ref, tol: Tolerance, nonfinite: str | None = None) -> Mismatch
             bad[rs, cs] = o2[rs, cs].to(device=dev, dtype=torch.int64) != r2[rs, cs].to(torch.int64)
         n_bad = int(bad.sum())
         return Mismatch(bad.reshape(out.shape), None, cols, n_bad, 0) if n_bad else None
+    narrow = out.dtype != torch.float64
     whole_rows = cols <= CHUNK                 # then each slab's rows give their own RMS, read once
     rms = torch.empty(rows, dtype=torch.float64, device=dev) if whole_rows else row_rms(r2)
     fmax = torch.finfo(out.dtype).max
-    fast = out.dtype != torch.float64
     for rs, cs in _slabs(rows, cols):
+        o = o2[rs, cs].to(dev)
         r = r2[rs, cs]
+        r32 = r.to(torch.float32) if narrow else None
         if whole_rows:
-            sq, n = _sum_squares(r)
+            sq, n = _sum_squares(r if r32 is None else r32)
             rms[rs] = (sq / n.clamp(min=1)).sqrt()
-        bad[rs, cs] = _slab_verdict(o2[rs, cs].to(dev), r, rms[rs].unsqueeze(1), tol, fmax, nonfinite, fast)
+        if r32 is None:
+            bad[rs, cs] = _verdict(o.to(torch.float64), r.to(torch.float64), rms[rs].unsqueeze(1), tol, fmax, nonfinite)
+            continue
+        slab, doubt = _slab_verdict(o, r32, rms[rs].unsqueeze(1), tol, fmax, nonfinite)
+        if bool(doubt.any()):
+            _decide_exactly(slab, doubt, o, r2, rs, cs, tol, fmax, nonfinite)
+        bad[rs, cs] = slab
     n_bad = int(bad.sum())
     if not n_bad:
         return None
@@ -174,10 +199,11 @@ def _ulp(x, dtype):
 def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_facts: dict | None = None,
            slack_ulps: int = 0) -> Mismatch | None:
     """Re-judge the failures a budget may excuse (finite against finite) with max(the default,
-    C x the rounding spread, C x the kernel-precision peer's largest relative error in the
-    element's row); `slack_ulps` more units in the last place where the Triton interpreter is
-    known to round worse than the device (run/interpreter.py). Returns what still fails (None:
-    nothing), with the budget that applied in its facts."""
+    C x TAIL x s, C x K x s) (checks/peer.py: s the element's rounding spread, K the
+    kernel-precision peer's largest error in units of s); `slack_ulps` more units in the last
+    place where the Triton interpreter is known to round worse than the device
+    (run/interpreter.py). Returns what still fails (None: nothing), with the budget that applied
+    in its facts."""
     torch = _torch()
     if not m.n_excusable or m.n_excusable > PEER_MAX_ELEMENTS:
         if m.n_excusable:
@@ -186,6 +212,7 @@ def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_f
     m = dataclasses.replace(m, bad=m.bad.clone(), facts=dict(m.facts))
     flat = m.bad.reshape(-1)
     dev = flat.device
+    out_dtype = str(out.dtype).removeprefix("torch.")
     o = out.detach().reshape(-1)
     r = ref.detach().reshape(-1)
     if m.settled is not None:
@@ -194,26 +221,23 @@ def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_f
         idx = torch.nonzero(flat & o.isfinite().to(dev) & r.isfinite()).flatten()
         floor = None
     oi, ri = o[idx.to(o.device)].to(device=dev, dtype=torch.float64), r[idx].to(torch.float64)
-    row = idx // m.cols
-    scale = torch.maximum(ri.abs(), m.rms[row])
-    budgets = {"default": tol.atol + tol.rtol * scale}
-    if floor is not None:
-        budgets["default"] = torch.maximum(budgets["default"], floor)
-    facts = dict(m.facts)
-    if spread is not None:
-        sp = spread.reshape(-1)[idx].to(torch.float64)
-        budgets["spread"] = peers.C * torch.where(sp.isfinite(), sp, torch.zeros_like(sp))
-    rel = None
-    if peer is not None:
-        rows_u, inverse = torch.unique(row, return_inverse=True)
-        p2, r2 = _rows(peer.detach()).to(dev), _rows(ref.detach())
-        rel_u = peers.row_rel_error(p2[rows_u], r2[rows_u], m.rms[rows_u].unsqueeze(1))
-        cap = peers.PEER_CAP * tol.rtol
-        rel = rel_u[inverse]
-        budgets["peer"] = peers.C * rel.clamp(max=cap) * scale
+    scale = torch.maximum(ri.abs(), m.rms[idx // m.cols])
+    default = tol.atol + tol.rtol * scale
+    budgets = {"default": default if floor is None else torch.maximum(default, floor)}
+    factor = None
+    if spread is not None or peer is not None:
+        sp = None if spread is None else spread.reshape(-1)[idx.to(spread.device)].to(device=dev, dtype=torch.float64)
+        s_i = peers.rounding(sp, scale, out_dtype)
+        moved = torch.zeros_like(scale) if sp is None else torch.where(sp.isfinite(), sp, torch.zeros_like(sp))
+        # the inputs' rounding, in the tail, and the output's own rounding once
+        budgets["spread"] = peers.C * peers.TAIL * moved + peers.UNIT_ROUNDOFF.get(out_dtype, 0.0) * scale
+        if peer is not None:
+            factor = _peer_factor(m, peer, ref, spread, out_dtype)
+            raw = peers.C * factor * s_i
+            cap = peers.MAX_WIDENING * torch.maximum(default, budgets["spread"])
+            budgets["peer"] = torch.minimum(raw, cap)
     kinds = list(budgets)
-    stacked = torch.stack([budgets[k] for k in kinds])
-    allowed, which = stacked.max(0)
+    allowed, which = torch.stack([budgets[k] for k in kinds]).max(0)
     if slack_ulps:
         allowed = allowed + slack_ulps * _ulp(torch.maximum(ri.abs(), oi.abs()), out.dtype)
     err = (oi - ri).abs()
@@ -224,21 +248,33 @@ def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_f
     if not m.n_bad:
         return None
     m.settled = (idx[still], allowed[still])
-    if m.n_excusable:
+    if m.n_excusable and len(kinds) > 1:
         worst = int(torch.argmax(torch.where(still, err - allowed, torch.full_like(err, -float("inf")))))
-        facts["budget"] = kinds[int(which[worst])]
-        facts["c"] = peers.C
-        if spread is not None:
-            facts["spread"] = {"draws": peers.SPREAD_DRAWS, "at": float(budgets["spread"][worst]) / peers.C}
+        facts = m.facts
+        facts.update(budget=kinds[int(which[worst])], c=peers.C, tail=peers.TAIL,
+                     spread={"draws": peers.SPREAD_DRAWS if spread is not None else 0, "at": float(moved[worst])})
         if peer_facts is not None:
             facts["peer"] = dict(peer_facts)
-            if rel is not None:
-                facts["peer"].update(rel=float(rel[worst]), capped=bool(rel[worst] > peers.PEER_CAP * tol.rtol),
-                                     cap=peers.PEER_CAP)
-        if slack_ulps:
-            facts["slack_ulps"] = slack_ulps
-    m.facts = facts
+            if factor is not None:
+                facts["peer"].update(factor=factor, capped=bool(raw[worst] > cap[worst]), cap=peers.MAX_WIDENING)
+    if slack_ulps:
+        m.facts["slack_ulps"] = slack_ulps
     return m
+
+
+def _peer_factor(m: Mismatch, peer, ref, spread, out_dtype: str) -> float:
+    """K over the whole output, slab by slab (checks/peer.py)."""
+    torch = _torch()
+    p2, r2 = _rows(peer.detach()), _rows(ref.detach())
+    s2 = None if spread is None else _rows(spread.detach())
+    rows, cols = r2.shape
+    k = 0.0
+    for rs, cs in _slabs(rows, cols):
+        r = r2[rs, cs]
+        scale = torch.maximum(r.abs().to(torch.float64), m.rms[rs].unsqueeze(1))
+        s = peers.rounding(None if s2 is None else s2[rs, cs].to(r.device), scale, out_dtype)
+        k = max(k, peers.peer_factor(p2[rs, cs].to(r.device), r, s))
+    return k
 
 
 def finding(name: str, m: Mismatch, out, ref, tol: Tolerance, where: Where, about: dict | None = None) -> Finding:

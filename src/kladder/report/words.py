@@ -120,18 +120,21 @@ def budget_text(x: dict) -> str:
     if "budget" not in x:
         return ""
     default = f"the {x['dtype'] + ' ' if x.get('dtype') else ''}default (rtol {x['rtol']:g} x max(|ref|, the row's RMS) + atol {x['atol']:g})"
-    seen = [t for t in (_spread_text(x.get("spread")), _peer_text(x.get("peer"))) if t]
+    seen = "; ".join(t for t in (_spread_text(x.get("spread")), _peer_text(x.get("peer"))) if t)
     if x["budget"] == "default":
-        return f"allowed: {default}; the honest peers allow no more: " + "; ".join(seen) if seen else f"allowed: {default}"
-    what = {"spread": "the spread of the float64 reference under rounding of every input",
-            "peer": "the error of the reference run in the kernel's own precision"}[x["budget"]]
-    return f"allowed: {x['c']:g} x {what}, more than {default} (" + "; ".join(seen) + ")"
+        return f"allowed: {default}; the honest peers allow no more ({seen})" if seen else f"allowed: {default}"
+    what = {"spread": f"{x['c']:g} x {x['tail']:g} x the rounding spread s (one rounding of every input, in the tail) "
+                      "and the output's own rounding",
+            "peer": f"{x['c']:g} x K x s (K: the largest error of the reference run in the kernel's own precision, "
+                    "in units of s)"}
+    return f"allowed: {what[x['budget']]}, more than {default} ({seen})"
 
 
 def _spread_text(sp: dict | None) -> str:
     if not sp:
         return ""
-    return f"the float64 reference moves {sp['at']:.3g} there when every input is rounded anew ({sp['draws']} draws)"
+    draws = f", {sp['draws']} draws" if sp.get("draws") else ", the output's rounding alone"
+    return f"s = {sp['at']:.3g} there (the float64 reference under rounding of every input{draws})"
 
 
 def _peer_text(p: dict | None) -> str:
@@ -141,10 +144,10 @@ def _peer_text(p: dict | None) -> str:
         return f"{p['skipped']:,} elements fail: no peer is asked for that many"
     if "error" in p:
         return f"the reference cannot run in the kernel's precision ({p['error']}: {p['text']})"
-    if "rel" not in p:
+    if "factor" not in p:
         return ""
-    capped = f" (counted up to {p['cap']:g} x rtol: past that it is no rounding)" if p.get("capped") else ""
-    return f"the reference run in {p['dtype']} is off by up to {p['rel']:.3g} of the scale in that row{capped}"
+    capped = f", counted up to {p['cap']:g} x what the default or s allows" if p.get("capped") else ""
+    return f"the reference run in {p['dtype']} is off by up to K = {p['factor']:.3g} x s{capped}"
 
 
 def _contract(f: Finding, x: dict) -> str:
@@ -275,7 +278,7 @@ def _bias(f: Finding, x: dict) -> str:
     words = {"offset": ("above", "below"), "scale": ("away from zero from", "toward zero from")}[x["lean"]]
     side = words[0] if x["up"] > x["down"] else words[1]
     return (f"`{f.output}` leans {side} the reference: {max(x['up'], x['down']):,} of {x['up'] + x['down']:,} differing "
-            f"elements (sign test p = {x['p']:.1e}); mean error {x['mean_ulps']:+.2f} ulps of {x['dtype']} "
+            f"rows (sign test p = {x['p']:.1e}); mean error {x['mean_ulps']:+.2f} ulps of {x['dtype']} "
             f"({x['rel']:+.2e} relative)" + (", and the same way against the reference run in the kernel's own precision "
                                              "(not that precision's rounding)" if x.get("peer") else "")
             + ". Inside the tolerance, but errors that lean one way compound through a model's layers")

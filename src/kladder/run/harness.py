@@ -97,14 +97,24 @@ class Harness:
         return outputs
 
     def expected(self, prep: Prepared) -> dict:
-        """The reference's outputs by name."""
+        """The reference's outputs by name ("refs"), and on a GPU, for floating outputs of 32 bits
+        or fewer, their copies rounded to the output's dtype ("refs_lo"): the comparison's fast
+        pass reads those (as many bytes as the output) and the float64 reference only where it
+        cannot decide (checks/fast.py)."""
+        import torch
         try:
             refs = self._split(self.spec.reference(*prep.ref_args))
         except Exception as e:  # noqa: BLE001
             if is_oom(e):
                 raise                                # the point could not run for memory: not the spec's fault
             raise SpecBroken(NoteKind.REFERENCE_RAISED, **error_facts(e)) from e
-        return {"refs": refs}
+        lo = {}
+        if self.device == "cuda":
+            for n, r in refs.items():
+                dt = dtype_of(self.spec, n, prep.point.dtype_of) if n in self.spec.outputs else ""
+                if dt in ("float32", "float16", "bfloat16") and isinstance(r, torch.Tensor) and r.is_cuda:
+                    lo[n] = r.detach().to(getattr(torch, dt))
+        return {"refs": refs, "refs_lo": lo}
 
     def peers(self, prep: Prepared, needs: dict, refs: dict) -> dict:
         """The honest peer of each output in `needs` (name -> "values" | "bias"): the reference on
