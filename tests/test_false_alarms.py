@@ -48,3 +48,26 @@ def test_a_correct_torch_op_passes_every_point_of_rungs_1_to_3(name):
     warned = [o for o in outcomes if o.warnings]
     assert not warned, f"{len(warned)} bias warnings on a correct op: {warned[0].point.id}: {warned[0].warnings[0].facts}"
     assert sum(o.status == "passed" for o in outcomes) > 0.9 * len(outcomes)
+
+
+# The false alarms issue 15 measured on the old budget (a fixed rtol and a +-2^-20 sensitivity of
+# 3 draws), each replayed at its own point and seeds: layer_norm float32 at N = 2 failed 4 of 20
+# seeds at M = 4096; linear float32 at K = 16384, 57 of 64; a float16 RoPE, 21 of 1,000.
+MEASURED = {
+    "layer_norm": ((("M", 4096), ("N", 2)), (("x", "float32"),), 20),
+    "linear": ((("M", 32), ("N", 32), ("K", 16384)), (("x", "float32"),), 64),
+    "rope": ((("S", 16), ("H", 4), ("D", 64)), (("q", "float16"),), 1000),
+}
+
+
+@pytest.mark.parametrize("name", list(MEASURED))
+def test_the_false_alarms_measured_on_the_old_budget_pass(name):
+    from kladder.point import Point
+    dims, dtypes, seeds = MEASURED[name]
+    spec = SPECS[name]
+    wrong = []
+    for seed in range(1, seeds + 1):
+        o = run_point(spec, Point(spec.name, 1, dims, dtypes, seed=seed), "cpu").outcome
+        if o.status != "passed":
+            wrong.append(o)
+    assert not wrong, f"{len(wrong)} of {seeds} seeds:\n" + render_outcome(wrong[0])
