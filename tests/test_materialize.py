@@ -58,3 +58,30 @@ def test_reference_args_can_take_selected_rows_only():
     rows = torch.tensor([0, 8])
     refs = reference_args(s, inputs, {0: (0, rows)})
     assert refs[0].shape == (2,) and refs[1].shape == (9,)
+
+
+def test_one_fused_compare_sees_a_hit_on_any_guard_of_a_point():
+    from kladder.materialize import any_damaged
+    gs = [guarded_empty(n, (7, 3), "float16", "cpu") for n in "abc"]
+    assert not any_damaged(gs)
+    gs[1].buf[GUARD_BYTES + 7 * 3 * 2 + 5] ^= 0xFF        # a byte past the end of the second
+    assert any_damaged(gs) and gs[1].damaged() == ([], [5])
+    gs[1].buf[GUARD_BYTES + 7 * 3 * 2 + 5] ^= 0xFF
+    gs[2].buf[GUARD_BYTES - 1] ^= 0x01                      # the byte just before the third
+    assert any_damaged(gs) and gs[2].damaged() == ([1], [])
+
+
+def test_a_contiguous_input_is_filled_in_place_with_the_same_values():
+    import kladder as kl
+    from kladder.point import Point
+    spec = kl.Spec("t", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("M N", dtype="float32")},
+                   returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 8), "N": kl.Dim(1, 8)})
+    p = Point("t", 2, (("M", 4), ("N", 6)), values=(("x", "ties"),))
+    plain = materialize(spec, p, "cpu").args[0]
+    moved = materialize(spec, Point("t", 3, (("M", 4), ("N", 6)), layouts=(("x", "offset"),), seed=p.seed), "cpu").args[0]
+    g = torch.Generator().manual_seed(p.seed)
+    want = torch.empty(4, 6)
+    from kladder.fill import fill_kind
+    fill_kind(want, "ties", "float32", g)
+    assert torch.equal(plain, want)
+    assert moved.storage_offset() > 0 and torch.equal(moved, materialize(spec, Point("t", 3, (("M", 4), ("N", 6)), seed=p.seed), "cpu").args[0])

@@ -10,6 +10,7 @@ checks/values.py, which decides every element as float64 would. Kladder's own ke
 under test: only the judge runs it, and never under Triton's interpreter on a real climb."""
 from __future__ import annotations
 
+import importlib.util
 import os
 
 MARGIN = 2.0 ** -20          # float32's share of the doubt (as in checks/values.py)
@@ -64,6 +65,8 @@ def applies(out, ref_lo) -> bool:
     at most 32 bits, rows enough to fill the device and short enough for one program each."""
     import torch
     if ref_lo is None or not out.is_cuda or os.environ.get("TRITON_INTERPRET") == "1":
+        return False
+    if importlib.util.find_spec("triton") is None:
         return False
     if out.dtype not in (torch.float32, torch.float16, torch.bfloat16) or ref_lo.dtype != out.dtype:
         return False
