@@ -45,3 +45,15 @@ def test_bad_option_is_a_usage_error(pytester):
     result = pytester.runpytest_subprocess("--kladder-device", "tpu")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*kladder*use auto, cpu or cuda*"])
+
+
+def test_a_seed_shift_reaches_the_items_and_a_bad_one_is_a_usage_error(pytester):
+    from kladder.point import Point
+    pytester.makepyfile(test_kernels=SPEC_FILE)
+    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-seed", "7", "-k", "double and 9-bfloat16",
+                                           "-p", "no:cacheprovider")
+    shifted = Point("double", 1, (("N", 9),), (("x", "bfloat16"),)).shifted(7).seed
+    assert f'"seed":{shifted}' in result.stdout.str()            # the failing item's repro carries the shifted seed
+    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-seed", "x")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*integer seed*"])
