@@ -3,6 +3,7 @@ each point must be "not judged", never failed; on a GPU they pass (bench/h200_tr
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 import kladder as kl
 
@@ -27,7 +28,7 @@ def _narrow(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
     tl.store(y_ptr + i, x.to(tl.bfloat16), mask=i < N)   # float32 -> bfloat16: truncated under the interpreter
 
 
-def narrow(x, off=0.0):
+def narrow(x):
     y = torch.empty(x.shape, dtype=torch.bfloat16, device=x.device)
     _narrow[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), BLOCK=256)
     return y
@@ -40,7 +41,6 @@ def narrow_off(x):
 
 @triton.jit
 def _exp(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
-    from triton.language.extra import libdevice
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + i, mask=i < N)
     tl.store(y_ptr + i, libdevice.exp(x), mask=i < N)   # libdevice: None under the interpreter

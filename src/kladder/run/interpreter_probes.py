@@ -2,6 +2,7 @@
 interpreter gets wrong on this machine. Imported only under the interpreter, with Triton there."""
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 
 @triton.jit
@@ -27,7 +28,6 @@ def through_fp8(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
 
 @triton.jit
 def libdevice_exp(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
-    from triton.language.extra import libdevice
     i = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + i, mask=i < N)
     tl.store(y_ptr + i, libdevice.exp(x), mask=i < N)
