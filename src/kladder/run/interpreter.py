@@ -42,14 +42,45 @@ def active() -> bool:
 
 
 def probe() -> dict[str, dict]:
-    """{feature: evidence} for every feature the interpreter gets wrong here (probed once a process)."""
+    """{feature: evidence} for every feature the interpreter gets wrong here: probed once for a
+    given Triton, numpy and Python, and kept in the user's cache (a worker starts in ~1 ms, not
+    the probe's ~0.7 s: every A-B-A point starts a worker)."""
     global _probed
     if _probed is None:
-        _probed = _run_probes() if active() else {}
+        _probed = _cached_probe() if active() else {}
     return _probed
 
 
-def _run_probes() -> dict[str, dict]:
+def _cache_path() -> str:
+    import numpy
+    import triton
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    key = f"triton-{triton.__version__}-numpy-{numpy.__version__}-py{sys.version_info[0]}.{sys.version_info[1]}"
+    return os.path.join(root, "kladder", f"interpreter-probe-{key}.json")
+
+
+def _cached_probe() -> dict[str, dict]:
+    import json
+    import tempfile
+    try:
+        path = _cache_path()
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        pass
+    found = run_probes()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+        with os.fdopen(fd, "w") as f:
+            json.dump(found, f)
+        os.replace(tmp, path)                      # atomic: a worker never reads half a file
+    except OSError:
+        pass                                       # no cache here: each process probes for itself
+    return found
+
+
+def run_probes() -> dict[str, dict]:
     import torch
     try:
         from . import interpreter_probes as k
