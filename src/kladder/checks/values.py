@@ -197,13 +197,13 @@ def _ulp(x, dtype):
 
 
 def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_facts: dict | None = None,
-           slack_ulps: int = 0) -> Mismatch | None:
+           slack_ulps: int = 0, unit: float = 0.0) -> Mismatch | None:
     """Re-judge the failures a budget may excuse (finite against finite) with max(the default,
-    C x TAIL x s, C x K x s) (checks/peer.py: s the element's rounding spread, K the
-    kernel-precision peer's largest error in units of s); `slack_ulps` more units in the last
-    place where the Triton interpreter is known to round worse than the device
-    (run/interpreter.py). Returns what still fails (None: nothing), with the budget that applied
-    in its facts."""
+    atol + rtol x s / unit, C x K x s') (checks/peer.py: s the element's rounding spread, unit the
+    inputs' largest unit roundoff, K the kernel-precision peer's largest error in units of s');
+    `slack_ulps` more units in the last place where the Triton interpreter is known to round
+    worse than the device (run/interpreter.py). Returns what still fails (None: nothing), with
+    the budget that applied in its facts."""
     torch = _torch()
     if not m.n_excusable or m.n_excusable > PEER_MAX_ELEMENTS:
         if m.n_excusable:
@@ -229,8 +229,8 @@ def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_f
         sp = None if spread is None else spread.reshape(-1)[idx.to(spread.device)].to(device=dev, dtype=torch.float64)
         s_i = peers.rounding(sp, scale, out_dtype)
         moved = torch.zeros_like(scale) if sp is None else torch.where(sp.isfinite(), sp, torch.zeros_like(sp))
-        # the inputs' rounding, in the tail, and the output's own rounding once
-        budgets["spread"] = peers.C * peers.TAIL * moved + peers.UNIT_ROUNDOFF.get(out_dtype, 0.0) * scale
+        # the default, at the scale of the terms that make the element (s / unit)
+        budgets["spread"] = tol.atol + tol.rtol * (moved / unit if unit else torch.zeros_like(moved))
         if peer is not None:
             factor = _peer_factor(m, peer, ref, spread, out_dtype)
             raw = peers.C * factor * s_i
@@ -251,8 +251,9 @@ def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_f
     if m.n_excusable and len(kinds) > 1:
         worst = int(torch.argmax(torch.where(still, err - allowed, torch.full_like(err, -float("inf")))))
         facts = m.facts
-        facts.update(budget=kinds[int(which[worst])], c=peers.C, tail=peers.TAIL,
-                     spread={"draws": peers.SPREAD_DRAWS if spread is not None else 0, "at": float(moved[worst])})
+        facts.update(budget=kinds[int(which[worst])], c=peers.C,
+                     spread={"draws": peers.SPREAD_DRAWS if spread is not None else 0, "at": float(moved[worst]),
+                             "terms": float(moved[worst]) / unit if unit else 0.0})
         if peer_facts is not None:
             facts["peer"] = dict(peer_facts)
             if factor is not None:
@@ -325,14 +326,15 @@ def shape_finding(name: str, out, ref) -> Finding | None:
 
 
 def compare(name: str, out, ref, tol: Tolerance, where: Where, about: dict | None = None,
-            nonfinite: str | None = None, spread=None, peer=None) -> Finding | None:
+            nonfinite: str | None = None, spread=None, peer=None, unit: float = 0.0) -> Finding | None:
     """The whole comparison in one call (the default tolerance, then the peers when given)."""
     bad_shape = shape_finding(name, out, ref)
     if bad_shape is not None:
         return bad_shape
     m = mismatch(out, ref, tol, nonfinite)
     if m is not None and (spread is not None or peer is not None):
-        m = settle(m, out, ref, tol, spread, peer, {"dtype": str(out.dtype).removeprefix("torch.")} if peer is not None else None)
+        m = settle(m, out, ref, tol, spread, peer, {"dtype": str(out.dtype).removeprefix("torch.")} if peer is not None else None,
+                   unit=unit)
     return None if m is None else finding(name, m, out, ref, tol, where, about)
 
 

@@ -123,8 +123,8 @@ def budget_text(x: dict) -> str:
     seen = "; ".join(t for t in (_spread_text(x.get("spread")), _peer_text(x.get("peer"))) if t)
     if x["budget"] == "default":
         return f"allowed: {default}; the honest peers allow no more ({seen})" if seen else f"allowed: {default}"
-    what = {"spread": f"{x['c']:g} x {x['tail']:g} x the rounding spread s (one rounding of every input, in the tail) "
-                      "and the output's own rounding",
+    what = {"spread": "the default at the scale of the terms that make the element (the rounding spread s over "
+                      "the inputs' unit roundoff)",
             "peer": f"{x['c']:g} x K x s (K: the largest error of the reference run in the kernel's own precision, "
                     "in units of s)"}
     return f"allowed: {what[x['budget']]}, more than {default} ({seen})"
@@ -134,7 +134,8 @@ def _spread_text(sp: dict | None) -> str:
     if not sp:
         return ""
     draws = f", {sp['draws']} draws" if sp.get("draws") else ", the output's rounding alone"
-    return f"s = {sp['at']:.3g} there (the float64 reference under rounding of every input{draws})"
+    terms = f", terms of size {sp['terms']:.3g}" if sp.get("terms") else ""
+    return f"s = {sp['at']:.3g} there (the float64 reference under rounding of every input{draws}{terms})"
 
 
 def _peer_text(p: dict | None) -> str:

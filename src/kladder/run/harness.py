@@ -47,6 +47,7 @@ class Peer:
     kernel: object = None
     spread: object = None
     facts: dict = field(default_factory=dict)
+    unit: float = 0.0           # the inputs' largest unit roundoff: spread / unit is the terms' size
 
 
 class Harness:
@@ -121,7 +122,7 @@ class Harness:
         the inputs as the kernel got them, cast to the output's dtype, and for "values" the
         spread of the reference's outputs over SPREAD_DRAWS draws of per-element rounding."""
         import torch
-        found = {n: Peer() for n in needs}
+        found = {n: Peer(unit=peer_math.unit_of(prep.arg_dtypes)) for n in needs}
         try:
             low = self._split(self.spec.reference(*peer_math.lowered(prep.ref_args, prep.arg_dtypes)))
         except Exception as e:  # noqa: BLE001 - e.g. an op without a kernel for that dtype on this device
