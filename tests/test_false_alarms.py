@@ -14,7 +14,7 @@ from kladder.sizes import CPU_BUDGET, is_big
 
 from specs.torch_ops import SPECS
 
-# rung 1's ~30 points a spec under three seeds, rungs 2-3's ~250 under two: ~9,000 points in ~35 s
+# rung 1's ~30 points a spec under three seeds, rungs 2-3's ~120 under two: ~5,400 points in ~35 s
 # of CPU on the 2-core machine (2 min wall under a load of 9). Every seed at every rung:
 # KLADDER_FALSE_ALARM_SEEDS=0,1,2,3,4,5 (measured: 14,886 points, none failed, none warned:
 # docs/results/2026-12-01-cpu-trust)
