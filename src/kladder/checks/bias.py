@@ -32,7 +32,6 @@ def _lean(diff, r, dtype):
     """(lean, up, down, p, mean_ulps, rel) of the first significant way `diff` (rows of signed
     errors) leans, or None. Rows that repeat (identical rows) count once."""
     import torch
-    from scipy.special import bdtr
     ok = diff.isfinite() & r.isfinite() & (r != 0)
     mag = torch.maximum(r.abs(), r[ok].pow(2).mean().sqrt() if bool(ok.any()) else r.abs())
     ulp = mag * torch.finfo(dtype).eps
@@ -47,6 +46,7 @@ def _lean(diff, r, dtype):
         up, down = int((per_row > 0).sum()), int((per_row < 0).sum())
         if up + down < MIN_ROWS:
             return None
+        from scipy.special import bdtr           # only for a lean worth testing: SciPy costs 0.7 s to import
         p = min(1.0, 2 * float(bdtr(min(up, down), up + down, 0.5)))     # two-sided sign test
         if p >= BIAS_P:
             continue
