@@ -48,11 +48,14 @@ def main() -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     rungs = parse_rungs(args.rungs)
     t0 = time.perf_counter()
-    rows, bad, done = [], [], True
-    for name, spec in SPECS.items():
-        counts, seconds = Counter(), 0.0
-        for seed in seeds:
-            for rung in rungs:
+    counts = {name: Counter() for name in SPECS}
+    seconds = Counter()
+    bad, done = [], True
+    # rung by rung across the specs: a time budget that runs out cuts the dearest rungs of every
+    # spec (rung 4's torch.compile), not the last specs
+    for seed in seeds:
+        for rung in rungs:
+            for name, spec in SPECS.items():
                 for p in rung_points(spec, rung, budget, seed):
                     if p.kind == "big" and not args.big:
                         continue
@@ -63,14 +66,16 @@ def main() -> int:
                     note = skip_note(spec, p, args.device, free)
                     o = run_point(spec, p, args.device).outcome if note is None else None
                     status = "skipped" if o is None else str(o.status)
-                    counts[status] += 1
-                    counts["warned"] += bool(o is not None and o.warnings)
-                    seconds += 0 if o is None else o.seconds
+                    counts[name][status] += 1
+                    counts[name]["warned"] += bool(o is not None and o.warnings)
+                    seconds[name] += 0 if o is None else o.seconds
                     if o is not None and (o.status not in ("passed", "skipped") or o.warnings):
                         bad.append({"spec": name, "seed": seed, "id": p.id, "status": status,
                                     "text": render_outcome(o), "warnings": [w.facts for w in o.warnings]})
-        rows.append({"spec": name, **counts, "seconds": round(seconds, 1)})
-        print(f"{name:14} {dict(counts)}  {seconds:.1f} s", flush=True)
+            print(f"seed {seed} rung {rung}: {time.perf_counter() - t0:.0f} s", flush=True)
+    rows = [{"spec": n, **c, "seconds": round(seconds[n], 1)} for n, c in counts.items()]
+    for r in rows:
+        print(f"{r['spec']:14} {r}", flush=True)
     total = Counter()
     for r in rows:
         total.update({k: v for k, v in r.items() if isinstance(v, int)})

@@ -16,7 +16,7 @@ from ..materialize import Inputs, materialize, reference_args, reference_dtypes
 from ..outcome import KernelError, NoteKind, RowsChecked, SpecBroken, error_facts
 from ..point import Point
 from ..rows import plan_rows
-from ..sizes import ITEMSIZE, dtype_of, numel_of, shape_of, total_bytes
+from ..sizes import ITEMSIZE, dtype_of, is_big, numel_of, shape_of, total_bytes
 from ..spec import FLOAT_DTYPES, Spec
 from . import interpreter
 from .faults import is_oom
@@ -179,8 +179,10 @@ def _device_of(args: list, fallback: str):
 
 def reference_device(spec: Spec, point: Point, device: str, select: dict) -> str:
     """Where the reference runs: the point's device, or the host when its float64 copies, its
-    output and one perturbed draw would take more than REFERENCE_DEVICE_SHARE x the kernel's own
-    bytes, or more than half the free device memory."""
+    output and one perturbed draw would take more than half the free device memory, or, at a big
+    point (2^31 bytes and up), more than REFERENCE_DEVICE_SHARE x the kernel's own bytes. A small
+    point's reference stays on the device however it compares to the kernel's bytes (a float64
+    attention on the host would take minutes)."""
     if device != "cuda" or point.mode == "model":
         return device
     import torch
@@ -189,9 +191,11 @@ def reference_device(spec: Spec, point: Point, device: str, select: dict) -> str
         dtype = dtype_of(spec, name, point.dtype_of)
         width = 8 if dtype in FLOAT_DTYPES else ITEMSIZE[dtype]
         need += 2 * width * _selected_numel(spec, point, name, select)   # the copy (or output), and a draw
-    own = total_bytes(spec, point.sizes, point.dtype_of)
     free, _ = torch.cuda.mem_get_info()
-    return "cpu" if need > min(REFERENCE_DEVICE_SHARE * own, 0.5 * free) else device
+    if need > 0.5 * free:
+        return "cpu"
+    big = is_big(spec, point.sizes) and need > REFERENCE_DEVICE_SHARE * total_bytes(spec, point.sizes, point.dtype_of)
+    return "cpu" if big else device
 
 
 def _selected_numel(spec: Spec, point: Point, name: str, select: dict) -> int:
