@@ -85,3 +85,25 @@ def test_a_contiguous_input_is_filled_in_place_with_the_same_values():
     fill_kind(want, "ties", "float32", g)
     assert torch.equal(plain, want)
     assert moved.storage_offset() > 0 and torch.equal(moved, materialize(spec, Point("t", 3, (("M", 4), ("N", 6)), seed=p.seed), "cpu").args[0])
+
+
+def test_the_reference_leaves_the_device_only_when_short_or_at_a_big_point(monkeypatch):
+    from kladder.rows import plan_rows
+    from kladder.run import harness
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (140 << 30, 141 << 30))
+    gemm = kl.Spec("g", kernel=torch.matmul, reference=torch.matmul,
+                   args={"a": kl.Tensor("M K", dtype="bfloat16"), "b": kl.Tensor("K N", like="a")},
+                   returns=kl.Tensor("M N", like="a"), dims={"M": kl.Dim(1, 1 << 20), "N": kl.Dim(1, 1 << 16), "K": kl.Dim(1, 64)})
+    big = Point("g", 1, (("M", 65536), ("N", 32768), ("K", 64)))       # a 4 GiB output, no rows to sample
+    small = Point("g", 1, (("M", 4096), ("N", 4096), ("K", 64)))      # its float64 copies are 4 x its bytes, and fit
+    assert harness.reference_device(gemm, big, "cuda", {}) == "cpu"
+    assert harness.reference_device(gemm, small, "cuda", {}) == "cuda"
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (1 << 28, 141 << 30))   # 256 MiB free
+    assert harness.reference_device(gemm, small, "cuda", {}) == "cpu"
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (140 << 30, 141 << 30))
+    rows = kl.Spec("r", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("M N", dtype="bfloat16")},
+                   returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 1 << 22), "N": kl.Dim(1, 16384)}, rows="M")
+    sampled = Point("r", 1, (("M", 131073), ("N", 16384)))
+    select, _, checked = plan_rows(rows, sampled, "cpu")
+    assert checked is not None and harness.reference_device(rows, sampled, "cuda", select) == "cuda"
+    assert harness.reference_device(gemm, big, "cpu", {}) == "cpu"
