@@ -59,8 +59,8 @@ def any_damaged(guarded) -> bool:
     for g in guarded:
         by_device.setdefault(g.buf.device, []).append(g)
     for device, gs in by_device.items():
-        ends = torch.cat([part for g in gs for part in (g.buf[:GUARD_BYTES], g.buf[g.buf.numel() - GUARD_BYTES:])])
-        if bool((ends.view(-1, GUARD_BYTES) != _pattern(GUARD_BYTES, device)).any()):
+        ends = _ends(gs[0].buf) if len(gs) == 1 else torch.cat([_ends(g.buf) for g in gs])
+        if bool((ends != _pattern(GUARD_BYTES, device)).any()):
             return True
     return False
 
@@ -84,11 +84,15 @@ def guarded_empty(name: str, shape: tuple[int, ...], dtype: str, device) -> Guar
     import torch
     nbytes = math.prod(shape) * torch.tensor([], dtype=torch_dtype(dtype)).element_size()
     buf = torch.empty(GUARD_BYTES * 2 + nbytes, dtype=torch.uint8, device=device)
-    pat = _pattern(GUARD_BYTES, device)
-    buf[:GUARD_BYTES] = pat
-    buf[GUARD_BYTES + nbytes:] = pat
+    _ends(buf).copy_(_pattern(GUARD_BYTES, device).expand(2, GUARD_BYTES))     # both sentinels, one copy
     view = buf[GUARD_BYTES:GUARD_BYTES + nbytes].view(torch_dtype(dtype)).view(shape)
     return Guarded(name, buf, view)
+
+
+def _ends(buf):
+    """The two sentinel regions of a guarded buffer as one (2, GUARD_BYTES) view: one kernel
+    writes or reads both (a launch costs more than 512 bytes do)."""
+    return buf.as_strided((2, GUARD_BYTES), (buf.numel() - GUARD_BYTES, 1))
 
 
 def poison(t, dtype: str) -> None:
