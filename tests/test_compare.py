@@ -4,7 +4,7 @@ import torch
 from kladder.checks.contract import contract as check_contract
 from kladder.checks.guards import guards as check_guards
 from kladder.checks.pattern import Where, describe
-from kladder.checks.sensitivity import perturbed, sensitivity
+from kladder.checks import peer
 from kladder.checks.values import compare
 from kladder.report.words import message, pattern_text
 from kladder.spec import DEFAULT_TOLERANCES, Tolerance
@@ -14,12 +14,18 @@ def describe_pattern(bad, where):
     return pattern_text(describe(bad, where))
 
 
-def compare_values(name, out, ref, tol, where, about=None, sens=None):
-    return compare(name, out, ref, tol, where, about, sens)
+def compare_values(name, out, ref, tol, where, about=None, spread=None, kernel_peer=None, unit=peer.UNIT_ROUNDOFF["float16"]):
+    return compare(name, out, ref, tol, where, about, spread=spread, peer=kernel_peer, unit=unit)
 
 
-def bumped_reference(fn, args, seed):
-    return [fn(*a) for a in perturbed(args, seed)]
+def rounding_spread(fn, args, dtypes, seed=0, draws=peer.SPREAD_DRAWS):
+    """The spread of fn's float64 output when every input is rounded anew (checks/peer.py)."""
+    gen = torch.Generator().manual_seed(seed)
+    ref = fn(*args)
+    acc = None
+    for _ in range(draws):
+        acc = peer.add_draw(acc, fn(*peer.perturbed(args, dtypes, gen)), ref)
+    return peer.spread(acc, draws)
 
 BF16 = DEFAULT_TOLERANCES["bfloat16"]
 
@@ -138,27 +144,80 @@ def test_pattern_whole_rows_that_are_not_contiguous():
     assert describe_pattern(bad, Where(("M", "N"))) == "3 whole rows of 4,096 (rows 102, 243, 287)"
 
 
-def test_sensitivity_scales_a_cancelled_dot_product_by_its_terms():
+def test_the_rounding_spread_scales_a_cancelled_dot_product_by_its_terms():
     g = torch.Generator().manual_seed(1)
-    a = torch.randn(1, 7167, generator=g, dtype=torch.float64)
-    b = torch.randn(7167, 1, generator=g, dtype=torch.float64)
-    a[0, 0] -= (a @ b).item() / b[0, 0].item() - 0.2 / b[0, 0].item()   # make a @ b cancel to 0.2
+    a = torch.randn(1, 7167, generator=g, dtype=torch.float64).to(torch.float16).double()
+    b = torch.randn(7167, 1, generator=g, dtype=torch.float64).to(torch.float16).double()
     ref = a @ b
-    sens = sensitivity(ref, bumped_reference(lambda x, y: x @ y, [a, b], seed=0))
-    assert abs(ref.item() - 0.2) < 1e-9
+    # make the row cancel: a @ b = 0.2 while its terms are ~85 in size
+    b[0, 0] -= (ref.item() - 0.2) / a[0, 0].item()
+    ref = a @ b
+    sp = rounding_spread(lambda x, y: x @ y, [a, b], ["float16", "float16"])
     terms = ((a * a) @ (b * b)).sqrt().item()                         # ~85: the rounding scale
-    assert 0.2 * terms < sens.item() < 5 * terms
-    # an fp32-accumulation error of 7e-4 passes; dropping one term (~0.6) still fails
+    u = peer.UNIT_ROUNDOFF["float16"]
+    assert 0.5 * terms * u * 2 ** 0.5 < sp.item() < 2 * terms * u * 2 ** 0.5    # two rounded inputs a term
     tol = DEFAULT_TOLERANCES["float16"]
-    assert compare_values("c", ref + 7e-4, ref, tol, Where(("M", "N")), None, sens) is None
-    assert compare_values("c", ref - (a[0, -1] * b[-1, 0]).abs() - 0.5, ref, tol, Where(("M", "N")), None, sens) is not None
+    out = (ref + 0.03).to(torch.float16)                               # fp32 accumulation of fp16 terms: ~u x 85
+    assert compare_values("c", out, ref, tol, Where(("M", "N"))) is not None          # the default alone fails it
+    assert compare_values("c", out, ref, tol, Where(("M", "N")), spread=sp) is None   # the honest budget passes it
+    dropped = (ref - (a[0, -1] * b[-1, 0]).abs() - 0.5).to(torch.float16)            # one term dropped still fails
+    f = compare_values("c", dropped, ref, tol, Where(("M", "N")), spread=sp)
+    assert f is not None and f.facts["budget"] == "spread" and f.facts["spread"]["draws"] == peer.SPREAD_DRAWS
+    assert "allowed: the default at the scale of the terms that make the element" in message(f)
+    assert 0.5 * terms < f.facts["spread"]["terms"] < 2 * terms
 
 
-def test_sensitivity_of_an_elementwise_op_is_its_own_magnitude():
-    x = torch.randn(4, 64, dtype=torch.float64)
-    ref = 2 * x
-    sens = sensitivity(ref, bumped_reference(lambda t: 2 * t, [x], seed=0))
-    assert torch.allclose(sens, ref.abs(), rtol=1e-6)
+def test_the_spread_of_an_elementwise_op_is_its_own_rounding():
+    x = torch.randn(64, 64, dtype=torch.float64).to(torch.bfloat16).double()
+    sp = rounding_spread(lambda t: 2 * t, [x], ["bfloat16"])
+    ratio = sp / (2 * x.abs() * peer.UNIT_ROUNDOFF["bfloat16"])
+    assert 0.7 < float(ratio.median()) < 1.3                              # one unit roundoff, in RMS
+
+
+def test_a_kernel_precision_peer_widens_the_budget_and_a_broken_one_does_not():
+    g = torch.Generator().manual_seed(3)
+    ref = 100 * torch.randn(8, 256, generator=g, dtype=torch.float64)      # where rtol, not atol, decides
+    noise = torch.randn(8, 256, generator=g, dtype=torch.float64)
+    tol = DEFAULT_TOLERANCES["float32"]
+    kernel = (ref * (1 + 1e-6 * noise)).to(torch.float32)               # a correct float32 kernel at a long K
+    honest = (ref * (1 + 1e-6 * noise.roll(1, 1))).to(torch.float32)    # its peer: the same size of error, elsewhere
+    assert compare_values("y", kernel, ref, tol, Where(("M", "N"))) is not None
+    assert compare_values("y", kernel, ref, tol, Where(("M", "N")), kernel_peer=honest) is None
+    broken = honest.clone()
+    broken[:, 7] = 0                                                     # a peer that underflowed to zero
+    wrong = kernel.clone()
+    wrong[2, 5] *= 1.1                                                   # a real 10% error
+    f = compare_values("y", wrong, ref, tol, Where(("M", "N")), kernel_peer=broken)
+    assert f is not None and f.largest.index == (2, 5) and f.facts["peer"]["capped"]
+    nan_peer = torch.full_like(honest, float("nan"))                     # a non-finite peer never widens
+    assert compare_values("y", kernel, ref, tol, Where(("M", "N")), kernel_peer=nan_peer) is not None
+
+
+def test_float32_decides_as_float64_would_at_the_threshold():
+    # errors a billionth over and under the allowed: float32 cannot tell them apart, float64 can
+    tol = Tolerance(1e-3, 0.0)
+    eps = torch.tensor([1e-9, -1e-9, 3e-9, -3e-9], dtype=torch.float64)
+    delta = tol.rtol * (1 + eps) / (1 + tol.rtol * (1 + eps))       # |1 - ref| = rtol x |ref| x (1 + eps)
+    ref = (1 - delta).reshape(4, 1)                                 # one-element rows: the scale is |ref|
+    out = torch.ones(4, 1, dtype=torch.float32)
+    f = compare("y", out, ref, tol, Where(("M", "N")))
+    assert f is not None and f.mismatched == 2
+    assert f.largest.index == (2, 0)                                # the one 3e-9 over
+    assert pattern_text(f.pattern) == "scattered, 2 of 4 elements (first at (0, 0))"
+
+
+def test_the_comparison_runs_in_slabs_of_rows(monkeypatch):
+    from kladder.checks import values
+    monkeypatch.setattr(values, "CHUNK", 64)          # 17 rows of 50 per slab: many slabs, one long row split
+    r, o = ref_and_out((40, 50))
+    o[33, 7] = float("nan")
+    f = compare_values("y", o, r, BF16, Where(("M", "N")))
+    assert f.mismatched == 1 and f.largest.index == (33, 7)
+    long_r = torch.randn(1, 300, dtype=torch.float64)
+    long_o = long_r.to(torch.bfloat16)
+    long_o[0, 250] += 1
+    f = compare_values("y", long_o, long_r, BF16, Where(("M", "N")))
+    assert f.mismatched == 1 and f.largest.index == (0, 250)
 
 
 def test_pattern_names_up_to_three_runs_of_rows_in_original_numbers():
@@ -173,3 +232,21 @@ def test_pattern_of_a_single_row():
     bad = torch.ones(1, 2879, dtype=torch.bool)
     bad[0, ::97] = False                                   # 30 scattered right answers
     assert describe_pattern(bad, Where(("M", "N"))) == "most elements of every row (2,849 of 2,879)"
+
+
+def test_the_fused_fast_pass_counts_what_the_exact_comparison_finds():
+    # kladder's own GPU kernel, run here under Triton's interpreter on CPU tensors
+    pytest = __import__("pytest")
+    pytest.importorskip("triton")
+    from kladder.checks import fast
+    from kladder.checks.values import mismatch
+    g = torch.Generator().manual_seed(5)
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        ref = torch.randn(6, 300, generator=g, dtype=torch.float64)
+        out = ref.to(dtype)
+        assert fast.counts(out, ref.to(dtype), BF16.rtol, BF16.atol) == (0, 0)      # rounding only: sure
+        out[1, 7] = float("nan")
+        out[4, 299] += 1
+        bad, doubt = fast.counts(out, ref.to(dtype), BF16.rtol, BF16.atol)
+        assert bad == 1 and doubt == 1                    # the NaN is the exact path's to decide
+        assert mismatch(out, ref, BF16).n_bad == 2

@@ -10,6 +10,8 @@ from kladder.gaps.common import base_shapes
 from kladder.point import Point
 from kladder.report.words import reason
 from kladder.run.harness import Harness
+from kladder.run.modes.base import Call
+from kladder.run.trial import judge_call
 from kladder.sizes import CPU_BUDGET
 
 HERE = os.path.dirname(__file__)
@@ -72,8 +74,7 @@ def test_reused_mode_hands_call_2_the_buffers_of_call_1():
     assert torch.equal(second.inputs.outs["out"], 2 * first.inputs.args[0])    # call 1's values, not poison
     assert not torch.equal(second.inputs.args[0], first.inputs.args[0])         # new inputs
     judge = Judge(spec, point, "cpu")
-    returned = h.call(second)
-    judge.call(second, h.outputs(second, returned), returned, h.expected(second), "call 2 of 2")
+    judge_call(h, judge, Call(second, h.call(second), "call 2 of 2"))
     assert judge.findings == []
 
 

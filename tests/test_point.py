@@ -54,3 +54,17 @@ def test_bad_point_text_is_a_clear_error(text):
     with pytest.raises(ValueError) as e:
         Point.parse(text)
     assert "point" in str(e.value).lower()
+
+
+def test_a_seed_shift_moves_the_seed_and_only_the_seed():
+    from kladder.ladder import rung_points
+    from kladder.sizes import CPU_BUDGET
+    import kladder as kl
+    s = kl.Spec("t", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("M N", dtype="float32")},
+                returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 64), "N": kl.Dim(1, 64, tile=8)})
+    plain, moved = list(rung_points(s, 1, CPU_BUDGET)), list(rung_points(s, 1, CPU_BUDGET, seed=3))
+    assert [p.id for p in plain] == [p.id for p in moved]
+    assert all(a.seed != b.seed and b.seed for a, b in zip(plain, moved))
+    assert [p.seed for p in rung_points(s, 1, CPU_BUDGET, seed=3)] == [p.seed for p in moved]   # deterministic
+    assert Point.parse(moved[0].to_json()) == moved[0]                    # the repro carries the shifted seed
+    assert plain[0].shifted(0) is plain[0]

@@ -58,3 +58,13 @@ def test_items_spread_over_two_xdist_workers(pytester):
     text = result.stdout.str()
     assert "[gw0]" in text and "[gw1]" in text
     assert "created: 2/2 workers" in text
+def test_a_seed_shift_reaches_the_items_and_a_bad_one_is_a_usage_error(pytester):
+    from kladder.point import Point
+    pytester.makepyfile(test_kernels=SPEC_FILE)
+    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-seed", "7", "-k", "double and 9-bfloat16",
+                                           "-p", "no:cacheprovider")
+    shifted = Point("double", 1, (("N", 9),), (("x", "bfloat16"),)).shifted(7).seed
+    assert f'"seed":{shifted}' in result.stdout.str()            # the failing item's repro carries the shifted seed
+    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-seed", "x")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*integer seed*"])

@@ -33,7 +33,8 @@ def gemm_spec(**over):
 
 def test_edge_values_hold_tile_neighbours_max_and_widths():
     vals = shapes.edge_values("K", kl.Dim(1, 8192, tile=[64, 128], widths=[2880]))
-    assert {1, 63, 64, 65, 127, 128, 129, 2879, 2880, 2881, 8192} == set(vals)
+    assert {1, 63, 64, 65, 127, 128, 129, 385, 2879, 2880, 2881, 8192} == set(vals)
+    assert "three full tiles (128)" in vals[385]                # a middle tile: 3 x 128 + 1
     assert "2881 % 64 = 1" in vals[2881] and "model width 2880" in vals[2881]
     assert "one short of the tile (64)" in vals[63]
 
@@ -140,3 +141,79 @@ def test_cpu_budget_bounds_output_rows_not_row_length():
     gpu = [p for p in shapes.points(s, sizes.CPU_BUDGET) if p.needs == "cuda" and p.kind == "edge"]
     assert [p.sizes for p in gpu] == [{"M": 65536, "N": 1}]
     assert "declared maximum" in gpu[0].why
+
+
+# ------------------------------------------------------------------ cliffs that really cross
+def test_kladder_points_lists_a_point_past_and_a_point_below_every_reachable_cliff(tmp_path):
+    """Done when (issue 15): for each of 2^31 and 2^32 bytes and elements, a point whose last row
+    starts past the cliff and one just below it, computed from the listed sizes alone."""
+    import json
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(__file__)
+    out = tmp_path / "points.json"
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "points", os.path.join(here, "specs", "big_rows.py"),
+                        "--rungs", "1", "--device", "cpu", "--json", str(out)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    listed = json.loads(out.read_text())["points"]
+    assert "r1-M=131073-N=16384 " in p.stdout              # the text lists them too
+    for cliff in (1 << 31, 1 << 32):
+        for unit in ("bytes", "elements"):
+            past = below = False
+            for rec in listed:
+                x = rec["tensors"]["x"]
+                m, n = x["shape"]
+                per_row = n * (2 if unit == "bytes" else 1)          # bfloat16
+                past |= (m - 1) * per_row >= cliff                  # the last row starts at or past it
+                below |= cliff - per_row < m * per_row <= cliff     # one row more would cross it
+            assert past and below, (cliff, unit)
+    above = [r for r in listed if r["sizes"]["M"] == 131073]
+    assert above and "the first element past the cliff is element 2,147,483,648, at byte 4,294,967,296" in above[0]["why"]
+    assert all(r["needs"] == "cuda" for r in listed if r["kind"] == "big")
+
+
+def test_the_rows_checked_on_a_big_point_include_the_rows_past_every_cliff():
+    import os
+    from kladder.load import load_spec
+    from kladder.point import Point
+    from kladder.rows import plan_rows
+    s = load_spec(os.path.join(os.path.dirname(__file__), "specs", "big_rows.py"))
+    # a hand-written point, without kind="big": the sizes alone make it big
+    pt = Point("double_rows", 1, (("M", 262145), ("N", 16384)))
+    _, ids, rows = plan_rows(s, pt, "cpu")
+    assert rows is not None and rows.rows == 262145
+    assert {65536, 131072, 262144} <= set(ids)                     # 2^31 B, 2^32 B (= 2^31 el.), 2^32 el.
+    assert plan_rows(s, Point("double_rows", 1, (("M", 4), ("N", 16))), "cpu")[2] is None
+
+
+def test_big_points_count_the_last_tiles_padding_and_start_a_whole_tile_past_it():
+    s = gemm_spec()
+    out = [p for p in shapes.big_points(s) if "out (" in p.why and p.sizes["N"] == 151936]
+    row = 151936 * 2
+    for cliff in (1 << 31, 1 << 32):
+        first = -(-cliff // row)
+        above = [p for p in out if (p.sizes["M"] - 1) * row >= cliff and p.sizes["M"] * row < cliff + 129 * row]
+        assert above, cliff
+        m = min(p.sizes["M"] for p in above)
+        assert (m - 1) // 128 * 128 >= first                        # the last tile starts past the cliff too
+
+
+def test_a_tiled_dim_gets_a_middle_tile_inside_the_cpu_budget():
+    s = kl.Spec("scan", kernel=k, reference=ref, args={"x": kl.Tensor("M N", dtype="float32")},
+                returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 64), "N": kl.Dim(1, 8192, tile=256)})
+    pts = [p for p in shapes.points(s, sizes.CPU_BUDGET) if not p.needs]
+    assert any(p.sizes["N"] == 3 * 256 + 1 for p in pts)
+
+
+def test_an_edge_too_dear_to_pair_runs_once_on_the_cpu():
+    # 4096 rows cost the interpreter ~20 s a point: M = 4096 runs once, not once per N edge
+    s = kl.Spec("norm", kernel=k, reference=ref, args={"x": kl.Tensor("M N", dtype=["float16", "bfloat16"])},
+                returns=kl.Tensor("M N", like="x"),
+                dims={"M": kl.Dim(1, 4096), "N": kl.Dim(1, 16384, tile=8, widths=[2880])})
+    pts = list(shapes.points(s, sizes.CPU_BUDGET))
+    dear = [p for p in pts if p.sizes["M"] == 4096]
+    assert len(dear) == 1 and not dear[0].needs and dear[0].sizes["N"] == 1
+    assert all(sizes.output_rows(s, p.sizes) <= 512 for p in pts if p is not dear[0] and not p.needs)
+    on_gpu = list(shapes.points(s, sizes.GPU_BUDGET))
+    assert sum(p.sizes["M"] == 4096 for p in on_gpu) > 1            # no time budget on the GPU: paired as before

@@ -34,8 +34,9 @@ def capture(target, to, **kw):
 
 
 def climb(spec, *, rungs=None, device: str = "auto", timeout_s: float | None = None, log_path: str | None = None,
-          jobs: int = 1):
+          jobs: int = 1, seed: int = 0):
     """Climb `spec` (a Spec, or a reference 'path.py::name') and return the ClimbReport.
     Points run in worker processes (`jobs` at a time), which import the spec by reference."""
     from .api import climb_spec
-    return climb_spec(spec, rungs=rungs, device=device, timeout_s=timeout_s, log_path=log_path, jobs=jobs)
+    return climb_spec(spec, rungs=rungs, device=device, timeout_s=timeout_s, log_path=log_path, jobs=jobs,
+                      seed=seed)

@@ -20,10 +20,11 @@ def ref_for(spec: Spec) -> str:
                      "define it at module level (workers import it by reference), or pass 'path.py::name'.")
 
 
-def climb_spec(spec, *, rungs=None, device="auto", timeout_s=None, log_path=None, jobs=1):
+def climb_spec(spec, *, rungs=None, device="auto", timeout_s=None, log_path=None, jobs=1, seed=0):
     ref = spec if isinstance(spec, str) else ref_for(spec)
     obj = load_spec(ref) if isinstance(spec, str) else spec
     if isinstance(rungs, int):
         rungs = (rungs,)
     rung_t = parse_rungs(",".join(map(str, rungs)) if rungs else None)
-    return climb(ref, obj, Options(rungs=rung_t, device=device, timeout_s=timeout_s, log_path=log_path, jobs=jobs))
+    return climb(ref, obj, Options(rungs=rung_t, device=device, timeout_s=timeout_s, log_path=log_path, jobs=jobs,
+                                   seed=seed))

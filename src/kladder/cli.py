@@ -33,6 +33,8 @@ def _positive(kind, what: str):
             raise argparse.ArgumentTypeError(f"{text!r}: give {what} (more than 0)")
         return v
     return parse
+SEED_HELP = ("shift every point's seed by S (other inputs at the same points; false alarms are seed-dependent). "
+             "The shifted seed is in each point, so its repro reproduces it")
 
 
 def _climb_options(p: argparse.ArgumentParser) -> None:
@@ -54,6 +56,7 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
                    help="rung 5: calls each repetition point makes (default 100 on the CPU, 100,000 on a GPU; with --repeat-s, whichever ends first)")
     p.add_argument("--repeat-s", type=_positive(float, "seconds, e.g. --repeat-s 30"), metavar="S",
                    help="rung 5: seconds each repetition point may repeat for (default 10 on a GPU, 5 on the CPU)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S")
     r.add_argument("--sanitize", choices=SANITIZERS, help="run the point's calls under compute-sanitizer's TOOL "
                    "instead (CUDA; the caching allocator off)")
+    r.add_argument("--seed", type=int, default=0, metavar="S", help="shift the point's seed by S")
+    pts = sub.add_parser("points", help="list the points a climb would run, without running anything")
+    pts.add_argument("ref", metavar="PATH[::NAME]")
+    pts.add_argument("--rungs", help=RUNGS_HELP)
+    pts.add_argument("--device", default="auto", help=DEVICE_HELP + " (the budget the points are sized for)")
+    pts.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
+    pts.add_argument("--json", metavar="FILE", help="write the points as JSON to FILE")
     z = sub.add_parser("zoo", help="the bundled buggy kernels and their fixed twins")
     zsub = z.add_subparsers(dest="zoo_cmd", required=True)
     zsub.add_parser("list", help="list the cases")
@@ -87,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_climb(args.ref, args)
         if args.cmd == "repro":
             return cmd_repro(args)
+        if args.cmd == "points":
+            return cmd_points(args)
         if args.zoo_cmd == "list":
             return cmd_zoo_list()
         if args.case is None:
@@ -164,6 +176,7 @@ def cmd_repro(args) -> int:
     if args.sanitize:
         from .gaps.repetition import sanitized
         point = sanitized(point, args.sanitize)
+    point = point.shifted(args.seed)
     runner = Runner(args.ref, spec, device, args.timeout)
     try:
         outcome = runner.run(point)          # as the climb ran it: replayed, and alone when it fails
@@ -174,6 +187,27 @@ def cmd_repro(args) -> int:
         runner.close()
     sys.stdout.write(render_outcome(outcome, fingerprint=fp))
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
+
+
+def cmd_points(args) -> int:
+    from .ladder import parse_rungs, rung_points
+    from .report.points import points_json, points_text
+    from .sizes import budget_for
+    device = device_of(args.device)
+    spec = _load(args.ref, device)
+    if args.json:
+        writable("--json", args.json)
+    try:
+        rungs = parse_rungs(args.rungs)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    budget = budget_for(device)
+    points = [p for r in rungs for p in rung_points(spec, r, budget, args.seed)]
+    sys.stdout.write(points_text(spec, args.ref, device, points))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(points_json(spec, args.ref, device, points))
+    return EXIT_OK
 
 
 def cmd_zoo_list() -> int:

@@ -25,7 +25,7 @@ from .report.data import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
 from .run.isolation import Lane, Pool, worker_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
-from .sizes import CPU_BUDGET, budget_for, total_bytes
+from .sizes import CPU_BUDGET, budget_for, is_big, total_bytes
 from .spec import Spec
 from .version import __version__
 
@@ -46,6 +46,7 @@ class Options:
     jobs: int = 1                        # points run side by side, each on a worker of its own
     repeat: int | None = None            # rung 5: calls a repetition point makes (--repeat N)
     repeat_s: float | None = None        # rung 5: seconds a repetition point may take (--repeat-s S)
+    seed: int = 0                        # shifts every point's seed (--seed): false alarms are seed-dependent
     on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
     progress: Any = field(default=None, repr=False)   # report.progress.Progress, or None
     pool: Pool | None = field(default=None, repr=False)  # workers already started (the CLI warms them early)
@@ -92,10 +93,11 @@ def repro_command(ref: str, device: str, point: Point) -> str:
 
 
 def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> Note | None:
-    if point.kind == "model":
+    if point.mode == "model":
         return None                      # the model sizes its own tensors
     need = total_bytes(spec, point.sizes, point.dtype_of)
-    if point.needs == "cuda" and device != "cuda":
+    # a point past every small budget is a GPU point by its sizes, whatever its `needs` says
+    if device != "cuda" and (point.needs == "cuda" or is_big(spec, point.sizes)):
         return Note(NoteKind.GPU_POINT, {"need_bytes": need, "budget": CPU_BUDGET.text()})
     if device == "cuda" and free_bytes is not None and need > MEMORY_HEADROOM * free_bytes:
         return Note(NoteKind.NO_DEVICE_MEMORY, {"need_bytes": need, "free_bytes": free_bytes})
@@ -277,6 +279,17 @@ def _alone(outcome: Outcome, alone: Outcome) -> None:
         outcome.replay = Replay.ALONE_PASSES
 
 
+def rung_points(spec: Spec, rung: int, budget, seed: int = 0, replay: str | None = None, **extra):
+    """The points a climb runs at `rung`, in order, each seed shifted by `seed`: `kladder points`
+    lists exactly these (rung 5's sanitizer runs on earlier failures aside: `extra["failed"]`,
+    points already shifted, whose seeds the points made from them keep)."""
+    if rung == 2 and replay:
+        extra["replay"] = replay
+    kept = {p.seed for p in extra.get("failed", ())}
+    for point in BY_NUMBER[rung].points(spec, budget, **extra):
+        yield point if point.seed in kept else point.shifted(seed)
+
+
 def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
     device = resolve_device(opts.device)
     budget = budget_for(device)
@@ -329,7 +342,7 @@ def _restore_sigint(previous, interrupted: bool) -> None:
 
 def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options):
     t0 = time.perf_counter()
-    points = list(BY_NUMBER[rr.rung].points(spec, budget, **_rung_options(rr.rung, opts, runner)))
+    points = list(rung_points(spec, rr.rung, budget, opts.seed, **_rung_options(rr.rung, opts, runner)))
     progress = opts.progress
     if progress:
         progress.rung_started(rr, len(points))

@@ -53,10 +53,33 @@ class Guarded:
         return [self.guard - i for i in before], after
 
 
-def _pattern(n: int, device):
+def any_damaged(guarded) -> bool:
+    """Whether any sentinel of any of these buffers changed: one fused comparison and one host
+    sync per device for every guard of a point (a sync per guard costs more than the compare on
+    a GPU); `Guarded.damaged` then says where, for the buffers that were hit."""
     import torch
-    reps = -(-n // len(GUARD_PATTERN))
-    return torch.tensor(list(GUARD_PATTERN) * reps, dtype=torch.uint8, device=device)[:n]
+    by_device: dict = {}
+    for g in guarded:
+        if g.guard:                       # a plain allocation (guard=0) has no sentinels
+            by_device.setdefault(g.buf.device, []).append(g)
+    for device, gs in by_device.items():
+        ends = _ends(gs[0].buf) if len(gs) == 1 else torch.cat([_ends(g.buf) for g in gs])
+        if bool((ends != _pattern(GUARD_BYTES, device)).any()):
+            return True
+    return False
+
+
+_PATTERNS: dict = {}
+
+
+def _pattern(n: int, device):
+    """The sentinel bytes, made once per size and device (not copied from the host every call)."""
+    import torch
+    key = (n, str(device))
+    if key not in _PATTERNS:
+        reps = -(-n // len(GUARD_PATTERN))
+        _PATTERNS[key] = torch.tensor(list(GUARD_PATTERN) * reps, dtype=torch.uint8, device=device)[:n]
+    return _PATTERNS[key]
 
 
 def guarded_empty(name: str, shape: tuple[int, ...], dtype: str, device, guard: int = GUARD_BYTES) -> Guarded:
@@ -68,11 +91,15 @@ def guarded_empty(name: str, shape: tuple[int, ...], dtype: str, device, guard: 
     nbytes = math.prod(shape) * torch.tensor([], dtype=torch_dtype(dtype)).element_size()
     buf = torch.empty(guard * 2 + nbytes, dtype=torch.uint8, device=device)
     if guard:
-        pat = _pattern(guard, device)
-        buf[:guard] = pat
-        buf[guard + nbytes:] = pat
+        _ends(buf, guard).copy_(_pattern(guard, device).expand(2, guard))     # both sentinels, one copy
     view = buf[guard:guard + nbytes].view(torch_dtype(dtype)).view(shape)
     return Guarded(name, buf, view, guard)
+
+
+def _ends(buf, guard: int = GUARD_BYTES):
+    """The two sentinel regions of a guarded buffer as one (2, guard) view: one kernel writes
+    or reads both (a launch costs more than 512 bytes do)."""
+    return buf.as_strided((2, guard), (buf.numel() - guard, 1))
 
 
 def poison(t, dtype: str) -> None:
@@ -158,16 +185,20 @@ def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, ki
     pad = kind.removeprefix("pad:") if kind.startswith("pad:") else ""
     if pad:
         kind = "normal"
+    in_place = built is None and view.is_contiguous()
     if built is not None:
         vals = built.to(view.device, torch_dtype(dtype))
     else:
-        vals = torch.empty(shape, dtype=torch_dtype(dtype), device=view.device)
+        # a contiguous input is filled where it lives: a 4 GiB input needs no 4 GiB staging copy
+        vals = view if in_place else torch.empty(shape, dtype=torch_dtype(dtype), device=view.device)
         t = spec.all_tensors[name]
         chunks = ()
         if t.range is not None and isinstance(t.range[1], str):
             chunks = tuple(spec.dims[t.range[1]].chunks)
         fill_kind(vals, kind, dtype, gen, spec.range_of(name, sizes), chunks)
-    if any(st == 0 for st in view.stride()) and view.numel():
+    if in_place:
+        pass
+    elif any(st == 0 for st in view.stride()) and view.numel():
         # a broadcast: every row is one storage row; the reference sees the same rows
         vals = vals[:1].expand_as(vals)
         view[:1].copy_(vals[:1])
@@ -185,11 +216,12 @@ def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, ki
         padding.copy_(raw.view(torch_dtype(dtype)).view(padding.shape))
 
 
-def reference_args(spec: Spec, inputs: Inputs, select: dict[int, Any] | None = None) -> list:
+def reference_args(spec: Spec, inputs: Inputs, select: dict[int, Any] | None = None, device=None) -> list:
     """Copies of the non-Out args for the reference, taken before the kernel runs (a kernel
-    may scribble on its inputs): floats upcast to the reference dtype. With `select`
-    (arg position -> (axis, row indices)) only those rows are copied: at 2^31 bytes a float64
-    copy of the whole tensor costs more than the kernel by orders of magnitude."""
+    may scribble on its inputs): floats upcast to the reference dtype, on `device` (the host when
+    the accelerator is short: harness.reference_device). With `select` (arg position -> (axis,
+    row indices)) only those rows are copied: at 2^31 bytes a float64 copy of the whole tensor
+    costs more than the kernel by orders of magnitude."""
     ref_dtype = torch_dtype(spec.reference_dtype)
     out = []
     for i, (name, value) in enumerate(zip(spec.args, inputs.args)):
@@ -198,7 +230,28 @@ def reference_args(spec: Spec, inputs: Inputs, select: dict[int, Any] | None = N
         if name in spec.tensor_args or hasattr(value, "is_floating_point"):
             if select and i in select:
                 axis, rows = select[i]
-                value = value.index_select(axis, rows)
-            value = value.to(ref_dtype, copy=True) if value.is_floating_point() else value.clone()
+                value = value.index_select(axis, rows.to(value.device))
+            moved = value.to(device) if device is not None and value.device != _device(device) else value
+            if value.is_floating_point():
+                value = moved.to(ref_dtype, copy=moved is value)
+            else:
+                value = moved.clone() if moved is value else moved
         out.append(value)
     return out
+
+
+def reference_dtypes(spec: Spec, inputs: Inputs) -> list:
+    """The dtype each reference input had as the kernel got it ('' for non-floats): the honest
+    peer runs the reference on the inputs cast back to these (checks/peer.py)."""
+    out = []
+    for name, value in zip(spec.args, inputs.args):
+        if name in spec.out_args:
+            continue
+        floating = hasattr(value, "is_floating_point") and value.is_floating_point()
+        out.append(str(value.dtype).removeprefix("torch.") if floating else "")
+    return out
+
+
+def _device(d):
+    import torch
+    return torch.device(d)

@@ -33,7 +33,8 @@ class Status(_Words):
     PASSED = "passed"
     FAILED = "failed"      # the kernel is wrong: a mismatch, a guard, a contract; it raised, crashed, hung or faulted
     FLAKY = "flaky"        # failed, then passed when replayed: reported with its rate, never dropped
-    SKIPPED = "skipped"    # the point does not apply here (a GPU point on the CPU, a mode without CUDA), with why
+    SKIPPED = "skipped"    # the point does not apply here (a GPU point on the CPU, a mode without CUDA, a kernel
+                           # that touched a defect of Triton's interpreter: not judged on the CPU), with why
     OOM = "oom"            # the point could not run for memory
     BROKEN = "broken"      # kladder or the spec's reference failed: never blamed on the kernel
 
@@ -44,7 +45,10 @@ STATUSES = tuple(Status)
 class Check(_Words):
     """What failed. The facts each kind carries are listed beside it."""
     CONTRACT = "contract"                    # problems [[what, got, expected]] | not_tensor | returned+declared | reference_shape
-    VALUES = "values"                        # pattern, mismatched/total, largest; nonfinite, dtype, shape, mode, sampled
+    VALUES = "values"                        # pattern, mismatched/total, largest; nonfinite, dtype, shape, mode, sampled,
+                                             # rtol, atol; when a peer was asked (checks/peer.py): budget (which set the
+                                             # allowed error at the worst element: default | spread | peer), c, spread
+                                             # {draws, at}, peer {dtype, rel, capped} | {error, text} | {skipped}, slack_ulps
     GUARD = "guard"                          # n_after, after_lo/hi, n_before, before_lo/hi, itemsize, after[:64], before[:64]
     RAISED = "raised"                        # error, text
     CRASHED = "crashed"                      # signal and frames, or exit_status (the kernel ended the process)
@@ -121,6 +125,8 @@ class NoteKind(_Words):
     REPEATS_CLEAN = "repeats_clean"                # what a passing rung-5 point proved: Check.REPEATS's facts, bound
     SANITIZER_CLEAN = "sanitizer_clean"            # tool, calls
     NO_SANITIZER = "no_sanitizer"                  # tool, searched
+    INTERPRETER_DEFECT = "interpreter_defect"      # feature, what, x, got, want (the probe's evidence; run/interpreter.py)
+    INTERPRETER_ERROR = "interpreter_error"        # error, text; probe (the feature whose probe raised the same)
 
 
 class Replay(_Words):

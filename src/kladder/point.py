@@ -4,6 +4,7 @@ into `kladder repro` as it is."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, fields
@@ -48,6 +49,14 @@ class Point:
             key += [self.ranks]
         key = json.dumps(key, default=str)
         return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
+
+    def shifted(self, shift: int) -> "Point":
+        """This point with its seed moved by `shift` (`--seed S`): other inputs at the same sizes,
+        values and layouts. The new seed is in the point, so its repro reproduces it."""
+        if not shift:
+            return self
+        digest = hashlib.sha256(f"{self.seed}:{shift}".encode()).hexdigest()[:8]
+        return dataclasses.replace(self, seed=int(digest, 16) or 1)
 
     # ---- views ----
     @property

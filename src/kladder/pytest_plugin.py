@@ -13,6 +13,7 @@ OPTIONS = (
     ("device", "auto", "kladder: device for spec points: auto, cpu (Triton interpreter) or cuda"),
     ("rungs", "", "kladder: rungs to collect, e.g. 1 or 1-3 (default: every rung built)"),
     ("timeout", "", "kladder: seconds a point may run before it is reported as a hang"),
+    ("seed", "", "kladder: shift every point's seed by this integer (other inputs at the same points)"),
 )
 
 
@@ -32,10 +33,12 @@ def pytest_configure(config):
     try:
         parse_rungs(_option(config, "rungs") or None)
         float(_option(config, "timeout") or 0)
+        int(_option(config, "seed") or 0)
     except UsageError as e:
         raise pytest.UsageError(f"kladder: {e}") from None
     except ValueError:
-        raise pytest.UsageError(f"kladder: --kladder-timeout {_option(config, 'timeout')!r}: give seconds, e.g. 60.") from None
+        raise pytest.UsageError(f"kladder: --kladder-timeout {_option(config, 'timeout')!r} or --kladder-seed "
+                                f"{_option(config, 'seed')!r}: give seconds (60) and an integer seed (1).") from None
 
 
 def _option(config, name: str) -> str:
@@ -60,8 +63,7 @@ class SpecCollector(pytest.Collector):
         self.spec = spec
 
     def collect(self):
-        from .ladder import UsageError, parse_rungs, resolve_device
-        from .rungs import BY_NUMBER
+        from .ladder import UsageError, parse_rungs, resolve_device, rung_points
         from .sizes import budget_for
         config = self.config
         try:
@@ -71,8 +73,9 @@ class SpecCollector(pytest.Collector):
             raise pytest.UsageError(f"kladder: {e}") from None
         budget = budget_for(device)
         ref = f"{self.path}::{self.name}"
+        seed = int(_option(config, "seed") or 0)
         for rung in rungs:
-            for point in BY_NUMBER[rung].points(self.spec, budget):
+            for point in rung_points(self.spec, rung, budget, seed):
                 yield PointItem.from_parent(self, name=f"{self.spec.name}[{point.id}]", point=point, ref=ref, device=device)
 
 

@@ -1,12 +1,14 @@
 """Which rows a big point checks. At 2^31 bytes a float64 reference on the whole tensor costs
 more than the kernel by orders of magnitude; with independent rows declared (`Spec(rows=)`),
 the reference runs on the rows around every boundary (the first tile, the tiles where each
-tensor crosses 2^31 and 2^32 bytes, the last tile) and a seeded sample."""
+tensor's rows start past 2^31 and 2^32 bytes and elements, the last tile) and a seeded sample.
+Whether a point is big follows from its sizes (sizes.is_big), never from a field of the point,
+so a repro judges a point on the same rows as the climb did."""
 from __future__ import annotations
 
 from .outcome import RowsChecked
 from .point import Point
-from .sizes import nbytes_of
+from .sizes import is_big, nbytes_of, numel_of
 from .spec import Spec
 
 SAMPLED_ROWS = 64
@@ -15,7 +17,7 @@ SAMPLED_ROWS = 64
 def plan_rows(spec: Spec, point: Point, device: str):
     """({arg index or ("out", name): (axis, rows)}, row ids, RowsChecked or None)."""
     import torch
-    if point.kind != "big" or not spec.row_dims:
+    if not spec.row_dims or not is_big(spec, point.sizes):
         return {}, [], None
     d = spec.row_dims[0]
     n = point.sizes[d]
@@ -25,11 +27,12 @@ def plan_rows(spec: Spec, point: Point, device: str):
     for name, t in spec.all_tensors.items():
         if d not in t.symbols:
             continue
-        row_bytes = nbytes_of(spec, name, point.sizes, point.dtype_of) // n
-        for cliff in (1 << 31, 1 << 32):
-            r = cliff // max(row_bytes, 1)
-            if r < n:
-                cliff_rows |= set(range(max(0, r - tile), min(n, r + tile)))
+        per_row = (nbytes_of(spec, name, point.sizes, point.dtype_of) // n, numel_of(spec, name, point.sizes) // n)
+        for units in per_row:
+            for cliff in (1 << 31, 1 << 32):
+                first = -(-cliff // max(units, 1))        # the first row that starts past the cliff
+                if first < n:
+                    cliff_rows |= set(range(max(0, first - tile), min(n, first + tile)))
     rows |= cliff_rows
     gen = torch.Generator().manual_seed(point.seed)
     rows |= set(torch.randint(0, n, (SAMPLED_ROWS,), generator=gen).tolist())

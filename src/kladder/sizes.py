@@ -54,22 +54,37 @@ def human_bytes(n: int) -> str:
 # ---------------------------------------------------------------------------- budgets
 @dataclass(frozen=True)
 class Budget:
-    """The largest point a device runs as a small point. The Triton interpreter costs about
-    a millisecond per program instance and kernels launch a grid over their output, so the
-    CPU budget bounds both a tensor's elements and an output's rows (all dims but the last)."""
+    """The largest point a device runs as a small point, and on the CPU what a point may cost
+    in time. Triton's interpreter runs a kernel's grid one program instance at a time, in
+    Python: its cost is the number of programs, nearly whatever their blocks hold (measured
+    below), and kernels launch a grid over their output's rows. So the CPU budget is a time
+    budget counted in output rows (programs), plus a cap on elements (the float64 references
+    and numpy's work per block).
+
+    `pair_rows`: a point with more output rows than this is too dear to pair with every edge
+    of the other dims: pairwise covering keeps its edge value, once, with every other dim at its
+    cheapest (gaps/shapes.py), instead of once per partner."""
 
     max_elements: int
     max_rows: int
     device: str
+    pair_rows: int | None = None
 
     def fits(self, elements: int) -> bool:
         return elements <= self.max_elements
 
     def text(self) -> str:
-        return f"{self.max_elements:,} elements per tensor, {self.max_rows:,} rows per output"
+        cost = f" (about {self.max_rows * PROGRAM_S:.0f} s of interpreter time)" if self.device == "cpu" else ""
+        return f"{self.max_elements:,} elements per tensor, {self.max_rows:,} rows per output{cost}"
 
 
-CPU_BUDGET = Budget(1 << 16, 4096, "cpu")
+# The interpreter's cost per program instance, measured on the 2-core CI machine (Triton 3.9,
+# numpy 2.4, under a load of ~3.5): a row kernel costs 5.0 ms a program at 64 columns, 5.3 ms
+# at 1,024 and 8 ms at 16,384, so a grid's rows set the cost, not its elements (rmsnorm's
+# four rung-1 points at M = 4096 took 68 of its climb's 73 s).
+PROGRAM_S = 5e-3
+# A CPU point costs at most ~20 s (4096 programs); pairs are combined below ~2.5 s (512).
+CPU_BUDGET = Budget(1 << 16, 4096, "cpu", pair_rows=512)
 GPU_BUDGET = Budget(1 << 27, 1 << 31, "cuda")
 # Rungs 2-4 move values, layouts and modes, not sizes: thousands of keys make a softmax peak,
 # 2^27-element tensors (rung 1's GPU territory) only make each point slower (measured on the
@@ -83,16 +98,22 @@ def budget_for(device: str) -> Budget:
 
 def moderate(budget: Budget) -> Budget:
     """The budget of rungs 2-4: rung 1's, capped at MODERATE_ELEMENTS per tensor."""
-    return Budget(min(budget.max_elements, MODERATE_ELEMENTS), min(budget.max_rows, 1 << 16), budget.device)
+    return Budget(min(budget.max_elements, MODERATE_ELEMENTS), min(budget.max_rows, 1 << 16), budget.device,
+                  budget.pair_rows)
+
+
+def output_rows(spec: Spec, sizes: dict[str, int]) -> int:
+    """The most rows (all dims but the last) of any output: the programs a kernel's grid has."""
+    def rows(name: str) -> int:
+        shape = shape_of(spec, name, sizes)
+        return math.prod(shape[:-1]) if shape else 1
+    return max((rows(n) for n in spec.outputs), default=1)
 
 
 def fits(spec: Spec, sizes: dict[str, int], budget: Budget) -> bool:
     """Every tensor within the budget's elements, every output within its rows."""
-    def rows(name: str) -> int:
-        shape = shape_of(spec, name, sizes)
-        return math.prod(shape[:-1]) if shape else 1
     return (all(budget.fits(numel_of(spec, n, sizes)) for n in spec.all_tensors)
-            and all(rows(n) <= budget.max_rows for n in spec.outputs))
+            and output_rows(spec, sizes) <= budget.max_rows)
 
 
 def repetition(budget: Budget) -> Budget:
@@ -133,3 +154,15 @@ def call_budget(device: str, calls: int | None = None, seconds: float | None = N
     if seconds is None:
         return CallBudget(calls, CALLS_CEILING_S)
     return CallBudget(calls or 0, seconds)
+
+
+def cheap(spec: Spec, sizes: dict[str, int], budget: Budget) -> bool:
+    """Fits, and cheap enough to pair with the other dims' edges (see Budget.pair_rows)."""
+    return fits(spec, sizes, budget) and (budget.pair_rows is None or output_rows(spec, sizes) <= budget.pair_rows)
+
+
+def is_big(spec: Spec, sizes: dict[str, int]) -> bool:
+    """A point past every small-point budget (a tensor over GPU_BUDGET's elements): judged on
+    sampled rows where rows are declared, a GPU point on the CPU. It follows from the sizes
+    alone, so a hand-written or hand-edited point is judged exactly as the climb's."""
+    return not fits(spec, sizes, GPU_BUDGET)

@@ -1,7 +1,7 @@
 """Judging only: each module turns outputs and references into Findings (values and
-tolerance, pattern, bias, sensitivity, bitwise, guards and contract, padding, independence,
-invariants, model score, repetition, sanitizer, a collective's ranks); none calls a kernel or the reference, none
-formats a sentence.
+tolerance, pattern, bias, the honest peer, bitwise, guards and contract, padding, independence,
+invariants, model score, repetition, sanitizer, a collective's ranks); none calls a kernel or the
+reference, none formats a sentence.
 
 `Judge` takes what an execution mode observed, one observation at a time, in the order the
 mode made them, and keeps the findings, the warnings and what the mode measured."""
@@ -19,17 +19,41 @@ from . import (
     contract,
     dispatch,
     flags,
+    fast,
     guards,
     imports,
     independence,
     invariants,
     model_score,
+    peer,
     repetition,
     sanitizer,
-    sensitivity,
     values,
 )
 from .pattern import Where, where_of
+
+
+@dataclass
+class _Open:
+    """One call being judged, while its outputs wait for the honest peer."""
+    label: str
+    head: list
+    slots: list            # per output, in order: a Finding, None (passed), or a _Pending
+    tail: list
+    rounding: dict | None  # the interpreter's float32 -> bfloat16 evidence, when the call converted
+
+
+@dataclass
+class _Pending:
+    name: str
+    need: str              # "values": a failure the peer may excuse; "bias": a lean the peer may share
+    out: object
+    ref: object
+    tol: object
+    where: Where
+    about: dict
+    dtype: str
+    mismatch: object = None
 
 
 @dataclass
@@ -40,26 +64,49 @@ class Judge:
     findings: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
     note: Note | None = None
+    unjudged: Note | None = None       # a failure that Triton's interpreter explains (run/interpreter.py)
+    _open: _Open | None = None
 
-    def call(self, prep, outputs: dict, returned, expected: dict, label: str = "") -> None:
-        """One call of the kernel: guards, contract, NaN-aware values against the reference,
-        invariants; `expected` is {"refs": {name: tensor}, "bumped": {name: [tensor per draw]}}."""
+    def call(self, prep, outputs: dict, returned, expected: dict, label: str = "", rounding: dict | None = None) -> dict:
+        """One call of the kernel: guards, contract, NaN-aware values against the reference at
+        the dtype's default, invariants; `expected` is {"refs": {name: tensor}}. Returns the
+        outputs whose verdict the honest peer decides ({name: "values" | "bias"}): the caller
+        fetches their peers (run/harness.py Harness.peers) and hands them to `settle`.
+        `rounding`: the interpreter's probe evidence when the call converted float32 to
+        bfloat16 on an interpreter that truncates."""
         spec, pt = self.spec, prep.point
-        found = _guard_findings(spec, prep.inputs, pt)
+        head = _guard_findings(spec, prep.inputs, pt)
         wrong_arity = contract.arity(spec, returned)
         if wrong_arity:
-            found.append(wrong_arity)
-        refs, bumped = expected["refs"], expected["bumped"]
-        sens = {n: sensitivity.sensitivity(refs[n], bumped.get(n)) for n in refs}
+            head.append(wrong_arity)
         policy = spec.nonfinite if any(k == "nonfinite" for _, k in pt.values) else None
         if policy == "raise":
-            found.append(Finding(Check.NONFINITE))
-        found += self._outputs(pt, outputs, refs, prep, sens, policy)
+            head.append(Finding(Check.NONFINITE))
+        slots = self._outputs(pt, outputs, expected["refs"], prep, policy, expected.get("refs_lo", {}))
+        tail = []
         if pt.rung <= 3:
             inputs = {n: a for n, a in zip(spec.args, prep.inputs.args) if n not in spec.out_args}
-            found += invariants.invariants(spec, pt, inputs, outputs)
+            tail = invariants.invariants(spec, pt, inputs, outputs)
+        self._open = _Open(label, head, slots, tail, rounding)
+        needs = {s.name: s.need for s in slots if isinstance(s, _Pending)}
+        if not needs:
+            self.settle({})
+        return needs
+
+    def settle(self, peers: dict) -> None:
+        """The outputs that waited, judged with their peers (name -> harness.Peer)."""
+        op, self._open = self._open, None
+        if op is None:
+            return
+        found = list(op.head)
+        for slot in op.slots:
+            if isinstance(slot, _Pending):
+                slot = self._judged(slot, peers.get(slot.name), op.rounding)
+            if isinstance(slot, Finding):
+                found.append(slot)
+        found += op.tail
         for f in found:
-            f.call = f.call or label
+            f.call = f.call or op.label
         self.findings += found
 
     def same(self, before: dict, after: dict, cause: Cause, call: str, facts: dict | None = None) -> None:
@@ -100,9 +147,10 @@ class Judge:
     def ranks(self, seen) -> None:
         """Every call of every rank of a collective, and how the run ended (rung 6)."""
         self.findings += collective.judge(self.spec, self.point, seen, self.device)
-    def repeats(self, r, expected: dict | None) -> None:
-        """Many calls of one point (rung 5); `expected` is the reference on the worst call's inputs."""
-        self._add(*repetition.judge(self.spec, self.point, r, expected))
+    def repeats(self, r, expected: dict | None, peers=None) -> None:
+        """Many calls of one point (rung 5); `expected` is the reference on the worst call's inputs,
+        `peers(names)` their honest peers."""
+        self._add(*repetition.judge(self.spec, self.point, r, expected, peers))
 
     def sanitized(self, s) -> None:
         self._add(*sanitizer.judge(s))
@@ -113,33 +161,68 @@ class Judge:
         if not self.findings:                # what a passing point proved; a failure says what went wrong instead
             self.note = note or self.note
 
-    def _outputs(self, pt, outputs, refs, prep, sens, policy) -> list[Finding]:
-        spec, found = self.spec, []
+
+    def _outputs(self, pt, outputs, refs, prep, policy, refs_lo) -> list:
+        spec, slots = self.spec, []
         for name in spec.outputs:
             dtype = dtype_of(spec, name, pt.dtype_of)
             shape = shape_of(spec, name, pt.sizes)
             out = outputs.get(name)
             bad = contract.contract(name, out, shape, dtype, self.device)
             if bad:
-                found.append(bad)
+                slots.append(bad)
                 continue
             sel = prep.select.get(("out", name))
             if sel is not None:
                 out = out.index_select(*sel)
             where = where_of(spec, name, {sel[0]: prep.row_ids} if sel is not None else {})
             about = {"dtype": dtype, "shape": list(shape), "mode": pt.mode}
-            f = values.compare(name, out, refs[name], spec.tolerance_for(dtype), where, about, sens.get(name), policy)
-            if f:
-                found.append(f)
-            elif pt.rung <= 3 and not (dtype == "bfloat16" and _interpreted(self.device)):
-                w = bias.bias(name, out, refs[name])
-                if w and w not in self.warnings:
-                    self.warnings.append(w)
-        return found
+            tol = spec.tolerance_for(dtype)
+            ref = refs[name]
+            bad_shape = values.shape_finding(name, out, ref)
+            if bad_shape:
+                slots.append(bad_shape)
+                continue
+            m = values.mismatch(out, ref, tol, policy, refs_lo.get(name))
+            pending = _Pending(name, "values", out, ref, tol, where, about, dtype, m)
+            if m is not None:
+                slots.append(pending if m.n_excusable else values.finding(name, m, out, ref, tol, where, about))
+            elif self._bias_judged(pt, dtype) and bias.bias(name, out, ref) is not None:
+                pending.need = "bias"
+                slots.append(pending)
+            else:
+                slots.append(None)
+        return slots
+
+    def _judged(self, p: _Pending, peer, rounding: dict | None) -> Finding | None:
+        """A waiting output with its peer: the values re-judged (a failure it excuses passes), and
+        a passing output's lean judged against the peer's own."""
+        kernel_peer = getattr(peer, "kernel", None)
+        m = p.mismatch
+        if p.need == "values":
+            m = values.settle(m, p.out, p.ref, p.tol, getattr(peer, "spread", None), kernel_peer,
+                              getattr(peer, "facts", None), unit=getattr(peer, "unit", 0.0))
+            if m is not None and rounding is not None and p.dtype == "bfloat16":
+                if values.settle(m, p.out, p.ref, p.tol, slack_ulps=1) is None:
+                    self.unjudged = Note(NoteKind.INTERPRETER_DEFECT, {"feature": "bf16_rounding", **rounding})
+                    return None
+            if m is not None:
+                return values.finding(p.name, m, p.out, p.ref, p.tol, p.where, p.about)
+        if self._bias_judged(self.point, p.dtype):
+            w = bias.bias(p.name, p.out, p.ref, kernel_peer)
+            if w and w not in self.warnings:
+                self.warnings.append(w)
+        return None
+
+    def _bias_judged(self, pt, dtype: str) -> bool:
+        return pt.rung <= 3 and not (dtype == "bfloat16" and _interpreted(self.device))
 
 
 def _guard_findings(spec, inputs, point) -> list[Finding]:
+    from ..materialize import any_damaged
     out = []
+    if not any_damaged(inputs.guarded.values()):
+        return out
     for name, g in inputs.guarded.items():
         before, after = g.damaged()
         f = guards.guards(name, before, after, ITEMSIZE[dtype_of(spec, name, point.dtype_of)])
@@ -155,6 +238,5 @@ def _interpreted(device: str) -> bool:
     return device == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
 
 
-__all__ = ["Judge", "Where", "bias", "bitwise", "collective", "contract", "dispatch", "flags", "guards", "imports", "independence",
-           "invariants", "model_score",
-           "repetition", "sanitizer", "sensitivity", "values"]
+__all__ = ["Judge", "Where", "bias", "bitwise", "collective", "contract", "dispatch", "fast", "flags", "guards", "imports",
+           "independence", "invariants", "model_score", "peer", "repetition", "sanitizer", "values"]

@@ -15,21 +15,23 @@ from __future__ import annotations
 from ..outcome import Check, Finding, Note, NoteKind
 from ..sizes import dtype_of, shape_of
 from ..stats import summary
-from . import bitwise, sensitivity, values
+from . import bitwise, values
 from .pattern import describe, where_of
 
 FIRST_CALLS = 8       # the numbers of the first calls that differ, kept as facts
 
 
-def judge(spec, point, r, expected: dict | None) -> tuple[list[Finding], list[Finding], Note | None]:
-    """(findings, warnings, note) for a rung-5 repetition."""
+def judge(spec, point, r, expected: dict | None, peers=None) -> tuple[list[Finding], list[Finding], Note | None]:
+    """(findings, warnings, note) for a rung-5 repetition. `peers(names)` gives the honest peers
+    of the worst call's inputs (harness.Peer by name), asked only for an output that fails the
+    dtype's default where a peer may excuse it, as every call of rungs 1-4 is judged."""
     import torch
     if not r.bits:
         return [], [], None                      # no output could be compared: the first call's contract says why
     compared = r.calls - r.firsts
     differ = torch.stack([b > 0 for b in r.bits.values()]).any(0)
     wrong = torch.stack([f > 0 for f in r.far.values()]).any(0)
-    against = _worst_against_reference(spec, point, r, expected)
+    against = _worst_against_reference(spec, point, r, expected, peers)
     if against is not None and r.worst_call > r.firsts:
         wrong[r.worst_call - r.firsts - 1] = True
     facts = _facts(spec, r, compared, differ, wrong)
@@ -56,25 +58,32 @@ def _rate(k: int, n: int) -> dict:
             "calls_50": s["calls_50"], "calls_95": s["calls_95"], "curve": s["curve"]}
 
 
-def _worst_against_reference(spec, point, r, expected) -> Finding | None:
+def _worst_against_reference(spec, point, r, expected, peers=None) -> Finding | None:
     """The worst call's outputs against the reference of its inputs: where it is wrong. None
     when it is right, or when the first call on those inputs is wrong too (every call is then,
     and the first call's own finding says so)."""
     if r.worst is None or expected is None:
         return None
-    found = _against(spec, point, r.worst, expected)
-    return found if found is not None and _against(spec, point, r.worst_first, expected) is None else None
+    found = _against(spec, point, r.worst, expected, peers)
+    return found if found is not None and _against(spec, point, r.worst_first, expected, peers) is None else None
 
 
-def _against(spec, point, outputs: dict, expected: dict) -> Finding | None:
-    refs, bumped = expected["refs"], expected["bumped"]
+def _against(spec, point, outputs: dict, expected: dict, peers=None) -> Finding | None:
+    refs, refs_lo = expected["refs"], expected.get("refs_lo", {})
     for name, out in outputs.items():
-        sens = sensitivity.sensitivity(refs[name], bumped.get(name))
         dtype = dtype_of(spec, name, point.dtype_of)
         about = {"dtype": dtype, "shape": list(shape_of(spec, name, point.sizes)), "mode": point.mode}
-        f = values.compare(name, out, refs[name], spec.tolerance_for(dtype), where_of(spec, name), about, sens)
-        if f is not None:
-            return f
+        tol, where = spec.tolerance_for(dtype), where_of(spec, name)
+        bad_shape = values.shape_finding(name, out, refs[name])
+        if bad_shape is not None:
+            return bad_shape
+        m = values.mismatch(out, refs[name], tol, None, refs_lo.get(name))
+        if m is not None and m.n_excusable and peers is not None:
+            peer = peers([name]).get(name)
+            m = values.settle(m, out, refs[name], tol, getattr(peer, "spread", None), getattr(peer, "kernel", None),
+                              getattr(peer, "facts", None), unit=getattr(peer, "unit", 0.0))
+        if m is not None:
+            return values.finding(name, m, out, refs[name], tol, where, about)
     return None
 
 

@@ -1,91 +1,352 @@
-"""Values: the kernel's output against the reference's, NaN-aware, with per-dtype
-tolerances scaled by the reference's magnitude. Every mismatch is collected before anything
+"""Values: the kernel's output against the reference's, NaN-aware, with per-dtype tolerances
+scaled by the reference's magnitude, widened where an honest peer shows a correct
+implementation cannot do better (checks/peer.py). Every mismatch is collected before anything
 is reported, and located: which elements, in what pattern, how far off, and what was allowed
-(the habit of torch.testing)."""
+(the habit of torch.testing).
+
+The comparison reads the output and the reference once, in slabs of whole rows (CHUNK elements:
+every temporary of a slab stays in cache, so a slab's ops cost one pass over memory), in
+float32 wherever float32 decides as float64 would: elements within a rounding of float32 of
+their threshold, or past float32's range, are decided again in float64. Only an output that
+fails goes further (the peers, the pattern, the largest difference)."""
 from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..outcome import Check, Finding, Largest
 from ..spec import Tolerance
+from . import fast
+from . import peer as peers
 from .pattern import Where, describe, original_index, unravel
 
+CHUNK = 1 << 22               # elements a slab: 16 MiB a float32 temporary
+# float32 decides when |difference - allowed| is past this many units of the magnitudes
+# involved: the float32 rounding of the reference, the difference and the threshold is at most
+# ~2^-22 of them, so 2^-20 leaves a margin of four
+MARGIN = 2.0 ** -20
+PEER_MAX_ELEMENTS = 1 << 24   # failures past this many are a bug's, not rounding's: no peer is asked
 
-def compare(name: str, out, ref, tol: Tolerance, where: Where, about: dict | None = None,
-            sensitivity=None, nonfinite: str | None = None) -> Finding | None:
-    """NaN-aware: a position where one side is finite and the other not, or where both are
-    infinite with different signs, fails whatever the tolerance. `about` (dtype, shape, mode)
-    travels into the finding as facts.
 
-    The tolerance scales with the larger of |ref|, the reference row's RMS and, when given,
-    the output's sensitivity to rounding its inputs (checks/sensitivity.py): a dot product over
-    K = 7167 terms that cancels to 0.22 carries the rounding error of terms of size ~85."""
+@dataclass
+class Mismatch:
+    """The failed elements of one output: `bad` (a bool mask of the output's shape, on the
+    reference's device), each reference row's RMS (the scale), and, once the peers were asked,
+    the budget each remaining failure had (`settled`: flat index -> allowed) and which budget
+    applied (`facts`, see outcome.Check.VALUES)."""
+    bad: Any
+    rms: Any
+    cols: int
+    n_bad: int
+    n_excusable: int                       # finite against finite, over the tolerance: a peer may excuse these
+    settled: tuple | None = None           # (flat indices, allowed there) after the peers
+    facts: dict = field(default_factory=dict)
+
+
+def _torch():
     import torch
-    # float32 arithmetic is exact enough for every tolerance below float64's (the rounding of
-    # the reference to float32, 6e-8, is 20x under float32's rtol) and halves the bytes moved
-    work = torch.float64 if out.dtype in (torch.float64, torch.int64) or not out.is_floating_point() else torch.float32
-    o = out.detach().to(work)
-    r = ref.detach().to(device=o.device, dtype=work)
-    if r.shape != o.shape:
-        return Finding(Check.CONTRACT, name, facts={"reference_shape": list(r.shape), "kernel_shape": list(o.shape)})
-    if not out.is_floating_point():
-        bad = out.detach().to(torch.int64) != ref.detach().to(device=o.device, dtype=torch.int64)
-        allowed = torch.zeros_like(o)
+    return torch
+
+
+def _rows(t):
+    """t as (rows, last dim); a 0-d tensor is one row of one element."""
+    n = t.shape[-1] if t.dim() else 1
+    return t.reshape(-1, max(n, 1)) if t.numel() else t.reshape(0, max(n, 1))
+
+
+def _slabs(rows: int, cols: int):
+    """(rows, cols) slices covering a (rows, cols) view in slabs of about CHUNK elements:
+    whole rows where a row fits, else pieces of one row."""
+    if cols <= CHUNK:
+        step = max(1, CHUNK // max(cols, 1))
+        for a in range(0, rows, step):
+            yield slice(a, min(rows, a + step)), slice(None)
     else:
-        allowed = allowed_of(r, tol, sensitivity)
-        both_nan = o.isnan() & r.isnan()
-        same_inf = o.isinf() & r.isinf() & (o == r)
-        finite = o.isfinite() & r.isfinite()
-        bad = ~(both_nan | same_inf) & (~finite | ((o - r).abs() > allowed))
-        # a true value past the output dtype's largest finite is +-inf in that dtype (or the
-        # largest finite, for a kernel that saturates): overflow is the right answer there
-        # (a reference within the tolerance of the largest finite may round either way)
-        fmax = torch.finfo(out.dtype).max
-        over = r.isfinite() & (r.abs() + allowed > fmax)
-        bad &= ~(over & (o.sign() == r.sign()) & (o.abs() >= fmax))
-        if nonfinite == "ignore":
-            # NaN/Inf inputs must not reach the outputs; positions the reference cannot say are skipped
-            bad = (bad & r.isfinite()) | ~o.isfinite()
-    if int(bad.sum()) == 0:
-        return None
-    return _finding(name, o, r, bad, allowed, where, about or {})
-
-
-def allowed_of(r, tol: Tolerance, sensitivity=None):
-    """What each element may differ from the reference `r` (in r's dtype): atol + rtol x the
-    larger of |r|, its row's RMS and, when given, the output's sensitivity. Rung 5 holds a
-    call to the first call's output with it (run/modes/differ.py)."""
-    import torch
-    scale = torch.maximum(r.abs(), row_rms(r))
-    if sensitivity is not None:
-        sens = sensitivity.detach().to(device=r.device, dtype=r.dtype)
-        scale = torch.maximum(scale, torch.where(sens.isfinite(), sens, torch.zeros_like(sens)))
-    return tol.atol + tol.rtol * scale
+        for a in range(rows):
+            for b in range(0, cols, CHUNK):
+                yield slice(a, a + 1), slice(b, min(cols, b + CHUNK))
 
 
 def row_rms(r):
-    """RMS of each reference row over finite entries: the output's scale, so that an element
-    near zero is held to the row's rounding noise, not to its own tiny magnitude."""
-    import torch
-    if r.dim() == 0:
-        return r.abs()
-    f = torch.where(r.isfinite(), r, torch.zeros_like(r))
-    cnt = r.isfinite().sum(-1, keepdim=True).clamp(min=1)
-    return ((f * f).sum(-1, keepdim=True) / cnt).sqrt()
+    """RMS of each reference row over finite entries (float64): the output's scale, so that an
+    element near zero is held to the row's rounding noise, not to its own tiny magnitude."""
+    torch = _torch()
+    r2 = _rows(r.detach())
+    rows, cols = r2.shape
+    sq = torch.zeros(rows, dtype=torch.float64, device=r2.device)
+    cnt = torch.zeros(rows, dtype=torch.float64, device=r2.device)
+    for rs, cs in _slabs(rows, cols):
+        a, n = _sum_squares(r2[rs, cs])
+        sq[rs] += a
+        cnt[rs] += n
+    return (sq / cnt.clamp(min=1)).sqrt()
 
 
-def _finding(name, o, r, bad, allowed, where: Where, about: dict) -> Finding:
-    import torch
-    err = torch.where(bad, (o - r).abs(), torch.zeros_like(o))
-    err = torch.where(err.isnan() | bad & ~o.isfinite(), torch.full_like(err, float("inf")), err)
-    flat = int(torch.argmax(torch.where(bad, err, torch.full_like(err, -1.0))))
-    shown = original_index(unravel(flat, tuple(o.shape)), where)
-    oi = o.reshape(-1)[flat].item()
-    ri = r.reshape(-1)[flat].item()
-    ai = allowed.reshape(-1)[flat].item()
-    nonfinite = int((bad & ~o.isfinite() & r.isfinite()).sum())
-    return Finding(Check.VALUES, name, pattern=describe(bad, where), mismatched=int(bad.sum()), total=bad.numel(),
-                   largest=Largest(shown, oi, ri, ai), max_abs_err=abs(oi - ri) if _finite(oi) else float("inf"),
-                   facts={"nonfinite": nonfinite, "sampled": bool(where.row_ids), **about})
+def _sum_squares(r):
+    """Each row's sum of squares and count over its finite entries (float64)."""
+    torch = _torch()
+    f = r.to(torch.float64)
+    fin = f.isfinite()
+    f = torch.where(fin, f, torch.zeros_like(f))
+    return (f * f).sum(-1), fin.sum(-1)
+
+
+def _verdict(o, r, s, tol: Tolerance, fmax: float, nonfinite: str | None):
+    """True where `o` fails against `r` (NaN-aware), in the dtype of the operands."""
+    torch = _torch()
+    allowed = tol.atol + tol.rtol * torch.maximum(r.abs(), s)
+    both_nan = o.isnan() & r.isnan()
+    same_inf = o.isinf() & r.isinf() & (o == r)
+    finite = o.isfinite() & r.isfinite()
+    bad = ~(both_nan | same_inf) & (~finite | ((o - r).abs() > allowed))
+    # a true value past the output dtype's largest finite is +-inf in that dtype (or the
+    # largest finite, for a kernel that saturates): overflow is the right answer there
+    # (a reference within the tolerance of the largest finite may round either way)
+    over = r.isfinite() & (r.abs() + allowed > fmax)
+    bad &= ~(over & (o.sign() == r.sign()) & (o.abs() >= fmax))
+    if nonfinite == "ignore":
+        # NaN/Inf inputs must not reach the outputs; positions the reference cannot say are skipped
+        bad = (bad & r.isfinite()) | ~o.isfinite()
+    return bad
+
+
+def _slab_verdict(o, r32, s, tol: Tolerance, fmax: float, nonfinite: str | None):
+    """The verdict of one slab in float32 (`r32`: the float32 copy of the reference), and the
+    elements float32 cannot decide: within MARGIN of their threshold (which covers the float32
+    rounding of the reference, the difference, the threshold and the row's scale), past float32's
+    range, or near the output dtype's largest."""
+    torch = _torch()
+    o32, s32 = o.to(torch.float32), s.to(torch.float32)
+    bad = _verdict(o32, r32, s32, tol, fmax, nonfinite)
+    d = (o32 - r32).abs()
+    allowed = tol.atol + tol.rtol * torch.maximum(r32.abs(), s32)
+    doubt = (d - allowed).abs() <= MARGIN * (r32.abs() + d + allowed)
+    doubt |= r32.isinf()
+    doubt |= r32.abs() + allowed > 0.5 * fmax
+    return bad, doubt
+
+
+def _decide_exactly(bad, doubt, o, r2, rs, cs, tol: Tolerance, fmax: float, nonfinite: str | None) -> None:
+    """The doubtful elements of a slab decided in float64, with their rows' exact RMS: the only
+    reads of the float64 reference when float32 decides the rest."""
+    torch = _torch()
+    rows = doubt.any(1).nonzero().flatten()
+    first = rs.start or 0
+    exact = row_rms(r2[rows + first])                      # whole rows, float64
+    scale = torch.zeros(doubt.shape[0], dtype=torch.float64, device=doubt.device)
+    scale[rows] = exact
+    s64 = scale.unsqueeze(1).expand(doubt.shape)
+    r = r2[rs, cs]
+    bad[doubt] = _verdict(o[doubt].to(torch.float64), r[doubt].to(torch.float64), s64[doubt], tol, fmax, nonfinite)
+
+
+def mismatch(out, ref, tol: Tolerance, nonfinite: str | None = None, ref_lo=None) -> Mismatch | None:
+    """The failed elements of `out` at the dtype's default tolerance, or None when none fails.
+    Integer and bool outputs are exact. On a GPU, with `ref_lo` (the reference rounded to the
+    output's dtype, made with it: harness.expected), one fused pass counts the failures first
+    (checks/fast.py) and a point that surely passes stops there. Otherwise the verdict is made
+    in float32 slab by slab, each row's scale (its RMS) taken from the float32 copy (within
+    2^-23 of float64's), and every element float32 cannot decide is decided in float64."""
+    torch = _torch()
+    if nonfinite is None and fast.applies(out, ref_lo) and fast.counts(out, ref_lo, tol.rtol, tol.atol) == (0, 0):
+        return None
+    o2, r2 = _rows(out.detach()), _rows(ref.detach())
+    rows, cols = r2.shape
+    if not r2.numel():
+        return None
+    dev = r2.device
+    bad = torch.empty((rows, cols), dtype=torch.bool, device=dev)
+    if not out.is_floating_point():
+        for rs, cs in _slabs(rows, cols):
+            bad[rs, cs] = o2[rs, cs].to(device=dev, dtype=torch.int64) != r2[rs, cs].to(torch.int64)
+        n_bad = int(bad.sum())
+        return Mismatch(bad.reshape(out.shape), None, cols, n_bad, 0) if n_bad else None
+    narrow = out.dtype != torch.float64
+    whole_rows = cols <= CHUNK                 # then each slab's rows give their own RMS, read once
+    rms = torch.empty(rows, dtype=torch.float64, device=dev) if whole_rows else row_rms(r2)
+    fmax = torch.finfo(out.dtype).max
+    for rs, cs in _slabs(rows, cols):
+        o = o2[rs, cs].to(dev)
+        r = r2[rs, cs]
+        r32 = r.to(torch.float32) if narrow else None
+        if whole_rows:
+            sq, n = _sum_squares(r if r32 is None else r32)
+            rms[rs] = (sq / n.clamp(min=1)).sqrt()
+        if r32 is None:
+            bad[rs, cs] = _verdict(o.to(torch.float64), r.to(torch.float64), rms[rs].unsqueeze(1), tol, fmax, nonfinite)
+            continue
+        slab, doubt = _slab_verdict(o, r32, rms[rs].unsqueeze(1), tol, fmax, nonfinite)
+        if bool(doubt.any()):
+            _decide_exactly(slab, doubt, o, r2, rs, cs, tol, fmax, nonfinite)
+        bad[rs, cs] = slab
+    n_bad = int(bad.sum())
+    if not n_bad:
+        return None
+    excusable = 0
+    for rs, cs in _slabs(rows, cols):
+        excusable += int((bad[rs, cs] & o2[rs, cs].to(dev).isfinite() & r2[rs, cs].isfinite()).sum())
+    return Mismatch(bad.reshape(out.shape), rms, cols, n_bad, excusable)
+
+
+def _ulp(x, dtype):
+    """One unit in the last place of `dtype` at |x| (float64)."""
+    torch = _torch()
+    _, e = torch.frexp(x.abs().clamp(min=torch.finfo(dtype).tiny))
+    return torch.ldexp(torch.ones_like(x), e - 1) * torch.finfo(dtype).eps
+
+
+def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_facts: dict | None = None,
+           slack_ulps: int = 0, unit: float = 0.0) -> Mismatch | None:
+    """Re-judge the failures a budget may excuse (finite against finite) with max(the default,
+    atol + rtol x s / unit, C x K x s') (checks/peer.py: s the element's rounding spread, unit the
+    inputs' largest unit roundoff, K the kernel-precision peer's largest error in units of s');
+    `slack_ulps` more units in the last place where the Triton interpreter is known to round
+    worse than the device (run/interpreter.py). Returns what still fails (None: nothing), with
+    the budget that applied in its facts."""
+    torch = _torch()
+    if not m.n_excusable or m.n_excusable > PEER_MAX_ELEMENTS:
+        if m.n_excusable:
+            m = dataclasses.replace(m, facts={**m.facts, "budget": "default", "peer": {"skipped": m.n_excusable}})
+        return m
+    m = dataclasses.replace(m, bad=m.bad.clone(), facts=dict(m.facts))
+    flat = m.bad.reshape(-1)
+    dev = flat.device
+    out_dtype = str(out.dtype).removeprefix("torch.")
+    o = out.detach().reshape(-1)
+    r = ref.detach().reshape(-1)
+    if m.settled is not None:
+        idx, floor = m.settled
+    else:
+        idx = torch.nonzero(flat & o.isfinite().to(dev) & r.isfinite()).flatten()
+        floor = None
+    oi, ri = o[idx.to(o.device)].to(device=dev, dtype=torch.float64), r[idx].to(torch.float64)
+    scale = torch.maximum(ri.abs(), m.rms[idx // m.cols])
+    default = tol.atol + tol.rtol * scale
+    budgets = {"default": default if floor is None else torch.maximum(default, floor)}
+    factor = None
+    if spread is not None or peer is not None:
+        sp = None if spread is None else spread.reshape(-1)[idx.to(spread.device)].to(device=dev, dtype=torch.float64)
+        s_i = peers.rounding(sp, scale, out_dtype)
+        moved = torch.zeros_like(scale) if sp is None else torch.where(sp.isfinite(), sp, torch.zeros_like(sp))
+        # the default, at the scale of the terms that make the element (s / unit)
+        budgets["spread"] = tol.atol + tol.rtol * (moved / unit if unit else torch.zeros_like(moved))
+        if peer is not None:
+            factor = _peer_factor(m, peer, ref, spread, out_dtype)
+            raw = peers.C * factor * s_i
+            cap = peers.MAX_WIDENING * torch.maximum(default, budgets["spread"])
+            budgets["peer"] = torch.minimum(raw, cap)
+    kinds = list(budgets)
+    allowed, which = torch.stack([budgets[k] for k in kinds]).max(0)
+    if slack_ulps:
+        allowed = allowed + slack_ulps * _ulp(torch.maximum(ri.abs(), oi.abs()), out.dtype)
+    err = (oi - ri).abs()
+    still = err > allowed
+    flat[idx[~still]] = False
+    m.n_bad -= int((~still).sum())
+    m.n_excusable = int(still.sum())
+    if not m.n_bad:
+        return None
+    m.settled = (idx[still], allowed[still])
+    if m.n_excusable and len(kinds) > 1:
+        worst = int(torch.argmax(torch.where(still, err - allowed, torch.full_like(err, -float("inf")))))
+        facts = m.facts
+        facts.update(budget=kinds[int(which[worst])], c=peers.C,
+                     spread={"draws": peers.SPREAD_DRAWS if spread is not None else 0, "at": float(moved[worst]),
+                             "terms": float(moved[worst]) / unit if unit else 0.0})
+        if peer_facts is not None:
+            facts["peer"] = dict(peer_facts)
+            if factor is not None:
+                facts["peer"].update(factor=factor, capped=bool(raw[worst] > cap[worst]), cap=peers.MAX_WIDENING)
+    if slack_ulps:
+        m.facts["slack_ulps"] = slack_ulps
+    return m
+
+
+def _peer_factor(m: Mismatch, peer, ref, spread, out_dtype: str) -> float:
+    """K over the whole output, slab by slab (checks/peer.py)."""
+    torch = _torch()
+    p2, r2 = _rows(peer.detach()), _rows(ref.detach())
+    s2 = None if spread is None else _rows(spread.detach())
+    rows, cols = r2.shape
+    k = 0.0
+    for rs, cs in _slabs(rows, cols):
+        r = r2[rs, cs]
+        scale = torch.maximum(r.abs().to(torch.float64), m.rms[rs].unsqueeze(1))
+        s = peers.rounding(None if s2 is None else s2[rs, cs].to(r.device), scale, out_dtype)
+        k = max(k, peers.peer_factor(p2[rs, cs].to(r.device), r, s))
+    return k
+
+
+def finding(name: str, m: Mismatch, out, ref, tol: Tolerance, where: Where, about: dict | None = None) -> Finding:
+    """The Finding for what still fails: its pattern, count, and the greatest difference with
+    what was allowed there."""
+    torch = _torch()
+    flat = m.bad.reshape(-1)
+    dev = flat.device
+    o, r = out.detach().reshape(-1), ref.detach().reshape(-1)
+    best, best_at, nonfinite = -2.0, 0, 0
+    for a in range(0, flat.numel(), CHUNK):
+        fb = flat[a:a + CHUNK]
+        if not bool(fb.any()):
+            continue
+        oc = o[a:a + CHUNK].to(device=dev, dtype=torch.float64)
+        rc = r[a:a + CHUNK].to(torch.float64)
+        err = (oc - rc).abs()
+        err = torch.where(err.isnan() | (fb & ~oc.isfinite()), torch.full_like(err, float("inf")), err)
+        v, i = torch.where(fb, err, torch.full_like(err, -1.0)).max(0)
+        if float(v) > best:
+            best, best_at = float(v), a + int(i)
+        nonfinite += int((fb & ~oc.isfinite() & rc.isfinite()).sum())
+    oi, ri = float(o[best_at]), float(r[best_at])
+    allowed = _allowed_at(m, best_at, ri, tol)
+    shown = original_index(unravel(best_at, tuple(out.shape)), where)
+    facts = {"nonfinite": nonfinite, "sampled": bool(where.row_ids), "rtol": tol.rtol, "atol": tol.atol,
+             **(about or {}), **m.facts}
+    return Finding(Check.VALUES, name, pattern=describe(m.bad, where), mismatched=m.n_bad, total=m.bad.numel(),
+                   largest=Largest(shown, oi, ri, allowed), max_abs_err=abs(oi - ri) if _finite(oi) else float("inf"),
+                   facts=facts)
+
+
+def _allowed_at(m: Mismatch, at: int, ref_value: float, tol: Tolerance) -> float:
+    if m.settled is not None:
+        hit = (m.settled[0] == at).nonzero()
+        if hit.numel():
+            return float(m.settled[1][int(hit[0])])
+    if m.rms is None:
+        return 0.0
+    return tol.atol + tol.rtol * max(abs(ref_value), float(m.rms[at // m.cols]))
+
+
+def shape_finding(name: str, out, ref) -> Finding | None:
+    """The reference returned another shape than the kernel: a contract problem, not values."""
+    if tuple(ref.shape) == tuple(out.shape):
+        return None
+    return Finding(Check.CONTRACT, name, facts={"reference_shape": list(ref.shape), "kernel_shape": list(out.shape)})
+
+
+def compare(name: str, out, ref, tol: Tolerance, where: Where, about: dict | None = None,
+            nonfinite: str | None = None, spread=None, peer=None, unit: float = 0.0) -> Finding | None:
+    """The whole comparison in one call (the default tolerance, then the peers when given)."""
+    bad_shape = shape_finding(name, out, ref)
+    if bad_shape is not None:
+        return bad_shape
+    m = mismatch(out, ref, tol, nonfinite)
+    if m is not None and (spread is not None or peer is not None):
+        m = settle(m, out, ref, tol, spread, peer, {"dtype": str(out.dtype).removeprefix("torch.")} if peer is not None else None,
+                   unit=unit)
+    return None if m is None else finding(name, m, out, ref, tol, where, about)
 
 
 def _finite(x: float) -> bool:
     return x == x and abs(x) != float("inf")
+
+
+def allowed_of(r, tol: Tolerance):
+    """What each element may differ from `r` (in r's dtype, r's shape): atol + rtol x the larger
+    of |r| and its row's RMS, the dtype's default as `mismatch` applies it. Rung 5 holds each call
+    to the first call's output with it (run/modes/differ.py)."""
+    torch = _torch()
+    r2 = _rows(r.detach())
+    scale = torch.maximum(r2.abs().to(torch.float64), row_rms(r2)[:, None])
+    return (tol.atol + tol.rtol * scale).to(r.dtype).reshape(r.shape)

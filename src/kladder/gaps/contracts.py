@@ -75,10 +75,13 @@ def independence_point(spec: Spec, dtypes: tuple, shape: dict) -> Point:
 
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:
+    """Reference independence once; each layout and padding fill for each declared dtype (a
+    layout bug may live in one dtype's path only); every dtype combination."""
     budget = moderate(budget)
-    dtypes = chosen_dtypes(spec, dtype_rows(spec)[0])
     shapes = base_shapes(spec, budget)
-    yield independence_point(spec, dtypes, shapes[0])
-    yield from layout_points(spec, dtypes, shapes)
-    yield from padding_points(spec, dtypes, shapes)
+    rows = [chosen_dtypes(spec, row) for row in dtype_rows(spec)]
+    yield independence_point(spec, rows[0], shapes[0])
+    for dtypes in rows:
+        yield from layout_points(spec, dtypes, shapes)
+        yield from padding_points(spec, dtypes, shapes)
     yield from dtype_points(spec, shapes[0])

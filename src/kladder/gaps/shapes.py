@@ -13,7 +13,7 @@ from typing import Iterator
 
 from ..point import Point
 from ..rungs import number
-from ..sizes import CPU_BUDGET, ITEMSIZE, Budget, dtype_of, fits, human_bytes, shape_of
+from ..sizes import CPU_BUDGET, ITEMSIZE, Budget, cheap, dtype_of, fits, human_bytes, shape_of
 from ..spec import Spec
 from .common import chosen_dtypes, dtype_factors, dtype_rows
 from .pairwise import all_pairs
@@ -27,7 +27,9 @@ def edge_values(name: str, dim) -> dict[int, str]:
     """Sizes where a dim's tiling changes, each with the reason it exists.
 
     yields 1; tile-1, tile, tile+1 (the only tile partial, exactly full, a second tile
-    holding one element); the maximum; each model width and its neighbours.
+    holding one element); 3 x tile + 1 (a first, a middle and a last, partial tile: state
+    carried from tile to tile, a scan or a split reduction, is wrong from the third tile on
+    in ways one and two tiles never show); the maximum; each model width and its neighbours.
     """
     out: dict[int, str] = {}
 
@@ -43,6 +45,10 @@ def edge_values(name: str, dim) -> dict[int, str]:
         add(t - 1, f"{name} = {t - 1}: one short of the tile ({t}); the only tile is partial")
         add(t, f"{name} = {t}: exactly one full tile ({t})")
         add(t + 1, f"{name} = {t + 1}: one past the tile ({t}); a second tile holds a single element")
+    if dim.tiles:
+        t = max(dim.tiles)
+        add(3 * t + 1, f"{name} = {3 * t + 1}: three full tiles ({t}) and a tail of one; the first, a middle "
+                       "and the last tile all differ")
     for w in dim.widths:
         add(w, _width_why(name, w, w, dim.tiles))
     for w in dim.widths:
@@ -87,13 +93,15 @@ def tile_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
     """Edge values of every dim, every dtype and every config, combined pairwise.
 
     A pair that cannot fit the budget even with every other dim at its smallest (the max of
-    M beside the max of N) is left out here; the big-point generator owns that territory."""
+    M beside the max of N) is left out here; the big-point generator owns that territory. On
+    the CPU a pair too dear to repeat (thousands of rows: the interpreter runs a program per
+    row) is left out too: `dear_edge_points` runs each such value once."""
     edges = {d: edge_values(d, spec.dims[d]) for d in spec.dims}
     factors = [(d, list(edges[d])) for d in spec.dims]
     factors += dtype_factors(spec)
     if spec.configs:
         factors.append(("config", _config_values(spec)))
-    rows, _ = all_pairs(factors, lambda row: fits(spec, _cheapest(spec, row), budget))
+    rows, _ = all_pairs(factors, lambda row: cheap(spec, _cheapest(spec, row), budget))
     for row in rows:
         sizes, dtypes, config = _split(row, spec)
         why = "; ".join(edges[d][v] for d, v in sizes.items())
@@ -101,6 +109,20 @@ def tile_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
             why += f"; config {_config_text(config)}"
         yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, dtypes),
                     why or "every dim at an edge", config=config, kind="edge")
+
+
+def dear_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
+    """Edge values that fit the budget but cost too much to pair with every edge of the other
+    dims (M at its declared maximum of 4096 rows under the interpreter: ~20 s a point), each
+    once, at their cheapest: every edge value still runs, without paying for it once per
+    partner."""
+    for d, dim in spec.dims.items():
+        for v, why in edge_values(d, dim).items():
+            sizes = _cheapest(spec, {d: v})
+            if fits(spec, sizes, budget) and not cheap(spec, sizes, budget):
+                yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, {}),
+                            f"{why}; every other dim at its smallest (too dear to pair with every other edge)",
+                            kind="edge")
 
 
 def unreachable_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
@@ -152,14 +174,24 @@ def production_points(spec: Spec, budget: Budget) -> Iterator[Point]:
 
 
 # ---------------------------------------------------------------------------- big points
-CLIFFS = ((1 << 31, "2^31 bytes", "signed 32-bit byte offsets wrap"),
-          (1 << 32, "2^32 bytes", "unsigned 32-bit byte offsets wrap"))
+MECHANISM = {(31, "bytes"): "signed 32-bit byte offsets wrap", (32, "bytes"): "unsigned 32-bit byte offsets wrap",
+             (31, "elements"): "signed 32-bit element indices wrap",
+             (32, "elements"): "unsigned 32-bit element indices wrap"}
 
 
 def big_points(spec: Spec) -> Iterator[Point]:
-    """For every tensor, sizes whose bytes sit just below and just above 2^31 and 2^32 (and
-    whose elements straddle 2^31, where int32 element indices wrap), counting the padding
-    of the last tile along the growing dim. GPU points: a few GiB each."""
+    """For every tensor, inputs and outputs, the sizes around 2^31 and 2^32, in bytes and in
+    elements, along its leading dim (its rows), counting the padding of the last tile:
+
+    below: the most rows whose last element stays below the cliff (a tensor of exactly 2^32
+           bytes ends at byte 2^32 - 1: no offset wraps);
+    padded: the most rows whose every tile, padded, stays below (when the tile does not divide);
+    above: at least one whole row AND one whole tile start past the cliff (an int32
+           `row * stride` wraps only for rows that start past it: M = 131072 rows of 32 KiB end
+           exactly at 2^32 and pass; the first to fault is M = 131073).
+
+    Each point's `why` gives the offset of the first element past the cliff. GPU points: a few
+    GiB each; with `rows=` declared the rows that start past each cliff are among those checked."""
     seen = set()
     for name in spec.all_tensors:
         for p in _big_points_for(spec, name):
@@ -170,9 +202,9 @@ def big_points(spec: Spec) -> Iterator[Point]:
 
 
 def _growing_dim(spec: Spec, name: str) -> str | None:
+    """The tensor's leading dim: one more of it is one more contiguous row."""
     syms = [s for s in spec.all_tensors[name].symbols if not s.isdigit()]
-    rows = [s for s in syms if s in spec.row_dims]
-    return (rows or syms or [None])[0]
+    return syms[0] if syms and syms[0] == spec.all_tensors[name].symbols[0] else None
 
 
 def _base_sizes(spec: Spec, name: str, grow: str) -> dict[str, int]:
@@ -188,6 +220,34 @@ def _base_sizes(spec: Spec, name: str, grow: str) -> dict[str, int]:
     return sizes
 
 
+def cliff_rows(per_row: int, cliff: int, tile: int) -> dict[str, int]:
+    """Rows of `per_row` units (bytes or elements) around `cliff`, tiles of `tile` rows:
+    below, padded (see big_points), first (the first row that starts at or past the cliff)
+    and above (one real row in the first tile that starts past it)."""
+    below = cliff // per_row
+    first = -(-cliff // per_row)
+    return {"padded": below // tile * tile, "below": below, "first": first, "above": -(-first // tile) * tile + 1}
+
+
+def _cliff_text(bits: int, unit: str, role: str, rows: int, per_row: int, tile: int, itemsize: int) -> str:
+    cliff, label, one = 1 << bits, f"2^{bits}", unit[:-1]
+    if role == "above":
+        first, last_tile = cliff_rows(per_row, cliff, tile)["first"], (rows - 1) // tile * tile
+        elem = -(-cliff // itemsize) if unit == "bytes" else cliff
+        which = f"row {first}" if first == rows - 1 else f"rows {first}..{rows - 1}"
+        tiles = f"; the last tile starts at row {last_tile}" if tile > 1 else ""
+        return (f"{which} start{'s' if first == rows - 1 else ''} past it (row {first} at {one} {first * per_row:,} "
+                f"= {label} + {first * per_row - cliff:,}{tiles}); the first element past the cliff is element "
+                f"{elem:,}, at byte {elem * itemsize:,}: {MECHANISM[(bits, unit)]}")
+    if role == "padded":
+        return f"every tile, padded to {-(-rows // tile) * tile * per_row:,} {unit}, stays below it"
+    end = rows * per_row
+    padded = -(-rows // tile) * tile * per_row
+    cross = f", but its last tile, padded to {padded:,} {unit}, crosses it" if padded > cliff else ""
+    where = "exactly" if end == cliff else f"{cliff - end:,} short of it"
+    return f"its {unit} end {where}: no element at or past {label} {unit}{cross}"
+
+
 def _big_points_for(spec: Spec, name: str) -> Iterator[Point]:
     grow = _growing_dim(spec, name)
     if grow is None:
@@ -197,34 +257,33 @@ def _big_points_for(spec: Spec, name: str) -> Iterator[Point]:
     dtype = dtype_of(spec, name, dtypes)
     itemsize = ITEMSIZE[dtype]
     sizes = _base_sizes(spec, name, grow)
-    row_bytes = math.prod(shape_of(spec, name, sizes)) * itemsize
+    row_elems = math.prod(shape_of(spec, name, sizes))
     tile = max(dim.tiles) if dim.tiles else 1
-    cliffs = list(CLIFFS)
-    if itemsize not in (1, 2):
-        cliffs.append(((1 << 31) * itemsize, "2^31 elements", "signed 32-bit element indices wrap"))
-    for cliff, label, mech in cliffs:
-        last_fit = (cliff - 1) // row_bytes           # most rows whose bytes stay below the cliff
-        candidates = [((last_fit // tile) * tile, "every tile, padded, stays below"),
-                      (last_fit, "the tensor fits but its last tile, padded, crosses"),
-                      (last_fit + 1, "the tensor crosses")]
-        if -(-last_fit // tile) * tile * row_bytes < cliff:     # padding does not cross: one "below"
-            candidates = [(last_fit, "the tensor, padded, stays below"), candidates[2]]
-        for rows, what in candidates:
-            if rows < max(dim.min, 1) or rows > dim.max:
+    roles: dict[int, list[str]] = {}
+    for bits, unit in MECHANISM:
+        per_row = row_elems * (itemsize if unit == "bytes" else 1)
+        at = cliff_rows(per_row, 1 << bits, tile)
+        for role in ("padded", "below", "above"):
+            rows = at[role]
+            if role == "padded" and rows == at["below"]:
                 continue
-            padded = -(-rows // tile) * tile * row_bytes
-            pt_sizes = {**sizes, grow: rows}
-            why = (f"{name} ({dtype}, {' x '.join(map(str, shape_of(spec, name, pt_sizes)))}) = "
-                   f"{rows * row_bytes:,} bytes, last tile padded to {padded:,}: {what} {label} "
-                   f"({mech}); {human_bytes(rows * row_bytes)}")
-            yield Point(spec.name, RUNG, tuple(pt_sizes.items()), chosen_dtypes(spec, dtypes), why,
-                        kind="big", needs="cuda")
+            if max(dim.min, 1) <= rows <= dim.max:
+                roles.setdefault(rows, []).append(f"{'above' if role == 'above' else 'below'} 2^{bits} {unit}: "
+                                                  + _cliff_text(bits, unit, role, rows, per_row, tile, itemsize))
+    for rows in sorted(roles):
+        pt_sizes = {**sizes, grow: rows}
+        shape = shape_of(spec, name, pt_sizes)
+        why = (f"{name} ({dtype}, {' x '.join(map(str, shape))}) = {rows * row_elems * itemsize:,} bytes, "
+               f"{rows * row_elems:,} elements; " + "; ".join(roles[rows])
+               + f"; {human_bytes(rows * row_elems * itemsize)}")
+        yield Point(spec.name, RUNG, tuple(pt_sizes.items()), chosen_dtypes(spec, dtypes), why,
+                    kind="big", needs="cuda")
 
 
 def points(spec: Spec, budget: Budget = CPU_BUDGET) -> Iterator[Point]:
     """Rung 1, in order from cheap to costly: tile edges, configs, production, big."""
     seen = set()
-    for gen in (tile_edge_points(spec, budget), config_points(spec, budget),
+    for gen in (tile_edge_points(spec, budget), dear_edge_points(spec, budget), config_points(spec, budget),
                 production_points(spec, budget), unreachable_edge_points(spec, budget),
                 big_points(spec)):
         for p in gen:

@@ -144,17 +144,20 @@ def invariant_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dic
 
 
 def points(spec: Spec, budget: Budget, replay: str | None = None) -> Iterator[Point]:
+    """Every value kind, chunk length and invariant, once for each declared dtype (a value that
+    is harmless in float32 may overflow float16 or tie in bfloat16)."""
     budget = moderate(budget)
-    dtypes = chosen_dtypes(spec, dtype_rows(spec)[0])
     shapes = shapes_for(spec, budget)
     seen = set()
-    for gen in (value_points(spec, budget, dtypes, shapes), chunk_points(spec, budget, dtypes, shapes[0]),
-                invariant_points(spec, budget, dtypes, shapes)):
-        for p in gen:
-            key = (p.dims, p.values)
-            if key not in seen:
-                seen.add(key)
-                yield p
+    for row in dtype_rows(spec):
+        dtypes = chosen_dtypes(spec, row)
+        for gen in (value_points(spec, budget, dtypes, shapes), chunk_points(spec, budget, dtypes, shapes[0]),
+                    invariant_points(spec, budget, dtypes, shapes)):
+            for p in gen:
+                key = (p.dims, p.dtypes, p.values)
+                if key not in seen:
+                    seen.add(key)
+                    yield p
     if replay:
         from ..capturing import replay_points
         yield from replay_points(spec, replay, RUNG)

@@ -196,10 +196,12 @@ def _finding_lines(f) -> list[str]:
         return [f"  {f.check + ':':9} {words.message(f)}"]
     x, big = f.facts, f.largest
     nonfinite = f"; {x['nonfinite']:,} non-finite where the reference is finite" if x.get("nonfinite") else ""
-    return [f"  largest:  kernel {big.kernel:.6g} vs reference {big.reference:.6g} at {big.index} "
-            f"(up to {big.allowed:.3g} allowed)",
-            f"  wrong:    {f.mismatched:,} / {f.total:,}{' checked' if x.get('sampled') else ''} elements ({_pct(f.mismatched, f.total)}) "
-            f"of `{f.output}` ({words.describe(f)}){nonfinite}"]
+    lines = [f"  largest:  kernel {big.kernel:.6g} vs reference {big.reference:.6g} at {big.index} "
+             f"(up to {big.allowed:.3g} allowed)",
+             f"  wrong:    {f.mismatched:,} / {f.total:,}{' checked' if x.get('sampled') else ''} elements ({_pct(f.mismatched, f.total)}) "
+             f"of `{f.output}` ({words.describe(f)}){nonfinite}"]
+    budget = words.budget_text(x)
+    return lines + ([f"  budget:   {budget}"] if budget else [])
 
 
 def _pct(n: int, total: int) -> str:

@@ -177,7 +177,45 @@ def _values(f: Finding, x: dict) -> str:
            f"kernel {big.kernel!r}, reference {big.reference!r} (up to {big.allowed:.3g} allowed)")
     if x.get("nonfinite"):
         msg += f"; {x['nonfinite']:,} non-finite where the reference is finite"
-    return msg
+    budget = budget_text(x)
+    return msg + (f"; {budget}" if budget else "")
+
+
+def budget_text(x: dict) -> str:
+    """Which error budget applied at the greatest difference, when an honest peer was asked
+    (checks/peer.py): the dtype's default, or C x a peer's error."""
+    if "budget" not in x:
+        return ""
+    default = f"the {x['dtype'] + ' ' if x.get('dtype') else ''}default (rtol {x['rtol']:g} x max(|ref|, the row's RMS) + atol {x['atol']:g})"
+    seen = "; ".join(t for t in (_spread_text(x.get("spread")), _peer_text(x.get("peer"))) if t)
+    if x["budget"] == "default":
+        return f"allowed: {default}; the honest peers allow no more ({seen})" if seen else f"allowed: {default}"
+    what = {"spread": "the default at the scale of the terms that make the element (the rounding spread s over "
+                      "the inputs' unit roundoff)",
+            "peer": f"{x['c']:g} x K x s (K: the largest error of the reference run in the kernel's own precision, "
+                    "in units of s)"}
+    return f"allowed: {what[x['budget']]}, more than {default} ({seen})"
+
+
+def _spread_text(sp: dict | None) -> str:
+    if not sp:
+        return ""
+    draws = f", {sp['draws']} draws" if sp.get("draws") else ", the output's rounding alone"
+    terms = f", terms of size {sp['terms']:.3g}" if sp.get("terms") else ""
+    return f"s = {sp['at']:.3g} there (the float64 reference under rounding of every input{draws}{terms})"
+
+
+def _peer_text(p: dict | None) -> str:
+    if not p:
+        return ""
+    if "skipped" in p:
+        return f"{p['skipped']:,} elements fail: no peer is asked for that many"
+    if "error" in p:
+        return f"the reference cannot run in the kernel's precision ({p['error']}: {p['text']})"
+    if "factor" not in p:
+        return ""
+    capped = f", counted up to {p['cap']:g} x what the default or s allows" if p.get("capped") else ""
+    return f"the reference run in {p['dtype']} is off by up to K = {p['factor']:.3g} x s{capped}"
 
 
 def _contract(f: Finding, x: dict) -> str:
@@ -316,9 +354,10 @@ def _bias(f: Finding, x: dict) -> str:
     words = {"offset": ("above", "below"), "scale": ("away from zero from", "toward zero from")}[x["lean"]]
     side = words[0] if x["up"] > x["down"] else words[1]
     return (f"`{f.output}` leans {side} the reference: {max(x['up'], x['down']):,} of {x['up'] + x['down']:,} differing "
-            f"elements (sign test p = {x['p']:.1e}); mean error {x['mean_ulps']:+.2f} ulps of {x['dtype']} "
-            f"({x['rel']:+.2e} relative). Inside the tolerance, but errors that lean one way compound through a "
-            "model's layers")
+            f"rows (sign test p = {x['p']:.1e}); mean error {x['mean_ulps']:+.2f} ulps of {x['dtype']} "
+            f"({x['rel']:+.2e} relative)" + (", and the same way against the reference run in the kernel's own precision "
+                                             "(not that precision's rounding)" if x.get("peer") else "")
+            + ". Inside the tolerance, but errors that lean one way compound through a model's layers")
 
 
 # ---------------------------------------------------------------------------- rung 7
@@ -647,6 +686,14 @@ def note_text(n: Note, sized: bool = True) -> str:
     if k == NoteKind.NO_SANITIZER:
         return (f"compute-sanitizer was not found (searched {', '.join(x['searched'])}): the {x['tool']} check did not "
                 "run; install the CUDA toolkit's compute-sanitizer or put it on PATH")
+    if k == NoteKind.INTERPRETER_DEFECT:
+        return (f"not judged on the CPU: the Triton interpreter {INTERPRETER_FEATURES[x['feature']]} (its probe: "
+                f"{x['what']} of {x['x']} gave {x['got']}, not {x['want']}) and the kernel's calls use it; "
+                "climb with --device cuda")
+    if k == NoteKind.INTERPRETER_ERROR:
+        same = f" (its probe of {INTERPRETER_PROBES[x['probe']]} raised the same)" if x.get("probe") else ""
+        return (f"not judged on the CPU: the Triton interpreter raised {x['error']}: {x['text']}{same}; "
+                "climb with --device cuda")
     return _FIXED[k]
 
 
@@ -657,6 +704,17 @@ def repeats_clean_text(x: dict) -> str:
         return f"0 of {x['compared']:,} calls differ from the first call on the same inputs: {bound} that a call does; {_how(x)}"
     return (f"0 of {x['compared']:,} calls wrong ({x['differ']:,} differ within the tolerance): {bound} that a call is "
             f"wrong; {_how(x)}")
+
+
+INTERPRETER_FEATURES = {
+    "bf16_arithmetic": "computes bfloat16 arithmetic on the raw uint16 bits",
+    "bf16_rounding": "truncates float32 -> bfloat16 where a GPU rounds to nearest, and the failure is within the "
+                     "one bfloat16 ulp that truncation adds",
+    "fp8_cast": "converts to and from fp8 wrongly",
+    "libdevice": "returns None from libdevice calls",
+    "runtime_loop": "raises inside loops over a runtime bound",
+}
+INTERPRETER_PROBES = {"libdevice": "a libdevice call", "runtime_loop": "a `for start in range(0, N, BLOCK)` loop"}
 
 
 _FIXED = {

@@ -20,6 +20,7 @@ from ..outcome import (
     error_facts,
 )
 from ..point import Point
+from . import interpreter
 
 # The CUDA runtime's words for a sticky error: after one of these every later call in the
 # process fails, so the worker that saw it must be replaced.
@@ -54,6 +55,10 @@ def kernel_error(spec, point: Point, k: KernelError) -> Result:
     if isinstance(e, SystemExit):            # sys.exit() in the kernel: it ends the process, as in production
         return Result(Outcome(point, Status.FAILED, [Finding(Check.CRASHED, call=k.label,
                                                              facts={"exit_status": _status(e.code)})]), fatal=True)
+    theirs = interpreter.explains(e)
+    if theirs is not None:       # Triton's interpreter failed, not the kernel: not judged on the CPU
+        _, facts = theirs
+        return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.INTERPRETER_ERROR, facts)))
     if point.layouts and not is_device_fault(e) and not is_oom(e):
         # refusing a layout loudly is allowed; reading the wrong elements silently is not
         return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.LAYOUT_REFUSED, error_facts(e))))

@@ -2,21 +2,30 @@
 kernel, run the reference. Calling only: nothing here judges (checks/ does that).
 
 prepare: seeded inputs in guarded buffers and the reference's copies, taken before the call
-(a kernel may scribble on its inputs); call: one call, its exception wrapped as the kernel's;
-expected: the reference on the prepared copies, and on perturbed copies for the sensitivity."""
+(a kernel may scribble on its inputs), on the host when the device is short; call: one call,
+its exception wrapped as the kernel's (and, under Triton's interpreter, which of its known
+defects the call touched); expected: the reference on the prepared copies; peers: the honest
+peer, asked only for the outputs whose verdict it decides (checks/peer.py)."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..checks.sensitivity import perturbed
-from ..materialize import GUARD_BYTES, Inputs, materialize, reference_args
+from ..checks import peer as peer_math
+from ..materialize import GUARD_BYTES, Inputs, materialize, reference_args, reference_dtypes
 from ..outcome import KernelError, NoteKind, RowsChecked, SpecBroken, error_facts
 from ..point import Point
 from ..rows import plan_rows
-from ..spec import Spec
+from ..sizes import ITEMSIZE, dtype_of, is_big, numel_of, shape_of, total_bytes
+from ..spec import FLOAT_DTYPES, Spec
+from . import interpreter
 from .faults import is_oom
 from .modes.base import call_once, call_raw
+
+# The reference (its float64 copies, its output, a perturbed draw) may take this many times the
+# kernel's own bytes on the device; past it, or past half the free memory, it runs on the host,
+# so that a point's peak stays within 3x the kernel's inputs and outputs (bench/memory.py).
+REFERENCE_DEVICE_SHARE = 1.5
 
 
 @dataclass
@@ -27,12 +36,25 @@ class Prepared:
     select: dict
     row_ids: list
     rows: RowsChecked | None
+    arg_dtypes: list = field(default_factory=list)   # each reference input's dtype as the kernel got it
+    ref_device: str = ""
+
+
+@dataclass
+class Peer:
+    """The honest peer of one output: the reference run in the kernel's precision (`kernel`, or
+    why it could not run: `facts`), and the rounding spread of the float64 reference."""
+    kernel: object = None
+    spread: object = None
+    facts: dict = field(default_factory=dict)
+    unit: float = 0.0           # the inputs' largest unit roundoff: spread / unit is the terms' size
 
 
 class Harness:
     def __init__(self, spec: Spec, point: Point, device: str, guard: int = GUARD_BYTES):
         self.spec, self.point, self.device = spec, point, device
         self.guard = guard                   # guard bytes around every tensor (0 under compute-sanitizer)
+        self.touched: set[str] = set()      # the interpreter's known defects the kernel's calls touched
 
     def prepare(self, point: Point | None = None, seed: int | None = None, outs_from: Prepared | None = None) -> Prepared:
         """With `outs_from`, Out args reuse that call's buffers as they are (not re-poisoned)."""
@@ -43,31 +65,39 @@ class Harness:
             inputs = materialize(self.spec, pt, self.device, reuse=outs_from.inputs if outs_from else None,
                                  guard=self.guard)
             select, row_ids, rows = plan_rows(self.spec, pt, self.device)
-            ref_args = reference_args(self.spec, inputs, {i: v for i, v in select.items() if isinstance(i, int)})
+            where = reference_device(self.spec, pt, self.device, select)
+            by_arg = {i: v for i, v in select.items() if isinstance(i, int)}
+            ref_args = reference_args(self.spec, inputs, by_arg, where)
         except Exception as e:  # noqa: BLE001 - every failure here is kladder's or the spec's
             if is_oom(e):
                 raise
             raise SpecBroken(NoteKind.INPUTS_FAILED, **error_facts(e, whole=True)) from e
-        return Prepared(pt, inputs, ref_args, select, row_ids, rows)
+        return Prepared(pt, inputs, ref_args, select, row_ids, rows, reference_dtypes(self.spec, inputs), where)
 
     def call(self, prep: Prepared, label: str = "", runner=None):
         """One call of the kernel (through `runner`, the mode's, when given)."""
-        try:
-            if runner is not None:
-                return runner(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
-            return call_once(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
-        except (Exception, KeyboardInterrupt, SystemExit) as e:  # noqa: BLE001 - the kernel's own: a finding
-            # a worker never receives a Ctrl-C (it runs in a session of its own), so a
-            # KeyboardInterrupt here was raised by the kernel; sys.exit ends the process
-            raise KernelError(e, label) from e
+        with interpreter.watch() as seen:
+            try:
+                if runner is not None:
+                    return runner(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
+                return call_once(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
+            except (Exception, KeyboardInterrupt, SystemExit) as e:  # noqa: BLE001 - the kernel's own: a finding
+                # a worker never receives a Ctrl-C (it runs in a session of its own), so a
+                # KeyboardInterrupt here was raised by the kernel; sys.exit ends the process
+                raise KernelError(e, label) from e
+            finally:
+                self.touched |= seen
 
     def call_with(self, args: list, kwargs: dict, label: str):
         """One call on the given arguments, with no synchronize (rung 5 calls into a ring of
         output buffers and orders the work itself); its exception wrapped as the kernel's."""
-        try:
-            return call_raw(self.spec.kernel, args, kwargs)
-        except Exception as e:  # noqa: BLE001 - the kernel's own exception is a finding
-            raise KernelError(e, label) from e
+        with interpreter.watch() as seen:
+            try:
+                return call_raw(self.spec.kernel, args, kwargs)
+            except Exception as e:  # noqa: BLE001 - the kernel's own exception is a finding
+                raise KernelError(e, label) from e
+            finally:
+                self.touched |= seen
 
     def outputs(self, prep: Prepared, returned) -> dict:
         """Outputs by name: Out args from their buffers, returned tensors from the return value
@@ -83,15 +113,68 @@ class Harness:
         return outputs
 
     def expected(self, prep: Prepared) -> dict:
-        """The reference's outputs by name, and each output under every perturbation draw."""
+        """The reference's outputs by name ("refs"), and on a GPU, for floating outputs of 32 bits
+        or fewer, their copies rounded to the output's dtype ("refs_lo"): the comparison's fast
+        pass reads those (as many bytes as the output) and the float64 reference only where it
+        cannot decide (checks/fast.py)."""
+        import torch
         try:
             refs = self._split(self.spec.reference(*prep.ref_args))
-            draws = [self._split(self.spec.reference(*args)) for args in perturbed(prep.ref_args, prep.point.seed)]
         except Exception as e:  # noqa: BLE001
             if is_oom(e):
                 raise                                # the point could not run for memory: not the spec's fault
             raise SpecBroken(NoteKind.REFERENCE_RAISED, **error_facts(e)) from e
-        return {"refs": refs, "bumped": {n: [d.get(n) for d in draws] for n in refs}}
+        lo = {}
+        if self.device == "cuda":
+            for n, r in refs.items():
+                dt = dtype_of(self.spec, n, prep.point.dtype_of) if n in self.spec.outputs else ""
+                if dt in ("float32", "float16", "bfloat16") and isinstance(r, torch.Tensor) and r.is_cuda:
+                    lo[n] = r.detach().to(getattr(torch, dt))
+        return {"refs": refs, "refs_lo": lo}
+
+    def peers(self, prep: Prepared, needs: dict, refs: dict) -> dict:
+        """The honest peer of each output in `needs` (name -> "values" | "bias"): the reference on
+        the inputs as the kernel got them, cast to the output's dtype, and for "values" the
+        spread of the reference's outputs over SPREAD_DRAWS draws of per-element rounding."""
+        import torch
+        found = {n: Peer(unit=peer_math.unit_of(prep.arg_dtypes)) for n in needs}
+        try:
+            low = self._split(self.spec.reference(*peer_math.lowered(prep.ref_args, prep.arg_dtypes)))
+        except Exception as e:  # noqa: BLE001 - e.g. an op without a kernel for that dtype on this device
+            if is_oom(e):
+                raise
+            low, why = {}, {"error": type(e).__name__, "text": error_facts(e)["text"]}
+        else:
+            why = {}
+        for n, p in found.items():
+            dtype = dtype_of(self.spec, n, prep.point.dtype_of)
+            got = low.get(n)
+            if isinstance(got, torch.Tensor) and got.is_floating_point() and tuple(got.shape) == tuple(refs[n].shape):
+                p.kernel = got.detach().to(getattr(torch, dtype))
+                p.facts = {"dtype": dtype}
+            else:
+                p.facts = why or {"error": "no tensor", "text": f"the reference returned {type(got).__name__}"}
+        spread_of = [n for n, w in needs.items() if w == "values"]
+        if spread_of:
+            for n, sp in self._spread(prep, spread_of, refs).items():
+                found[n].spread = sp
+        return found
+
+    def _spread(self, prep: Prepared, names: list, refs: dict) -> dict:
+        import torch
+        gen = torch.Generator(device=_device_of(prep.ref_args, prep.ref_device)).manual_seed(
+            (prep.point.seed ^ peer_math.SEED_SALT) & 0xFFFFFFFF)
+        acc = {n: None for n in names}
+        try:
+            for _ in range(peer_math.SPREAD_DRAWS):
+                drawn = self._split(self.spec.reference(*peer_math.perturbed(prep.ref_args, prep.arg_dtypes, gen)))
+                for n in names:
+                    acc[n] = peer_math.add_draw(acc[n], drawn.get(n), refs[n])
+        except Exception as e:  # noqa: BLE001 - a perturbed input the reference refuses: no spread
+            if is_oom(e):
+                raise
+            return {}
+        return {n: peer_math.spread(a, peer_math.SPREAD_DRAWS) for n, a in acc.items()}
 
     def _split(self, ref) -> dict:
         names = list(self.spec.outputs)
@@ -100,3 +183,41 @@ class Harness:
         if isinstance(ref, dict):
             return ref
         return dict(zip(names, ref))
+
+
+def _device_of(args: list, fallback: str):
+    for a in args:
+        if hasattr(a, "device"):
+            return a.device
+    return fallback or "cpu"
+
+
+def reference_device(spec: Spec, point: Point, device: str, select: dict) -> str:
+    """Where the reference runs: the point's device, or the host when its float64 copies, its
+    output and one perturbed draw would take more than half the free device memory, or, at a big
+    point (2^31 bytes and up), more than REFERENCE_DEVICE_SHARE x the kernel's own bytes. A small
+    point's reference stays on the device however it compares to the kernel's bytes (a float64
+    attention on the host would take minutes)."""
+    if device != "cuda" or point.mode == "model":
+        return device
+    import torch
+    need = 0
+    for name in spec.all_tensors:
+        dtype = dtype_of(spec, name, point.dtype_of)
+        width = 8 if dtype in FLOAT_DTYPES else ITEMSIZE[dtype]
+        need += 2 * width * _selected_numel(spec, point, name, select)   # the copy (or output), and a draw
+    free, _ = torch.cuda.mem_get_info()
+    if need > 0.5 * free:
+        return "cpu"
+    big = is_big(spec, point.sizes) and need > REFERENCE_DEVICE_SHARE * total_bytes(spec, point.sizes, point.dtype_of)
+    return "cpu" if big else device
+
+
+def _selected_numel(spec: Spec, point: Point, name: str, select: dict) -> int:
+    """Elements of tensor `name` the reference sees: all, or the rows rows.py picked."""
+    key = ("out", name) if name in spec.outputs else next((i for i, n in enumerate(spec.args) if n == name), None)
+    numel = numel_of(spec, name, point.sizes)
+    if key not in select:
+        return numel
+    axis, rows = select[key]
+    return numel // max(shape_of(spec, name, point.sizes)[axis], 1) * len(rows)

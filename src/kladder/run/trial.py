@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 
 from ..checks import Judge
-from ..outcome import KernelError, NoteKind, Outcome, Skip, SpecBroken, Status
+from ..outcome import KernelError, Note, NoteKind, Outcome, Skip, SpecBroken, Status
 from ..point import Point
 from ..spec import Spec
-from . import faults, modes
+from . import faults, interpreter, modes
 from .faults import Result
 from .harness import Harness
 from .modes.base import Call, Flagged, Imported, Measured, Ran, Ranks, Repeats, Same, Sanitized, Scores, Traces
@@ -23,6 +23,37 @@ def run_point(spec: Spec, point: Point, device: str) -> Result:
     return result
 
 
+def judge_call(h: Harness, judge: Judge, seen: Call) -> None:
+    """One call judged: at the dtype's default first, then, for the outputs whose verdict the
+    honest peer decides, with their peers (computed only then: a passing point costs one
+    reference run)."""
+    outputs = h.outputs(seen.prep, seen.returned)
+    expected = h.expected(seen.prep)
+    needs = judge.call(seen.prep, outputs, seen.returned, expected, seen.label, interpreter.rounding_touched(h.touched))
+    if needs:
+        judge.settle(h.peers(seen.prep, needs, expected["refs"]))
+
+
+def _judge_repeats(h: Harness, judge: Judge, seen: Repeats) -> None:
+    """Rung 5's calls: the worst against the reference of its inputs, with its peers on demand."""
+    if seen.worst is None:
+        judge.repeats(seen, None)
+        return
+    expected = h.expected(seen.worst_prep)
+    judge.repeats(seen, expected, lambda names: h.peers(seen.worst_prep, {n: "values" for n in names}, expected["refs"]))
+
+
+def _made_up(point: Point, h: Harness) -> Result | None:
+    """A point whose calls touched a feature Triton's interpreter computes wrong (bfloat16
+    arithmetic on raw bits): its results are the interpreter's, not the kernel's. Not judged on
+    the CPU, whatever they are: never failed, never passed."""
+    defect = interpreter.garbage(h.touched)
+    if defect is None:
+        return None
+    feature, evidence = defect
+    return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.INTERPRETER_DEFECT, {"feature": feature, **evidence})))
+
+
 def _run(spec: Spec, point: Point, device: str) -> Result:
     h = Harness(spec, point, device)
     judge = Judge(spec, point, device)
@@ -33,7 +64,7 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
         for seen in modes.get(point.mode).observe(h):
             if isinstance(seen, Call):
                 rows = rows or seen.prep.rows
-                judge.call(seen.prep, h.outputs(seen.prep, seen.returned), seen.returned, h.expected(seen.prep), seen.label)
+                judge_call(h, judge, seen)
             elif isinstance(seen, Same):
                 judge.same(seen.before, seen.after, seen.cause, seen.call, seen.facts)
             elif isinstance(seen, Traces):
@@ -51,7 +82,7 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
             elif isinstance(seen, Ranks):
                 judge.ranks(seen)
             elif isinstance(seen, Repeats):
-                judge.repeats(seen, h.expected(seen.worst_prep) if seen.worst is not None else None)
+                _judge_repeats(h, judge, seen)
                 # a capture that failed may leave the context unusable: the worker is replaced after it
                 fatal = seen.fallback is not None and device == "cuda"
             elif isinstance(seen, Sanitized):
@@ -61,12 +92,17 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
     except SpecBroken as e:
         return Result(Outcome(point, Status.BROKEN, note=e.note))
     except KernelError as k:
-        return faults.kernel_error(spec, point, k)
+        return _made_up(point, h) or faults.kernel_error(spec, point, k)
     except Exception as e:  # noqa: BLE001 - OOM while preparing, or a fault outside the call
         result = faults.outside_call(point, e)
         if result is None:
             raise
         return result
+    made_up = _made_up(point, h)
+    if made_up is not None:
+        return made_up
+    if judge.unjudged is not None and not judge.findings:
+        return Result(Outcome(point, Status.SKIPPED, note=judge.unjudged))
     status = Status.FAILED if judge.findings else Status.PASSED
-    return Result(Outcome(point, status, judge.findings, note=judge.note, rows=rows if point.kind == "big" else None,
+    return Result(Outcome(point, status, judge.findings, note=judge.note, rows=rows,
                           warnings=judge.warnings), fatal=fatal)

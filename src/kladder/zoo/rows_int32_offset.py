@@ -25,8 +25,8 @@ CASE = dict(
         "tail of its last row about 4 GiB before the tensor, which returns garbage or faults. "
         "Every test used a few thousand rows, and a fresh server never produced a tensor that "
         "size. The CPU cannot show it (the interpreter's int32 wraps the same way, but the "
-        "tensor does not fit). kladder's rung-1 big point just above 2^32 bytes (M = 14135 at "
-        "V = 151936, 2^31 elements of bf16) catches it on the last row."
+        "tensor does not fit). kladder's rung-1 big point just past 2^31 elements (M = 14136 at "
+        "V = 151936: row 14135 starts past 2^31 elements of bf16) catches it on the last row."
     ),
 )
 

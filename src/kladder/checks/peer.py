@@ -1,0 +1,103 @@
+"""The honest peer: the error a correct implementation in the kernel's own precision makes at
+a point. A fixed rtol ignores what such an implementation cannot avoid: a float32 dot product's
+error grows with its length, layer_norm at N = 2 cancels (x - mean), a float16 RoPE's two
+terms cancel, a peaked attention's logits amplify their own rounding. Where an element fails
+the dtype's default, two measurements set its budget:
+
+- the rounding spread s: the float64 reference with every input element perturbed
+  independently by a Gaussian fraction (one unit roundoff, half an ulp) of its own dtype's
+  rounding, over SPREAD_DRAWS draws; its RMS move, element by element. s / u (u: the inputs'
+  largest unit roundoff) is the size of the terms that make the element, however they cancel
+  (a dot product that cancels to 0.2 from terms of size 85 has s / u ~ 85): the dtype's default
+  applies to that scale too, atol + rtol x s / u, as it applies to |ref| and the row's RMS;
+- the kernel-precision peer: the reference run on the inputs as given, without the upcast (a
+  float32 kernel against the reference in float32). Its largest error over the output in units
+  of s' (s with the output's own rounding added), K, is how many roundings' worth a correct
+  implementation accumulates (a long dot product, a chain of ops): the budget grows with the
+  accumulation length the peer shows, C x K x s', at most MAX_WIDENING x the rest.
+
+FlashAttention's tests use the peer's rule per tensor (the kernel's largest error at most
+twice that of a PyTorch implementation in the same precision); here it is applied element by
+element, each in units of its own rounding. Pure functions: the harness calls the reference."""
+from __future__ import annotations
+
+# FlashAttention's rule: twice a correct peer's largest error.
+C = 2.0
+# The RMS of 16 Gaussian draws is under half the true spread once in 3,000 elements and under a
+# third once in a million (chi-square, 16 degrees of freedom); 3 draws of +-1 steps (the old
+# sensitivity) were under a tenth of it for 4.6% of a cancelling RoPE's elements, and at N = 2
+# all three moved both inputs of a layer_norm row together (a common scale it is blind to) for
+# one row in eight.
+SPREAD_DRAWS = 16
+# A kernel-precision peer that would allow more than 8 x what the default and the spread allow
+# is not rounding but an overflow, an underflow to zero or a formula that cancels in that
+# precision (the measured false alarms needed 1.02-2.4 x the default): it is counted up to that,
+# so a broken peer cannot hide a real bug (a dropped K tail, a wrong tile's bias are 10-100 x
+# the default).
+MAX_WIDENING = 8.0
+UNIT_ROUNDOFF = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+SEED_SALT = 0x2545F491       # the draws' own stream, apart from the inputs'
+
+
+def lowered(ref_args: list, dtypes: list) -> list:
+    """The reference's inputs as the kernel got them: each upcast copy cast back to its own
+    dtype (exact: the copies hold values of that dtype)."""
+    import torch
+    return [a.to(getattr(torch, dt)) if dt and isinstance(a, torch.Tensor) and a.is_floating_point() else a
+            for a, dt in zip(ref_args, dtypes)]
+
+
+def perturbed(ref_args: list, dtypes: list, gen) -> list:
+    """One draw: every floating input element times (1 + u g), g ~ N(0, 1) drawn for it alone,
+    u the unit roundoff of the input's own dtype. A Gaussian, not +-1 steps: the output's move
+    is then Gaussian with the full variance however its terms cancel."""
+    import torch
+    out = []
+    for a, dt in zip(ref_args, dtypes):
+        if dt in UNIT_ROUNDOFF and isinstance(a, torch.Tensor) and a.is_floating_point():
+            g = torch.randn(a.shape, generator=gen, device=a.device, dtype=a.dtype)
+            a = a * (1 + UNIT_ROUNDOFF[dt] * g)
+        out.append(a)
+    return out
+
+
+def add_draw(acc, draw, ref):
+    """Accumulate one draw's squared move (float32; a non-finite draw makes the element's
+    spread non-finite, which never widens a budget)."""
+    import torch
+    move = (draw.detach().to(ref.dtype) - ref).to(torch.float32) if isinstance(draw, torch.Tensor) else None
+    if move is None or move.shape != ref.shape:
+        return acc
+    sq = move * move
+    return sq if acc is None else acc.add_(sq)
+
+
+def spread(acc, draws: int):
+    """The RMS move over the draws, element by element."""
+    return None if acc is None else (acc / max(draws, 1)).sqrt_()
+
+
+def unit_of(dtypes: list) -> float:
+    """The largest unit roundoff among the floating inputs' dtypes: s / unit_of is the terms' size."""
+    units = [UNIT_ROUNDOFF[d] for d in dtypes if d in UNIT_ROUNDOFF]
+    return max(units) if units else 0.0
+
+
+def rounding(spread, scale, out_dtype: str):
+    """The rounding spread with the output's own rounding added (one unit roundoff at the
+    default's scale): s = sqrt(spread^2 + (u_out x scale)^2), a non-finite spread counting 0."""
+    import torch
+    u = UNIT_ROUNDOFF.get(out_dtype, 0.0)
+    sp = torch.zeros_like(scale) if spread is None else spread.to(scale.dtype)
+    sp = torch.where(sp.isfinite(), sp, torch.zeros_like(sp))
+    return torch.sqrt(sp * sp + (u * scale) ** 2)
+
+
+def peer_factor(peer, ref, s):
+    """K: the kernel-precision peer's largest error in units of s (the elements where the peer
+    and the reference are finite and s > 0; a non-finite peer never widens a budget)."""
+    import torch
+    p, r = peer.to(torch.float64), ref.to(torch.float64)
+    ok = p.isfinite() & r.isfinite() & (s > 0)
+    k = torch.where(ok, (p - r).abs() / torch.where(ok, s, torch.ones_like(s)), torch.zeros_like(s))
+    return float(k.max()) if k.numel() else 0.0

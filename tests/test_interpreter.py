@@ -1,0 +1,73 @@
+"""Triton's interpreter defects are named, never blamed on the kernel (run/interpreter.py): a
+worker probes them once; a point whose kernel touched one is not judged on the CPU."""
+import os
+
+import pytest
+
+from kladder.gaps import shapes
+from kladder.load import load_spec
+from kladder.report.words import reason
+from kladder.run import interpreter
+from kladder.run.trial import run_point
+from kladder.sizes import CPU_BUDGET
+
+pytest.importorskip("triton")
+SPECS = os.path.join(os.path.dirname(__file__), "specs", "interp_kernels.py")
+
+
+def _points(name, n=6):
+    spec = load_spec(f"{SPECS}::{name}")
+    return spec, [p for p in shapes.points(spec, CPU_BUDGET) if not p.needs][:n]
+
+
+def test_the_probe_names_what_this_interpreter_gets_wrong_with_its_evidence():
+    load_spec(f"{SPECS}::double_bf16")                   # imports triton: the interpreter is live
+    found = interpreter.run_probes()                     # the probe itself, not the cached answer
+    assert found["bf16_arithmetic"]["got"] != found["bf16_arithmetic"]["want"]
+    assert "bf16_rounding" in found and "libdevice" in found
+    assert interpreter.probe() == found                  # what workers read (cached per Triton, numpy, Python)
+
+
+def test_a_bfloat16_double_is_not_judged_on_the_cpu_never_failed():
+    spec, pts = _points("double_bf16")
+    outs = [run_point(spec, p, "cpu").outcome for p in pts]
+    assert {o.status for o in outs} == {"skipped"}
+    assert all(o.note.kind == "interpreter_defect" and o.note.facts["feature"] == "bf16_arithmetic" for o in outs)
+    assert reason(outs[0]).startswith("not judged on the CPU: the Triton interpreter computes bfloat16 arithmetic")
+
+
+def test_truncation_is_not_blamed_and_a_real_error_past_it_fails():
+    # truncating to bfloat16 is within twice a correct rounding's error: no narrowing kernel fails
+    spec, pts = _points("narrow_bf16", 8)
+    assert "failed" not in {run_point(spec, p, "cpu").outcome.status for p in pts}
+    spec, pts = _points("narrow_wrong", 8)
+    assert any(run_point(spec, p, "cpu").outcome.status == "failed" for p in pts)
+
+
+def test_a_failure_within_truncations_reach_that_no_peer_excuses_is_not_judged():
+    import torch
+
+    from kladder.checks import Judge
+    from kladder.run.harness import Harness
+    from kladder.run.modes.base import Call
+    spec, pts = _points("narrow_bf16", 12)
+    evidence = interpreter.probe()["bf16_rounding"]
+    unjudged = 0
+    for p in pts:
+        h = Harness(spec, p, "cpu")
+        prep = h.prepare()
+        seen = Call(prep, h.call(prep))
+        judge = Judge(spec, p, "cpu")
+        needs = judge.call(prep, h.outputs(prep, seen.returned), seen.returned, h.expected(prep), "", evidence)
+        judge.settle({})                                   # as if no peer could run
+        assert not judge.findings
+        unjudged += needs != {} and judge.unjudged is not None
+    assert unjudged and torch.is_tensor(seen.returned)
+
+
+def test_an_interpreter_error_is_the_interpreters_with_its_message():
+    spec, pts = _points("exp_libdevice", 2)
+    o = run_point(spec, pts[0], "cpu").outcome
+    assert o.status == "skipped" and o.note.kind == "interpreter_error"
+    assert o.note.facts["error"] == "InterpreterError" and o.note.facts.get("probe") == "libdevice"
+    assert "raised InterpreterError" in reason(o) and "(its probe of a libdevice call raised the same)" in reason(o)
