@@ -109,6 +109,9 @@ class Ranks:
     sizes: list
     calls: list
     ended: dict
+
+
+@dataclass
 class Repeats:
     """Many calls of one point (rung 5), each compared on the device with the first call on the
     same inputs: per output, per compared call, the elements whose bits differ (`bits`) and those
