@@ -13,4 +13,4 @@ zoo: install
 	$(PY) -m kladder.cli zoo climb --device cpu
 
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto

@@ -29,6 +29,9 @@ def main() -> int:
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--budget-s", type=float, default=150.0, help="stop starting new points after this many seconds")
     ap.add_argument("--big", action="store_true", help="also the big (cliff) points")
+    ap.add_argument("--trace", action="store_true", help="print each point before it runs (a device fault kills "
+                    "this process: the last line names the point)")
+    ap.add_argument("--specs", help="comma-separated spec names (default: all)")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.device == "cpu":
@@ -56,6 +59,8 @@ def main() -> int:
     for seed in seeds:
         for rung in rungs:
             for name, spec in SPECS.items():
+                if args.specs and name not in args.specs.split(","):
+                    continue
                 for p in rung_points(spec, rung, budget, seed):
                     if p.kind == "big" and not args.big:
                         continue
@@ -64,6 +69,8 @@ def main() -> int:
                         break
                     free = torch.cuda.mem_get_info()[0] if args.device == "cuda" else None
                     note = skip_note(spec, p, args.device, free)
+                    if args.trace and note is None:
+                        print(f"run {name} {p.id} {p.to_json() if hasattr(p, 'to_json') else ''}", flush=True)
                     o = run_point(spec, p, args.device).outcome if note is None else None
                     status = "skipped" if o is None else str(o.status)
                     counts[name][status] += 1

@@ -40,6 +40,6 @@ for which in spec fixed; do for m in 14134 14136; do
     --device cuda
 done; done > "$OUT/cliff.txt" 2>&1
 grep -E "^exit=|^(PASSED|FAILED|SKIPPED|OOM|BROKEN)" "$OUT/cliff.txt"
-t timeout 150 python3 bench/false_alarms.py --device cuda --rungs 1-4 --seeds 0,1 --budget-s 120 \
+t timeout $(( ${FA_BUDGET_S:-120} + 30 )) python3 bench/false_alarms.py --device cuda --rungs 1-4 --seeds 0,1 --budget-s ${FA_BUDGET_S:-120} \
   --json "$OUT/false_alarms.json" > "$OUT/false_alarms.txt" 2>&1
 grep -E "points of|exit=" "$OUT/false_alarms.txt"

@@ -25,9 +25,33 @@ import kladder as kl
 from kladder.point import Point
 from kladder.run.trial import run_point
 from kladder.sizes import human_bytes, total_bytes
+import triton
+import triton.language as tl
+
 from kladder.zoo import rmsnorm_n_tail as zoo
 
-ROWS = kl.Spec("rmsnorm_big", kernel=zoo.rmsnorm_fixed, reference=zoo.rmsnorm_ref,
+
+@triton.jit
+def _rmsnorm64(x_ptr, w_ptr, y_ptr, N, stride_x, stride_y, eps, BLOCK: tl.constexpr):
+    # the zoo's fixed RMSNorm, with its row offset in int64: the zoo's own computes row * stride
+    # in int32 (its spec stops at M = 4096) and faults past 2^31 elements, as rows_int32_offset does
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride_x + cols, mask=cols < N, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
+    rms = tl.sqrt(tl.sum(x * x, 0) / N + eps)
+    tl.store(y_ptr + row * stride_y + cols, (x / rms * w).to(y_ptr.dtype.element_ty), mask=cols < N)
+
+
+def rmsnorm64(x, w, eps=1e-6):
+    x = x if x.stride(-1) == 1 else x.contiguous()
+    y = torch.empty_like(x)
+    M, N = x.shape
+    _rmsnorm64[(M,)](x, w, y, N, x.stride(0), y.stride(0), eps, BLOCK=triton.next_power_of_2(N), num_warps=8)
+    return y
+
+
+ROWS = kl.Spec("rmsnorm_big", kernel=rmsnorm64, reference=zoo.rmsnorm_ref,
                args={"x": kl.Tensor("M N", dtype="bfloat16"), "w": kl.Tensor("N", dtype="float32"), "eps": 1e-6},
                returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 1 << 22), "N": kl.Dim(1, 16384, tile=8)},
                rows="M")

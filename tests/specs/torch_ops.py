@@ -113,8 +113,8 @@ def _indices(point, gen):
     """Token ids and class labels, drawn within the table's rows (the builder gets the point)."""
     sizes = point.sizes
     if "V" in sizes:
-        return {"idx": torch.randint(0, sizes["V"], (sizes["M"],), generator=gen)}
-    return {"target": torch.randint(0, sizes["C"], (sizes["M"],), generator=gen)}
+        return {"idx": torch.randint(0, sizes["V"], (sizes["M"],), generator=gen, device=gen.device)}
+    return {"target": torch.randint(0, sizes["C"], (sizes["M"],), generator=gen, device=gen.device)}
 
 
 embedding = kl.Spec(
