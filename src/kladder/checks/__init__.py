@@ -200,8 +200,7 @@ class Judge:
         kernel_peer = getattr(peer, "kernel", None)
         m = p.mismatch
         if p.need == "values":
-            m = values.settle(m, p.out, p.ref, p.tol, getattr(peer, "spread", None), kernel_peer,
-                              getattr(peer, "facts", None), unit=getattr(peer, "unit", 0.0))
+            m = values.settle_with(m, p.out, p.ref, p.tol, peer)
             if m is not None and rounding is not None and p.dtype == "bfloat16":
                 if values.settle(m, p.out, p.ref, p.tol, slack_ulps=1) is None:
                     self.unjudged = Note(NoteKind.INTERPRETER_DEFECT, {"feature": "bf16_rounding", **rounding})

@@ -79,9 +79,7 @@ def _against(spec, point, outputs: dict, expected: dict, peers=None) -> Finding 
             return bad_shape
         m = values.mismatch(out, refs[name], tol, None, refs_lo.get(name))
         if m is not None and m.n_excusable and peers is not None:
-            peer = peers([name]).get(name)
-            m = values.settle(m, out, refs[name], tol, getattr(peer, "spread", None), getattr(peer, "kernel", None),
-                              getattr(peer, "facts", None), unit=getattr(peer, "unit", 0.0))
+            m = values.settle_with(m, out, refs[name], tol, peers([name]).get(name))
         if m is not None:
             return values.finding(name, m, out, refs[name], tol, where, about)
     return None

@@ -94,8 +94,7 @@ def _sum_squares(r):
 
 def _verdict(o, r, s, tol: Tolerance, fmax: float, nonfinite: str | None):
     """True where `o` fails against `r` (NaN-aware), in the dtype of the operands."""
-    torch = _torch()
-    allowed = tol.atol + tol.rtol * torch.maximum(r.abs(), s)
+    allowed = _allowed(r, s, tol)
     both_nan = o.isnan() & r.isnan()
     same_inf = o.isinf() & r.isinf() & (o == r)
     finite = o.isfinite() & r.isfinite()
@@ -263,6 +262,13 @@ def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_f
     return m
 
 
+def settle_with(m: Mismatch, out, ref, tol: Tolerance, peer) -> Mismatch | None:
+    """`settle` with one output's honest peer (run/harness.Peer, or None when it could not be
+    made: then only the default applies)."""
+    return settle(m, out, ref, tol, getattr(peer, "spread", None), getattr(peer, "kernel", None),
+                  getattr(peer, "facts", None), unit=getattr(peer, "unit", 0.0))
+
+
 def _peer_factor(m: Mismatch, peer, ref, spread, out_dtype: str) -> float:
     """K over the whole output, slab by slab (checks/peer.py)."""
     torch = _torch()
@@ -347,6 +353,10 @@ def allowed_of(r, tol: Tolerance):
     of |r| and its row's RMS, the dtype's default as `mismatch` applies it. Rung 5 holds each call
     to the first call's output with it (run/modes/differ.py)."""
     torch = _torch()
-    r2 = _rows(r.detach())
-    scale = torch.maximum(r2.abs().to(torch.float64), row_rms(r2)[:, None])
-    return (tol.atol + tol.rtol * scale).to(r.dtype).reshape(r.shape)
+    r2 = _rows(r.detach()).to(torch.float64)
+    return _allowed(r2, row_rms(r2)[:, None], tol).to(r.dtype).reshape(r.shape)
+
+
+def _allowed(r, s, tol: Tolerance):
+    """The dtype's default: atol + rtol x the larger of |r| and the scale `s` (the row's RMS)."""
+    return tol.atol + tol.rtol * _torch().maximum(r.abs(), s)

@@ -273,12 +273,11 @@ def _hang(f: Finding, x: dict) -> str:
 
 
 def _crashed(f: Finding, x: dict) -> str:
-    who = f"rank {x['rank']}'s process" if "rank" in x else "the worker"
+    rank = f"rank {x['rank']}'s process" if "rank" in x else None
     if "signal" in x:
-        msg = f"{who} died with {x['signal']} while running the point{_during(f)}"
+        msg = f"{rank or 'the worker'} died with {x['signal']} while running the point{_during(f)}"
     else:
-        whose = f"rank {x['rank']}'s process" if "rank" in x else "the worker process"
-        msg = (f"the kernel ended {whose} with exit status {x['exit_status']} (sys.exit or os._exit) "
+        msg = (f"the kernel ended {rank or 'the worker process'} with exit status {x['exit_status']} (sys.exit or os._exit) "
                f"while running the point{_during(f)}")
     if x.get("frames"):
         msg += "; innermost Python frames: " + " <- ".join(x["frames"])
