@@ -193,6 +193,58 @@ def test_a_kernel_precision_peer_widens_the_budget_and_a_broken_one_does_not():
     assert compare_values("y", kernel, ref, tol, Where(("M", "N")), kernel_peer=nan_peer) is not None
 
 
+def test_a_peer_widens_past_8x_the_default_up_to_half_the_digits():
+    # a float32 GEMM at K = 16383 on the H200 was off by 1.3e-5 of the element, a float16 cumsum
+    # that accumulates in float16 by 1.4% at N = 4096: rounding, more than 8 x the default allows
+    g = torch.Generator().manual_seed(4)
+    ref = 100 * torch.randn(16, 512, generator=g, dtype=torch.float64)
+    tol = DEFAULT_TOLERANCES["float32"]
+    kernel = (ref * (1 + 1.5e-5 * torch.randn(16, 512, generator=g, dtype=torch.float64))).to(torch.float32)
+    honest = (ref * (1 + 1.5e-5 * torch.randn(16, 512, generator=g, dtype=torch.float64))).to(torch.float32)
+    assert float(((kernel.double() - ref).abs() / ref.abs()).max()) > 8 * tol.rtol      # past the old cap
+    assert compare_values("y", kernel, ref, tol, Where(("M", "N")), kernel_peer=honest) is None
+    # a peer that lost more than half the digits widens no further: a 1% error still fails
+    bad_peer = (ref * (1 + 1e-2 * torch.randn(16, 512, generator=g, dtype=torch.float64))).to(torch.float32)
+    wrong = kernel.clone()
+    wrong[3, 9] *= 1.01
+    f = compare_values("y", wrong, ref, tol, Where(("M", "N")), kernel_peer=bad_peer)
+    assert f is not None and f.largest.index == (3, 9) and f.facts["peer"]["capped"]
+    assert "sqrt(u) of the element's scale (half its float32 digits)" in message(f)
+
+
+def test_a_peer_whose_errors_repeat_is_counted_at_the_tail():
+    # identical weight rows: the peer rounds every column of a row the same way, so its largest
+    # error is the largest of 8 draws; a correct kernel that orders each column's sum its own
+    # way (split-K) reaches the tail of 4,096 draws
+    g = torch.Generator().manual_seed(6)
+    ref = 10 * (1 + torch.rand(8, 1, generator=g, dtype=torch.float64)).expand(8, 512).contiguous()
+    tol = DEFAULT_TOLERANCES["float32"]
+    kernel = (ref * (1 + 8e-6 * torch.randn(8, 512, generator=g, dtype=torch.float64))).to(torch.float32)
+    row_err = 8e-6 * torch.randn(8, 1, generator=g, dtype=torch.float64).expand(8, 512)
+    honest = (ref * (1 + row_err)).to(torch.float32)
+    assert compare_values("y", kernel, ref, tol, Where(("M", "N")), kernel_peer=honest) is None
+    assert peer.tail_factor(2.0, 8 * 1.0, 8, 4096) > 4.0                 # RMS 1 over 4,096 elements
+    assert peer.tail_factor(5.0, 8 * 1.0, 8, 4096) == 5.0                # its largest when that is more
+    assert peer.tail_factor(3.0, 0.0, 0, 4096) == 3.0
+
+
+def test_the_failures_are_rejudged_in_slabs(monkeypatch):
+    from kladder.checks import values
+    g = torch.Generator().manual_seed(8)
+    ref = 100 * torch.randn(32, 64, generator=g, dtype=torch.float64)
+    tol = DEFAULT_TOLERANCES["float32"]
+    kernel = (ref * (1 + 1e-5 * torch.randn(32, 64, generator=g, dtype=torch.float64))).to(torch.float32)
+    kernel[30, 2] *= 1.001                                                # one real error, in the last slab
+    honest = (ref * (1 + 1e-5 * torch.randn(32, 64, generator=g, dtype=torch.float64))).to(torch.float32)
+    whole = compare_values("y", kernel, ref, tol, Where(("M", "N")), kernel_peer=honest)
+    monkeypatch.setattr(values, "CHUNK", 7)
+    slabs = compare_values("y", kernel, ref, tol, Where(("M", "N")), kernel_peer=honest)
+    assert whole is not None and slabs is not None
+    assert (whole.mismatched, whole.largest.index) == (slabs.mismatched, slabs.largest.index)
+    assert abs(whole.largest.allowed - slabs.largest.allowed) < 1e-6 * whole.largest.allowed   # the row RMS in float32
+    assert slabs.largest.index == (30, 2) and slabs.mismatched == 1
+
+
 def test_float32_decides_as_float64_would_at_the_threshold():
     # errors a billionth over and under the allowed: float32 cannot tell them apart, float64 can
     tol = Tolerance(1e-3, 0.0)

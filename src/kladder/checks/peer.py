@@ -14,7 +14,8 @@ the dtype's default, two measurements set its budget:
   float32 kernel against the reference in float32). Its largest error over the output in units
   of s' (s with the output's own rounding added), K, is how many roundings' worth a correct
   implementation accumulates (a long dot product, a chain of ops): the budget grows with the
-  accumulation length the peer shows, C x K x s', at most MAX_WIDENING x the rest.
+  accumulation length the peer shows, C x K x s', up to the larger of MAX_WIDENING x the rest
+  and HALF_DIGITS (the output's sqrt(u) at the element's scale).
 
 FlashAttention's tests use the peer's rule per tensor (the kernel's largest error at most
 twice that of a PyTorch implementation in the same precision); here it is applied element by
@@ -29,12 +30,18 @@ C = 2.0
 # all three moved both inputs of a layer_norm row together (a common scale it is blind to) for
 # one row in eight.
 SPREAD_DRAWS = 16
-# A kernel-precision peer that would allow more than 8 x what the default and the spread allow
-# is not rounding but an overflow, an underflow to zero or a formula that cancels in that
-# precision (the measured false alarms needed 1.02-2.4 x the default): it is counted up to that,
-# so a broken peer cannot hide a real bug (a dropped K tail, a wrong tile's bias are 10-100 x
-# the default).
+# How far a kernel-precision peer may widen a budget: up to the larger of MAX_WIDENING x what
+# the default and the spread allow, and an error of sqrt(u) of the element's scale (u: the
+# output's unit roundoff; half its digits lost). A peer past that is not rounding but an
+# overflow, an underflow to zero or a formula that cancels in that precision (relative errors
+# of order 1: a dropped K tail, a wrong tile's bias, probabilities underflowed are 10-100 x the
+# default and more), so a broken peer cannot hide a real bug. Rounding reaches sqrt(u) only after
+# ~1/u accumulated roundings: measured on the H200, a float32 GEMM at K = 16383 (cuBLAS) is off by
+# 285 x s (1.3e-5 of the element, 8 x would allow 1e-5) and torch's float16 cumsum, which
+# accumulates in float16 (pytorch/pytorch#180150), by 34 x s at N = 4096 (1.4% of the element;
+# float16's sqrt(u) is 2.2%).
 MAX_WIDENING = 8.0
+HALF_DIGITS = 0.5
 UNIT_ROUNDOFF = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
 SEED_SALT = 0x2545F491       # the draws' own stream, apart from the inputs'
 
@@ -93,11 +100,35 @@ def rounding(spread, scale, out_dtype: str):
     return torch.sqrt(sp * sp + (u * scale) ** 2)
 
 
-def peer_factor(peer, ref, s):
-    """K: the kernel-precision peer's largest error in units of s (the elements where the peer
-    and the reference are finite and s > 0; a non-finite peer never widens a budget)."""
+def peer_errors(peer, ref, s):
+    """The kernel-precision peer's errors in units of s where the peer and the reference are
+    finite and s > 0 (a non-finite peer never widens a budget): (largest, sum of squares, count)."""
     import torch
     p, r = peer.to(torch.float64), ref.to(torch.float64)
     ok = p.isfinite() & r.isfinite() & (s > 0)
     k = torch.where(ok, (p - r).abs() / torch.where(ok, s, torch.ones_like(s)), torch.zeros_like(s))
-    return float(k.max()) if k.numel() else 0.0
+    if not k.numel():
+        return 0.0, 0.0, 0
+    return float(k.max()), float((k * k).sum()), int(ok.sum())
+
+
+def tail_factor(largest: float, sum_squares: float, count: int, elements: int) -> float:
+    """K: the peer's error, in units of s, at the tail an output of `elements` elements reaches:
+    the larger of its largest error and its RMS error times the largest of that many Gaussian
+    draws (sqrt(2 ln 2n)). The two agree for a peer whose errors are independent; where they are
+    not (identical rows, a peer that rounds every column the same way) its largest is the largest
+    of few draws, while another correct order of the same sums (split-K) shows the tail (measured
+    on the H200: F.linear at K = 16384 with identical weight rows, 2.6 x the peer's largest)."""
+    import math
+    if not count:
+        return largest
+    rms = math.sqrt(sum_squares / count)
+    return max(largest, rms * math.sqrt(2 * math.log(2 * max(elements, 1))))
+
+
+def peer_cap(rest, scale, out_dtype: str):
+    """The most a peer may allow an element: MAX_WIDENING x the rest (the default, the spread's
+    budget), or HALF_DIGITS of the output's digits at the element's scale, the larger."""
+    import torch
+    u = UNIT_ROUNDOFF.get(out_dtype, 0.0)
+    return torch.maximum(MAX_WIDENING * rest, (u ** HALF_DIGITS) * scale)

@@ -214,7 +214,9 @@ def _peer_text(p: dict | None) -> str:
         return f"the reference cannot run in the kernel's precision ({p['error']}: {p['text']})"
     if "factor" not in p:
         return ""
-    capped = f", counted up to {p['cap']:g} x what the default or s allows" if p.get("capped") else ""
+    most = (f"the larger of {p['cap']:g} x what the default or s allows and sqrt(u) of the element's scale "
+            f"(half its {p['dtype']} digits)" if "half_digits" in p else f"{p['cap']:g} x what the default or s allows")
+    capped = f", counted up to {most}" if p.get("capped") else ""
     return f"the reference run in {p['dtype']} is off by up to K = {p['factor']:.3g} x s{capped}"
 
 
