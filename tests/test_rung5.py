@@ -288,6 +288,7 @@ def test_no_sanitizer_on_the_path_is_a_skip_with_where_it_looked(monkeypatch):
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
     monkeypatch.setattr(sanitize.os.path, "isfile", lambda p: False)
+    monkeypatch.setattr(sanitize.shutil, "which", lambda *a, **k: None)   # python 3.12's which does not ask isfile
     h = Harness(_double(_right), repetition.sanitized(Point("double", 1, (("M", 2), ("N", 17))), "initcheck"), "cpu")
     with pytest.raises(Skip) as e:
         list(sanitize.MODE.observe(h))
@@ -346,6 +347,38 @@ def test_a_kernel_that_cannot_be_captured_falls_back_to_eager_and_says_so(calls)
     o = run_point(_double(syncs), _repeat_point(calls=200, launch="graph"), "cuda")
     assert o.outcome.status == "passed" and o.outcome.note.facts["fallback"] is not None
     assert o.fatal and "cannot be captured" in note_text(o.outcome.note)
+
+
+@needs_cuda
+@pytest.mark.parametrize("out", [True, False], ids=["out-argument", "returned"])
+def test_the_fused_batch_finds_what_the_op_by_op_batch_finds(out, monkeypatch):
+    """A kernel whose every 7th call (a device-side count, so that replays see it) writes 1 into
+    its first element: the batch compared in one post graph names the same calls wrong, the same
+    worst call, as the batch compared op by op."""
+    from kladder.run.modes import repeat as rep
+    counter = torch.zeros((), dtype=torch.int64, device="cuda")
+
+    def every_seventh(x, *rest):
+        y = 2 * x
+        counter.add_(1)
+        y.view(-1)[0] += (counter % 7 == 0).to(y.dtype)
+        if rest:
+            rest[0].copy_(y)
+            return None
+        return y
+
+    def run():
+        counter.zero_()
+        o = run_point(_double(every_seventh, out=out), _repeat_point(calls=3000, launch="graph"), "cuda").outcome
+        return o.headline.facts
+    fused = run()
+    assert fused["post_graph"] == "captured"
+    monkeypatch.setattr(rep.Graphed, "fuse", lambda self, differ, worst: None)
+    op_by_op = run()
+    assert op_by_op["post_graph"] == "" and fused["launch"] == op_by_op["launch"] == "graph"
+    assert fused["wrong"] > 0 and fused["first_calls"] == op_by_op["first_calls"]
+    assert (fused["wrong"], fused["compared"], fused["worst_call"]) == (op_by_op["wrong"], op_by_op["compared"],
+                                                                        op_by_op["worst_call"])
 
 
 class _FakeGraph:
@@ -442,6 +475,7 @@ def test_the_fused_triton_pass_counts_what_the_torch_ops_count(dtype):
     calls over 2 input sets with bits flipped, NaNs (equal and not), infinities and big errors."""
     pytest.importorskip("triton")
     from kladder.run.modes import differ as d
+    dev = "cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
     spec = kl.Spec("p", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("N", dtype="float32")},
                    returns=kl.Tensor("N", dtype=str(dtype).removeprefix("torch.")), dims={"N": kl.Dim(1, 5000)})
     point = Point("p", 5, (("N", 4100),))
@@ -459,12 +493,13 @@ def test_the_fused_triton_pass_counts_what_the_torch_ops_count(dtype):
     else:
         ring[1, 7] += 1
         ring[3, 4099] -= 5
+    base, ring = [b.to(dev) for b in base], ring.to(dev)
     differ = d.Differ(spec, point, [{"out": b} for b in base])
     kernel = d._build()
     bits_t, far_t = differ._compare_torch("out", ring)
     k, numel = ring.shape
     ints = getattr(torch, d.INT_OF_SIZE[ring.element_size()])
-    counts = torch.zeros(2, k, dtype=torch.int32)
+    counts = torch.zeros(2, k, dtype=torch.int32, device=dev)
     lim = differ.allowed.get("out")
     kernel[(-(-numel // d.BLOCK), k)](ring.view(ints), differ.base["out"].view(ints), ring, differ.base["out"],
                                       lim if lim is not None else differ.base["out"], counts[0], counts[1], numel, 2,

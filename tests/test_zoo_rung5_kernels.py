@@ -67,7 +67,7 @@ def test_sampled_timing_timed_call_adds_its_squares_to_the_last_calls(fresh):
     for _ in range(14):
         case.rmsnorm(x, w)
     timed = case.rmsnorm(x, w)                                          # call 16: twice the sum of squares
-    ratio = (timed.double() / first.double()).nanmedian()
+    ratio = float((timed.double() / first.double()).nanmedian())
     assert ratio == pytest.approx(2 ** -0.5, rel=2e-2)
 
 
@@ -119,16 +119,18 @@ def _stale_rows(fn, case, M, N, calls, fresh_inputs=True):
     return bad
 
 
+# measured on the H200 (docs/results/2026-12-01-h200-session3): at 17 x 16385 (4 splits) about 0.7%
+# of calls on fresh inputs have a wrong row; 3,000 calls see none with odds under 1e-9
 @needs_cuda
 def test_missing_fence_leader_reads_stale_partials_on_a_gpu(fresh):
     case = fresh(missing_fence)
-    assert _stale_rows(case.rmsnorm, case, 64, 65536, 3000) > 0
+    assert _stale_rows(case.rmsnorm, case, 17, 16385, 3000) > 0
 
 
 @needs_cuda
 def test_missing_fence_twin_never_does(fresh):
     case = fresh(missing_fence)
-    assert _stale_rows(case.rmsnorm_fixed, case, 64, 65536, 3000) == 0
+    assert _stale_rows(case.rmsnorm_fixed, case, 17, 16385, 3000) == 0
 
 
 # ---------------------------------------------------------------- atomic_order

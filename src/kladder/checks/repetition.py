@@ -49,6 +49,7 @@ def _facts(spec, r, compared: int, differ, wrong) -> dict:
     return {"calls": r.calls, "compared": compared, "firsts": r.firsts, "differ": int(differ.sum()),
             "wrong": int(wrong.sum()), "deterministic": spec.deterministic, "launch": r.launch, "inputs": r.inputs,
             "load": r.load, "seconds": round(r.seconds, 3), "stopped": r.stopped, "fallback": r.fallback,
+            "post_graph": r.post_graph,
             "calls_s": round(r.looped / r.seconds, 1) if r.seconds > 0 else 0.0}
 
 

@@ -129,6 +129,7 @@ class Repeats:
     stopped: str                    # "calls" or "seconds": which budget ended the loop
     fallback: dict | None = None    # why the calls ran eagerly though a graph was asked for (error facts)
     looped: int = 0                 # the calls made in those `seconds` (the first calls came before)
+    post_graph: str = ""            # graph launch: "captured" (each batch's comparison one graph) or why not
     worst_call: int = 0             # the worst call's number, counting from 1 over every call made
     worst: dict | None = None
     worst_prep: Any = None
@@ -167,3 +168,21 @@ def call_raw(kernel: Callable[..., Any], args: list, kwargs: dict) -> Any:
     """One call with no synchronize: inside a capture or under a side stream, the mode
     orders the work itself."""
     return kernel(*args, **kwargs)
+
+
+def heal_failed_capture() -> None:
+    """After a capture that failed (a kernel that synchronizes, allocates or reads the host
+    inside it), torch leaves the CUDA generators marked as capturing: every later random op in
+    the process then raises "Offset increment outside graph capture encountered unexpectedly"
+    (measured on the H200: 15 later tests of one process failed so). A capture that succeeds
+    ends that state; one of a single fill is enough. The worker goes on to other points."""
+    import torch
+    try:
+        torch.cuda.synchronize()
+        healed = torch.cuda.CUDAGraph()
+        scratch = torch.empty(1, device="cuda")
+        with torch.cuda.graph(healed):
+            scratch.fill_(0.0)
+        torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - a context the failed capture broke: the next call says so
+        pass

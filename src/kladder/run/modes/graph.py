@@ -4,7 +4,7 @@ counter zeroed once, a result read from the eager warm-up's output) fails a repl
 from __future__ import annotations
 
 from ...outcome import KernelError
-from .base import Call, call_raw
+from .base import Call, call_raw, heal_failed_capture
 
 REPLAYS = 3
 
@@ -28,8 +28,10 @@ class Graph:
             with torch.cuda.graph(graph):
                 returned = h.call(static, "capture", runner=call_raw)
         except KernelError:
+            heal_failed_capture()
             raise
         except Exception as e:  # noqa: BLE001 - the capture itself failed (on leaving the context)
+            heal_failed_capture()
             raise KernelError(e, "capture") from e
         for r in range(1, REPLAYS + 1):
             fresh = h.prepare(seed=static.point.seed + r)

@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ...outcome import Hung, KernelError, NoteKind, Skip, error_facts
-from .base import Call, Repeats, call_raw
+from .base import Call, Repeats, call_raw, heal_failed_capture
 from .differ import Differ
 
 POOL = {"cpu": 4, "cuda": 8}          # input sets for fresh inputs
@@ -173,11 +173,15 @@ class Loop:
         load = Load() if self.plan.load else None
         watchdog = max(WATCHDOG_MIN_S, WATCHDOG_FACTOR * self.per_call_s * self.k)
         differ.compare({n: self.ring.slots[n] for n in differ.base})     # JIT-compiles the pass outside the timing
+        fused = self.fuse(differ, worst)
         start = self.made
         pending, t0, stopped = deque(), time.perf_counter(), ""
         for before, skip in self.batches(load, lambda: stopped):
-            bits, far = differ.compare({n: self.ring.slots[n] for n in differ.base})
-            worst.update(bits, far, before)
+            if fused is not None:
+                bits, far = fused()
+            else:
+                bits, far = differ.compare({n: self.ring.slots[n] for n in differ.base})
+                worst.update(bits, far, before)
             for n in hist:
                 hist[n][0].append(bits[n][skip:])
                 hist[n][1].append(far[n][skip:])
@@ -194,13 +198,20 @@ class Loop:
 
     def observed(self, bits, far, seconds, stopped, fallback, best, differ, looped: int) -> Repeats:
         r = Repeats(bits, far, self.made, len(self.sets), seconds, self.launch, self.plan.inputs, self.plan.load,
-                    stopped, fallback, looped=looped)
+                    stopped, fallback, looped=looped, post_graph=self.post_graph)
         if best is not None:
             r.worst_call, r.worst = best
             at = (r.worst_call - 1) % len(self.sets)
             r.worst_prep = self.sets[at]
             r.worst_first = {n: differ.base[n][at].view_as(t) for n, t in r.worst.items()}
         return r
+
+    post_graph = ""                   # graph: "" (not tried), "captured", or why the capture failed
+
+    def fuse(self, differ: Differ, worst: "Worst"):
+        """A function that compares the batch just run and keeps its worst call on the device in
+        one launch, or None: each batch then does it op by op."""
+        return None
 
     def batches(self, load, stopped):
         """Run batches until `stopped()` says so; yield (calls made before the batch, how many
@@ -273,6 +284,7 @@ class Graphed(Loop):
                     returned.append(h.call_with(self.ring.args(prep, k), prep.point.kwargs, f"capture, call {k + 1}"))
         except Exception as e:  # noqa: BLE001 - the kernel or its launcher cannot be captured
             torch.cuda.synchronize()                   # a broken context raises here: a fault, not a refusal
+            heal_failed_capture()
             raise CaptureFailed(e.error if isinstance(e, KernelError) else e) from e
         finally:
             torch.utils.deterministic.fill_uninitialized_memory = filling
@@ -281,15 +293,65 @@ class Graphed(Loop):
         self.ring.poison(list(self.stacked))
         self.poisoned = {n: self.ring.slots[n][0].clone() for n in self.stacked}   # a slot's worth of poison
 
+    post = None
+
     def replay(self) -> None:
+        if self.post is not None:                      # the post graph stacks, compares and poisons
+            self.graph.replay()
+            self.made += self.k
+            return
+        self._poison()
+        self.graph.replay()
+        self._stack()
+        self.made += self.k
+
+    def _poison(self) -> None:
         import torch
         self.ring.poison(list(self.ring.out_at.values()))
         for n, outs in self.stacked.items():
             torch._foreach_copy_(outs, [self.poisoned[n]] * len(outs))
-        self.graph.replay()
+
+    def _stack(self) -> None:
+        import torch
         for n, outs in self.stacked.items():
             torch.stack(outs, out=self.ring.slots[n])
-        self.made += self.k
+
+    def fuse(self, differ: Differ, worst: "Worst"):
+        """Everything a batch does after its calls, captured in a second graph: the returned
+        outputs stacked into the ring, the comparison, the worst call kept, and every output
+        poisoned for the next batch. A batch is then two graph launches and two copies of the
+        counts, not dozens of launches from the host. Replay 1 already ran (poisoned, stacked,
+        not yet compared): the first post replay compares it. `post_graph` says whether the
+        capture held (else the batches run op by op, as before)."""
+        import torch
+        if self.h.device != "cuda":
+            return None
+        names = list(differ.base)
+        worst.prime()
+        self.calls_t = torch.zeros((), dtype=torch.int64, device="cuda")
+        post = torch.cuda.CUDAGraph()
+        filling = torch.utils.deterministic.fill_uninitialized_memory
+        torch.utils.deterministic.fill_uninitialized_memory = False
+        try:
+            torch.cuda.synchronize()
+            with torch.cuda.graph(post):
+                self._stack()
+                bits, far = differ.compare({n: self.ring.slots[n] for n in names})
+                worst.update(bits, far, self.calls_t)
+                self.calls_t.add_(self.k)
+                self._poison()
+        except Exception as e:  # noqa: BLE001 - an op here that cannot be captured: the batches run op by op
+            heal_failed_capture()
+            self.post_graph = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]
+            return None
+        finally:
+            torch.utils.deterministic.fill_uninitialized_memory = filling
+        self.post, self.post_graph = post, "captured"
+
+        def fused():
+            post.replay()
+            return {n: t.clone() for n, t in bits.items()}, {n: t.clone() for n, t in far.items()}
+        return fused
 
     def first_calls(self) -> list:
         """Replay 1: its first P calls are the first calls on each input set."""
@@ -335,22 +397,30 @@ class Worst:
         self.best = self.call = None
         self.keep = {}
 
-    def update(self, bits: dict, far: dict, before: int) -> None:
+    def prime(self) -> None:
+        """The kept state, allocated (outside any capture: a graph would zero it every replay)."""
+        import torch
+        if self.best is None and self.names:
+            dev = self.ring.slots[self.names[0]].device
+            self.best = torch.zeros((), dtype=torch.int64, device=dev)
+            self.call = torch.zeros((), dtype=torch.int64, device=dev)
+            self.keep = {n: torch.zeros_like(self.ring.slots[n][0]) for n in self.names}
+
+    def update(self, bits: dict, far: dict, before) -> None:
+        """`before`: the calls made before the batch (an int, or a device scalar a graph reads)."""
         import torch
         if not self.names:
             return
         score = sum(far[n].to(torch.int64) * self.BIG + bits[n].to(torch.int64) for n in self.names)
         j = torch.argmax(score)
-        top = score[j]
-        if self.best is None:
-            self.best = torch.zeros_like(top)
-            self.call = torch.zeros_like(top)
-            self.keep = {n: torch.zeros_like(self.ring.slots[n][0]) for n in self.names}
+        top = score.max()
+        self.prime()
         better = top > self.best
+        # in place: a captured graph reads and writes these same tensors every replay
         for n in self.names:
-            self.keep[n] = torch.where(better, self.ring.slots[n].index_select(0, j.view(1))[0], self.keep[n])
-        self.call = torch.where(better, before + 1 + j, self.call)
-        self.best = torch.maximum(self.best, top)
+            self.keep[n].copy_(torch.where(better, self.ring.slots[n].index_select(0, j.view(1))[0], self.keep[n]))
+        self.call.copy_(torch.where(better, before + 1 + j, self.call))
+        self.best.copy_(torch.maximum(self.best, top))
 
     def result(self):
         if self.best is None or int(self.best) == 0:
