@@ -1,17 +1,20 @@
 """missing_fence: a split row reduction whose last program reads the other programs' partial
-sums without acquire ordering, and whose programs publish them without release: the leader can
-read a partial before it lands, and takes the last call's instead.
+sums before they land: each program takes its slot (a ticket) from the row's counter when it
+starts, and the program holding the last ticket sums every slot once its own partial is done.
+A last ticket says every program has started, not that every partial is stored.
 
 y = x / sqrt(mean(x^2) + eps) * w for decode-sized batches of very wide rows. The sum of squares
-of a row is split between SPLIT programs (one per 8192 columns, up to 8): each stores its
-BLOCK partial sums (one a lane, every warp storing its own) in its slot of a workspace, and one
-thread counts the program's arrival on the row's int32 counter; the program that arrives last
-(the leader) sums the row's partials, writes the row's rstd and puts the counter back to zero.
-A second kernel scales the rows. The arrival is a relaxed atomic with no barrier before it, and
-the leader's loads are plain: nothing makes a program's warps finish their stores before its
-count announces them, nor orders the leader's loads after the count it read. Most calls the
-stores have landed; now and then a leader reads lanes that still hold the previous call's
-partials, and its row is scaled by the wrong rstd.
+of a row is split between SPLIT programs (one per 8192 columns, up to 8), launched side by side
+(the split is the grid's fastest axis). Each takes a ticket from the row's int32 counter, sums
+its columns' squares, and stores the sum in the row's slot numbered by its ticket; the holder of
+the last ticket then reads every slot, writes the row's rstd and puts the counter back to zero.
+A second kernel scales the rows. The programs of a row start together and take about as long,
+so the last to start is almost always the last to finish; now and then an earlier one finishes
+later, and the leader reads its slot while it still holds the previous call's partial: the row
+is scaled by a wrong factor. Measured on the H200 (bench/fence_variants.py, fresh inputs): 0.6%
+of rows at 17 x 16385 (4 splits; 1 call in 10), 1% at 64 x 16384 and 1024 x 16384 (2 splits),
+1 row in 841,728 at 256 x 65536 (8 splits: there the last to start is the last to finish), none
+with one split; the twin none anywhere.
 """
 import torch
 import triton
@@ -28,22 +31,24 @@ CASE = dict(
     needs="cuda",
     story=(
         "rmsnorm for decode batches of very wide rows splits each row's sum of squares between up to 8 "
-        "programs (one per 8192 columns), so that a batch of 8 rows still fills the GPU. Each program "
-        "stores its 1024 lanes of partial sums (every warp its own) in the row's slot of a workspace, "
-        "and one thread counts the program's arrival on the row's counter; the last to arrive sums "
-        "the partials, writes rstd and resets the counter, and a "
-        "second kernel scales the rows. The arrival was made a relaxed atomic (acq_rel is the default; "
-        "relaxed looked cheaper, and every test passed), with no barrier before it, and the leader "
-        "loads the partials plainly: nothing makes the other warps finish their stores before the count "
-        "that announces them. Almost always they have landed by the time the last count does; now and "
-        "then the leader reads lanes still holding the previous call's partials, and the row comes out scaled "
-        "by the wrong factor. On the same inputs the stale partial is the same number, so a "
-        "determinism test sees nothing; on new inputs it is last call's row. Every unit test, every "
-        "rung 1-4 point, is one call or a few: a sample of a rare event. Rung 5's repetition with "
-        "fresh inputs at the widest rows catches it and measures its rate on the H200 (bench/"
-        "h200_rung5.sh). The twin puts a barrier and an acq_rel arrival between the store and the "
-        "count, and loads the partials through L2 (.cg). On the CPU the interpreter runs the "
-        "programs one after another, so the race cannot happen there: both kernels are right."
+        "programs (one per 8192 columns), so that a batch of 8 rows still fills the GPU; the programs of a "
+        "row are launched side by side. Each program takes a ticket from the row's counter as it starts "
+        "(the ticket is the slot of the workspace it fills, so the slots pack in arrival order), sums the "
+        "squares of its columns and stores the sum in its slot; the holder of the last ticket sums the "
+        "slots, writes rstd and resets the counter, and a second kernel scales the rows. The last ticket "
+        "means every program has started, not that every partial is stored: the ticket was taken before "
+        "the work (it names the slot) and nothing waits for the others' stores. The programs of a row "
+        "start together and take about as long, so the last to start is almost always the last to finish; "
+        "now and then an earlier one finishes later, and the leader reads its slot while it still holds "
+        "the previous call's partial, and the row comes out scaled by the wrong factor: on the H200, 0.6% "
+        "of rows at 17 x 16385 (one call in ten), 1% at two splits, almost never at eight (there the "
+        "last to start is the last to finish). Every unit test, every rung 1-4 point, is one call or a "
+        "few: a sample of a rare event. Rung 5's repetition catches it and measures its rate (0.7% of "
+        "calls on fresh inputs, with its interval), and initcheck sees the leader read slots nothing "
+        "wrote yet (bench/h200_session3.sh). The twin counts each program's arrival after its store (a barrier, then an "
+        "acq_rel add), and the last to arrive reads the partials through L2 (.cg). On the CPU the "
+        "interpreter runs the programs one after another, so the race cannot happen there: both "
+        "kernels are right."
     ),
 )
 
@@ -55,18 +60,18 @@ BLOCK = 1024
 @triton.jit
 def _rstd_kernel(x_ptr, part_ptr, count_ptr, rstd_ptr, N, stride_x, eps, tiles,
                  SPLIT: tl.constexpr, BLOCK: tl.constexpr):
-    row, split = tl.program_id(0), tl.program_id(1)
+    split, row = tl.program_id(0), tl.program_id(1)
+    # The bug: the ticket (this program's slot) is taken before the partial exists, and the last
+    # ticket is taken for "every partial is in": the others may still be summing.
+    ticket = tl.atomic_add(count_ptr + row, 1, sem="relaxed")
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for t in range(tiles):
         cols = (split * tiles + t) * BLOCK + tl.arange(0, BLOCK)
         x = tl.load(x_ptr + row * stride_x + cols, mask=cols < N, other=0.0).to(tl.float32)
         acc += x * x
     lanes = tl.arange(0, BLOCK)
-    tl.store(part_ptr + (row * SPLIT + split) * BLOCK + lanes, acc)
-    # The bug: one thread counts the arrival, relaxed, with no barrier before it: the other
-    # warps of this program may not have stored their lanes above when the leader reads them.
-    arrived = tl.atomic_add(count_ptr + row, 1, sem="relaxed")
-    if arrived == SPLIT - 1:
+    tl.store(part_ptr + (row * SPLIT + ticket) * BLOCK + lanes, acc)
+    if ticket == SPLIT - 1:
         slots = (row * SPLIT + tl.arange(0, SPLIT))[:, None] * BLOCK + lanes[None, :]
         parts = tl.load(part_ptr + slots)
         tl.store(rstd_ptr + row, tl.rsqrt(tl.sum(tl.sum(parts, axis=1), axis=0) / N + eps))
@@ -76,7 +81,7 @@ def _rstd_kernel(x_ptr, part_ptr, count_ptr, rstd_ptr, N, stride_x, eps, tiles,
 @triton.jit
 def _rstd_kernel_fixed(x_ptr, part_ptr, count_ptr, rstd_ptr, N, stride_x, eps, tiles,
                        SPLIT: tl.constexpr, BLOCK: tl.constexpr):
-    row, split = tl.program_id(0), tl.program_id(1)
+    split, row = tl.program_id(0), tl.program_id(1)
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for t in range(tiles):
         cols = (split * tiles + t) * BLOCK + tl.arange(0, BLOCK)
@@ -135,7 +140,7 @@ def _launch(kernel, cache, x, w, eps):
     rstd = torch.empty(M, dtype=torch.float32, device=x.device)
     y = torch.empty_like(x)
     tiles = triton.cdiv(triton.cdiv(N, BLOCK), split)
-    kernel[(M, split)](x, parts, counts, rstd, N, x.stride(0), eps, tiles, SPLIT=split, BLOCK=BLOCK)
+    kernel[(split, M)](x, parts, counts, rstd, N, x.stride(0), eps, tiles, SPLIT=split, BLOCK=BLOCK)
     _scale_kernel[(M, triton.cdiv(N, BLOCK))](x, w, rstd, y, N, x.stride(0), y.stride(0), BLOCK=BLOCK)
     return y
 
