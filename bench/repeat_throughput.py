@@ -11,7 +11,7 @@ The kernel: y = 2x + 1 over 64K floats in Triton (64 programs of 1024), the laun
   host every call (the issue's anchor: 12k calls/s, 0.014x).
 Writes THROUGHPUT.json (strict JSON) and prints one line a variant.
 
-usage: python bench/repeat_throughput.py OUT.json [SECONDS]"""
+usage: python bench/repeat_throughput.py OUT.json [SECONDS [ROUNDS]]"""
 import json
 import os
 import sys
@@ -77,7 +77,7 @@ def kladder_rate(seconds: float) -> tuple[float, dict]:
     torch.use_deterministic_algorithms(False)
     torch.utils.deterministic.fill_uninitialized_memory = False
     return x["calls_s"], {"status": str(out.status), "calls": x["calls"], "seconds": x["seconds"],
-                          "launch": x["launch"], "fallback": x["fallback"]}
+                          "launch": x["launch"], "fallback": x["fallback"], "post_graph": x.get("post_graph")}
 
 
 def naive(seconds: float) -> float:
@@ -94,24 +94,48 @@ def naive(seconds: float) -> float:
     return calls / (time.perf_counter() - t0)
 
 
-def main(path: str, seconds: float) -> None:
-    from kladder.run.modes.repeat import SLOTS
-    k = SLOTS["graph"][1]
-    bare_rate = bare(k, seconds)
-    kl_rate, facts = kladder_rate(seconds)
+def main(path: str, seconds: float, rounds: int = 3) -> None:
+    """`rounds` interleaved rounds of bare, kladder (each batch's comparison in a post graph) and
+    kladder op by op (the comparison launched from the host, as before the post graph): medians,
+    and each round's ratio."""
+    import statistics
+
+    from kladder.run.modes import repeat as rep
+    k = rep.SLOTS["graph"][1]
+    fuse = rep.Graphed.fuse
+    runs = {"bare": [], "kladder": [], "op_by_op": []}
+    facts = {}
+    for _ in range(rounds):
+        runs["bare"].append(bare(k, seconds))
+        rep.Graphed.fuse = fuse
+        rate, facts["kladder"] = kladder_rate(seconds)
+        runs["kladder"].append(rate)
+        rep.Graphed.fuse = lambda self, differ, worst: None
+        rate, facts["op_by_op"] = kladder_rate(seconds)
+        runs["op_by_op"].append(rate)
+    rep.Graphed.fuse = fuse
     naive_rate = naive(min(seconds, 3.0))
+    med = {n: statistics.median(v) for n, v in runs.items()}
     result = {"kernel": f"Triton y = 2x + 1, {N} float32", "device": torch.cuda.get_device_name(),
-              "calls_per_graph": k, "bare_calls_s": round(bare_rate), "kladder_calls_s": round(kl_rate),
-              "naive_calls_s": round(naive_rate), "kladder_vs_bare": round(kl_rate / bare_rate, 3),
-              "naive_vs_bare": round(naive_rate / bare_rate, 4), "goal": 0.5, "kladder": facts,
+              "calls_per_graph": k, "rounds": rounds, "seconds_a_run": seconds,
+              "bare_calls_s": round(med["bare"]), "kladder_calls_s": round(med["kladder"]),
+              "op_by_op_calls_s": round(med["op_by_op"]), "naive_calls_s": round(naive_rate),
+              "kladder_vs_bare": round(med["kladder"] / med["bare"], 3),
+              "op_by_op_vs_bare": round(med["op_by_op"] / med["bare"], 3),
+              "naive_vs_bare": round(naive_rate / med["bare"], 4), "goal": 0.5,
+              "each_round": {n: [round(x) for x in v] for n, v in runs.items()},
+              "each_round_vs_bare": [round(a / b, 3) for a, b in zip(runs["kladder"], runs["bare"])],
+              "kladder": facts["kladder"], "op_by_op": facts["op_by_op"],
               "torch": torch.__version__, "triton": triton.__version__}
     with open(path, "w") as f:
         json.dump(result, f, indent=1, allow_nan=False)
-    for name in ("bare", "kladder", "naive"):
+    for name in ("bare", "kladder", "op_by_op", "naive"):
         print(f"{name:8} {result[name + '_calls_s']:>10,} calls/s")
-    print(f"kladder / bare = {result['kladder_vs_bare']:.3f} (goal >= 0.5); naive / bare = {result['naive_vs_bare']:.4f}")
+    print(f"kladder / bare = {result['kladder_vs_bare']:.3f} (goal >= 0.5; rounds {result['each_round_vs_bare']}; "
+          f"post graph: {facts['kladder'].get('post_graph')}); op by op / bare = {result['op_by_op_vs_bare']:.3f}; "
+          f"naive / bare = {result['naive_vs_bare']:.4f}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 5.0)
+    main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 5.0, int(sys.argv[3]) if len(sys.argv) > 3 else 3)
     os._exit(0)
