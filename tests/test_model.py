@@ -76,8 +76,9 @@ def test_generation_prefills_once_then_runs_attention_decode_per_token():
     cfg = km.load().cfg
     answer_len = (cfg.max_len - 2) // 3 + 1
     assert got.score == 1.0
-    assert len(prefill) == 2 * cfg.n_layers          # two generations: greedy, and teacher-forced for the NLL
-    assert len(decode) == 2 * cfg.n_layers * (answer_len - 1)   # greedy and teacher-forced
+    # one generation: every answer right, so the teacher-forced run for the NLL is the greedy one
+    assert len(prefill) == cfg.n_layers
+    assert len(decode) == cfg.n_layers * (answer_len - 1)
     q, k_cache, v_cache, lengths = decode[-1]
     assert q.shape == (8, 16, cfg.head_dim) and k_cache.shape[1] == 1
     assert lengths.dtype == torch.int32 and int(lengths[0]) == k_cache.shape[2] - 1
@@ -100,8 +101,31 @@ def test_every_slot_is_called_with_its_documented_dtypes():
 
 def test_a_replaced_softmax_reaches_the_default_attentions():
     calls = []
-    km.evaluate({"softmax": counting(slots.softmax, calls)}, n=4)
-    assert len(calls) == 2 * 4 * 6      # 2 generations (greedy, teacher-forced) x 4 layers x (1 prefill + 5 decode steps)
+    got = km.evaluate({"softmax": counting(slots.softmax, calls)}, n=4)
+    # every answer right: one generation (its teacher-forced twin is the same run) x 4 layers x
+    # (1 prefill + 5 decode steps)
+    assert got.score == 1.0 and len(calls) == 4 * 6
+
+
+def test_the_teacher_forced_run_is_reused_only_where_it_is_the_same_run(monkeypatch):
+    # a free run fed the right token at every step is the forced run op for op: its likelihood
+    # and drift are the ones a second, forced generation gives; a run that went wrong is re-run forced
+    lean = {"rmsnorm": lambda x, w, eps: (slots.rmsnorm(x.float(), w, eps) * 0.99).to(x.dtype)}
+    reused = km.evaluate(lean, n=8, dtype="bfloat16")
+    real = net.Model.generate
+
+    def never_reuse(self, prompt, n_new, forced=None):
+        toks, logits = real(self, prompt, n_new, forced)
+        return (toks if forced is not None else toks + 1000), logits     # a free run that looks wrong
+    monkeypatch.setattr(net.Model, "generate", never_reuse)
+    rerun = km.evaluate(lean, n=8, dtype="bfloat16")
+    assert reused.score == 1.0 and rerun.score == 0.0
+    assert (reused.nll, reused.drift, reused.gain) == (rerun.nll, rerun.drift, rerun.gain)
+    gens = []
+    monkeypatch.setattr(net.Model, "generate", lambda self, p, n, forced=None: gens.append(forced is None) or
+                        real(self, p, n, forced))
+    km.evaluate({"rmsnorm": lambda x, w, eps: torch.zeros_like(x)}, n=8)
+    assert gens[:2] == [True, False]                                       # wrong answers: a forced run of its own
 
 
 def test_a_broken_slot_drops_the_score():

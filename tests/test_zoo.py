@@ -45,6 +45,12 @@ def test_fixed_twin_is_clean(case, tmp_path_factory):
     pts = [pt for r in doc["rungs"] for pt in r["points"]]
     assert all(pt["status"] in ("passed", "skipped") for pt in pts)
     assert sum(pt["status"] == "passed" for pt in pts) >= 5
+    if case in GPU_CASES:
+        # the GPU cases' big points (2^31 and 2^32 bytes) are skipped on the CPU with a reason; the
+        # buggy kernel has the same points (its spec is the twin's), so its climb is not repeated here
+        big = [pt for pt in doc["rungs"][0]["points"] if pt["kind"] == "big"]
+        assert big and all(pt["status"] == "skipped" and "GPU point" in pt["reason"] for pt in big)
+        assert any("2^32 bytes" in pt["why"] for pt in big)
 
 
 def test_buggy_kernel_is_caught_at_rung_1(buggy):
@@ -100,14 +106,6 @@ def test_caught_exactly_where_the_mechanism_bites(buggy):
         assert all((pt["id"] in failed) == (size(pt, "M") * size(pt, "N") % 8 != 0) for pt in pts)
         assert all(pt["failure"] == "guard" and pt["pattern"] == "a write past the end"
                    for pt in pts if pt["id"] in failed)
-
-
-@pytest.mark.parametrize("case", GPU_CASES)
-def test_gpu_cases_skip_their_big_points_with_a_reason_on_the_cpu(case, tmp_path_factory):
-    p, doc = climb(tmp_path_factory, case, "--rungs", "1")
-    big = [pt for pt in doc["rungs"][0]["points"] if pt["kind"] == "big"]
-    assert big and all(pt["status"] == "skipped" and "GPU point" in pt["reason"] for pt in big)
-    assert any("2^32 bytes" in pt["why"] for pt in big)
 
 
 @pytest.mark.parametrize("case", RUNG4_CASES)

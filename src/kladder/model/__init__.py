@@ -83,12 +83,18 @@ def evaluate(slots: dict[str, Callable] | None = None, n: int = 64, device: str 
     model = load(slots, device, dtype)
     digits = (model.cfg.max_len - 2) // 3
     probs = task.sample(n, digits, torch.Generator().manual_seed(seed), "held_out")
-    got, _ = model.generate(probs.prompt.to(device), probs.answer.shape[1])
+    got, free = model.generate(probs.prompt.to(device), probs.answer.shape[1])
     got = got.cpu()
     right = (got == probs.answer).all(1)
     # the right answers' likelihood, teacher-forced: exact match saturates on a confident
-    # model, the likelihood moves with every error that leans one way
-    _, forced = model.generate(probs.prompt.to(device), probs.answer.shape[1], forced=probs.answer.to(device))
+    # model, the likelihood moves with every error that leans one way. Where every decode step
+    # of the free run was fed the right token, the teacher-forced run is that same run, op for
+    # op: its logits are reused (rung 8 on the CPU runs the kernel through the interpreter,
+    # about 200 s a run)
+    if bool((got[:, :-1] == probs.answer[:, :-1]).all()):
+        forced = free
+    else:
+        _, forced = model.generate(probs.prompt.to(device), probs.answer.shape[1], forced=probs.answer.to(device))
     answer = probs.answer.to(device)[..., None]
     nll = float(-torch.log_softmax(forced.float(), -1).gather(-1, answer).mean())
     drift, gain = _drift(forced, probs.answer, probs.prompt, device, dtype) if slots else (0.0, 0.0)
