@@ -12,6 +12,9 @@
 #           fence variants, atomic_order and its twin climbed at rung 5 with the post graph,
 #           synccheck on the planted divergent barrier (now divergent within each warp) and its
 #           twin, and the rung-5 CUDA tests in one process
+#   PART=4  (part4.tgz) the false-alarm suite at rung 3 (seed 0; sdpa climbed as a user climbs it,
+#           a worker a point: torch's SDPA faults the device on a query one element into its
+#           storage), and rung 8's zoo cases and twins on CUDA after the teacher-forced run's reuse
 set -u
 OUT=${OUT:-/tmp/kladder-results}
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
@@ -64,6 +67,23 @@ elif [ "${PART}" = 3 ]; then
   TAILN=12 step rung5_tests 230 python3 -m pytest -q -p no:cacheprovider tests/test_rung5.py tests/test_zoo_rung5_kernels.py
   cp "$OUT/summary.txt" "$ROOT/summary.txt"
   tar czf "$ROOT/part3.tgz" -C /tmp part3
+  OUT=$ROOT
+elif [ "${PART}" = 4 ]; then
+  W=/tmp/part4; rm -rf "$W"; mkdir -p "$W"; ROOT=$OUT; OUT=$W
+  SPECS=layer_norm,rms_norm,softmax,log_softmax,logsumexp,cumsum,row_sum,argmax,topk,gelu,silu,linear,embedding,cross_entropy,rope
+  TAILN=25 step false_alarms_3 200 python3 bench/false_alarms.py --device cuda --rungs 3 --seeds 0 --budget-s 170 \
+    --specs $SPECS --json "$OUT/false_alarms_3.json" &
+  TAILN=8 step climb_sdpa_3 200 python3 -m kladder.cli climb tests/specs/torch_ops.py::sdpa --rungs 3 --device cuda \
+    --json "$OUT/climb_sdpa_3.json" --log "$OUT/climb_sdpa_3.jsonl" &
+  for c in decode_group16 compounding_bias; do
+    for k in "" "--fixed"; do
+      TAILN=4 step "climb_${c}$k" 200 python3 -m kladder.cli zoo climb $c $k --rungs 8 --device cuda \
+        --json "$OUT/climb_${c}$k.json" &
+    done
+  done
+  wait
+  cp "$OUT/summary.txt" "$ROOT/summary.txt"
+  tar czf "$ROOT/part4.tgz" -C /tmp part4
   OUT=$ROOT
 fi
 cat "$OUT/summary.txt"
