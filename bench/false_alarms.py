@@ -24,19 +24,15 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 
 def _cumsum_f32(x):
-    return torch_mod().cumsum(x, -1, dtype=torch_mod().float32).to(x.dtype)
+    import torch
+    return torch.cumsum(x, -1, dtype=torch.float32).to(x.dtype)
 
 
 def _sdpa_math(q, k, v):
-    torch = torch_mod()
+    import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     with sdpa_kernel(SDPBackend.MATH):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v)
-
-
-def torch_mod():
-    import torch
-    return torch
 
 
 # Failures of torch's own ops on CUDA that are torch's, not false alarms: each is re-run with the

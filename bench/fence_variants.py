@@ -15,58 +15,48 @@ another call's), without kladder's machinery:
 usage: python bench/fence_variants.py OUT.json [SECONDS_PER_SHAPE]"""
 import json
 import sys
-import time
 
 import torch
 import triton
 import triton.language as tl
 
-from kladder import stats
 from kladder.zoo import missing_fence as mf
+from missing_fence_rates import rate          # bench/: wrong rows and calls on fresh inputs, with intervals
 
 SHAPES = [(1, 65536), (17, 16385), (64, 65536), (256, 65536), (64, 16384), (1024, 16384), (64, 8192)]
-POOL = 8
 
 
 @triton.jit
-def _rstd_arrival(x_ptr, part_ptr, count_ptr, rstd_ptr, N, stride_x, eps, tiles,
-                  SPLIT: tl.constexpr, BLOCK: tl.constexpr):
+def _rstd_rows(x_ptr, part_ptr, count_ptr, rstd_ptr, N, stride_x, eps, tiles,
+               SPLIT: tl.constexpr, BLOCK: tl.constexpr, TICKET: tl.constexpr):
+    """The row-major grid's two kernels: TICKET, the slot taken when the program starts (the
+    zoo's kernel, launched row-major); else the arrival counted after the store (the old zoo's)."""
     row, split = tl.program_id(0), tl.program_id(1)
+    if TICKET:
+        slot = tl.atomic_add(count_ptr + row, 1, sem="relaxed")
+    else:
+        slot = split
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for t in range(tiles):
         cols = (split * tiles + t) * BLOCK + tl.arange(0, BLOCK)
         x = tl.load(x_ptr + row * stride_x + cols, mask=cols < N, other=0.0).to(tl.float32)
         acc += x * x
     lanes = tl.arange(0, BLOCK)
-    tl.store(part_ptr + (row * SPLIT + split) * BLOCK + lanes, acc)
-    arrived = tl.atomic_add(count_ptr + row, 1, sem="relaxed")
-    if arrived == SPLIT - 1:
+    tl.store(part_ptr + (row * SPLIT + slot) * BLOCK + lanes, acc)
+    if TICKET:
+        last = slot
+    else:
+        last = tl.atomic_add(count_ptr + row, 1, sem="relaxed")
+    if last == SPLIT - 1:
         slots = (row * SPLIT + tl.arange(0, SPLIT))[:, None] * BLOCK + lanes[None, :]
         parts = tl.load(part_ptr + slots)
         tl.store(rstd_ptr + row, tl.rsqrt(tl.sum(tl.sum(parts, axis=1), axis=0) / N + eps))
         tl.atomic_xchg(count_ptr + row, 0, sem="relaxed")
 
 
-@triton.jit
-def _rstd_ticket_rows(x_ptr, part_ptr, count_ptr, rstd_ptr, N, stride_x, eps, tiles,
-                      SPLIT: tl.constexpr, BLOCK: tl.constexpr):
-    row, split = tl.program_id(0), tl.program_id(1)
-    ticket = tl.atomic_add(count_ptr + row, 1, sem="relaxed")
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for t in range(tiles):
-        cols = (split * tiles + t) * BLOCK + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * stride_x + cols, mask=cols < N, other=0.0).to(tl.float32)
-        acc += x * x
-    lanes = tl.arange(0, BLOCK)
-    tl.store(part_ptr + (row * SPLIT + ticket) * BLOCK + lanes, acc)
-    if ticket == SPLIT - 1:
-        slots = (row * SPLIT + tl.arange(0, SPLIT))[:, None] * BLOCK + lanes[None, :]
-        parts = tl.load(part_ptr + slots)
-        tl.store(rstd_ptr + row, tl.rsqrt(tl.sum(tl.sum(parts, axis=1), axis=0) / N + eps))
-        tl.atomic_xchg(count_ptr + row, 0, sem="relaxed")
+def _rows_major(ticket: bool):
+    cache = {}
 
-
-def _rows_major(kernel, cache):
     def fn(x, w, eps=1e-6):
         M, N = x.shape
         split = mf._split(N)
@@ -74,40 +64,14 @@ def _rows_major(kernel, cache):
         rstd = torch.empty(M, dtype=torch.float32, device=x.device)
         y = torch.empty_like(x)
         tiles = triton.cdiv(triton.cdiv(N, mf.BLOCK), split)
-        kernel[(M, split)](x, parts, counts, rstd, N, x.stride(0), eps, tiles, SPLIT=split, BLOCK=mf.BLOCK)
+        _rstd_rows[(M, split)](x, parts, counts, rstd, N, x.stride(0), eps, tiles, SPLIT=split, BLOCK=mf.BLOCK,
+                               TICKET=ticket)
         mf._scale_kernel[(M, triton.cdiv(N, mf.BLOCK))](x, w, rstd, y, N, x.stride(0), y.stride(0), BLOCK=mf.BLOCK)
         return y
     return fn
 
 
-VARIANTS = {"arrival": _rows_major(_rstd_arrival, {}), "ticket_rows": _rows_major(_rstd_ticket_rows, {}),
-            "zoo": mf.rmsnorm, "fixed": mf.rmsnorm_fixed}
-
-
-def rate(fn, M, N, seconds):
-    g = torch.Generator(device="cuda").manual_seed(M * 7 + N)
-    pool = [(torch.randn(M, N, device="cuda", generator=g).bfloat16(), torch.randn(N, device="cuda", generator=g))
-            for _ in range(POOL)]
-    refs = [mf.rmsnorm_ref(x.double(), w.double(), 1e-6) for x, w in pool]
-    allowed = [1e-5 + 1.6e-2 * torch.maximum(r.abs(), r.pow(2).mean(-1, keepdim=True).sqrt()) for r in refs]
-    fn(*pool[0])
-    torch.cuda.synchronize()
-    bad_rows = torch.zeros((), dtype=torch.int64, device="cuda")
-    bad_calls = torch.zeros((), dtype=torch.int64, device="cuda")
-    calls, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        for i in range(POOL):
-            y = fn(*pool[i]).double()
-            wrong = ((y - refs[i]).abs() > allowed[i]).any(-1)
-            bad_rows += wrong.sum()
-            bad_calls += wrong.any()
-        calls += POOL
-    torch.cuda.synchronize()
-    rows, k_rows, k_calls = calls * M, int(bad_rows), int(bad_calls)
-    lo, hi = stats.interval(k_rows, rows)
-    return {"M": M, "N": N, "split": mf._split(N), "calls": calls, "seconds": round(time.perf_counter() - t0, 2),
-            "wrong_rows": k_rows, "rows": rows, "row_rate": k_rows / rows, "row_lo": lo, "row_hi": hi,
-            "wrong_calls": k_calls, "call_rate": k_calls / calls}
+VARIANTS = {"arrival": _rows_major(False), "ticket_rows": _rows_major(True), "zoo": mf.rmsnorm, "fixed": mf.rmsnorm_fixed}
 
 
 def main(path, seconds):

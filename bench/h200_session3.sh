@@ -15,6 +15,8 @@
 #   PART=4  (part4.tgz) the false-alarm suite at rung 3 (seed 0; sdpa climbed as a user climbs it,
 #           a worker a point: torch's SDPA faults the device on a query one element into its
 #           storage), and rung 8's zoo cases and twins on CUDA after the teacher-forced run's reuse
+#   PART=5  (part5.tgz) after the review: the rung-5 CUDA tests, throughput, the fence variants (the
+#           bench's two row-major kernels made one), missing_fence climbed at rung 5
 set -u
 OUT=${OUT:-/tmp/kladder-results}
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
@@ -84,6 +86,16 @@ elif [ "${PART}" = 4 ]; then
   wait
   cp "$OUT/summary.txt" "$ROOT/summary.txt"
   tar czf "$ROOT/part4.tgz" -C /tmp part4
+  OUT=$ROOT
+elif [ "${PART}" = 5 ]; then
+  W=/tmp/part5; rm -rf "$W"; mkdir -p "$W"; ROOT=$OUT; OUT=$W
+  TAILN=4 step rung5_tests 200 python3 -m pytest -q -p no:cacheprovider tests/test_rung5.py tests/test_zoo_rung5_kernels.py
+  step throughput 100 python3 bench/repeat_throughput.py "$OUT/throughput.json" 2 3
+  TAILN=30 step fence_variants 100 python3 bench/fence_variants.py "$OUT/fence_variants.json" 1.2
+  TAILN=6 step climb_missing_fence 200 python3 -m kladder.cli zoo climb missing_fence --rungs 5 --device cuda \
+    --json "$OUT/climb_missing_fence.json"
+  cp "$OUT/summary.txt" "$ROOT/summary.txt"
+  tar czf "$ROOT/part5.tgz" -C /tmp part5
   OUT=$ROOT
 fi
 cat "$OUT/summary.txt"

@@ -412,8 +412,7 @@ class Worst:
         if not self.names:
             return
         score = sum(far[n].to(torch.int64) * self.BIG + bits[n].to(torch.int64) for n in self.names)
-        j = torch.argmax(score)
-        top = score.max()
+        top, j = score.max(0)                          # the first of equal scores, as argmax
         self.prime()
         better = top > self.best
         # in place: a captured graph reads and writes these same tensors every replay
