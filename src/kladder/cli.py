@@ -87,7 +87,21 @@ def build_parser() -> argparse.ArgumentParser:
     zc.add_argument("--fixed", action="store_true", help="climb the fixed twin instead")
     zc.add_argument("-v", "--verbose", action="store_true", help="with every case: print each ladder too")
     _climb_options(zc)
+    _bisect_parser(sub)
     return top
+
+
+def _bisect_parser(sub) -> None:
+    b = sub.add_parser("bisect", help="find the commit that broke a point: git bisect run in the spec's repository")
+    b.add_argument("good", metavar="GOOD", help="a commit where the point passes")
+    b.add_argument("bad", metavar="BAD", help="a later commit where it fails")
+    b.add_argument("ref", metavar="PATH.py[::NAME]", help="the spec's file inside the kernel's git repository")
+    what = b.add_mutually_exclusive_group(required=True)
+    what.add_argument("--point", help="the point, as JSON or as the dict a report prints")
+    what.add_argument("--rungs", help="judge each commit by these rungs' points instead (any failure: bad)")
+    b.add_argument("--device", default="auto", help=DEVICE_HELP)
+    b.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S")
+    b.add_argument("--json", metavar="PATH", help="write the verdicts of every step as JSON to PATH")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_repro(args)
         if args.cmd == "points":
             return cmd_points(args)
+        if args.cmd == "bisect":
+            return cmd_bisect(args)
         if args.zoo_cmd == "list":
             return cmd_zoo_list()
         if args.case is None:
@@ -208,6 +224,36 @@ def cmd_points(args) -> int:
         with open(args.json, "w") as f:
             f.write(points_json(spec, args.ref, device, points))
     return EXIT_OK
+
+
+def cmd_bisect(args) -> int:
+    from .bisect import BisectProblem, bisect
+    from .report.debugging import bisect_step, bisect_text
+    from .report.jsonout import dumps
+    writable("--json", args.json)
+    device = device_of(args.device)
+    if args.point is not None:
+        from .point import Point
+        try:
+            Point.parse(args.point)
+        except ValueError as e:
+            raise UsageProblem(f"--point: {e}") from None
+    if args.rungs is not None:
+        from .ladder import parse_rungs
+        try:
+            parse_rungs(args.rungs)
+        except usage_errors() as e:
+            raise UsageProblem(str(e)) from None
+    try:
+        result = bisect(args.good, args.bad, args.ref, point=args.point, rungs=args.rungs, device=device,
+                        timeout_s=args.timeout, on_step=lambda s: print(bisect_step(s), flush=True))
+    except BisectProblem as e:
+        raise UsageProblem(str(e)) from None
+    sys.stdout.write(bisect_text(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(dumps(result, indent=1))
+    return {"found": EXIT_OK, "interrupted": 130}.get(result["outcome"], EXIT_FAILED)
 
 
 def cmd_zoo_list() -> int:
