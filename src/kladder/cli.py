@@ -88,7 +88,23 @@ def build_parser() -> argparse.ArgumentParser:
     zc.add_argument("-v", "--verbose", action="store_true", help="with every case: print each ladder too")
     _climb_options(zc)
     _bisect_parser(sub)
+    _bench_parser(sub)
     return top
+
+
+def _bench_parser(sub) -> None:
+    b = sub.add_parser("bench", help="A/B timing: interleaved rounds, L2 flushed, medians, Wilcoxon, % of roofline")
+    b.add_argument("ref", metavar="PATH.py[::NAME]", help="the spec whose kernel is A (and whose point is timed)")
+    b.add_argument("--against", metavar="OTHER", help="the spec whose kernel is B, called on the same inputs")
+    b.add_argument("--point", help="the point, as JSON or as the dict a report prints (default: the biggest rung-1 "
+                   "point that fits the device)")
+    b.add_argument("--device", default="auto", help=DEVICE_HELP)
+    b.add_argument("--rounds", type=_positive(int, "a number of rounds, e.g. 20"), metavar="N")
+    b.add_argument("--calls", type=_positive(int, "calls a round, e.g. 10"), metavar="N", help="calls a round "
+                   "(a round's sample is their median)")
+    b.add_argument("--warmup", type=_positive(int, "warm-up calls, e.g. 10"), metavar="N")
+    b.add_argument("--flops", metavar="EXPR", help="the FLOPs of a call as an expression of the dims, e.g. 2*M*N*K")
+    b.add_argument("--json", metavar="PATH", help="write the timings as JSON to PATH")
 
 
 def _bisect_parser(sub) -> None:
@@ -115,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_points(args)
         if args.cmd == "bisect":
             return cmd_bisect(args)
+        if args.cmd == "bench":
+            return cmd_bench(args)
         if args.zoo_cmd == "list":
             return cmd_zoo_list()
         if args.case is None:
@@ -254,6 +272,37 @@ def cmd_bisect(args) -> int:
         with open(args.json, "w") as f:
             f.write(dumps(result, indent=1))
     return {"found": EXIT_OK, "interrupted": 130}.get(result["outcome"], EXIT_FAILED)
+
+
+def cmd_bench(args) -> int:
+    from .bench import BenchProblem, bench
+    from .report.debugging import bench_text
+    from .report.jsonout import dumps
+    writable("--json", args.json)
+    device = device_of(args.device)
+    for ref in (args.ref, args.against):
+        if ref:
+            from .load import check_ref
+            try:
+                check_ref(ref)
+            except usage_errors() as e:
+                raise UsageProblem(str(e)) from None
+    if args.point is not None:
+        from .point import Point
+        try:
+            Point.parse(args.point)
+        except ValueError as e:
+            raise UsageProblem(f"--point: {e}") from None
+    try:
+        result = bench(args.ref, args.against, point=args.point, device=device, rounds=args.rounds,
+                       calls=args.calls, warmup=args.warmup, flops=args.flops)
+    except BenchProblem as e:
+        raise UsageProblem(str(e)) from None
+    sys.stdout.write(bench_text(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(dumps(result, indent=1))
+    return EXIT_OK
 
 
 def cmd_zoo_list() -> int:

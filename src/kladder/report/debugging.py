@@ -36,3 +36,52 @@ def bisect_text(r: dict) -> str:
         lines.append("git bisect did not name a first bad commit; its output ends:")
         lines.append(r.get("git_output_tail", "")[-800:])
     return "\n".join(lines) + "\n"
+
+
+def _t(s) -> str:
+    if s is None:
+        return "-"
+    for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= f:
+            return f"{s / f:.3g} {unit}"
+    return f"{s * 1e9:.3g} ns"
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:.1f}%"
+
+
+def _rate(v, unit: str) -> str:
+    return "-" if v is None else f"{v / 1e9:.1f} G{unit}/s"
+
+
+def bench_text(r: dict) -> str:
+    dims = ", ".join(f"{k} = {v}" for k, v in r["point"]["dims"])
+    dtypes = ", ".join(f"{k} {v}" for k, v in r["point"].get("dtypes", []))
+    lines = [f"bench {r['point']['spec']} at {dims}" + (f" ({dtypes})" if dtypes else "") + f" on {r['device_name']}:",
+             f"  {r['rounds']} interleaved rounds of {r['calls']} calls each after {r['warmup']} warm-up calls; "
+             f"{r['between_calls']} before each call; timed by {r['timer']}",
+             f"  {r['bytes']} bytes in the point's tensors" + (f", {r['flops']:.4g} FLOPs" if r.get("flops") else "")]
+    if r.get("peak_bandwidth"):
+        lines.append(f"  measured peak: {_rate(r['peak_bandwidth'], 'B')} (1 GiB device-to-device copy)"
+                     + (f", {r['peak_flops'] / 1e12:.1f} TFLOP/s (bfloat16 matmul)" if r.get("peak_flops") else ""))
+    head = f"  {'':2} {'median':>10} {'IQR':>10} {'min':>10} {'bytes/s':>12} {'FLOP/s':>12} {'roofline':>9}  spec"
+    lines.append(head)
+    for k, s in r["kernels"].items():
+        lines.append(f"  {k:2} {_t(s['median_s']):>10} {_t(s['iqr_s']):>10} {_t(s['min_s']):>10} "
+                     f"{_rate(s['bytes_per_s'], 'B'):>12} {_rate(s['flops_per_s'], 'FLOP'):>12} "
+                     f"{_pct(s['roofline_pct']):>9}  {s['ref']}")
+    c = r.get("comparison")
+    if c:
+        how = f"Wilcoxon signed-rank over {c['rounds']} paired rounds"
+        if c["verdict"] == "faster":
+            lines.append(f"B is {c['speedup']:.3g}x faster, p = {c['p']:.2g} ({how})")
+        elif c["verdict"] == "slower":
+            lines.append(f"B is {1 / c['speedup']:.3g}x slower, p = {c['p']:.2g} ({how})")
+        else:
+            lines.append(f"no difference shown, p = {c['p']:.2g} ({how}; medians {_t(c['median_a'])} and "
+                         f"{_t(c['median_b'])})")
+    if r["device"] == "cpu":
+        lines.append("on the CPU these numbers mean nothing for a GPU kernel (the host's time, Triton's interpreter "
+                     "where the kernel is Triton, no L2 flush, no roofline); run it with --device cuda")
+    return "\n".join(lines) + "\n"
