@@ -89,7 +89,24 @@ def build_parser() -> argparse.ArgumentParser:
     _climb_options(zc)
     _bisect_parser(sub)
     _bench_parser(sub)
+    _explore_parser(sub)
     return top
+
+
+def _explore_parser(sub) -> None:
+    e = sub.add_parser("explore", help="points drawn by Hypothesis from the spec, between the ladder's edges; failures "
+                       "shrunk and replayed first next time")
+    e.add_argument("ref", metavar="PATH[::NAME]")
+    e.add_argument("--budget-s", type=_positive(float, "seconds, e.g. 60"), default=60.0, metavar="S",
+                   help="seconds to search for a failure (default 60)")
+    e.add_argument("--shrink-s", type=_positive(float, "seconds, e.g. 60"), default=60.0, metavar="S",
+                   help="seconds to shrink a failure, for Hypothesis and again for the plain search (default 60)")
+    e.add_argument("--rungs", default="1", help="what to vary: 1 sizes, dtypes and configs; 2 also value kinds; 3 also "
+                   "layouts (default 1)")
+    e.add_argument("--device", default="auto", help=DEVICE_HELP)
+    e.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S")
+    e.add_argument("--seed", type=int, metavar="S", help="Hypothesis's seed (default: a fresh one each run)")
+    e.add_argument("--json", metavar="PATH", help="write every point tried, the failure and its shrinking as JSON")
 
 
 def _bench_parser(sub) -> None:
@@ -133,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_bisect(args)
         if args.cmd == "bench":
             return cmd_bench(args)
+        if args.cmd == "explore":
+            return cmd_explore(args)
         if args.zoo_cmd == "list":
             return cmd_zoo_list()
         if args.case is None:
@@ -303,6 +322,38 @@ def cmd_bench(args) -> int:
         with open(args.json, "w") as f:
             f.write(dumps(result, indent=1))
     return EXIT_OK
+
+
+def cmd_explore(args) -> int:
+    from .explore import explore
+    from .ladder import Runner, parse_rungs
+    from .report.debugging import explore_point, explore_text
+    from .report.jsonout import dumps
+    from .sizes import budget_for
+    writable("--json", args.json)
+    device = device_of(args.device)
+    try:
+        rungs = parse_rungs(args.rungs)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    if not set(rungs) <= {1, 2, 3}:
+        raise UsageProblem(f"--rungs {args.rungs!r}: explore draws sizes (1), values (2) and layouts (3); give rungs "
+                           "from 1-3, e.g. --rungs 1-3")
+    spec = _load(args.ref, device)
+    runner = Runner(args.ref, spec, device, args.timeout)
+    try:
+        result = explore(args.ref, spec, runner, budget=budget_for(device), rungs=rungs, budget_s=args.budget_s,
+                         shrink_s=args.shrink_s, seed=args.seed,
+                         on_point=lambda e: print(explore_point(e), flush=True))
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    finally:
+        runner.close()
+    sys.stdout.write(explore_text(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(dumps(result, indent=1))
+    return EXIT_FAILED if result["failure"] else EXIT_OK
 
 
 def cmd_zoo_list() -> int:

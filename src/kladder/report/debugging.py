@@ -85,3 +85,44 @@ def bench_text(r: dict) -> str:
         lines.append("on the CPU these numbers mean nothing for a GPU kernel (the host's time, Triton's interpreter "
                      "where the kernel is Triton, no L2 flush, no roofline); run it with --device cuda")
     return "\n".join(lines) + "\n"
+
+
+def _dims(point: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in point["dims"])
+
+
+def explore_point(e: dict) -> str:
+    tag = " (replayed)" if e["replayed"] else ""
+    check = f" [{e['check']}]" if e["check"] else ""
+    return f"  {e['status']:7} {e['id']}{check}{tag}"
+
+
+def explore_text(r: dict) -> str:
+    n = len(r["points"])
+    replayed = sum(e["replayed"] for e in r["points"])
+    lines = [f"explore {r['spec']} (rungs {', '.join(map(str, r['rungs']))}): {n} points drawn by Hypothesis in "
+             f"{r['seconds']:.1f} s" + (f", {replayed} replayed from earlier runs" if replayed else "")]
+    counts: dict[str, int] = {}
+    for e in r["points"]:
+        counts[e["status"]] = counts.get(e["status"], 0) + 1
+    lines.append("  " + ", ".join(f"{c} {s}" for s, c in sorted(counts.items())))
+    f = r.get("failure")
+    if f is None:
+        why = {"budget": f"the budget ({r['budget_s']:g} s) is spent", "exhausted": "Hypothesis ran out of points"}
+        lines.append(f"no failure found ({why.get(r['stopped'], r['stopped'])}); this complements the fixed ladder "
+                     "(`kladder climb`), it does not replace it")
+        return "\n".join(lines) + "\n"
+    lines.append(f"FAILED ({f['check']}) at {_dims(f['point'])}" + (" (replayed from an earlier run)" if f["replayed"]
+                                                                      else ""))
+    s = r.get("shrunk") or {}
+    if s.get("cannot_shrink"):
+        lines.append(f"  cannot shrink: {s['cannot_shrink']}")
+    elif s.get("smallest"):
+        h = r["hypothesis_smallest"]
+        lines.append(f"  Hypothesis shrank it to {_dims(h['point'])}")
+        passes = "; ".join(f"{d} = {p['size']}: {p['status']}" for d, p in s["passes_at"].items())
+        done = "" if s["complete"] else " (the shrink budget ran out first)"
+        lines.append(f"  smallest failing point: {_dims(s['smallest'])}, the same check ({s['check']}), after "
+                     f"{s['runs']} runs of a plain search{done}" + (f"; one below: {passes}" if passes else ""))
+    lines.append(f"  repro: {s.get('repro', f.get('repro', ''))}")
+    return "\n".join(lines) + "\n"
