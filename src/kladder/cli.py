@@ -110,7 +110,7 @@ def _explore_parser(sub) -> None:
 
 
 def _bench_parser(sub) -> None:
-    b = sub.add_parser("bench", help="A/B timing: interleaved rounds, L2 flushed, medians, Wilcoxon, % of roofline")
+    b = sub.add_parser("bench", help="A/B timing: interleaved rounds, L2 flushed, medians, Wilcoxon, %% of roofline")
     b.add_argument("ref", metavar="PATH.py[::NAME]", help="the spec whose kernel is A (and whose point is timed)")
     b.add_argument("--against", metavar="OTHER", help="the spec whose kernel is B, called on the same inputs")
     b.add_argument("--point", help="the point, as JSON or as the dict a report prints (default: the biggest rung-1 "
