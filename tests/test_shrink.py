@@ -46,3 +46,22 @@ def test_a_cliff_point_says_it_cannot_shrink_and_why():
     assert "size cliff" in cannot_shrink(big)
     assert "aba mode" in cannot_shrink(dataclasses.replace(big, kind="edge", mode="aba"))
     assert cannot_shrink(dataclasses.replace(big, kind="edge")) is None
+
+
+def test_a_climbs_first_failure_shrinks_to_one_tile_plus_one():
+    """The hook a climb calls before its runner closes (kladder.shrink.shrink_failures), here on
+    the report kladder.climb returns, with a runner of its own."""
+    import kladder
+    from kladder.shrink import shrink_failures
+    report = kladder.climb(TAIL, rungs=1, device="cpu")
+    assert report.exit_code == 1
+    spec = load_spec(TAIL)
+    r = Runner(TAIL, spec, "cpu")
+    try:
+        shrunk = shrink_failures(report, r, budget_s=300)
+    finally:
+        r.close()
+    assert len(shrunk) == 1 and shrunk[0]["rung"] == 1
+    assert dict(shrunk[0]["smallest"]["dims"]) == {"M": 1, "N": 257}
+    assert shrunk[0]["passes_at"]["N"]["size"] == 256
+    assert shrunk[0]["repro"].startswith("kladder repro ") and '["N",257]' in shrunk[0]["repro"]
