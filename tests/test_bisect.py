@@ -122,3 +122,17 @@ def test_ctrl_c_leaves_the_repository_as_it_was(repo, tmp_path):
     assert proc.returncode == 130, stdout + stderr
     assert "interrupted" in stdout
     assert _state(r) == before
+
+
+def test_bisect_by_rungs_judges_every_point_of_the_rung_at_each_commit(repo, tmp_path):
+    r, shas = repo
+    before = _state(r)
+    out = tmp_path / "b.json"
+    p = kladder("bisect", shas[REGRESSION - 1], shas[REGRESSION + 1], str(r / "spec.py"), "--rungs", "1",
+                "--device", "cpu", "--json", str(out), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["first_bad"] == shas[REGRESSION]
+    assert doc["ends"]["good"]["statuses"] == {"passed": 3}       # rung 1's points (N = 1, 2, 8), all passed at GOOD
+    assert doc["ends"]["bad"]["statuses"]["failed"] >= 1
+    assert _state(r) == before
