@@ -20,7 +20,9 @@ spec = kl.Spec("double", kernel=double, reference=lambda x: 2 * x,
 GOOD_KERNEL = "def double(x):\n    return 2 * x\n"
 BAD_KERNEL = "def double(x):\n    return 2 * x + (x.numel() > 2)\n"    # wrong from N = 3 on
 NO_IMPORT = "def double(x)\n    return 2 * x\n"                          # a syntax error
-REGRESSION, BROKEN = 14, 9          # commit numbers (0-19): the planted regression, the one that does not import
+# commit numbers (0-19): the planted regression, and the one that does not import. Bisecting from GOOD = 1 to
+# BAD = 19 leaves 18 candidates (2-19), whose one best midpoint is 10 (nine on each side): git tests it first.
+REGRESSION, BROKEN, GOOD = 14, 10, 1
 POINT = json.dumps({"spec": "double", "rung": 1, "dims": [["N", 3]]})
 
 
@@ -65,7 +67,7 @@ def test_bisect_finds_the_planted_regression_and_skips_the_commit_that_does_not_
     r, shas = repo
     before = _state(r)
     out = tmp_path / "b.json"
-    p = kladder("bisect", shas[0], shas[-1], str(r / "spec.py") + "::spec", "--point", POINT, "--device", "cpu",
+    p = kladder("bisect", shas[GOOD], shas[-1], str(r / "spec.py") + "::spec", "--point", POINT, "--device", "cpu",
                 "--json", str(out), cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     doc = json.loads(out.read_text())                     # strict JSON: json.loads would take NaN, the test below not
