@@ -87,7 +87,54 @@ def build_parser() -> argparse.ArgumentParser:
     zc.add_argument("--fixed", action="store_true", help="climb the fixed twin instead")
     zc.add_argument("-v", "--verbose", action="store_true", help="with every case: print each ladder too")
     _climb_options(zc)
+    _bisect_parser(sub)
+    _bench_parser(sub)
+    _explore_parser(sub)
     return top
+
+
+def _explore_parser(sub) -> None:
+    e = sub.add_parser("explore", help="points drawn by Hypothesis from the spec, between the ladder's edges; failures "
+                       "shrunk and replayed first next time")
+    e.add_argument("ref", metavar="PATH[::NAME]")
+    e.add_argument("--budget-s", type=_positive(float, "seconds, e.g. 60"), default=60.0, metavar="S",
+                   help="seconds to search for a failure (default 60)")
+    e.add_argument("--shrink-s", type=_positive(float, "seconds, e.g. 60"), default=60.0, metavar="S",
+                   help="seconds to shrink a failure, for Hypothesis and again for the plain search (default 60)")
+    e.add_argument("--rungs", default="1", help="what to vary: 1 sizes, dtypes and configs; 2 also value kinds; 3 also "
+                   "layouts (default 1)")
+    e.add_argument("--device", default="auto", help=DEVICE_HELP)
+    e.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S")
+    e.add_argument("--seed", type=int, metavar="S", help="Hypothesis's seed (default: a fresh one each run)")
+    e.add_argument("--json", metavar="PATH", help="write every point tried, the failure and its shrinking as JSON")
+
+
+def _bench_parser(sub) -> None:
+    b = sub.add_parser("bench", help="A/B timing: interleaved rounds, L2 flushed, medians, Wilcoxon, %% of roofline")
+    b.add_argument("ref", metavar="PATH.py[::NAME]", help="the spec whose kernel is A (and whose point is timed)")
+    b.add_argument("--against", metavar="OTHER", help="the spec whose kernel is B, called on the same inputs")
+    b.add_argument("--point", help="the point, as JSON or as the dict a report prints (default: the biggest rung-1 "
+                   "point that fits the device)")
+    b.add_argument("--device", default="auto", help=DEVICE_HELP)
+    b.add_argument("--rounds", type=_positive(int, "a number of rounds, e.g. 20"), metavar="N")
+    b.add_argument("--calls", type=_positive(int, "calls a round, e.g. 10"), metavar="N", help="calls a round "
+                   "(a round's sample is their median)")
+    b.add_argument("--warmup", type=_positive(int, "warm-up calls, e.g. 10"), metavar="N")
+    b.add_argument("--flops", metavar="EXPR", help="the FLOPs of a call as an expression of the dims, e.g. 2*M*N*K")
+    b.add_argument("--json", metavar="PATH", help="write the timings as JSON to PATH")
+
+
+def _bisect_parser(sub) -> None:
+    b = sub.add_parser("bisect", help="find the commit that broke a point: git bisect run in the spec's repository")
+    b.add_argument("good", metavar="GOOD", help="a commit where the point passes")
+    b.add_argument("bad", metavar="BAD", help="a later commit where it fails")
+    b.add_argument("ref", metavar="PATH.py[::NAME]", help="the spec's file inside the kernel's git repository")
+    what = b.add_mutually_exclusive_group(required=True)
+    what.add_argument("--point", help="the point, as JSON or as the dict a report prints")
+    what.add_argument("--rungs", help="judge each commit by these rungs' points instead (any failure: bad)")
+    b.add_argument("--device", default="auto", help=DEVICE_HELP)
+    b.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S")
+    b.add_argument("--json", metavar="PATH", help="write the verdicts of every step as JSON to PATH")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_repro(args)
         if args.cmd == "points":
             return cmd_points(args)
+        if args.cmd == "bisect":
+            return cmd_bisect(args)
+        if args.cmd == "bench":
+            return cmd_bench(args)
+        if args.cmd == "explore":
+            return cmd_explore(args)
         if args.zoo_cmd == "list":
             return cmd_zoo_list()
         if args.case is None:
@@ -208,6 +261,99 @@ def cmd_points(args) -> int:
         with open(args.json, "w") as f:
             f.write(points_json(spec, args.ref, device, points))
     return EXIT_OK
+
+
+def cmd_bisect(args) -> int:
+    from .bisect import BisectProblem, bisect
+    from .report.debugging import bisect_step, bisect_text
+    from .report.jsonout import dumps
+    writable("--json", args.json)
+    device = device_of(args.device)
+    if args.point is not None:
+        from .point import Point
+        try:
+            Point.parse(args.point)
+        except ValueError as e:
+            raise UsageProblem(f"--point: {e}") from None
+    if args.rungs is not None:
+        from .ladder import parse_rungs
+        try:
+            parse_rungs(args.rungs)
+        except usage_errors() as e:
+            raise UsageProblem(str(e)) from None
+    try:
+        result = bisect(args.good, args.bad, args.ref, point=args.point, rungs=args.rungs, device=device,
+                        timeout_s=args.timeout, on_step=lambda s: print(bisect_step(s), flush=True))
+    except BisectProblem as e:
+        raise UsageProblem(str(e)) from None
+    sys.stdout.write(bisect_text(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(dumps(result, indent=1))
+    return {"found": EXIT_OK, "interrupted": 130}.get(result["outcome"], EXIT_FAILED)
+
+
+def cmd_bench(args) -> int:
+    from .bench import BenchProblem, bench
+    from .report.debugging import bench_text
+    from .report.jsonout import dumps
+    writable("--json", args.json)
+    device = device_of(args.device)
+    for ref in (args.ref, args.against):
+        if ref:
+            from .load import check_ref
+            try:
+                check_ref(ref)
+            except usage_errors() as e:
+                raise UsageProblem(str(e)) from None
+    if args.point is not None:
+        from .point import Point
+        try:
+            Point.parse(args.point)
+        except ValueError as e:
+            raise UsageProblem(f"--point: {e}") from None
+    try:
+        result = bench(args.ref, args.against, point=args.point, device=device, rounds=args.rounds,
+                       calls=args.calls, warmup=args.warmup, flops=args.flops)
+    except BenchProblem as e:
+        raise UsageProblem(str(e)) from None
+    sys.stdout.write(bench_text(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(dumps(result, indent=1))
+    return EXIT_OK
+
+
+def cmd_explore(args) -> int:
+    from .explore import explore
+    from .ladder import Runner, parse_rungs
+    from .report.debugging import explore_point, explore_text
+    from .report.jsonout import dumps
+    from .sizes import budget_for
+    writable("--json", args.json)
+    device = device_of(args.device)
+    try:
+        rungs = parse_rungs(args.rungs)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    if not set(rungs) <= {1, 2, 3}:
+        raise UsageProblem(f"--rungs {args.rungs!r}: explore draws sizes (1), values (2) and layouts (3); give rungs "
+                           "from 1-3, e.g. --rungs 1-3")
+    spec = _load(args.ref, device)
+    runner = Runner(args.ref, spec, device, args.timeout)
+    try:
+        result = explore(args.ref, spec, runner, budget=budget_for(device), rungs=rungs, budget_s=args.budget_s,
+                         shrink_s=args.shrink_s, seed=args.seed,
+                         on_point=lambda e: print(explore_point(e), flush=True))
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    finally:
+        runner.close()
+    sys.stdout.write(explore_text(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(dumps(result, indent=1))
+    return EXIT_FAILED if result["failure"] else EXIT_OK
 
 
 def cmd_zoo_list() -> int:
