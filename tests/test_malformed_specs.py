@@ -136,7 +136,7 @@ CASES = [
     ("width a float", lambda: spec(dims=dims(N=kl.Dim(1, 256, widths=[128.0]))), "dims['N'].widths", "integer widths"),
     ("chunks an int", lambda: spec(dims=dims(N=kl.Dim(1, 256, chunks=64))), "dims['N'].chunks", "chunks=[64]"),
     ("chunk zero", lambda: spec(dims=dims(N=kl.Dim(1, 256, chunks=[0]))), "dims['N'].chunks", "positive int"),
-    ("an unused dim", lambda: spec(dims=dims(K=kl.Dim(1, 64))), "dims['K']", "no tensor's shape uses 'K'"),
+    ("an unused dim", lambda: spec(dims=dims(K=kl.Dim(1, 64))), "dims['K']", "nothing uses 'K'"),
     ("rows an undeclared dim", lambda: spec(rows="K"), ".rows", "declared in `dims`"),
     ("rows an int", lambda: spec(rows=0), ".rows", "independent"),
     # lists of shapes and configs

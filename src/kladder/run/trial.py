@@ -13,7 +13,7 @@ from ..spec import Spec
 from . import faults, interpreter, modes
 from .faults import Result
 from .harness import Harness
-from .modes.base import Call, Flagged, Imported, Measured, Ran, Ranks, Repeats, Same, Sanitized, Scores, Traces
+from .modes.base import Call, Flagged, Imported, Measured, Ran, Ranks, Repeats, Same, Sanitized, Scores, Traces, Uncaptured
 
 
 def run_point(spec: Spec, point: Point, device: str) -> Result:
@@ -65,6 +65,9 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
             if isinstance(seen, Call):
                 rows = rows or seen.prep.rows
                 judge_call(h, judge, seen)
+            elif isinstance(seen, Uncaptured):
+                judge.uncaptured(seen.facts)
+                fatal = device == "cuda"             # a failed capture may leave the context unusable
             elif isinstance(seen, Same):
                 judge.same(seen.before, seen.after, seen.cause, seen.call, seen.facts)
             elif isinstance(seen, Traces):

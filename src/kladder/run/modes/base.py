@@ -18,6 +18,13 @@ class Call:
 
 
 @dataclass
+class Uncaptured:
+    """The kernel could not be captured in a CUDA graph, and the spec does not say whether
+    production graphs it (Spec.graphs None): the capture's error facts (error, text)."""
+    facts: dict
+
+
+@dataclass
 class Same:
     """Two results that must be equal bit for bit, and why (the cause)."""
     before: dict
@@ -150,7 +157,7 @@ class Sanitized:
 class Mode(Protocol):
     name: str
 
-    def observe(self, h) -> Iterator[Call | Same | Traces | Scores | Measured | Ran | Flagged | Imported | Ranks | Repeats | Sanitized]:
+    def observe(self, h) -> Iterator[Call | Uncaptured | Same | Traces | Scores | Measured | Ran | Flagged | Imported | Ranks | Repeats | Sanitized]:
         """Run the point's calls through the harness, yielding what was observed."""
 
 
