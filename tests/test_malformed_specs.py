@@ -137,6 +137,13 @@ CASES = [
     ("chunks an int", lambda: spec(dims=dims(N=kl.Dim(1, 256, chunks=64))), "dims['N'].chunks", "chunks=[64]"),
     ("chunk zero", lambda: spec(dims=dims(N=kl.Dim(1, 256, chunks=[0]))), "dims['N'].chunks", "positive int"),
     ("an unused dim", lambda: spec(dims=dims(K=kl.Dim(1, 64))), "dims['K']", "nothing uses 'K'"),
+    ("a dim only in another spec's range", lambda: spec(dims=dims(K=kl.Dim(1, 64)),
+                                                       args=args(w=kl.Tensor("N", dtype="float32", range=(0, 1)))),
+     "dims['K']", "nothing uses 'K'"),
+    ("graphs a string", lambda: spec(graphs="yes"), ".graphs", "CUDA graphs"),
+    ("mutated a string", lambda: spec(args=args(w=kl.Tensor("N", dtype="float32", mutated="yes"))), "args['w'].mutated", "True"),
+    ("mutated on a returned output", lambda: spec(returns=kl.Tensor("M N", like="x", mutated=True)), "returns['out'].mutated",
+     "drop mutated="),
     ("rows an undeclared dim", lambda: spec(rows="K"), ".rows", "declared in `dims`"),
     ("rows an int", lambda: spec(rows=0), ".rows", "independent"),
     # lists of shapes and configs

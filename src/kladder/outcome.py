@@ -100,7 +100,8 @@ class NoteKind(_Words):
     GPU_POINT = "gpu_point"                        # need_bytes, budget
     NO_DEVICE_MEMORY = "no_device_memory"          # need_bytes, free_bytes
     MODE_NEEDS_CUDA = "mode_needs_cuda"            # mode
-    GRAPHS_NOT_CLAIMED = "graphs_not_claimed"      # (none): Spec(graphs=False), production does not graph the kernel
+    GRAPHS_NOT_CLAIMED = "graphs_not_claimed"      # error, text: the capture failed; Spec(graphs=False) says production
+                                                   # does not run the kernel in graphs
     NO_OUT_ARGS = "no_out_args"
     NOT_TORCH_OP = "not_torch_op"
     OUTSIDE_CLIMB = "outside_climb"                # mode

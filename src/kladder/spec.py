@@ -314,9 +314,10 @@ class Spec:
                                           # no order that depends on timing); without it a difference within the
                                           # tolerance is a warning (nondeterminism), beyond it a failure
     graphs: bool | None = None            # rung 4: production runs the kernel captured in CUDA graphs. True (claimed):
-                                          # a kernel that cannot be captured fails; False (not claimed): the graph
-                                          # points are skipped with a note; None (not said): a failed capture is a
-                                          # warning. A capture that replays wrong fails whatever it says.
+                                          # a kernel that cannot be captured fails; False (not claimed): a graph
+                                          # point whose capture fails is skipped with a note; None (not said): a
+                                          # failed capture is a warning. A capture that replays wrong fails whatever
+                                          # it says.
 
     def __post_init__(self):
         validate(self)
@@ -564,8 +565,8 @@ def _validate_head(spec: Spec) -> None:
               "bits on every call (rung 5 then fails any difference), or False (the default).")
     if not isinstance(spec.graphs, (bool, type(None))):
         _fail(f"Spec({spec.name!r}).graphs", spec.graphs, "say whether production runs the kernel captured in CUDA graphs: "
-              "True (a failed capture then fails rung 4), False (the graph points are skipped), or leave it out (None: "
-              "a failed capture is a warning).")
+              "True (a failed capture then fails rung 4), False (a failed capture skips the point), or leave it out "
+              "(None: a failed capture is a warning).")
 
 
 def _validate_dims(spec: Spec) -> None:

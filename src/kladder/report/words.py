@@ -272,8 +272,8 @@ def _capture(f: Finding, x: dict) -> str:
 
 def _uncaptured(f: Finding, x: dict) -> str:
     return (f"the kernel cannot be captured in a CUDA graph: {x['error']}: {x['text']}; not failed, since the spec "
-            "does not say production graphs it (Spec(graphs=True) makes this a failure, graphs=False skips the graph "
-            "points); its eager call before the capture was judged")
+            "does not say production graphs it (Spec(graphs=True) makes this a failure, graphs=False skips "
+            "the point); its eager call before the capture was judged")
 
 
 def _input_changed(f: Finding, x: dict) -> str:
@@ -648,6 +648,9 @@ def note_text(n: Note, sized: bool = True) -> str:
         return f"needs {human_bytes(x['need_bytes'])} of tensors; the device has {human_bytes(x['free_bytes'])} free"
     if k == NoteKind.MODE_NEEDS_CUDA:
         return f"the {x['mode']} mode needs CUDA; on the CPU it is skipped, never passed"
+    if k == NoteKind.GRAPHS_NOT_CLAIMED:
+        return (f"the kernel cannot be captured in a CUDA graph ({x['error']}: {x['text']}), and the spec says production "
+                "does not run it in graphs (Spec(graphs=False)): skipped, never passed")
     if k == NoteKind.RACE_NOT_SET_UP:
         return (f"the late producer finished before the call returned, {x['attempts']} times (up to "
                 f"{x['delay_cycles']:,} cycles): the race could not be set up, so the stream ordering was not checked")
@@ -753,8 +756,6 @@ INTERPRETER_PROBES = {"libdevice": "a libdevice call", "runtime_loop": "a `for s
 
 _FIXED = {
     NoteKind.NO_OUT_ARGS: "no out-arguments: the kernel allocates its outputs, so there is no buffer to reuse",
-    NoteKind.GRAPHS_NOT_CLAIMED: "the spec says production does not run the kernel in CUDA graphs (Spec(graphs=False)): "
-                                 "the graph mode is skipped, never passed",
     NoteKind.NOT_TORCH_OP: "the kernel is a Python launcher, not a torch op or custom op (torch.library.custom_op): "
                            "torch.compile would run it as it is, eagerly",
 }

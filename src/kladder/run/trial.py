@@ -66,8 +66,10 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
                 rows = rows or seen.prep.rows
                 judge_call(h, judge, seen)
             elif isinstance(seen, Uncaptured):
-                judge.uncaptured(seen.facts)
                 fatal = device == "cuda"             # a failed capture may leave the context unusable
+                if seen.skip:
+                    return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.GRAPHS_NOT_CLAIMED, seen.facts)), fatal=fatal)
+                judge.uncaptured(seen.facts)
             elif isinstance(seen, Same):
                 judge.same(seen.before, seen.after, seen.cause, seen.call, seen.facts)
             elif isinstance(seen, Traces):

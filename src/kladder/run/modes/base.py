@@ -19,9 +19,11 @@ class Call:
 
 @dataclass
 class Uncaptured:
-    """The kernel could not be captured in a CUDA graph, and the spec does not say whether
-    production graphs it (Spec.graphs None): the capture's error facts (error, text)."""
+    """The kernel could not be captured in a CUDA graph, and the spec does not claim that
+    production graphs it: the capture's error facts (error, text); `skip` when the spec says
+    production does not (Spec.graphs False: the point is skipped, not judged)."""
     facts: dict
+    skip: bool = False
 
 
 @dataclass

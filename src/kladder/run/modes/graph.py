@@ -6,12 +6,13 @@ the spec says about graphs: the kernel captured and then broke silently.
 Whether a kernel that cannot be captured at all (a launcher that reads a count back to the
 host with .item(), one that synchronizes or serves repeats from a host-side cache) is wrong
 depends on what production does, which only its author knows (Spec.graphs): claimed (True),
-the failed capture is the kernel's failure; not claimed (False), the mode is skipped before
-anything runs; not said (None, the default), the capture's error is a warning and the eager
-call made before the capture is judged in its place."""
+the failed capture is the kernel's failure; not claimed (False), the point is skipped with the
+capture's error; not said (None, the default), the capture's error is a warning and the eager
+call made before the capture is judged in its place. A kernel that captures is replayed and
+judged in every state."""
 from __future__ import annotations
 
-from ...outcome import KernelError, NoteKind, Skip, error_facts
+from ...outcome import KernelError, error_facts
 from .base import Call, Uncaptured, call_raw, heal_failed_capture
 
 REPLAYS = 3
@@ -25,8 +26,6 @@ class Graph:
 
         from ...materialize import poison
         claimed = h.spec.graphs
-        if claimed is False:
-            raise Skip(NoteKind.GRAPHS_NOT_CLAIMED)
         static = h.prepare()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -43,7 +42,9 @@ class Graph:
             k = e if isinstance(e, KernelError) else KernelError(e, "capture")
             if claimed:
                 raise k from e
-            yield Uncaptured(error_facts(k.error))
+            yield Uncaptured(error_facts(k.error), skip=claimed is False)
+            if claimed is False:
+                return
             # kernels recorded by the failed capture never ran: the buffers hold the warm-up's results
             yield Call(static, warm, "the eager call before the failed capture")
             return
