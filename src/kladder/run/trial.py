@@ -13,7 +13,20 @@ from ..spec import Spec
 from . import faults, interpreter, modes
 from .faults import Result
 from .harness import Harness
-from .modes.base import Call, Flagged, Imported, Measured, Ran, Ranks, Repeats, Same, Sanitized, Scores, Traces, Uncaptured
+from .modes.base import (
+    Call,
+    Flagged,
+    Imported,
+    Measured,
+    Ran,
+    Ranks,
+    Repeats,
+    Same,
+    Sanitized,
+    Scores,
+    Traces,
+    Uncaptured,
+)
 
 
 def run_point(spec: Spec, point: Point, device: str) -> Result:

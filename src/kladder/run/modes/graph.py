@@ -39,10 +39,11 @@ class Graph:
                 returned = h.call(static, "capture", runner=call_raw)
         except Exception as e:  # noqa: BLE001 - in the launcher (KernelError) or on leaving the context
             heal_failed_capture()
-            k = e if isinstance(e, KernelError) else KernelError(e, "capture")
             if claimed:
-                raise k from e
-            yield Uncaptured(error_facts(k.error), skip=claimed is False)
+                if isinstance(e, KernelError):
+                    raise
+                raise KernelError(e, "capture") from e
+            yield Uncaptured(error_facts(e.error if isinstance(e, KernelError) else e), skip=claimed is False)
             if claimed is False:
                 return
             # kernels recorded by the failed capture never ran: the buffers hold the warm-up's results
