@@ -230,3 +230,18 @@ def test_a_dim_used_in_rows_or_valid_only_counts_as_used_and_one_used_nowhere_do
     with pytest.raises(kl.SpecError) as e:
         kl.Spec("t", dims={"N": kl.Dim(1, 8), "U": kl.Dim(1, 4)}, **base)
     assert "dims['U']" in str(e.value) and "nothing uses 'U'" in str(e.value)
+
+
+def test_the_copies_of_a_point_share_one_budget_and_the_rest_is_hashed(monkeypatch):
+    spec = kl.Spec("wide", kernel=zeroes_a, reference=ref,
+                   args={"a": kl.Tensor("M N", dtype="float32"), "b": kl.Tensor("N", dtype="float32")},
+                   returns=kl.Tensor("M N", like="a"), dims=DIMS)
+    p = next(p for p in shapes.points(spec, CPU_BUDGET) if p.sizes["M"] > 4)
+    from kladder.run.harness import Harness
+    prep = Harness(spec, p, "cpu").prepare()
+    b_bytes = p.sizes["N"] * 4 + 0
+    monkeypatch.setattr(input_check, "SNAPSHOT_COPY_BYTES", b_bytes)
+    shots = input_check.snapshot(spec, prep.inputs, p)
+    assert [(s.name, s.how) for s in shots] == [("a", "hash"), ("b", "copy")]     # the smaller input copied
+    o = run_point(spec, p, "cpu").outcome
+    assert o.findings[0].output == "a" and o.findings[0].facts["how"] == "hash"

@@ -9,9 +9,9 @@ What is compared, and how:
   write into its elements. Padding (kl.Tensor(valid=)) is excluded: the spec says it holds no
   data, and a kernel may use it. A broadcast input (stride 0) is one storage row: a change is
   reported at every row of the view it shows in.
-- up to SNAPSHOT_COPY_BYTES of storage: a copy on the tensor's device (a device-to-device copy
-  costs about what the kernel's own read does); a change names the elements (a Pattern, as for
-  values) and the gap bytes.
+- up to SNAPSHOT_COPY_BYTES of storage a point (its inputs smallest first): a copy on the
+  tensor's device (a device-to-device copy costs about what the kernel's own read does); a
+  change names the elements (a Pattern, as for values) and the gap bytes.
 - above it (a 4 GiB point): a hash per slab of rows (16 MiB of elements each, two int64 sums
   per slab: the words, and the words weighted by their position) computed on the device, so
   a point's peak memory grows by one slab, not by a second copy of every input. A change names
@@ -63,6 +63,10 @@ def _valid_view(view, valid):
     return view[..., :valid] if valid is not None and view.dim() and valid < view.shape[-1] else view
 
 
+def _nbytes(g, value) -> int:
+    return _payload(g).numel() if g is not None else value.numel() * value.element_size()
+
+
 def _slabs(view) -> list[tuple[int, int]]:
     if view.dim() == 0 or view.shape[0] == 0:
         return [(0, 1)] if view.dim() == 0 else []
@@ -86,22 +90,25 @@ def _hashes(view, slabs):
 
 
 def snapshot(spec, inputs, point) -> list[Snapshot]:
-    """Every input the kernel must leave as it was, before the call (taken by the harness)."""
+    """Every input the kernel must leave as it was, before the call (taken by the harness).
+    The copies of a point share SNAPSHOT_COPY_BYTES, smallest input first; the rest are hashed."""
     import torch
-    shots = []
-    for name, value in zip(spec.args, inputs.args):
-        if name in spec.out_args or name in spec.mutated_args or not isinstance(value, torch.Tensor):
-            continue
+    shots, left = [], SNAPSHOT_COPY_BYTES
+    given = [(n, v) for n, v in zip(spec.args, inputs.args)
+             if n not in spec.out_args and n not in spec.mutated_args and isinstance(v, torch.Tensor)]
+    for name, value in sorted(given, key=lambda nv: _nbytes(inputs.guarded.get(nv[0]), nv[1])):
         g = inputs.guarded.get(name)
         if g is None:
             shots.append(Snapshot(name, "values", value.detach().clone()))
-        elif _payload(g).numel() <= SNAPSHOT_COPY_BYTES:
+        elif _payload(g).numel() <= left:
+            left -= _payload(g).numel()
             shots.append(Snapshot(name, "copy", _payload(g).clone()))
         else:
             view = _valid_view(g.view, spec.valid_of(name, point.sizes))
             slabs = _slabs(view)
             shots.append(Snapshot(name, "hash", _hashes(view, slabs), slabs))
-    return shots
+    order = list(spec.args)
+    return sorted(shots, key=lambda s: order.index(s.name))     # findings in the args' order
 
 
 def changed(spec, inputs, point, shots: list[Snapshot]) -> list[Finding]:
