@@ -122,9 +122,10 @@ def test_rung_4_cases_are_caught_by_their_mode_alone_and_name_the_call(case, tmp
 # rung-2 and rung-3 cases: the buggy kernel caught by its own rung alone, the twin clean there
 # (zoo_check.py climbs every twin on every rung: see the closing notes and docs/results)
 RUNG23_CASES = {"chunked_prefill_short": 2, "bias_tile_index": 2, "router_tie_pack": 2, "lowp_probs_underflow": 2,
-                "assumes_contiguous": 3, "padding_scale_read": 3, "scale_layout_mismatch": 3, "shared_kernel_reference": 3}
+                "assumes_contiguous": 3, "padding_scale_read": 3, "scale_layout_mismatch": 3, "shared_kernel_reference": 3,
+                "input_scratch": 3}
 RUNG23_CHECK = {"lowp_probs_underflow": "invariant", "shared_kernel_reference": "invalid_reference",
-                "padding_scale_read": "values"}
+                "padding_scale_read": "values", "input_scratch": "input_changed"}
 
 
 @pytest.mark.parametrize("case", list(RUNG23_CASES))

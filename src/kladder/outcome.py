@@ -54,7 +54,13 @@ class Check(_Words):
     CRASHED = "crashed"                      # signal and frames, or exit_status (the kernel ended the process)
     HANG = "hang"                            # timeout_s
     DEVICE_FAULT = "device_fault"            # error, text, in_call
-    CAPTURE = "capture"                      # error, text
+    CAPTURE = "capture"                      # error, text; claimed (Spec.graphs: True, or None for a spec before it)
+    UNCAPTURED = "uncaptured"                # a warning, never a failure: error, text: the kernel cannot be captured in a
+                                             # CUDA graph and the spec does not say whether production graphs it
+    INPUT_CHANGED = "input_changed"          # an input the spec does not declare mutated changed in the call (output: the
+                                             # input's name): how ("copy" | "hash" | "values"), gap_bytes (bytes between a
+                                             # strided view's elements), resized [[before], [after]]; slabs, of (hash);
+                                             # pattern, mismatched/total: the elements (rows for a hash) that changed
     NOT_BITWISE = "not_bitwise"              # cause (Cause), mismatched/total
     PADDING = "padding"                      # arg, fill, valid, pattern, mismatched/total
     INVALID_REFERENCE = "invalid_reference"  # functions, gpu_kernels
@@ -94,6 +100,8 @@ class NoteKind(_Words):
     GPU_POINT = "gpu_point"                        # need_bytes, budget
     NO_DEVICE_MEMORY = "no_device_memory"          # need_bytes, free_bytes
     MODE_NEEDS_CUDA = "mode_needs_cuda"            # mode
+    GRAPHS_NOT_CLAIMED = "graphs_not_claimed"      # error, text: the capture failed; Spec(graphs=False) says production
+                                                   # does not run the kernel in graphs
     NO_OUT_ARGS = "no_out_args"
     NOT_TORCH_OP = "not_torch_op"
     OUTSIDE_CLIMB = "outside_climb"                # mode

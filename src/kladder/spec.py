@@ -107,7 +107,13 @@ class Tensor:
     values:  the rung-2 value kinds this input admits (VALUE_KINDS); None = by dtype.
     range:   (lo, hi) inclusive; hi may name a dim. Values are drawn within it at every rung.
     valid:   packed rows: only the first `valid` elements of the last dim are data (int or dim).
-    layouts: the rung-3 layouts this input accepts (LAYOUTS); None = all that its rank allows."""
+    layouts: the rung-3 layouts this input accepts (LAYOUTS); None = all that its rank allows.
+    mutated: the kernel writes this input in place, as production means it to (an in-place
+             epilogue, a cache the kernel appends to). Without it every input must hold, after
+             each call, the bytes it was passed (checks/inputs.py). With it the reference must
+             do the same to its own copy (it is called on copies: mutate the copy in place),
+             and the kernel's buffer after the call is judged against the reference's copy
+             after the reference's call, at the tolerance of the input's dtype."""
 
     shape: str
     dtype: str | tuple[str, ...] | list[str] | None = None
@@ -116,6 +122,7 @@ class Tensor:
     range: tuple | list | None = None
     valid: int | str | None = None
     layouts: str | tuple[str, ...] | list[str] | None = None
+    mutated: bool = False
 
     def __post_init__(self):
         d = self.dtype
@@ -306,6 +313,11 @@ class Spec:
     deterministic: bool = False           # rung 5: the same inputs give the same bits on every call (no float atomics,
                                           # no order that depends on timing); without it a difference within the
                                           # tolerance is a warning (nondeterminism), beyond it a failure
+    graphs: bool | None = None            # rung 4: production runs the kernel captured in CUDA graphs. True (claimed):
+                                          # a kernel that cannot be captured fails; False (not claimed): a graph
+                                          # point whose capture fails is skipped with a note; None (not said): a
+                                          # failed capture is a warning. A capture that replays wrong fails whatever
+                                          # it says.
 
     def __post_init__(self):
         validate(self)
@@ -351,6 +363,11 @@ class Spec:
     @property
     def input_args(self) -> dict[str, Tensor]:
         return {k: v for k, v in self.tensor_args.items() if not isinstance(v, Out)}
+
+    @property
+    def mutated_args(self) -> dict[str, Tensor]:
+        """Inputs the kernel writes in place by design (kl.Tensor(mutated=True))."""
+        return {k: v for k, v in self.input_args.items() if v.mutated}
 
     @property
     def returned(self) -> dict[str, Tensor]:
@@ -480,6 +497,11 @@ def _validate_tensor_kinds(spec: Spec, name: str, t: Tensor) -> None:
             _fail(f"{where}.{field_name}", v, f"give a list of names, e.g. {field_name}=['peaked', 'ties'] or [] for none."
                   if field_name == "values" else f"give a list of layout names, e.g. layouts=['sliced'], or [] for none.")
     output = isinstance(t, Out) or name not in spec.args
+    if not isinstance(t.mutated, bool):
+        _fail(where + ".mutated", t.mutated, "give True for an input the kernel writes in place by design, or leave it out.")
+    if t.mutated and output:
+        _fail(where + ".mutated", t.mutated, "mutated= marks an input the kernel also writes; an output (kl.Out or "
+              "returns=) is written anyway: drop mutated=.")
     if output:
         for field_name in ("values", "range", "layouts"):
             if getattr(t, field_name) is not None:
@@ -487,12 +509,29 @@ def _validate_tensor_kinds(spec: Spec, name: str, t: Tensor) -> None:
                       f"chooses no {field_name} for it; drop {field_name}=.")
 
 
-def _validate_use(spec: Spec) -> None:
-    """Every dim is used by some tensor's shape, and `rows` names such dims."""
+def _dims_used(spec: Spec) -> set:
+    """The dims something reads: a tensor's shape, a value range (range=(1, "L")), a valid length
+    (valid="V"), or `rows`. A dim no shape uses is a size the points choose and that the spec's
+    values or its build= function read (a paged cache's max_len: lens in 1..L, a page table of
+    ceil(L / 16) columns)."""
     used = {s for t in spec.all_tensors.values() for s in t.symbols}
+    for t in spec.all_tensors.values():
+        if isinstance(t.range, (tuple, list)):
+            used |= {v for v in t.range if isinstance(v, str)}
+        if isinstance(t.valid, str):
+            used.add(t.valid)
+    rows = spec.rows
+    used |= {rows} if isinstance(rows, str) else {r for r in rows if isinstance(r, str)} if isinstance(rows, (list, tuple)) else set()
+    return used
+
+
+def _validate_use(spec: Spec) -> None:
+    """Every dim is used (by a shape, a value range, a valid length or `rows`), and `rows` names dims."""
+    used = _dims_used(spec)
     for d in spec.dims:
         if d not in used:
-            _fail(f"Spec({spec.name!r}).dims[{d!r}]", spec.dims[d], f"no tensor's shape uses {d!r}; drop it, or use it in a shape "
+            _fail(f"Spec({spec.name!r}).dims[{d!r}]", spec.dims[d], f"nothing uses {d!r}: no tensor's shape, value range "
+                  f"(range=(1, {d!r})), valid= or rows; drop it, or use it in a shape "
                   f"(shapes: {', '.join(f'{n}={t.shape!r}' for n, t in spec.all_tensors.items())}).")
     rows = spec.rows
     if rows is not None:
@@ -524,6 +563,10 @@ def _validate_head(spec: Spec) -> None:
     if not isinstance(spec.deterministic, bool):
         _fail(f"Spec({spec.name!r}).deterministic", spec.deterministic, "give True when the same inputs must give the same "
               "bits on every call (rung 5 then fails any difference), or False (the default).")
+    if not isinstance(spec.graphs, (bool, type(None))):
+        _fail(f"Spec({spec.name!r}).graphs", spec.graphs, "say whether production runs the kernel captured in CUDA graphs: "
+              "True (a failed capture then fails rung 4), False (a failed capture skips the point), or leave it out "
+              "(None: a failed capture is a warning).")
 
 
 def _validate_dims(spec: Spec) -> None:

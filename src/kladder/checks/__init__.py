@@ -18,11 +18,12 @@ from . import (
     collective,
     contract,
     dispatch,
-    flags,
     fast,
+    flags,
     guards,
     imports,
     independence,
+    inputs,
     invariants,
     model_score,
     peer,
@@ -31,6 +32,7 @@ from . import (
     values,
 )
 from .pattern import Where, where_of
+from .pattern import describe as pattern_describe
 
 
 @dataclass
@@ -76,6 +78,7 @@ class Judge:
         bfloat16 on an interpreter that truncates."""
         spec, pt = self.spec, prep.point
         head = _guard_findings(spec, prep.inputs, pt)
+        head += inputs.changed(spec, prep.inputs, pt, getattr(prep, "snapshot", None) or [])
         wrong_arity = contract.arity(spec, returned)
         if wrong_arity:
             head.append(wrong_arity)
@@ -83,10 +86,11 @@ class Judge:
         if policy == "raise":
             head.append(Finding(Check.NONFINITE))
         slots = self._outputs(pt, outputs, expected["refs"], prep, policy, expected.get("refs_lo", {}))
+        slots += self._mutated(pt, prep, expected["refs"], policy)
         tail = []
         if pt.rung <= 3:
-            inputs = {n: a for n, a in zip(spec.args, prep.inputs.args) if n not in spec.out_args}
-            tail = invariants.invariants(spec, pt, inputs, outputs)
+            given = {n: a for n, a in zip(spec.args, prep.inputs.args) if n not in spec.out_args}
+            tail = invariants.invariants(spec, pt, given, outputs)
         self._open = _Open(label, head, slots, tail, rounding)
         needs = {s.name: s.need for s in slots if isinstance(s, _Pending)}
         if not needs:
@@ -113,6 +117,10 @@ class Judge:
         """Two results that must be equal bit for bit."""
         where = {n: where_of(self.spec, n) for n in before} if cause == Cause.PADDING else None
         self.findings += bitwise.same(before, after, cause, call, where, facts)
+
+    def uncaptured(self, facts: dict) -> None:
+        """A capture that failed where the spec does not say production graphs the kernel: a warning."""
+        self.warnings.append(Finding(Check.UNCAPTURED, facts=dict(facts)))
 
     def traces(self, traces) -> None:
         f = independence.shared_code(traces)
@@ -194,6 +202,41 @@ class Judge:
                 slots.append(None)
         return slots
 
+    def _mutated(self, pt, prep, refs: dict, policy) -> list:
+        """Inputs the spec declares mutated (kl.Tensor(mutated=True)): the kernel's buffer after the
+        call against the reference's copy after the reference's call, at the dtype's tolerance (no
+        honest peer: the reference's lowered run does not return its inputs). Judged where the
+        call's inputs are the buffers it wrote: eager calls of rungs 1-3."""
+        found = []
+        if pt.rung > 3 or pt.mode not in ("eager", "padding"):
+            return found
+        for name in self.spec.mutated_args:
+            got, ref = dict(zip(self.spec.args, prep.inputs.args))[name], refs.get(name)
+            if ref is None:
+                continue
+            dtype = dtype_of(self.spec, name, pt.dtype_of)
+            if dtype not in ("float64", "float32", "float16", "bfloat16"):
+                bad = bitwise.bits_differ(got.to(ref.device, ref.dtype), ref) if got.shape == ref.shape else None
+                if bad is not None and bool(bad.any()):
+                    found.append(Finding(Check.VALUES, name, pattern=pattern_describe(bad.cpu(), where_of(self.spec, name)),
+                                         mismatched=int(bad.sum()), total=bad.numel(),
+                                         facts={"dtype": dtype, "shape": list(got.shape), "mode": pt.mode, "mutated": True}))
+                continue
+            sel = prep.select.get(next(i for i, n in enumerate(self.spec.args) if n == name))
+            if sel is not None:
+                got = got.index_select(sel[0], sel[1].to(got.device))
+            where = where_of(self.spec, name, {sel[0]: prep.row_ids} if sel is not None else {})
+            about = {"dtype": dtype, "shape": list(got.shape), "mode": pt.mode, "mutated": True}
+            tol = self.spec.tolerance_for(dtype)
+            bad_shape = values.shape_finding(name, got, ref)
+            if bad_shape:
+                found.append(bad_shape)
+                continue
+            m = values.mismatch(got, ref, tol, policy)
+            if m is not None:
+                found.append(values.finding(name, m, got, ref, tol, where, about))
+        return found
+
     def _judged(self, p: _Pending, peer, rounding: dict | None) -> Finding | None:
         """A waiting output with its peer: the values re-judged (a failure it excuses passes), and
         a passing output's lean judged against the peer's own."""
@@ -238,4 +281,4 @@ def _interpreted(device: str) -> bool:
 
 
 __all__ = ["Judge", "Where", "bias", "bitwise", "collective", "contract", "dispatch", "fast", "flags", "guards", "imports",
-           "independence", "invariants", "model_score", "peer", "repetition", "sanitizer", "values"]
+           "independence", "inputs", "invariants", "model_score", "peer", "repetition", "sanitizer", "values"]

@@ -77,6 +77,7 @@ def pattern_shape(f: Finding) -> tuple:
             cols = (at, p.cols.tile_note[:2] if p.cols.tile_note else None)
         return (p.kind, cols, p.rows[0] if p.rows else None, p.most)
     keys = {Check.RAISED: ("error", "text"), Check.DEVICE_FAULT: ("error", "text"), Check.CAPTURE: ("error", "text"),
+            Check.UNCAPTURED: ("error", "text"), Check.INPUT_CHANGED: ("how",),
             Check.CRASHED: ("signal", "exit_status"), Check.NOT_BITWISE: ("cause",), Check.INVARIANT: ("name",),
             Check.MODEL: ("metric",), Check.INVALID_REFERENCE: ("functions", "gpu_kernels")}
     if f.check == Check.GUARD:
@@ -130,6 +131,7 @@ def pattern_label(f: Finding) -> str:
     if f.pattern is not None:
         return pattern_text(f.pattern)
     labels = {Check.RAISED: "raised", Check.DEVICE_FAULT: "device fault", Check.CAPTURE: "capture failed",
+              Check.UNCAPTURED: "not capturable (graphs not claimed)",
               Check.HANG: "hang", Check.INVALID_REFERENCE: "invalid reference", Check.INVARIANT: "invariant",
               Check.NONFINITE: "accepted NaN/Inf", Check.DISPATCH: "another path ran",
               Check.FLAG_NO_EFFECT: "the flag changes no code", Check.IMPORT_CONTRACT: "import contract",
@@ -264,7 +266,32 @@ def _device_fault(f: Finding, x: dict) -> str:
 
 
 def _capture(f: Finding, x: dict) -> str:
-    return f"the kernel cannot be captured in a CUDA graph: {x['error']}: {x['text']}"
+    claimed = " (the spec claims it runs in graphs: Spec(graphs=True))" if x.get("claimed") else ""
+    return f"the kernel cannot be captured in a CUDA graph{claimed}: {x['error']}: {x['text']}"
+
+
+def _uncaptured(f: Finding, x: dict) -> str:
+    return (f"the kernel cannot be captured in a CUDA graph: {x['error']}: {x['text']}; not failed, since the spec "
+            "does not say production graphs it (Spec(graphs=True) makes this a failure, graphs=False skips "
+            "the point); its eager call before the capture was judged")
+
+
+def _input_changed(f: Finding, x: dict) -> str:
+    if "resized" in x:
+        was, now = x["resized"]
+        return (f"the kernel changed its input `{f.output}` from shape {tuple(was)} to {tuple(now)}, or its dtype; the "
+                "spec declares no mutation")
+    parts = []
+    if f.mismatched:
+        unit = "rows" if x["how"] == "hash" else "elements"
+        where = f" ({pattern_text(f.pattern)})" if f.pattern is not None else ""
+        parts.append(f"{f.mismatched:,} of {f.total:,} {unit}{where}")
+    if x["gap_bytes"]:
+        parts.append(f"{x['gap_bytes']:,} bytes between its elements (memory a strided view's parent owns)")
+    hashed = (f"; {x['slabs']} of {x['of']} slabs of rows hashed before the call differ after it" if x["how"] == "hash"
+              else "")
+    return (f"the kernel changed its input `{f.output}`: {' and '.join(parts)} differ from what it was passed{hashed}; "
+            "the spec declares no mutation (kl.Tensor(..., mutated=True) if the kernel writes it by design)")
 
 
 def _hang(f: Finding, x: dict) -> str:
@@ -588,6 +615,7 @@ CANNOT_SEE = {
 
 _MESSAGES = {Check.VALUES: _values, Check.CONTRACT: _contract, Check.GUARD: _guard, Check.RAISED: _raised,
              Check.DEVICE_FAULT: _device_fault, Check.CAPTURE: _capture, Check.HANG: _hang, Check.CRASHED: _crashed,
+             Check.UNCAPTURED: _uncaptured, Check.INPUT_CHANGED: _input_changed,
              Check.NOT_BITWISE: _not_bitwise, Check.PADDING: _padding, Check.INVALID_REFERENCE: _invalid_reference,
              Check.INVARIANT: _invariant, Check.NONFINITE: _nonfinite, Check.MODEL: _model, Check.BIAS: _bias,
              Check.DISPATCH: _dispatch, Check.FLAG_NO_EFFECT: _flag_no_effect, Check.IMPORT_CONTRACT: _import_contract,
@@ -620,6 +648,9 @@ def note_text(n: Note, sized: bool = True) -> str:
         return f"needs {human_bytes(x['need_bytes'])} of tensors; the device has {human_bytes(x['free_bytes'])} free"
     if k == NoteKind.MODE_NEEDS_CUDA:
         return f"the {x['mode']} mode needs CUDA; on the CPU it is skipped, never passed"
+    if k == NoteKind.GRAPHS_NOT_CLAIMED:
+        return (f"the kernel cannot be captured in a CUDA graph ({x['error']}: {x['text']}), and the spec says production "
+                "does not run it in graphs (Spec(graphs=False)): skipped, never passed")
     if k == NoteKind.RACE_NOT_SET_UP:
         return (f"the late producer finished before the call returned, {x['attempts']} times (up to "
                 f"{x['delay_cycles']:,} cycles): the race could not be set up, so the stream ordering was not checked")

@@ -73,7 +73,8 @@ def kernel_error(spec, point: Point, k: KernelError) -> Result:
                       fatal=True)
     if k.label == "capture":
         # a failed capture can leave the context unusable: the worker is replaced as after a fault
-        return Result(Outcome(point, Status.FAILED, [Finding(Check.CAPTURE, call=k.label, facts=error_facts(e))]), fatal=True)
+        facts = {**error_facts(e), **({"claimed": True} if getattr(spec, "graphs", None) else {})}
+        return Result(Outcome(point, Status.FAILED, [Finding(Check.CAPTURE, call=k.label, facts=facts)]), fatal=True)
     if is_device_fault(e):
         return Result(Outcome(point, Status.FAILED, [Finding(Check.DEVICE_FAULT, call=k.label,
                                                              facts={**error_facts(e), "in_call": True})]), fatal=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from ..checks import inputs as input_check
 from ..checks import peer as peer_math
 from ..materialize import GUARD_BYTES, Inputs, materialize, reference_args, reference_dtypes
 from ..outcome import KernelError, NoteKind, RowsChecked, SpecBroken, error_facts
@@ -38,6 +39,7 @@ class Prepared:
     rows: RowsChecked | None
     arg_dtypes: list = field(default_factory=list)   # each reference input's dtype as the kernel got it
     ref_device: str = ""
+    snapshot: list = field(default_factory=list)     # the inputs as passed, compared after the call (checks/inputs.py)
 
 
 @dataclass
@@ -68,11 +70,12 @@ class Harness:
             where = reference_device(self.spec, pt, self.device, select)
             by_arg = {i: v for i, v in select.items() if isinstance(i, int)}
             ref_args = reference_args(self.spec, inputs, by_arg, where)
+            snapshot = input_check.snapshot(self.spec, inputs, pt)
         except Exception as e:  # noqa: BLE001 - every failure here is kladder's or the spec's
             if is_oom(e):
                 raise
             raise SpecBroken(NoteKind.INPUTS_FAILED, **error_facts(e, whole=True)) from e
-        return Prepared(pt, inputs, ref_args, select, row_ids, rows, reference_dtypes(self.spec, inputs), where)
+        return Prepared(pt, inputs, ref_args, select, row_ids, rows, reference_dtypes(self.spec, inputs), where, snapshot)
 
     def call(self, prep: Prepared, label: str = "", runner=None):
         """One call of the kernel (through `runner`, the mode's, when given)."""
@@ -118,12 +121,14 @@ class Harness:
         pass reads those (as many bytes as the output) and the float64 reference only where it
         cannot decide (checks/fast.py)."""
         import torch
+        args, mutated = self._mutable_args(prep)
         try:
-            refs = self._split(self.spec.reference(*prep.ref_args))
+            refs = self._split(self.spec.reference(*args))
         except Exception as e:  # noqa: BLE001
             if is_oom(e):
                 raise                                # the point could not run for memory: not the spec's fault
             raise SpecBroken(NoteKind.REFERENCE_RAISED, **error_facts(e)) from e
+        refs.update(mutated)                         # a mutated input: the reference's copy, as its call left it
         lo = {}
         if self.device == "cuda":
             for n, r in refs.items():
@@ -131,6 +136,16 @@ class Harness:
                 if dt in ("float32", "float16", "bfloat16") and isinstance(r, torch.Tensor) and r.is_cuda:
                     lo[n] = r.detach().to(getattr(torch, dt))
         return {"refs": refs, "refs_lo": lo}
+
+    def _mutable_args(self, prep: Prepared) -> tuple[list, dict]:
+        """The reference's arguments, with a fresh copy of each input the spec declares mutated
+        (the reference writes it in place; prep.ref_args stay as passed for the peers)."""
+        names = [n for n in self.spec.args if n not in self.spec.out_args]
+        args, mutated = list(prep.ref_args), {}
+        for i, n in enumerate(names):
+            if n in self.spec.mutated_args and hasattr(args[i], "clone"):
+                args[i] = mutated[n] = args[i].clone()
+        return args, mutated
 
     def peers(self, prep: Prepared, needs: dict, refs: dict) -> dict:
         """The honest peer of each output in `needs` (name -> "values" | "bias"): the reference on

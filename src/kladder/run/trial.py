@@ -13,7 +13,20 @@ from ..spec import Spec
 from . import faults, interpreter, modes
 from .faults import Result
 from .harness import Harness
-from .modes.base import Call, Flagged, Imported, Measured, Ran, Ranks, Repeats, Same, Sanitized, Scores, Traces
+from .modes.base import (
+    Call,
+    Flagged,
+    Imported,
+    Measured,
+    Ran,
+    Ranks,
+    Repeats,
+    Same,
+    Sanitized,
+    Scores,
+    Traces,
+    Uncaptured,
+)
 
 
 def run_point(spec: Spec, point: Point, device: str) -> Result:
@@ -65,6 +78,11 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
             if isinstance(seen, Call):
                 rows = rows or seen.prep.rows
                 judge_call(h, judge, seen)
+            elif isinstance(seen, Uncaptured):
+                fatal = device == "cuda"             # a failed capture may leave the context unusable
+                if seen.skip:
+                    return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.GRAPHS_NOT_CLAIMED, seen.facts)), fatal=fatal)
+                judge.uncaptured(seen.facts)
             elif isinstance(seen, Same):
                 judge.same(seen.before, seen.after, seen.cause, seen.call, seen.facts)
             elif isinstance(seen, Traces):

@@ -18,6 +18,15 @@ class Call:
 
 
 @dataclass
+class Uncaptured:
+    """The kernel could not be captured in a CUDA graph, and the spec does not claim that
+    production graphs it: the capture's error facts (error, text); `skip` when the spec says
+    production does not (Spec.graphs False: the point is skipped, not judged)."""
+    facts: dict
+    skip: bool = False
+
+
+@dataclass
 class Same:
     """Two results that must be equal bit for bit, and why (the cause)."""
     before: dict
@@ -150,7 +159,7 @@ class Sanitized:
 class Mode(Protocol):
     name: str
 
-    def observe(self, h) -> Iterator[Call | Same | Traces | Scores | Measured | Ran | Flagged | Imported | Ranks | Repeats | Sanitized]:
+    def observe(self, h) -> Iterator[Call | Uncaptured | Same | Traces | Scores | Measured | Ran | Flagged | Imported | Ranks | Repeats | Sanitized]:
         """Run the point's calls through the harness, yielding what was observed."""
 
 

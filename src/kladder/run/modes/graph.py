@@ -1,10 +1,19 @@
 """CUDA graph: capture once, then replay three times with new inputs copied into the static
 buffers and every output poisoned before each replay. A host decision frozen at capture (a
-counter zeroed once, a result read from the eager warm-up's output) fails a replay."""
+counter zeroed once, a result read from the eager warm-up's output) fails a replay, whatever
+the spec says about graphs: the kernel captured and then broke silently.
+
+Whether a kernel that cannot be captured at all (a launcher that reads a count back to the
+host with .item(), one that synchronizes or serves repeats from a host-side cache) is wrong
+depends on what production does, which only its author knows (Spec.graphs): claimed (True),
+the failed capture is the kernel's failure; not claimed (False), the point is skipped with the
+capture's error; not said (None, the default), the capture's error is a warning and the eager
+call made before the capture is judged in its place. A kernel that captures is replayed and
+judged in every state."""
 from __future__ import annotations
 
-from ...outcome import KernelError
-from .base import Call, call_raw, heal_failed_capture
+from ...outcome import KernelError, error_facts
+from .base import Call, Uncaptured, call_raw, heal_failed_capture
 
 REPLAYS = 3
 
@@ -16,23 +25,30 @@ class Graph:
         import torch
 
         from ...materialize import poison
+        claimed = h.spec.graphs
         static = h.prepare()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):               # warm-up outside the graph: JIT, autotune
-            h.call(static, "warm-up before capture", runner=call_raw)
+            warm = h.call(static, "warm-up before capture", runner=call_raw)
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         try:
             with torch.cuda.graph(graph):
                 returned = h.call(static, "capture", runner=call_raw)
-        except KernelError:
+        except Exception as e:  # noqa: BLE001 - in the launcher (KernelError) or on leaving the context
             heal_failed_capture()
-            raise
-        except Exception as e:  # noqa: BLE001 - the capture itself failed (on leaving the context)
-            heal_failed_capture()
-            raise KernelError(e, "capture") from e
+            if claimed:
+                if isinstance(e, KernelError):
+                    raise
+                raise KernelError(e, "capture") from e
+            yield Uncaptured(error_facts(e.error if isinstance(e, KernelError) else e), skip=claimed is False)
+            if claimed is False:
+                return
+            # kernels recorded by the failed capture never ran: the buffers hold the warm-up's results
+            yield Call(static, warm, "the eager call before the failed capture")
+            return
         for r in range(1, REPLAYS + 1):
             fresh = h.prepare(seed=static.point.seed + r)
             for dst, src in zip(static.inputs.args, fresh.inputs.args):
@@ -45,6 +61,7 @@ class Graph:
             graph.replay()
             torch.cuda.synchronize()
             static.ref_args = fresh.ref_args
+            static.snapshot = fresh.snapshot        # the inputs the replay got (checks/inputs.py)
             yield Call(static, returned, f"replay {r} of {REPLAYS}")
 
 
