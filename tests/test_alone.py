@@ -1,0 +1,161 @@
+"""The watchdog times the kernel, not kladder (issue 19): each stage of a point is timed and
+named to the parent; a kernel silent past the timeout hangs, a stage of kladder's own past its
+budget is not judged; a point that hangs, crashes or runs out of memory while other work uses
+the host or the device is re-run alone before it is blamed."""
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import kladder as kl
+from conftest import report_json
+from kladder.outcome import Check, Load, Note, NoteKind, Outcome, Stage, Status
+from kladder.point import Point
+from kladder.report.data import ClimbReport, RungReport
+from kladder.run import faults
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPECS = os.path.join(HERE, "specs")
+
+
+def _points(path):
+    return {p["id"]: p for p in report_json(path)["rungs"][0]["points"]}
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory):
+    out = tmp_path_factory.mktemp("slow") / "r.json"
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", os.path.join(SPECS, "slow_stages.py"), "--rungs",
+                        "1", "--device", "cpu", "--timeout", "1", "--json", str(out), "--log", str(out) + "l"],
+                       capture_output=True, text=True, timeout=300)
+    return p, _points(out)
+
+
+def test_a_slow_reference_is_not_judged_and_named(slow):
+    p, points = slow
+    o = points["r1-N=3"]
+    assert o["status"] == "not_judged" and o["failure"] is None
+    assert o["note"]["kind"] == "stage_overrun" and o["note"]["facts"]["stage"] == "reference"
+    assert o["note"]["facts"]["budget_s"] == 5.0 and o["note"]["facts"]["seconds"] >= 5.0
+    assert "the float64 reference, was still running after" in o["reason"] and "hang" in o["reason"]
+    assert o["stages"]["reference"] >= 5.0
+    assert "NOT JUDGED r1-N=3: kladder's own stage, the float64 reference" in p.stdout
+    assert p.returncode == 1                   # could not be judged: not a pass
+
+
+def test_a_slow_kernel_is_a_hang(slow):
+    _, points = slow
+    o = points["r1-N=5"]
+    assert o["status"] == "failed" and o["failure"] == "hang"
+    assert o["stages"]["kernel"] >= 1.0
+    assert "the kernel's calls did not finish within 1 s" in o["findings"][0]["message"]
+    if o["under_load"] is not None:            # the host was busy: re-run alone, it hung there too
+        assert o["under_load"]["alone"] == "failed"
+
+
+def test_every_point_carries_its_stage_times(slow):
+    _, points = slow
+    for pid in ("r1-N=1", "r1-N=2", "r1-N=4", "r1-N=6"):
+        o = points[pid]
+        assert o["status"] == "passed"
+        assert {"inputs", "kernel", "reference", "checks"} <= set(o["stages"])
+        assert sum(o["stages"].values()) <= o["seconds"] + 1e-3
+
+
+HOLDER = textwrap.dedent("""
+    import fcntl, os, sys, time
+    path, hold = sys.argv[1], float(sys.argv[2])
+    f = open(path, "a")
+    fcntl.flock(f, fcntl.LOCK_EX)
+    open(path + ".held", "w").close()
+    end = None
+    while end is None or time.monotonic() < end:      # busy the host until the point has waited hold s
+        if end is None and os.path.exists(path + ".tried"):
+            end = time.monotonic() + hold
+        sum(range(10000))
+""")
+
+
+def test_a_hang_under_load_that_passes_alone_is_a_warning(tmp_path, monkeypatch):
+    """The point hangs while another process holds the lock and keeps the host busy; the holder
+    lets go `timeout` + 0.5 s after the point began to wait, so the run alone passes."""
+    from kladder.ladder import Runner, rung_points
+    from kladder.load import load_spec
+    from kladder.report.jsonout import dumps, outcome_dict
+    from kladder.sizes import budget_for
+    ref = os.path.join(SPECS, "lock_wait.py")
+    spec = load_spec(ref)
+    (point,) = [p for p in rung_points(spec, 1, budget_for("cpu")) if p.id == "r1-N=4"]
+    lock, timeout = tmp_path / "device.lock", 2.0
+    monkeypatch.setenv("KLADDER_TEST_LOCK", str(lock))
+    runner = Runner(ref, spec, "cpu", timeout_s=timeout)
+    runner.pool.warm(1)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), str(timeout + 0.5)])
+    try:
+        for _ in range(1200):
+            if (tmp_path / "device.lock.held").exists():
+                break
+            time.sleep(0.05)
+        o = runner.run(point)
+    finally:
+        holder.kill()
+        holder.wait()
+        runner.close()
+    assert (tmp_path / "device.lock.tried").exists()          # the point did wait on the lock
+    assert o.status == Status.PASSED, o
+    assert o.load is not None and o.load.alone == Status.PASSED and o.load.host_cpu_s > 0
+    (w,) = [w for w in o.warnings if w.check == Check.UNDER_LOAD]
+    assert w.facts["first"] == "hang"
+    log = tmp_path / "l.jsonl"
+    log.write_text(dumps({"record": "point", **outcome_dict(o)}) + "\n")
+    (rec,) = report_json(log)
+    assert rec["status"] == "passed" and rec["under_load"]["alone"] == "passed" and rec["stages"]["kernel"] > 0
+    assert rec["warnings"][0].startswith("hung under load (") and "passed alone in" in rec["warnings"][0]
+
+
+# ---------------------------------------------------------------------------- what each result becomes
+PT = Point("s", 1, (("N", 4),))
+
+
+def _hang():
+    return faults.hang(PT, 1.0)
+
+
+def _oom(kind=NoteKind.KERNEL_OOM):
+    return Outcome(PT, Status.OOM, note=Note(kind, {"call": "", "text": "CUDA out of memory"}))
+
+
+def test_failing_alone_too_stands():
+    out = faults.under_load(_hang(), _hang(), Load(lanes=2))
+    assert out.status == Status.FAILED and out.headline.check == Check.HANG and out.load.alone == Status.FAILED
+
+
+def test_an_oom_that_passes_alone_is_not_judged_the_device_was_full():
+    out = faults.under_load(_oom(), Outcome(PT, Status.PASSED, seconds=2.9), Load(processes=3))
+    assert out.status == Status.NOT_JUDGED and out.note.kind == NoteKind.DEVICE_FULL
+    assert out.note.facts["alone"] == "passed" and out.note.facts["processes"] == 3
+
+
+def test_an_oom_while_others_hold_the_memory_is_not_judged_even_alone():
+    held = Load(processes=2, device_used_bytes=100 << 30, device_total_bytes=140 << 30)
+    out = faults.under_load(_oom(), _oom(), held)
+    assert out.status == Status.NOT_JUDGED and out.note.kind == NoteKind.DEVICE_FULL
+    assert faults.under_load(_oom(), _oom(), Load(lanes=1)).status == Status.OOM   # alone, nobody's memory: its own
+
+
+def test_not_judged_is_not_a_pass_nor_a_failure():
+    o = Outcome(PT, Status.NOT_JUDGED, note=Note(NoteKind.STAGE_OVERRUN, {"stage": "peers", "seconds": 131.0,
+                                                                          "budget_s": 600.0, "timeout_s": 120.0}))
+    rr = RungReport(1, "shapes", [o, Outcome(PT, Status.PASSED)])
+    rep = ClimbReport("s", "ref", "cpu", rungs=[rr])
+    assert rr.verdict == "incomplete" and rep.exit_code == 1 and rep.lowest_failing_rung is None and not rep.failures
+
+
+def test_stages_and_load_survive_the_pipe():
+    o = Outcome(PT, Status.PASSED, stages={Stage.KERNEL: 0.5, Stage.PEERS: 2.0},
+                load=Load(lanes=1, host_cpu_s=1.5, seconds=2.0, alone=Status.PASSED, alone_s=0.3))
+    back = Outcome.from_dict(o.to_dict())
+    assert back.stages == o.stages and back.load == o.load
