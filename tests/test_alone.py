@@ -9,6 +9,7 @@ import textwrap
 import time
 
 import pytest
+import torch
 
 import kladder as kl
 from conftest import report_json
@@ -67,7 +68,11 @@ def test_every_point_carries_its_stage_times(slow):
 
 HOLDER = textwrap.dedent("""
     import fcntl, os, sys, time
-    path, hold = sys.argv[1], float(sys.argv[2])
+    path, hold, gib, linger = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+    if gib:                                            # and hold device memory, as another climb would
+        import torch
+        held = torch.empty(gib << 30, dtype=torch.uint8, device="cuda")
+        torch.cuda.synchronize()
     f = open(path, "a")
     fcntl.flock(f, fcntl.LOCK_EX)
     open(path + ".held", "w").close()
@@ -76,24 +81,26 @@ HOLDER = textwrap.dedent("""
         if end is None and os.path.exists(path + ".tried"):
             end = time.monotonic() + hold
         sum(range(10000))
+    fcntl.flock(f, fcntl.LOCK_UN)
+    time.sleep(linger)                                 # still on the device while the climb looks
 """)
 
 
-def test_a_hang_under_load_that_passes_alone_is_a_warning(tmp_path, monkeypatch):
-    """The point hangs while another process holds the lock and keeps the host busy; the holder
-    lets go `timeout` + 0.5 s after the point began to wait, so the run alone passes."""
+def _under_lock(tmp_path, monkeypatch, device: str, gib: int = 0):
+    """The lock-waiting point run as a climb runs it, while another process holds the lock and
+    keeps the host busy (and, with `gib`, holds that much device memory); the holder lets go
+    `timeout` + 0.5 s after the point began to wait, so the run alone passes."""
     from kladder.ladder import Runner, rung_points
     from kladder.load import load_spec
-    from kladder.report.jsonout import dumps, outcome_dict
     from kladder.sizes import budget_for
     ref = os.path.join(SPECS, "lock_wait.py")
     spec = load_spec(ref)
-    (point,) = [p for p in rung_points(spec, 1, budget_for("cpu")) if p.id == "r1-N=4"]
+    (point,) = [p for p in rung_points(spec, 1, budget_for(device)) if p.id == "r1-N=4"]
     lock, timeout = tmp_path / "device.lock", 2.0
     monkeypatch.setenv("KLADDER_TEST_LOCK", str(lock))
-    runner = Runner(ref, spec, "cpu", timeout_s=timeout)
+    runner = Runner(ref, spec, device, timeout_s=timeout)
     runner.pool.warm(1)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), str(timeout + 0.5)])
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), str(timeout + 0.5), str(gib), str(30 if gib else 0)])
     try:
         for _ in range(1200):
             if (tmp_path / "device.lock.held").exists():
@@ -105,8 +112,13 @@ def test_a_hang_under_load_that_passes_alone_is_a_warning(tmp_path, monkeypatch)
         holder.wait()
         runner.close()
     assert (tmp_path / "device.lock.tried").exists()          # the point did wait on the lock
+    return o
+
+
+def _passed_alone_with_the_warning(o, tmp_path):
+    from kladder.report.jsonout import dumps, outcome_dict
     assert o.status == Status.PASSED, o
-    assert o.load is not None and o.load.alone == Status.PASSED and o.load.host_cpu_s > 0
+    assert o.load is not None and o.load.alone == Status.PASSED
     (w,) = [w for w in o.warnings if w.check == Check.UNDER_LOAD]
     assert w.facts["first"] == "hang"
     log = tmp_path / "l.jsonl"
@@ -114,6 +126,38 @@ def test_a_hang_under_load_that_passes_alone_is_a_warning(tmp_path, monkeypatch)
     (rec,) = report_json(log)
     assert rec["status"] == "passed" and rec["under_load"]["alone"] == "passed" and rec["stages"]["kernel"] > 0
     assert rec["warnings"][0].startswith("hung under load (") and "passed alone in" in rec["warnings"][0]
+    return rec
+
+
+def test_a_hang_under_load_that_passes_alone_is_a_warning(tmp_path, monkeypatch):
+    o = _under_lock(tmp_path, monkeypatch, "cpu")
+    rec = _passed_alone_with_the_warning(o, tmp_path)
+    assert o.load.host_cpu_s > 0 and "other processes used" in rec["warnings"][0]
+
+
+NO_CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA: the watchdog and the device's process list")
+
+
+@NO_CUDA
+def test_on_cuda_a_hang_while_another_process_holds_the_device_passes_alone(tmp_path, monkeypatch):
+    o = _under_lock(tmp_path, monkeypatch, "cuda", gib=8)
+    rec = _passed_alone_with_the_warning(o, tmp_path)
+    assert o.load.processes >= 1 and o.load.device_used_bytes >= 8 << 30
+    assert "other process" in rec["warnings"][0] and "in use by others" in rec["warnings"][0]
+
+
+@NO_CUDA
+def test_on_cuda_a_slow_reference_is_not_judged_and_a_slow_kernel_hangs(tmp_path):
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", os.path.join(SPECS, "slow_stages.py"), "--rungs",
+                        "1", "--device", "cuda", "--timeout", "2", "--json", str(out), "--log", str(out) + "l"],
+                       capture_output=True, text=True, timeout=600)
+    points = _points(out)
+    assert points["r1-N=3"]["status"] == "not_judged" and points["r1-N=3"]["note"]["facts"]["stage"] == "reference"
+    assert points["r1-N=5"]["status"] == "failed" and points["r1-N=5"]["failure"] == "hang"
+    assert all(points[i]["status"] == "passed" and points[i]["stages"]["kernel"] > 0
+               for i in ("r1-N=1", "r1-N=2", "r1-N=4", "r1-N=6"))
+    assert p.returncode == 1
 
 
 # ---------------------------------------------------------------------------- what each result becomes
@@ -159,3 +203,17 @@ def test_stages_and_load_survive_the_pipe():
                 load=Load(lanes=1, host_cpu_s=1.5, seconds=2.0, alone=Status.PASSED, alone_s=0.3))
     back = Outcome.from_dict(o.to_dict())
     assert back.stages == o.stages and back.load == o.load
+
+
+def test_a_segfault_under_load_that_passes_alone_is_flaky_not_cleared():
+    crash = faults.died(PT, -11, "")
+    out = faults.under_load(crash, Outcome(PT, Status.PASSED), Load(lanes=1))
+    assert out.status == Status.FLAKY and out.headline.check == Check.CRASHED and out.load.alone == Status.PASSED
+    killed = faults.died(PT, -9, "")                # the host's OOM killer: others' memory can cause it
+    assert faults.under_load(killed, Outcome(PT, Status.PASSED), Load(lanes=1)).status == Status.PASSED
+
+
+def test_rung5s_own_watchdog_is_not_re_run():
+    watched = _hang()
+    watched.headline.facts["watchdog"] = True       # a rung-5 batch that outlived 50x its calls' own time
+    assert not faults.load_sensitive(watched) and faults.load_sensitive(_hang()) and faults.load_sensitive(_oom())

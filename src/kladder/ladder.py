@@ -206,10 +206,10 @@ class Runner:
             try:
                 outcome = lane.run(point, timeout, fresh=fresh, budget_s=stage_budget(self.spec, self.device, point,
                                                                                       self.timeout_s))
+                load = lane.load                   # read before another thread takes the lane
             finally:
                 self._ended(seen)
                 self._checkin(lane)
-        load = lane.load
         load.lanes = seen[0]
         if faults.load_sensitive(outcome) and self.device == "cuda":
             # asked after the fact: another climb's processes and memory are still there; the

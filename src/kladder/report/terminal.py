@@ -248,12 +248,14 @@ def _warnings(warned: list[Outcome]):
     lines = [_text(("\nWarnings (" + _count(len(warned), "point") + ")", "bold yellow"),
                    ": not failures; each says what a model or a deployment will feel")]
     by_kind: dict[tuple, list[Outcome]] = defaultdict(list)
+    shown: dict[tuple, object] = {}                 # each group's first warning (a point may have several kinds)
     for o in warned:
         for w in o.warnings:
+            shown.setdefault(words.bias_group(w), w)
             by_kind[words.bias_group(w)].append(o)
-    for group in by_kind.values():
+    for key, group in by_kind.items():
         o = group[0]
-        lines.append(_text(f"  {o.point.id}: {words.message(o.warnings[0])}"))
+        lines.append(_text(f"  {o.point.id}: {words.message(shown[key])}"))
         if len(group) > 1:
             lines.append(_text(f"      and {len(group) - 1} more point{'s' if len(group) > 2 else ''} like it: "
                                + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else "")))

@@ -17,6 +17,7 @@ from ..outcome import (
     Note,
     NoteKind,
     Outcome,
+    Replay,
     Stage,
     Status,
     error_facts,
@@ -106,13 +107,27 @@ def overrun(point: Point, stage: Stage, seconds: float, budget_s: float, timeout
         seconds=seconds)
 
 
-# What a run under load said that a run alone must confirm before the kernel is blamed: a hang,
-# a crash, a device fault (another process may have faulted the device or hogged it), or memory.
+# What a run under load said that a run alone must confirm before the kernel is blamed: a hang
+# past the point's timeout, a crash or a device fault, or memory. Not rung 5's batch watchdog: its
+# bound is 50x the calls' own time, measured under the same load.
 LOAD_SENSITIVE = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT)
 
 
 def load_sensitive(o: Outcome) -> bool:
-    return o.status == Status.OOM or (o.status == Status.FAILED and o.headline.check in LOAD_SENSITIVE)
+    if o.status == Status.OOM:
+        return True
+    head = o.headline
+    return o.status == Status.FAILED and head.check in LOAD_SENSITIVE and not head.facts.get("watchdog")
+
+
+def _load_excuses(first: Outcome) -> bool:
+    """Whether other work can have caused what the run under load saw, so that a pass alone
+    clears the kernel: a hang (a device or host shared with others is slower), a SIGKILL (the
+    host's out-of-memory killer ends the biggest process, whoever used the memory). A segfault
+    or a device fault is the process's own (no other process can cause one in it): passing
+    alone makes it FLAKY, a failure with its rate, as any failure that does not recur."""
+    head = first.headline
+    return head.check == Check.HANG or (head.check == Check.CRASHED and head.facts.get("signal") == "SIGKILL")
 
 
 def others_memory(load: Load) -> bool:
@@ -124,7 +139,8 @@ def others_memory(load: Load) -> bool:
 def under_load(first: Outcome, alone: Outcome, load: Load) -> Outcome:
     """A point that hung, crashed, faulted or ran out of memory while other work used the device
     or the host, and its run alone in a fresh worker with the other lanes held back: failing
-    alone too, the first run's verdict stands; passing alone, it passes with a warning; out of
+    alone too, the first run's verdict stands; passing alone, a hang passes with a warning (a
+    crash or a fault is flaky: see _load_excuses); out of
     memory that passes alone, or while others hold the device's memory: not judged, the device
     was full. `load` gets the alone run's status and is kept on the outcome (what else ran)."""
     load.alone, load.alone_s = alone.status, round(alone.seconds, 3)
@@ -135,9 +151,12 @@ def under_load(first: Outcome, alone: Outcome, load: Load) -> Outcome:
             "first": str(first.note.kind) if first.note else "", "text": (first.note.facts.get("text", "") if first.note
                                                                          else ""), **load.facts()}),
             seconds=first.seconds + alone.seconds, stages=first.stages)
-    elif first.status == Status.FAILED and alone.status == Status.PASSED:
+    elif first.status == Status.FAILED and alone.status == Status.PASSED and _load_excuses(first):
         out = alone
         out.warnings = [Finding(Check.UNDER_LOAD, facts={"first": what, **load.facts()}), *out.warnings]
+    elif first.status == Status.FAILED and alone.status == Status.PASSED:
+        out = first                          # its own crash: flaky, reported with the run alone's status
+        out.status, out.replay, out.replay_status = Status.FLAKY, Replay.FLAKY, alone.status
     elif alone.status in (Status.FAILED, Status.OOM):
         out = first                          # alone too: as seen
     else:
