@@ -27,7 +27,7 @@ from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
 from .run import faults
 from .run.isolation import HOST_BUSY_CORES, Lane, Pool, device_load, stage_budget, worker_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
-from .sizes import CPU_BUDGET, budget_for, is_big, total_bytes
+from .sizes import CPU_BUDGET, budget_for, is_big, numel_of, total_bytes
 from .spec import Spec
 from .version import __version__
 
@@ -211,6 +211,8 @@ class Runner:
                 self._ended(seen)
                 self._checkin(lane)
         load.lanes = seen[0]
+        if outcome.note is not None and outcome.note.kind == NoteKind.STAGE_OVERRUN and point.mode != "model":
+            outcome.note.facts["elements"] = sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)
         if faults.load_sensitive(outcome) and self.device == "cuda":
             # asked after the fact: another climb's processes and memory are still there; the
             # failed worker's are gone

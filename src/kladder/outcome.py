@@ -146,7 +146,8 @@ class NoteKind(_Words):
     NO_SANITIZER = "no_sanitizer"                  # tool, searched
     INTERPRETER_DEFECT = "interpreter_defect"      # feature, what, x, got, want (the probe's evidence; run/interpreter.py)
     INTERPRETER_ERROR = "interpreter_error"        # error, text; probe (the feature whose probe raised the same)
-    STAGE_OVERRUN = "stage_overrun"                # stage (Stage), seconds, budget_s, timeout_s: kladder's own stage
+    STAGE_OVERRUN = "stage_overrun"                # stage (Stage), seconds, budget_s, timeout_s, elements (the point's
+                                                   # tensors, when known): kladder's own stage
                                                    # was silent past its budget; the worker was killed, nothing judged
     DEVICE_FULL = "device_full"                    # text (the OOM), first (its NoteKind), alone (Status), the Load's
                                                    # facts: out of memory while others held the device's memory

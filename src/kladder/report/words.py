@@ -682,8 +682,9 @@ def note_text(n: Note, sized: bool = True) -> str:
     if k == NoteKind.INPUTS_OOM:
         return f"the inputs or the reference ran out of memory: {x['text']}"
     if k == NoteKind.STAGE_OVERRUN:
+        at = f" at {x['elements']:,} elements" if x.get("elements") else ""
         return (f"kladder's own stage, {STAGE_WORDS.get(x['stage'], x['stage'])}, was still running after "
-                f"{x['seconds']:g} s (its budget: {x['budget_s']:g} s; the kernel's calls get {x['timeout_s']:g} s): "
+                f"{x['seconds']:g} s{at} (its budget: {x['budget_s']:g} s; the kernel's calls get {x['timeout_s']:g} s): "
                 "not judged, and not the kernel's hang; give it more time with --timeout or the spec's timeout_s "
                 "(kladder's stages get a multiple of it)")
     if k == NoteKind.DEVICE_FULL:
