@@ -690,7 +690,7 @@ def note_text(n: Note, sized: bool = True) -> str:
     if k == NoteKind.DEVICE_FULL:
         alone = {"passed": "passed alone", "oom": "ran out of memory alone too, others still holding memory"}.get(
             x["alone"], f"was {status_word(x['alone'])} alone")
-        return (f"not judged: the device was full: out of memory ({x['text']}) while {load_text(x)}; it {alone} "
+        return (f"the device was full: out of memory ({x['text']}) while {load_text(x)}; it {alone} "
                 f"(in {x['alone_s']:.1f} s)")
     if k == NoteKind.MODEL_SCORES:
         return model_detail(x)
