@@ -217,3 +217,38 @@ def test_rung5s_own_watchdog_is_not_re_run():
     watched = _hang()
     watched.headline.facts["watchdog"] = True       # a rung-5 batch that outlived 50x its calls' own time
     assert not faults.load_sensitive(watched) and faults.load_sensitive(_hang()) and faults.load_sensitive(_oom())
+
+
+def test_a_run_alone_waits_for_the_points_in_flight_and_holds_the_others_back():
+    import threading
+
+    from kladder.ladder import Gate
+    gate, order = Gate(), []
+    in_flight, go = threading.Event(), threading.Event()
+
+    def lane(name, hold=None):
+        with gate.shared():
+            order.append(f"{name} in")
+            if hold:
+                in_flight.set()
+                go.wait(10)
+            order.append(f"{name} out")
+
+    def alone():
+        with gate.alone():
+            order.append("alone")
+
+    a = threading.Thread(target=lane, args=("a", True))
+    a.start()
+    in_flight.wait(10)
+    b = threading.Thread(target=alone)
+    b.start()
+    time.sleep(0.2)                            # b waits for a; a new lane must wait for b
+    c = threading.Thread(target=lane, args=("c",))
+    c.start()
+    time.sleep(0.2)
+    assert order == ["a in"]
+    go.set()
+    for t in (a, b, c):
+        t.join(10)
+    assert order == ["a in", "a out", "alone", "c in", "c out"]

@@ -130,8 +130,10 @@ OWN_PROCESS_MODES = ("collective",)
 class Runner:
     """Runs points of one spec on one device as a climb runs them: skipped when they cannot
     run here, alone in a fresh worker when their mode is about process state, replayed when
-    they fail, and re-run alone when they are their rung's first failure. `run` takes one
-    point; `run_all` runs `jobs` at a time, on lanes kept from rung to rung, and yields in order."""
+    they fail, and re-run alone when they are their rung's first failure, or when they hung,
+    crashed, faulted or ran out of memory while other work used the device or the host (the
+    other lanes held back meanwhile). `run` takes one point; `run_all` runs `jobs` at a time,
+    on lanes kept from rung to rung, and yields in order."""
 
     def __init__(self, ref: str, spec: Spec, device: str, timeout_s: float | None = None, jobs: int = 1,
                  pool: Pool | None = None):
