@@ -16,16 +16,18 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .outcome import Check, Note, NoteKind, Outcome, Replay, Status
+from .outcome import Check, Load, Note, NoteKind, Outcome, Replay, Status
 from .point import Point
 from .report.data import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
-from .run.isolation import Lane, Pool, worker_timeout
+from .run import faults
+from .run.isolation import HOST_BUSY_CORES, Lane, Pool, device_load, stage_budget, worker_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
-from .sizes import CPU_BUDGET, budget_for, is_big, total_bytes
+from .sizes import CPU_BUDGET, budget_for, is_big, numel_of, total_bytes
 from .spec import Spec
 from .version import __version__
 
@@ -128,8 +130,10 @@ OWN_PROCESS_MODES = ("collective",)
 class Runner:
     """Runs points of one spec on one device as a climb runs them: skipped when they cannot
     run here, alone in a fresh worker when their mode is about process state, replayed when
-    they fail, and re-run alone when they are their rung's first failure. `run` takes one
-    point; `run_all` runs `jobs` at a time, on lanes kept from rung to rung, and yields in order."""
+    they fail, and re-run alone when they are their rung's first failure, or when they hung,
+    crashed, faulted or ran out of memory while other work used the device or the host (the
+    other lanes held back meanwhile). `run` takes one point; `run_all` runs `jobs` at a time,
+    on lanes kept from rung to rung, and yields in order."""
 
     def __init__(self, ref: str, spec: Spec, device: str, timeout_s: float | None = None, jobs: int = 1,
                  pool: Pool | None = None):
@@ -142,6 +146,8 @@ class Runner:
         self._idle: list[Lane] = []           # lanes no thread is using
         self.failed: list[Point] = []         # points that failed, in the rung order (rung 5 sanitizes the smallest)
         self._lanes_lock = threading.Lock()
+        self._gate = Gate()                   # lanes run under a shared hold; a point re-run alone holds it whole
+        self._running: list[list[int]] = []   # per point in flight: [the most other lanes seen busy meanwhile]
 
     @property
     def device_name(self) -> str:
@@ -193,12 +199,50 @@ class Runner:
         with self._lanes_lock:
             self._idle.append(lane)
 
-    def _on_lane(self, point: Point, timeout: float, fresh: bool) -> Outcome:
-        lane = self._checkout()
-        try:
-            return lane.run(point, timeout, fresh=fresh)
-        finally:
-            self._checkin(lane)
+    def _on_lane(self, point: Point, timeout: float, fresh: bool, alone: bool = False) -> tuple[Outcome, Load]:
+        """One run of the point on a lane, and what else used the device or the host meanwhile.
+        `alone`: no other lane runs a point meanwhile (those in flight are waited for)."""
+        with self._gate.alone() if alone else self._gate.shared():
+            lane = self._checkout()
+            seen = self._began()
+            try:
+                outcome = lane.run(point, timeout, fresh=fresh, budget_s=stage_budget(self.spec, self.device, point,
+                                                                                      self.timeout_s))
+                load = lane.load                   # read before another thread takes the lane
+            finally:
+                self._ended(seen)
+                self._checkin(lane)
+        load.lanes = seen[0]
+        if outcome.note is not None and outcome.note.kind == NoteKind.STAGE_OVERRUN and point.mode != "model":
+            outcome.note.facts["elements"] = sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)
+        if faults.load_sensitive(outcome) and self.device == "cuda":
+            # asked after the fact: another climb's processes and memory are still there; the
+            # failed worker's are gone
+            for k, v in device_load(lane.gpu, self.pool.pids()).items():
+                setattr(load, k, v if v is not None else getattr(load, k))
+        return outcome, load
+
+    def _began(self) -> list[int]:
+        with self._lanes_lock:
+            seen = [len(self._running)]
+            self._running.append(seen)
+            for s in self._running:
+                s[0] = max(s[0], len(self._running) - 1)
+            return seen
+
+    def _ended(self, seen: list[int]) -> None:
+        with self._lanes_lock:
+            self._running.remove(seen)
+
+    def _run_once(self, point: Point, timeout: float, fresh: bool) -> Outcome:
+        """A run; one that hung, crashed, faulted or ran out of memory while other work used the
+        device or the host is re-run alone, in a fresh worker with the other lanes held back,
+        before it is reported (run/faults.py under_load says what each result becomes)."""
+        outcome, load = self._on_lane(point, timeout, fresh)
+        if not faults.load_sensitive(outcome) or not busy(load) or point.mode in OWN_PROCESS_MODES:
+            return outcome
+        alone, _ = self._on_lane(point, timeout, True, alone=True)
+        return faults.under_load(outcome, alone, load)
 
     def _first(self, point: Point) -> Outcome:
         """The point's first run, and its replay when it failed."""
@@ -208,9 +252,9 @@ class Runner:
             return Outcome(point, Status.SKIPPED, note=note)
         fresh = point.mode in FRESH_PROCESS_MODES
         timeout = worker_timeout(self.spec, self.device, point, self.timeout_s)
-        outcome = self._on_lane(point, timeout, fresh)
+        outcome = self._run_once(point, timeout, fresh)
         if outcome.status == Status.FAILED and outcome.headline.check not in NOT_REPLAYED:
-            _replayed(outcome, self._on_lane(point, timeout, fresh))
+            _replayed(outcome, self._on_lane(point, timeout, fresh)[0])
         return outcome
 
     def _finish(self, outcome: Outcome) -> Outcome:
@@ -219,10 +263,9 @@ class Runner:
         if (outcome.status == Status.FAILED and outcome.replay == Replay.FAILED_AGAIN
                 and point.mode not in FRESH_PROCESS_MODES + OWN_PROCESS_MODES
                 and point.rung not in self.failed_rungs):
-            _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True))
+            _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True)[0])
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)
-            self.failed.append(point)
             self.failed.append(point)
         outcome.repro = repro_command(self.ref, self.device, point)
         return outcome
@@ -237,6 +280,52 @@ class Runner:
         for lane in lanes:
             lane.close()
         self.pool.close()
+
+
+def busy(load: Load) -> bool:
+    """Anything else used the device or the host while the point ran: another lane of this
+    climb, another process on the device, or other processes' CPU past HOST_BUSY_CORES."""
+    return (load.lanes > 0 or load.processes > 0 or faults.others_memory(load)
+            or load.host_cpu_s > HOST_BUSY_CORES * max(load.seconds, 1e-9))
+
+
+class Gate:
+    """Lanes run points under a shared hold; a point re-run alone takes the gate whole: it waits
+    for the points in flight, and no lane starts another until it is done."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._whole = False
+        self._waiting = 0                      # runs waiting to be alone: no new shared hold meanwhile
+
+    @contextmanager
+    def shared(self):
+        with self._cond:
+            while self._whole or self._waiting:
+                self._cond.wait()
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def alone(self):
+        with self._cond:
+            self._waiting += 1
+            while self._whole or self._shared:
+                self._cond.wait()
+            self._waiting -= 1
+            self._whole = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._whole = False
+                self._cond.notify_all()
 
 
 def _batches(points: list[Point], device: str) -> Iterator[list[Point]]:

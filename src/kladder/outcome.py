@@ -37,9 +37,26 @@ class Status(_Words):
                            # that touched a defect of Triton's interpreter: not judged on the CPU), with why
     OOM = "oom"            # the point could not run for memory
     BROKEN = "broken"      # kladder or the spec's reference failed: never blamed on the kernel
+    NOT_JUDGED = "not_judged"  # kladder's own stage overran its budget, or the device was full of others' memory:
+                               # could not be judged (exit 1, as BROKEN), never the kernel's failure
 
 
 STATUSES = tuple(Status)
+
+
+class Stage(_Words):
+    """The stages of a point, timed one by one (run/stages.py) and named to the parent's watchdog
+    as they begin (run/isolation.py): the kernel's stage gets the hang timeout, kladder's the
+    budget isolation.KLADDER_STAGE_FACTOR gives them."""
+    INPUTS = "inputs"          # Harness.prepare: seeded inputs in guarded buffers, the reference's copies
+    KERNEL = "kernel"          # the mode driving the kernel: its calls (each synchronized) and the mode's own work
+                               # between them (rung 5's device comparisons, the child processes of jitcache & co)
+    REFERENCE = "reference"    # Harness.expected: the float64 reference
+    PEERS = "peers"            # Harness.peers: the honest peer and its spread draws
+    CHECKS = "checks"          # the Judge: guards, contract, comparison, pattern, invariants
+
+
+KLADDER_STAGES = tuple(s for s in Stage if s != Stage.KERNEL)
 
 
 class Check(_Words):
@@ -85,6 +102,8 @@ class Check(_Words):
     REPEATS = "repeats"
     NONDETERMINISTIC = "nondeterministic"    # a warning, never a failure: calls that differ bitwise, within the tolerance (same facts)
     SANITIZER = "sanitizer"                  # tool, kind, kernel, file, line, access, size, address, detail, thread, block, count
+    UNDER_LOAD = "under_load"                # a warning, never a failure: first (the check or status of the run under
+                                             # load), the Load's facts (lanes, processes, device_used_bytes, ...), alone_s
 
 
 class Cause(_Words):
@@ -135,6 +154,11 @@ class NoteKind(_Words):
     NO_SANITIZER = "no_sanitizer"                  # tool, searched
     INTERPRETER_DEFECT = "interpreter_defect"      # feature, what, x, got, want (the probe's evidence; run/interpreter.py)
     INTERPRETER_ERROR = "interpreter_error"        # error, text; probe (the feature whose probe raised the same)
+    STAGE_OVERRUN = "stage_overrun"                # stage (Stage), seconds, budget_s, timeout_s, elements (the point's
+                                                   # tensors, when known): kladder's own stage
+                                                   # was silent past its budget; the worker was killed, nothing judged
+    DEVICE_FULL = "device_full"                    # text (the OOM), first (its NoteKind), alone (Status), the Load's
+                                                   # facts: out of memory while others held the device's memory
 
 
 class Replay(_Words):
@@ -199,6 +223,29 @@ class RowsChecked:
 
 
 @dataclass
+class Load:
+    """What else used the device or the host while a point ran (run/isolation.py measures it),
+    and, for a point re-run alone because of it, what the alone run gave."""
+    lanes: int = 0                        # other lanes of this climb running points meanwhile
+    processes: int = 0                    # other processes on the device (CUDA: NVML or nvidia-smi)
+    device_used_bytes: int | None = None  # device memory in use by processes other than this point's worker
+    device_total_bytes: int | None = None
+    host_cpu_s: float = 0.0               # CPU time of every process but this point's worker and the climb's (/proc)
+    seconds: float = 0.0                  # the point's wall time while measured
+    alone: Status | None = None           # the alone run's status (None: not re-run)
+    alone_s: float = 0.0                  # the alone run's wall time
+
+    def facts(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, Status) else v) for k, v in vars(self).items()}
+
+    @classmethod
+    def from_facts(cls, d: dict[str, Any] | None) -> "Load | None":
+        if d is None:
+            return None
+        return cls(**{**d, "alone": None if d.get("alone") is None else Status(d["alone"])})
+
+
+@dataclass
 class Finding:
     """One failed check on one output (or on the call itself)."""
     check: Check
@@ -260,6 +307,8 @@ class Outcome:
     replay: Replay | None = None         # what re-running a failure showed
     replay_status: Status | None = None  # the replay's own status, for FLAKY
     output: str = ""                     # what the kernel printed (stdout and stderr) during the point
+    stages: dict[Stage, float] = field(default_factory=dict)   # seconds spent in each stage (run/stages.py)
+    load: Load | None = None             # what else ran while it ran, when it was re-run alone for it
 
     @property
     def headline(self) -> Finding | None:
@@ -274,7 +323,8 @@ class Outcome:
                 "repro": self.repro, "warnings": [w.to_dict() for w in self.warnings],
                 "replay": None if self.replay is None else str(self.replay),
                 "replay_status": None if self.replay_status is None else str(self.replay_status),
-                "output": self.output}
+                "output": self.output, "stages": {str(k): v for k, v in self.stages.items()},
+                "load": None if self.load is None else self.load.facts()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
@@ -284,7 +334,8 @@ class Outcome:
                    d.get("seconds", 0.0), None if rows is None else RowsChecked(**rows), d.get("repro", ""),
                    [Finding.from_dict(w) for w in d.get("warnings", [])],
                    None if d.get("replay") is None else Replay(d["replay"]),
-                   None if d.get("replay_status") is None else Status(d["replay_status"]), d.get("output", ""))
+                   None if d.get("replay_status") is None else Status(d["replay_status"]), d.get("output", ""),
+                   {Stage(k): v for k, v in (d.get("stages") or {}).items()}, Load.from_facts(d.get("load")))
 
 
 # ---------------------------------------------------------------------------- between layers

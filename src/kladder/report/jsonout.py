@@ -87,6 +87,8 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
         "findings": [finding_dict(f) for f in o.findings],
         "warnings": [words.message(w) for w in o.warnings],
         "output": o.output,
+        "stages": {str(k): round(v, 4) for k, v in o.stages.items()},
+        "under_load": None if o.load is None else o.load.facts(),
         "point": o.point.to_dict(),
     }
 

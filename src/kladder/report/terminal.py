@@ -16,6 +16,7 @@ from .data import ClimbReport, RungReport
 
 PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN = (Status.PASSED, Status.FAILED, Status.FLAKY, Status.SKIPPED, Status.OOM,
                                                Status.BROKEN)
+NOT_JUDGED = Status.NOT_JUDGED
 VERDICT_STYLE = {"failed": "bold red", "passed": "green", "incomplete": "yellow", "interrupted": "bold yellow",
                  "nothing ran": "yellow", "not climbed": "dim"}
 SHOWN_IDS = 6               # ids listed under a group of failures (the JSON has them all)
@@ -66,7 +67,7 @@ def renderables(report: ClimbReport) -> list:
     if failures:
         parts.append(_text(("\n" + _count(len(failures), "failed point"), "bold red")))
         parts += [_joined(_failure_lines(group[0], group[1:])) for group in failure_groups(failures)]
-    other = [o for o in report.outcomes if o.status in (OOM, BROKEN)]
+    other = [o for o in report.outcomes if o.status in (OOM, BROKEN, NOT_JUDGED)]
     if other:
         parts.append(_text(("\nPoints that could not be judged", "bold yellow")))
         parts += _not_judged(other)
@@ -123,7 +124,7 @@ def _ladder_row(rr: RungReport) -> list:
         return [_text(str(rr.rung)), _text(rr.title), *[_text("")] * 6, _text((rr.note, "dim"))]
     c = rr.counts
     cells = [str(rr.rung), rr.title, str(len(rr.outcomes)), str(c[PASSED]), str(c[FAILED] + c[FLAKY]),
-             str(c[SKIPPED]), str(c[OOM] + c[BROKEN]), f"{rr.seconds:.1f} s"]
+             str(c[SKIPPED]), str(c[OOM] + c[BROKEN] + c[NOT_JUDGED]), f"{rr.seconds:.1f} s"]
     return [_text(x) for x in cells] + [_verdict(rr)]
 
 
@@ -219,7 +220,7 @@ def _not_judged(other: list[Outcome]) -> list:
     parts = []
     for (status, why), group in groups.items():
         o = group[0]
-        lines = [_text(f"  {status.upper():7} {o.point.id}: {why}")]
+        lines = [_text(f"  {words.status_word(status).upper():7} {o.point.id}: {why}")]
         if len(group) > 1:
             lines.append(_text(f"          and {_count(len(group) - 1, 'more point')} with the same reason: "
                                + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else "")))
@@ -247,12 +248,14 @@ def _warnings(warned: list[Outcome]):
     lines = [_text(("\nWarnings (" + _count(len(warned), "point") + ")", "bold yellow"),
                    ": not failures; each says what a model or a deployment will feel")]
     by_kind: dict[tuple, list[Outcome]] = defaultdict(list)
+    shown: dict[tuple, object] = {}                 # each group's first warning (a point may have several kinds)
     for o in warned:
         for w in o.warnings:
+            shown.setdefault(words.bias_group(w), w)
             by_kind[words.bias_group(w)].append(o)
-    for group in by_kind.values():
+    for key, group in by_kind.items():
         o = group[0]
-        lines.append(_text(f"  {o.point.id}: {words.message(o.warnings[0])}"))
+        lines.append(_text(f"  {o.point.id}: {words.message(shown[key])}"))
         if len(group) > 1:
             lines.append(_text(f"      and {len(group) - 1} more point{'s' if len(group) > 2 else ''} like it: "
                                + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else "")))
@@ -286,9 +289,9 @@ def _proved(outcomes: list[Outcome]):
 
 def _summary(report: ClimbReport):
     total = len(report.outcomes)
-    c = {s: sum(o.status == s for o in report.outcomes) for s in (PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN)}
+    c = {s: sum(o.status == s for o in report.outcomes) for s in (PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN, NOT_JUDGED)}
     parts = [f"{c[FAILED]} failed", f"{c[PASSED]} passed", f"{c[SKIPPED]} skipped"]
-    parts += [f"{c[s]} {s}" for s in (FLAKY, OOM, BROKEN) if c[s]]
+    parts += [f"{c[s]} {words.status_word(s)}" for s in (FLAKY, OOM, BROKEN, NOT_JUDGED) if c[s]]
     low = report.lowest_failing_rung
     tail = [f" of {total} points in {report.seconds:.1f} s" + (f"; lowest failing rung: {low}" if low else "")]
     if report.interrupted:

@@ -298,7 +298,39 @@ def _hang(f: Finding, x: dict) -> str:
     if x.get("watchdog"):
         return (f"{f.call} did not finish within {x['timeout_s']:g} s (the batch's watchdog): a kernel that spins or "
                 "waits on what never comes; the worker was replaced")
-    return f"the point did not finish within {x['timeout_s']:g} s; the worker's process group was killed"
+    return (f"the kernel's calls did not finish within {x['timeout_s']:g} s (kladder's own stages are timed apart); "
+            "the worker's process group was killed")
+
+
+def status_word(s) -> str:
+    """A status as a reader says it: "not judged" for not_judged, else its value."""
+    return str(s).replace("_", " ")
+
+
+STAGE_WORDS = {"inputs": "building the inputs", "kernel": "the kernel's calls", "reference": "the float64 reference",
+               "peers": "the honest peer (the reference in the kernel's precision and its spread draws)",
+               "checks": "the checks (guards, contract, comparison, pattern)"}
+FIRST_WORDS = {"hang": "hung", "crashed": "crashed", "device_fault": "faulted the device", "oom": "ran out of memory"}
+
+
+def load_text(x: dict) -> str:
+    """What else used the device or the host while a point ran (a Load's facts)."""
+    parts = []
+    if x.get("processes"):
+        parts.append(f"{x['processes']} other process{'es' if x['processes'] > 1 else ''} on the device")
+    if x.get("device_used_bytes"):
+        total = f" of {human_bytes(x['device_total_bytes'])}" if x.get("device_total_bytes") else ""
+        parts.append(f"{human_bytes(x['device_used_bytes'])}{total} in use by others")
+    if x.get("lanes"):
+        parts.append(f"{x['lanes']} other lane{'s' if x['lanes'] > 1 else ''} of this climb running")
+    if x.get("host_cpu_s"):
+        parts.append(f"other processes used {x['host_cpu_s']:.1f} s of CPU in its {x['seconds']:.1f} s")
+    return ", ".join(parts) or "other work on the host"
+
+
+def _under_load(f: Finding, x: dict) -> str:
+    return (f"{FIRST_WORDS.get(x['first'], x['first'])} under load ({load_text(x)}); passed alone in "
+            f"{x['alone_s']:.1f} s: not the kernel's failure")
 
 
 def _crashed(f: Finding, x: dict) -> str:
@@ -621,7 +653,8 @@ _MESSAGES = {Check.VALUES: _values, Check.CONTRACT: _contract, Check.GUARD: _gua
              Check.DISPATCH: _dispatch, Check.FLAG_NO_EFFECT: _flag_no_effect, Check.IMPORT_CONTRACT: _import_contract,
              Check.CAUGHT_IMPORT: _caught_import,
              Check.COLLECTIVE: _collective, Check.RANKS_HUNG: _ranks_hung,
-             Check.REPEATS: _repeats, Check.NONDETERMINISTIC: _nondeterministic, Check.SANITIZER: _sanitizer}
+             Check.REPEATS: _repeats, Check.NONDETERMINISTIC: _nondeterministic, Check.SANITIZER: _sanitizer,
+             Check.UNDER_LOAD: _under_load}
 
 
 def bias_group(w: Finding) -> tuple:
@@ -679,6 +712,17 @@ def note_text(n: Note, sized: bool = True) -> str:
         return f"the kernel ran out of memory{during}: {x['text']}"
     if k == NoteKind.INPUTS_OOM:
         return f"the inputs or the reference ran out of memory: {x['text']}"
+    if k == NoteKind.STAGE_OVERRUN:
+        at = f" at {x['elements']:,} elements" if x.get("elements") else ""
+        return (f"kladder's own stage, {STAGE_WORDS.get(x['stage'], x['stage'])}, was still running after "
+                f"{x['seconds']:g} s{at} (its budget: {x['budget_s']:g} s; the kernel's calls get {x['timeout_s']:g} s): "
+                "not judged, and not the kernel's hang; give it more time with --timeout or the spec's timeout_s "
+                "(kladder's stages get a multiple of it)")
+    if k == NoteKind.DEVICE_FULL:
+        alone = {"passed": "passed alone", "oom": "ran out of memory alone too, others still holding memory"}.get(
+            x["alone"], f"was {status_word(x['alone'])} alone")
+        return (f"the device was full: out of memory ({x['text']}) while {load_text(x)}; it {alone} "
+                f"(in {x['alone_s']:.1f} s)")
     if k == NoteKind.MODEL_SCORES:
         return model_detail(x)
     if k == NoteKind.CACHE_FILES:

@@ -13,9 +13,12 @@ from ..outcome import (
     Finding,
     Hung,
     KernelError,
+    Load,
     Note,
     NoteKind,
     Outcome,
+    Replay,
+    Stage,
     Status,
     error_facts,
 )
@@ -94,6 +97,73 @@ def outside_call(point: Point, e: BaseException) -> Result | None:
 def hang(point: Point, timeout_s: float) -> Outcome:
     """No answer in time: the parent killed the worker's process group."""
     return Outcome(point, Status.FAILED, [Finding(Check.HANG, facts={"timeout_s": timeout_s})], seconds=timeout_s)
+
+
+def overrun(point: Point, stage: Stage, seconds: float, budget_s: float, timeout_s: float) -> Outcome:
+    """kladder's own stage of the point (building the inputs, the reference, the peers, the
+    checks) was silent past its budget: the parent killed the worker. Not judged: the kernel's
+    calls were not what was slow, and nothing says whether they were right."""
+    return Outcome(point, Status.NOT_JUDGED, note=Note(NoteKind.STAGE_OVERRUN, {
+        "stage": str(stage), "seconds": round(seconds, 1), "budget_s": budget_s, "timeout_s": timeout_s}),
+        seconds=seconds)
+
+
+# What a run under load said that a run alone must confirm before the kernel is blamed: a hang
+# past the point's timeout, a crash or a device fault, or memory. Not rung 5's batch watchdog: its
+# bound is 50x the calls' own time, measured under the same load.
+LOAD_SENSITIVE = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT)
+
+
+def load_sensitive(o: Outcome) -> bool:
+    if o.status == Status.OOM:
+        return True
+    head = o.headline
+    return o.status == Status.FAILED and head.check in LOAD_SENSITIVE and not head.facts.get("watchdog")
+
+
+def _load_excuses(first: Outcome) -> bool:
+    """Whether other work can have caused what the run under load saw, so that a pass alone
+    clears the kernel: a hang (a device or host shared with others is slower), a SIGKILL (the
+    host's out-of-memory killer ends the biggest process, whoever used the memory). A segfault
+    or a device fault is the process's own (no other process can cause one in it): passing
+    alone makes it FLAKY, a failure with its rate, as any failure that does not recur."""
+    head = first.headline
+    return head.check == Check.HANG or (head.check == Check.CRASHED and head.facts.get("signal") == "SIGKILL")
+
+
+def others_memory(load: Load) -> bool:
+    """Other processes held memory on the device (more than a tenth of it, or any when its size is unknown)."""
+    used = load.device_used_bytes or 0
+    return used > 0.1 * load.device_total_bytes if load.device_total_bytes else used > 0
+
+
+def under_load(first: Outcome, alone: Outcome, load: Load) -> Outcome:
+    """A point that hung, crashed, faulted or ran out of memory while other work used the device
+    or the host, and its run alone in a fresh worker with the other lanes held back: failing
+    alone too, the first run's verdict stands; passing alone, a hang passes with a warning (a
+    crash or a fault is flaky: see _load_excuses); out of
+    memory that passes alone, or while others hold the device's memory: not judged, the device
+    was full. `load` gets the alone run's status and is kept on the outcome (what else ran)."""
+    load.alone, load.alone_s = alone.status, round(alone.seconds, 3)
+    what = str(first.headline.check) if first.status == Status.FAILED else str(first.status)
+    if first.status == Status.OOM and (alone.status in (Status.PASSED, Status.OOM) and
+                                       (alone.status == Status.PASSED or others_memory(load))):
+        out = Outcome(first.point, Status.NOT_JUDGED, note=Note(NoteKind.DEVICE_FULL, {
+            "first": str(first.note.kind) if first.note else "", "text": (first.note.facts.get("text", "") if first.note
+                                                                         else ""), **load.facts()}),
+            seconds=first.seconds + alone.seconds, stages=first.stages)
+    elif first.status == Status.FAILED and alone.status == Status.PASSED and _load_excuses(first):
+        out = alone
+        out.warnings = [Finding(Check.UNDER_LOAD, facts={"first": what, **load.facts()}), *out.warnings]
+    elif first.status == Status.FAILED and alone.status == Status.PASSED:
+        out = first                          # its own crash: flaky, reported with the run alone's status
+        out.status, out.replay, out.replay_status = Status.FLAKY, Replay.FLAKY, alone.status
+    elif alone.status in (Status.FAILED, Status.OOM):
+        out = first                          # alone too: as seen
+    else:
+        out = alone                          # skipped, broken or not judged alone: its own reason
+    out.load = load
+    return out
 
 
 def died(point: Point, code: int | None, stderr_tail: str) -> Outcome:

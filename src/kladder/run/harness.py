@@ -22,6 +22,7 @@ from ..spec import FLOAT_DTYPES, Spec
 from . import interpreter
 from .faults import is_oom
 from .modes.base import call_once, call_raw
+from .stages import Stage, timed
 
 # The reference (its float64 copies, its output, a perturbed draw) may take this many times the
 # kernel's own bytes on the device; past it, or past half the free memory, it runs on the host,
@@ -58,6 +59,7 @@ class Harness:
         self.guard = guard                   # guard bytes around every tensor (0 under compute-sanitizer)
         self.touched: set[str] = set()      # the interpreter's known defects the kernel's calls touched
 
+    @timed(Stage.INPUTS)
     def prepare(self, point: Point | None = None, seed: int | None = None, outs_from: Prepared | None = None) -> Prepared:
         """With `outs_from`, Out args reuse that call's buffers as they are (not re-poisoned)."""
         pt = point or self.point
@@ -77,6 +79,7 @@ class Harness:
             raise SpecBroken(NoteKind.INPUTS_FAILED, **error_facts(e, whole=True)) from e
         return Prepared(pt, inputs, ref_args, select, row_ids, rows, reference_dtypes(self.spec, inputs), where, snapshot)
 
+    @timed(Stage.KERNEL)
     def call(self, prep: Prepared, label: str = "", runner=None):
         """One call of the kernel (through `runner`, the mode's, when given)."""
         with interpreter.watch() as seen:
@@ -91,6 +94,7 @@ class Harness:
             finally:
                 self.touched |= seen
 
+    @timed(Stage.KERNEL)
     def call_with(self, args: list, kwargs: dict, label: str):
         """One call on the given arguments, with no synchronize (rung 5 calls into a ring of
         output buffers and orders the work itself); its exception wrapped as the kernel's."""
@@ -115,6 +119,7 @@ class Harness:
             outputs.update(zip(names, returned))
         return outputs
 
+    @timed(Stage.REFERENCE)
     def expected(self, prep: Prepared) -> dict:
         """The reference's outputs by name ("refs"), and on a GPU, for floating outputs of 32 bits
         or fewer, their copies rounded to the output's dtype ("refs_lo"): the comparison's fast
@@ -147,6 +152,7 @@ class Harness:
                 args[i] = mutated[n] = args[i].clone()
         return args, mutated
 
+    @timed(Stage.PEERS)
     def peers(self, prep: Prepared, needs: dict, refs: dict) -> dict:
         """The honest peer of each output in `needs` (name -> "values" | "bias"): the reference on
         the inputs as the kernel got them, cast to the output's dtype, and for "values" the

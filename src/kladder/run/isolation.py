@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 
-from ..outcome import Outcome
+from ..outcome import Load, Outcome, Stage
 from ..point import Point
 from . import faults
 
@@ -88,6 +88,22 @@ def worker_timeout(spec, device: str, point: Point, given: float | None = None) 
     return point_timeout(spec, device, given, point) + CHILD_PROCESSES.get(point.mode, 0) * child_timeout(spec, device)
 
 
+# The watchdog times the kernel, not kladder. The worker names each stage of a point as it begins
+# (run/stages.py); the timeout above covers the kernel's stage (its calls, synchronized, and the
+# mode's work between them). kladder's own stages (building the inputs, the float64 reference,
+# the honest peer's draws, the checks) get KLADDER_STAGE_FACTOR times the point's timeout each:
+# at a big point they run a float64 reference, perhaps on the host, and up to 16 perturbed draws
+# of it, many times a kernel call of milliseconds. One past its budget is not judged, naming the
+# stage and its time, never the kernel's hang (issue 19: a 2 GiB GEMV point whose call takes 2 ms
+# was FAILED "hang" after 120 s of kladder's own work).
+KLADDER_STAGE_FACTOR = 5
+
+
+def stage_budget(spec, device: str, point: Point, given: float | None = None) -> float:
+    """How long one of kladder's own stages of a point may stay silent."""
+    return KLADDER_STAGE_FACTOR * point_timeout(spec, device, given, point)
+
+
 class WorkerError(RuntimeError):
     """The worker could not start (the spec failed to import, say): a usage problem."""
 
@@ -122,6 +138,8 @@ class Worker:
             os.close(lifeline)
         self._buf = b""
         self._hello: dict | None = None
+        self.gpu = gpu
+        self.load = Load()                   # what else used the host during the last point
 
     def ready(self) -> dict:
         """The worker's hello (device name, free memory), waiting for it the first time."""
@@ -134,32 +152,49 @@ class Worker:
             self._hello = hello
         return self._hello
 
-    def run(self, point: Point, timeout_s: float) -> tuple[Outcome, bool]:
-        """Run one point; returns (outcome, alive). A dead worker must be replaced."""
+    def run(self, point: Point, timeout_s: float, budget_s: float | None = None) -> tuple[Outcome, bool]:
+        """Run one point; returns (outcome, alive). A dead worker must be replaced. The kernel's
+        stage may be silent `timeout_s` (then it hangs), each of kladder's `budget_s` (then the
+        point is not judged); `self.load` is then what else used the host meanwhile."""
+        budget_s = budget_s or KLADDER_STAGE_FACTOR * timeout_s
         self.ready()
         self.log.seek(0, os.SEEK_END)
         mark = self.log.tell()
+        host = HostSample(self.proc.pid)
         try:
             self.proc.stdin.write((json.dumps({"point": point.to_dict()}) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass
-        msg = self._read(timeout_s)
+        stage, since, seen = Stage.INPUTS, time.monotonic(), {}
+        while True:
+            limit = timeout_s if stage == Stage.KERNEL else budget_s
+            msg = self._read(since + limit - time.monotonic())
+            if msg is None or "stage" not in msg:
+                break
+            now = time.monotonic()                # a stage began: its own clock starts
+            seen[stage] = seen.get(stage, 0.0) + now - since
+            stage, since = Stage(msg["stage"]), now
+        self.load = host.end()
         if msg is not None:
             outcome = Outcome.from_dict(msg["outcome"])
             outcome.output = self.stderr_tail(since=mark, limit=OUTPUT_KEPT)
             return outcome, not msg.get("fatal", False)
+        silent = time.monotonic() - since
+        seen[stage] = seen.get(stage, 0.0) + silent
         output = self.stderr_tail(since=mark, limit=OUTPUT_KEPT)
-        if self.proc.poll() is None:          # no answer in time: a hang
+        if self.proc.poll() is None:          # no answer in time: the kernel hung, or kladder's stage overran
             self.kill()
-            outcome = faults.hang(point, timeout_s)
+            outcome = (faults.hang(point, timeout_s) if stage == Stage.KERNEL
+                       else faults.overrun(point, stage, silent, budget_s, timeout_s))
         else:
             outcome = faults.died(point, self.proc.returncode, output)
         outcome.output = faults.kernel_prints(output)
+        outcome.stages = seen
         return outcome, False
 
     def _read(self, timeout_s: float) -> dict | None:
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + max(timeout_s, 0.0)
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
         try:
@@ -291,6 +326,11 @@ class Pool:
             self.give_back(self.take())
         return self.hello.get("free_bytes")
 
+    def pids(self) -> list[int]:
+        """The process ids of the climb's live workers (spares included)."""
+        with self._lock:
+            return [w.proc.pid for w in self._all if w.proc.poll() is None]
+
     def give_back(self, w: Worker) -> None:
         """A worker that ran nothing goes back to the spares."""
         with self._lock:
@@ -328,19 +368,23 @@ class Lane:
     def __init__(self, pool: Pool):
         self.pool = pool
         self.worker: Worker | None = None
+        self.load = Load()                   # what else used the host during this lane's last point
+        self.gpu: str | None = None          # the CUDA device its last point ran on
 
-    def run(self, point: Point, timeout_s: float, fresh: bool = False) -> Outcome:
+    def run(self, point: Point, timeout_s: float, fresh: bool = False, budget_s: float | None = None) -> Outcome:
         """With `fresh`, the point runs alone in a new worker, which is closed after it: no
         state from earlier calls reaches it, and none of its state reaches later points."""
         if fresh:
             w = self.pool.take(fresh=True)
             try:
-                return w.run(point, timeout_s)[0]
+                return w.run(point, timeout_s, budget_s)[0]
             finally:
+                self.load, self.gpu = w.load, w.gpu
                 self.pool.retire(w)
         if self.worker is None:
             self.worker = self.pool.take()
-        outcome, alive = self.worker.run(point, timeout_s)
+        outcome, alive = self.worker.run(point, timeout_s, budget_s)
+        self.load, self.gpu = self.worker.load, self.worker.gpu
         if not alive:
             self.pool.retire(self.worker)
             self.worker = None
@@ -351,3 +395,107 @@ class Lane:
         if self.worker is not None:
             self.pool.retire(self.worker)
             self.worker = None
+
+
+# ---------------------------------------------------------------------------- load
+# The host counts as busy during a point when the other processes (the climb's other lanes
+# included) used more than this many cores on average: a hang, crash or out-of-memory seen
+# then is re-run alone before it is reported (ladder.Runner).
+HOST_BUSY_CORES = 0.25
+
+
+def _host_busy_s() -> float | None:
+    """CPU seconds the whole host has spent busy since boot (/proc/stat), or None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1:]
+    except OSError:
+        return None
+    ticks = [int(v) for v in fields[:8]]
+    busy = sum(ticks) - ticks[3] - ticks[4]          # everything but idle and iowait
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def _process_cpu_s(pid: int) -> float:
+    """CPU seconds of a live process and of its children it has reaped; 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            rest = f.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return sum(int(v) for v in rest[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _ours_s(pid: int) -> float:
+    """CPU seconds of the climb's own process (its reaped workers included) and one worker's."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system + _process_cpu_s(pid)
+
+
+class HostSample:
+    """Other processes' CPU time over a point: the host's busy time less the climb's process and
+    the point's worker (two reads of /proc at each end: microseconds). A grandchild of the worker
+    (Triton's compiler, a mode's own process) counts as another process until it is reaped."""
+
+    def __init__(self, pid: int):
+        self.pid, self.t0 = pid, time.monotonic()
+        self.host0, self.ours0 = _host_busy_s(), _ours_s(pid)
+
+    def end(self) -> Load:
+        host = _host_busy_s()
+        others = 0.0 if host is None or self.host0 is None else host - self.host0 - (_ours_s(self.pid) - self.ours0)
+        return Load(host_cpu_s=round(max(others, 0.0), 3), seconds=round(time.monotonic() - self.t0, 3))
+
+
+def device_load(gpu: str | None, ours: list[int]) -> dict:
+    """Other processes on the CUDA device and the memory they hold, asked of NVML (pynvml) or
+    `nvidia-smi` (neither creates a CUDA context). `ours`: the pids of the climb's live workers.
+    Where the device lists other pids than this namespace's (a container), that many of its
+    processes are taken as ours, and the others' memory is the device's whole use (an upper
+    bound: ours cannot be told apart there)."""
+    apps, used, total = _nvml(gpu) or _nvidia_smi(gpu) or ([], None, None)
+    mine = [a for a in apps if a[0] in ours]
+    if mine or not apps:
+        others = [a for a in apps if a[0] not in ours]
+        held = sum(m for _, m in others) if others else (0 if apps else None)
+        return {"processes": len(others), "device_used_bytes": held, "device_total_bytes": total}
+    n = max(0, len(apps) - len(ours))
+    return {"processes": n, "device_used_bytes": used if n else 0, "device_total_bytes": total}
+
+
+def _index(gpu: str | None) -> str:
+    return gpu if gpu not in (None, "") else os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
+
+
+def _nvml(gpu: str | None):
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        i = _index(gpu)
+        h = (pynvml.nvmlDeviceGetHandleByIndex(int(i)) if i.isdigit()
+             else pynvml.nvmlDeviceGetHandleByUUID(i.encode() if isinstance(i, str) else i))
+        mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+        apps = [(p.pid, p.usedGpuMemory or 0) for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h)]
+        return apps, int(mem.used), int(mem.total)
+    except Exception:  # noqa: BLE001 - no pynvml, no driver: nvidia-smi is asked instead
+        return None
+
+
+def _nvidia_smi(gpu: str | None):
+    i = _index(gpu)
+    try:
+        q = subprocess.run(["nvidia-smi", "-i", i, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                           capture_output=True, text=True, timeout=10)
+        m = subprocess.run(["nvidia-smi", "-i", i, "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"],
+                           capture_output=True, text=True, timeout=10)
+        if q.returncode or m.returncode:
+            return None
+        apps = []
+        for line in q.stdout.strip().splitlines():
+            pid, _, mib = line.partition(",")
+            if pid.strip().isdigit():
+                apps.append((int(pid), int(mib.strip()) << 20 if mib.strip().isdigit() else 0))
+        used, total = (int(v) << 20 for v in m.stdout.strip().splitlines()[0].split(","))
+        return apps, used, total
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+        return None

@@ -13,6 +13,7 @@ from ..spec import Spec
 from . import faults, interpreter, modes
 from .faults import Result
 from .harness import Harness
+from .stages import CLOCK, driven
 from .modes.base import (
     Call,
     Flagged,
@@ -31,8 +32,13 @@ from .modes.base import (
 
 def run_point(spec: Spec, point: Point, device: str) -> Result:
     t0 = time.perf_counter()
-    result = _run(spec, point, device)
+    CLOCK.reset()
+    try:
+        result = _run(spec, point, device)
+    finally:
+        stages = CLOCK.stop()
     result.outcome.seconds = time.perf_counter() - t0
+    result.outcome.stages = stages
     return result
 
 
@@ -74,7 +80,7 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
     try:
         if point.mode in modes.MODES_NEEDING_CUDA and device != "cuda":
             raise Skip(NoteKind.MODE_NEEDS_CUDA, mode=point.mode)
-        for seen in modes.get(point.mode).observe(h):
+        for seen in driven(modes.get(point.mode).observe(h)):
             if isinstance(seen, Call):
                 rows = rows or seen.prep.rows
                 judge_call(h, judge, seen)

@@ -55,7 +55,10 @@ def main(argv: list[str]) -> int:
     proto.write(json.dumps({"ready": True, **info}) + "\n")
     from ..point import Point
     from .faults import Result, kladder_error
+    from .stages import CLOCK
     from .trial import run_point
+    # the parent's watchdog times each stage by its kind: it learns here which one began
+    CLOCK.sink = lambda stage: proto.write('{"stage": "%s"}\n' % stage)
     for line in sys.stdin:
         point = Point.from_dict(json.loads(line)["point"])
         try:
