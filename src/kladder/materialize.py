@@ -55,16 +55,16 @@ class Guarded:
 
 def any_damaged(guarded) -> bool:
     """Whether any sentinel of any of these buffers changed: one fused comparison and one host
-    sync per device for every guard of a point (a sync per guard costs more than the compare on
+    sync per device and guard size for every guard of a point (a sync per guard costs more than the compare on
     a GPU); `Guarded.damaged` then says where, for the buffers that were hit."""
     import torch
     by_device: dict = {}
     for g in guarded:
         if g.guard:                       # a plain allocation (guard=0) has no sentinels
-            by_device.setdefault(g.buf.device, []).append(g)
-    for device, gs in by_device.items():
-        ends = _ends(gs[0].buf) if len(gs) == 1 else torch.cat([_ends(g.buf) for g in gs])
-        if bool((ends != _pattern(GUARD_BYTES, device)).any()):
+            by_device.setdefault((g.buf.device, g.guard), []).append(g)
+    for (device, guard), gs in by_device.items():
+        ends = _ends(gs[0].buf, guard) if len(gs) == 1 else torch.cat([_ends(g.buf, guard) for g in gs])
+        if bool((ends != _pattern(guard, device)).any()):
             return True
     return False
 

@@ -49,7 +49,9 @@ class Check(_Words):
                                              # rtol, atol; when a peer was asked (checks/peer.py): budget (which set the
                                              # allowed error at the worst element: default | spread | peer), c, spread
                                              # {draws, at}, peer {dtype, rel, capped} | {error, text} | {skipped}, slack_ulps
-    GUARD = "guard"                          # n_after, after_lo/hi, n_before, before_lo/hi, itemsize, after[:64], before[:64]
+    GUARD = "guard"                          # n_after, after_lo/hi, n_before, before_lo/hi, itemsize, after[:64], before[:64];
+                                             # allocated {op, shape, dtype, returned} for a tensor the kernel allocated
+                                             # itself (run/guarded_alloc.py): output is the output it returned, or ''
     RAISED = "raised"                        # error, text
     CRASHED = "crashed"                      # signal and frames, or exit_status (the kernel ended the process)
     HANG = "hang"                            # timeout_s

@@ -239,14 +239,25 @@ def _shown(v):
 
 def _guard(f: Finding, x: dict) -> str:
     parts, size = [], x["itemsize"]
+    what, own = _guarded_what(f, x.get("allocated"))
     if x["n_after"]:
         a, b = x["after_lo"], x["after_hi"]
-        parts.append(f"{x['n_after']} guard bytes after the end of `{f.output}` were overwritten "
+        parts.append(f"{x['n_after']} guard bytes after the end of {what} were overwritten "
                      f"(bytes {a}..{b} past the end: elements {a // size}..{b // size} past the last)")
     if x["n_before"]:
-        parts.append(f"{x['n_before']} guard bytes before the start of `{f.output}` were overwritten "
+        parts.append(f"{x['n_before']} guard bytes before the start of {what} were overwritten "
                      f"(bytes {x['before_lo']}..{x['before_hi']} before it)")
-    return "; ".join(parts)
+    return "; ".join(parts) + own
+
+
+def _guarded_what(f: Finding, alloc: dict | None) -> tuple[str, str]:
+    """The guarded tensor's name, and for one the kernel allocated itself, how it did."""
+    if not alloc:
+        return f"`{f.output}`", ""
+    made = f" (the kernel allocated it with torch.{alloc['op']}: {tuple(alloc['shape'])} {alloc['dtype']})"
+    if alloc["returned"]:
+        return f"`{f.output}`", made
+    return f"the kernel's scratch allocation torch.{alloc['op']} {tuple(alloc['shape'])} {alloc['dtype']}", ""
 
 
 def _during(f: Finding) -> str:
