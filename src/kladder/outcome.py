@@ -53,7 +53,8 @@ class Check(_Words):
                                              # allocated {op, shape, dtype, returned} for a tensor the kernel allocated
                                              # itself (run/guarded_alloc.py): output is the output it returned, or ''
     RAISED = "raised"                        # error, text
-    CRASHED = "crashed"                      # signal and frames, or exit_status (the kernel ended the process)
+    CRASHED = "crashed"                      # signal and frames, or exit_status (the kernel ended the process); heap_checked:
+                                             # it crashed again alone with glibc's malloc checks on (run/faults.py)
     HANG = "hang"                            # timeout_s
     DEVICE_FAULT = "device_fault"            # error, text, in_call
     CAPTURE = "capture"                      # error, text
@@ -81,6 +82,10 @@ class Check(_Words):
     REPEATS = "repeats"
     NONDETERMINISTIC = "nondeterministic"    # a warning, never a failure: calls that differ bitwise, within the tolerance (same facts)
     SANITIZER = "sanitizer"                  # tool, kind, kernel, file, line, access, size, address, detail, thread, block, count
+    # a warning, never a failure (run/faults.py after_heap_check): the worker crashed as heap damage does (signal,
+    # frames, heap_words: glibc's message or ''), after `earlier` other points in it; alone, in a fresh worker with
+    # glibc's malloc checks on, the point did not crash (alone: its status there)
+    CRASHED_NOT_ALONE = "crashed_not_alone"
 
 
 class Cause(_Words):

@@ -294,7 +294,17 @@ def _crashed(f: Finding, x: dict) -> str:
                f"while running the point{_during(f)}")
     if x.get("frames"):
         msg += "; innermost Python frames: " + " <- ".join(x["frames"])
+    if x.get("heap_checked"):
+        msg += "; it crashed again alone, in a fresh worker with glibc's malloc checks on"
     return msg
+
+
+def _crashed_not_alone(f: Finding, x: dict) -> str:
+    glibc = f" ({x['heap_words']})" if x["heap_words"] else ""
+    n = x["earlier"]
+    where = f" after {n:,} other point{'s' if n != 1 else ''} in it" if n else ""
+    return (f"the worker died with {x['signal']}{glibc}{where}, as damage to its heap does; alone, in a fresh "
+            f"worker with glibc's malloc checks on, the point {x['alone']}: the damage was not this point's")
 
 
 def _not_bitwise(f: Finding, x: dict) -> str:
@@ -604,7 +614,8 @@ _MESSAGES = {Check.VALUES: _values, Check.CONTRACT: _contract, Check.GUARD: _gua
              Check.DISPATCH: _dispatch, Check.FLAG_NO_EFFECT: _flag_no_effect, Check.IMPORT_CONTRACT: _import_contract,
              Check.CAUGHT_IMPORT: _caught_import,
              Check.COLLECTIVE: _collective, Check.RANKS_HUNG: _ranks_hung,
-             Check.REPEATS: _repeats, Check.NONDETERMINISTIC: _nondeterministic, Check.SANITIZER: _sanitizer}
+             Check.REPEATS: _repeats, Check.NONDETERMINISTIC: _nondeterministic, Check.SANITIZER: _sanitizer,
+             Check.CRASHED_NOT_ALONE: _crashed_not_alone}
 
 
 def bias_group(w: Finding) -> tuple:
