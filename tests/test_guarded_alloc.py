@@ -63,6 +63,14 @@ def test_a_write_past_a_returned_output_names_it_and_one_past_scratch_names_the_
     assert allocated[1].freed and allocated[1].g.buf.numel() == 2 * KERNEL_GUARD_BYTES   # the buffer was let go
 
 
+def test_scratch_freed_intact_during_the_call_is_not_kept():
+    with guarding("cpu") as allocated:
+        for _ in range(50):
+            torch.empty(1 << 16).fill_(1.0)                          # a launcher's temporaries in a loop
+    assert len(allocated) == 50 and all(a.freed and a.g.buf is None for a in allocated)
+    assert _allocation_findings(allocated, {}) == []
+
+
 def test_nothing_is_guarded_with_guard_zero_and_intact_guards_give_no_finding():
     with guarding("cpu", 0) as off:
         torch.empty(3)
