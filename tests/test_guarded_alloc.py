@@ -178,3 +178,26 @@ def test_a_crash_that_recurs_alone_with_malloc_checks_is_the_kernels():
     assert o.status == "failed" and o.headline.check == "crashed" and o.headline.facts["heap_checked"]
     assert "MALLOC_CHECK_=3" in o.output                     # the re-run's worker had the checks on
     assert "with glibc's malloc checks on" in message(o.headline)
+
+
+@pytest.mark.skipif(not hasattr(torch.utils._python_dispatch.TorchDispatchMode, "ignore_compile_internals"),
+                    reason="torch before ignore_compile_internals skips torch.compile under any dispatch mode")
+def test_a_launchers_compiled_helper_is_still_compiled_under_the_hook():
+    compiled = []
+
+    def backend(gm, example_inputs):
+        compiled.append(gm)
+        return gm.forward
+
+    @torch.compile(backend=backend)
+    def helper(a):
+        out = torch.empty_like(a)
+        out.copy_(a * 2)
+        return out
+
+    torch._dynamo.reset()
+    a = torch.randn(10)
+    with guarding("cpu") as allocated:
+        r = helper(a)
+    assert compiled and torch.equal(r, a * 2)
+    assert [x.op for x in allocated] == ["empty_like"]     # the compiled graph's own allocation, guarded as it runs
