@@ -218,11 +218,13 @@ def _freed(rec: Allocation) -> None:
     only what its sentinels say. On the CPU they are compared now (no stream to wait for) and
     an intact pair is forgotten; on CUDA their copy is kept (2 x 4 KiB, ordered after the
     kernel's work on the stream), compared after the call with the rest."""
+    import torch
     g = rec.g
-    ends = sentinel_ends(g.buf, g.guard)
     rec.freed = True
-    if g.buf.device.type == "cpu" and bool((ends == sentinel_pattern(g.guard, g.buf.device)).all()):
-        g.buf, g.guard = None, 0              # intact: nothing to check, nothing kept
-        return
-    g.buf = ends.clone().flatten()
+    with torch._C._DisableTorchDispatch():    # a finalizer runs under the mode: its ops are not the kernel's
+        ends = sentinel_ends(g.buf, g.guard)
+        if g.buf.device.type == "cpu" and bool((ends == sentinel_pattern(g.guard, g.buf.device)).all()):
+            g.buf, g.guard = None, 0          # intact: nothing to check, nothing kept
+            return
+        g.buf = ends.clone().flatten()
 
