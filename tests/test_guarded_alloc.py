@@ -201,3 +201,16 @@ def test_a_launchers_compiled_helper_is_still_compiled_under_the_hook():
         r = helper(a)
     assert compiled and torch.equal(r, a * 2)
     assert [x.op for x in allocated] == ["empty_like"]     # the compiled graph's own allocation, guarded as it runs
+
+
+def test_an_output_resized_by_an_out_op_or_resize_is_not_judged_by_its_old_guards():
+    a = torch.randn(300)
+    with guarding("cpu") as allocated:
+        placeholder = torch.empty(0)                  # the out= idiom: an empty tensor the op resizes
+        torch.add(a, a, out=placeholder)
+        grown = torch.empty(4)
+        grown.resize_(600)                            # grows over its guard, inside the storage
+        grown.fill_(1.0)
+    assert [x.op for x in allocated] == ["empty"]     # the empty placeholder holds no bytes: not guarded
+    assert _allocation_findings(allocated, {"out": placeholder, "grown": grown}) == []
+    assert torch.equal(placeholder, a + a)

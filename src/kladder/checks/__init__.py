@@ -239,7 +239,7 @@ def _allocation_findings(allocated: list, outputs: dict) -> list[Finding]:
         return []
     out = []
     for a in allocated:
-        if not any_damaged([a.g]):
+        if guards.resized(a) or not any_damaged([a.g]):
             continue
         before, after = a.g.damaged()
         name = guards.returned_by(a, outputs)

@@ -35,3 +35,15 @@ def returned_by(allocation, outputs: dict) -> str:
         if ptr == allocation.ptr:
             return name
     return ""
+
+
+def resized(allocation) -> bool:
+    """Whether the tensor handed out was resized or re-pointed since (`resize_`, an out= op
+    that resizes its output, `set_`): its bytes are then not the allocation's, and the guard
+    after it may be its own elements. Not judged."""
+    if allocation.freed:
+        return False
+    t = allocation.tensor() if allocation.tensor is not None else None
+    if t is not None and (tuple(t.shape) != tuple(allocation.shape) or t.untyped_storage().data_ptr() != allocation.ptr):
+        return True
+    return allocation.g.buf.untyped_storage().nbytes() != allocation.nbytes

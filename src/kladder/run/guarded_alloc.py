@@ -61,6 +61,8 @@ class Allocation:
     g: Guarded
     ptr: int                  # the buffer's storage address, to match the tensors the kernel returned
     freed: bool = False
+    tensor: object = None     # a weak reference to the tensor handed out (checks/guards.py resized)
+    nbytes: int = 0           # the buffer's storage size when it was made
 
     def facts(self, returned: bool) -> dict:
         return {"op": self.op, "shape": list(self.shape), "dtype": self.dtype, "returned": returned}
@@ -121,7 +123,10 @@ def _mode_class():
             if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
                 return None                  # the graph's pool serves it (see the module's docstring)
             meta = func(*args, **{**kwargs, "device": "meta"})
-            if not isinstance(meta, torch.Tensor) or meta.layout != torch.strided:
+            if not isinstance(meta, torch.Tensor) or meta.layout != torch.strided or meta.numel() == 0:
+                # an empty tensor holds no bytes to write past: it is a placeholder that an out=
+                # op resizes (inside the op, below this mode: a guard would be the resized
+                # tensor's own bytes) or, in Triton's interpreter, one set_ onto an argument
                 return None
             t, g = _allocate(meta, device, self.guard)
             if fill == "empty":
@@ -129,7 +134,8 @@ def _mode_class():
             else:
                 t.fill_(fill(args))
             rec = Allocation(func.overloadpacket.__name__, tuple(meta.shape), str(meta.dtype).removeprefix("torch."),
-                             g, g.buf.untyped_storage().data_ptr())
+                             g, g.buf.untyped_storage().data_ptr(), tensor=weakref.ref(t),
+                             nbytes=g.buf.untyped_storage().nbytes())
             self.allocations.append(rec)
             self._finalizers.append(weakref.finalize(t, _freed, rec))
             return t
@@ -221,6 +227,9 @@ def _freed(rec: Allocation) -> None:
     import torch
     g = rec.g
     rec.freed = True
+    if g.buf.untyped_storage().nbytes() != rec.nbytes:
+        g.buf, g.guard = None, 0              # resized past its storage (reallocated): its guards are gone
+        return
     with torch._C._DisableTorchDispatch():    # a finalizer runs under the mode: its ops are not the kernel's
         ends = sentinel_ends(g.buf, g.guard)
         if g.buf.device.type == "cpu" and bool((ends == sentinel_pattern(g.guard, g.buf.device)).all()):
