@@ -36,7 +36,9 @@ launcher's own torch.compile'd helper still compiles under the hook (the mode de
 ignore_compile_internals: off while dynamo traces, on while the compiled code runs; torch
 before 2.9 skips compiling under any dispatch mode, and the helper then runs eagerly).
 
-Its cost, measured (bench/guarded_alloc.py, CPU, rung 1 in process): see docs/results."""
+Its cost (bench/guarded_alloc.py, docs/results/2026-12-01-cpu-guarded-alloc): one
+torch.empty_like costs 54 us under the hook against 1.2 us without, on the CPU; a rung-1 climb
+of torch ops and Triton kernels takes the same time with it as without, within the noise."""
 from __future__ import annotations
 
 import weakref
