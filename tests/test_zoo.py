@@ -8,7 +8,8 @@ import sys
 import pytest
 from conftest import report_json
 
-CPU_CASES = ["gemm_k_tail", "rmsnorm_n_tail", "config_writes_zeros", "untuned_fallback", "nan_blind", "small_overrun"]
+CPU_CASES = ["gemm_k_tail", "rmsnorm_n_tail", "config_writes_zeros", "untuned_fallback", "nan_blind", "small_overrun",
+             "empty_like_overrun"]
 GPU_CASES = ["rows_int32_offset", "last_tile_wrap"]
 # rung-4 case -> (the mode that catches it, the call it names)
 RUNG4_CAUGHT = {"jit_key_closure": ("aba", "call 2 of 3 (B)"), "stale_state": ("aba", "call 2 of 3 (B)"),
@@ -106,6 +107,18 @@ def test_caught_exactly_where_the_mechanism_bites(buggy):
         assert all((pt["id"] in failed) == (size(pt, "M") * size(pt, "N") % 8 != 0) for pt in pts)
         assert all(pt["failure"] == "guard" and pt["pattern"] == "a write past the end"
                    for pt in pts if pt["id"] in failed)
+    elif case == "empty_like_overrun":
+        # the output is the launcher's own torch.empty_like: its guard bytes catch the tail's
+        # stores, and every point without a tail passes (no heap damage reaches it)
+        assert all(pt["status"] in ("passed", "failed") for pt in pts)
+        assert all((pt["id"] in failed) == (size(pt, "N") % 1024 != 0) for pt in pts)
+        for pt in pts:
+            if pt["id"] in failed:
+                f = pt["findings"][0]
+                assert pt["failure"] == "guard" and pt["pattern"] == "a write past the end"
+                assert f["output"] == "out" and f["facts"]["allocated"]["op"] == "empty_like"
+                n, width = size(pt, "N"), 4 if "float32" in pt["id"] else 2
+                assert f["facts"]["n_after"] == (-n % 1024) * width
 
 
 @pytest.mark.parametrize("case", RUNG4_CASES)

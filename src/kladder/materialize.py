@@ -47,7 +47,7 @@ class Guarded:
             return [], []
         lo = self.buf[:self.guard]
         hi = self.buf[self.buf.numel() - self.guard:]
-        pat = _pattern(self.guard, self.buf.device)
+        pat = sentinel_pattern(self.guard, self.buf.device)
         before = torch.nonzero(lo != pat).flatten().tolist()
         after = torch.nonzero(hi != pat).flatten().tolist()
         return [self.guard - i for i in before], after
@@ -55,16 +55,16 @@ class Guarded:
 
 def any_damaged(guarded) -> bool:
     """Whether any sentinel of any of these buffers changed: one fused comparison and one host
-    sync per device for every guard of a point (a sync per guard costs more than the compare on
+    sync per device and guard size for every guard of a point (a sync per guard costs more than the compare on
     a GPU); `Guarded.damaged` then says where, for the buffers that were hit."""
     import torch
     by_device: dict = {}
     for g in guarded:
         if g.guard:                       # a plain allocation (guard=0) has no sentinels
-            by_device.setdefault(g.buf.device, []).append(g)
-    for device, gs in by_device.items():
-        ends = _ends(gs[0].buf) if len(gs) == 1 else torch.cat([_ends(g.buf) for g in gs])
-        if bool((ends != _pattern(GUARD_BYTES, device)).any()):
+            by_device.setdefault((g.buf.device, g.guard), []).append(g)
+    for (device, guard), gs in by_device.items():
+        ends = sentinel_ends(gs[0].buf, guard) if len(gs) == 1 else torch.cat([sentinel_ends(g.buf, guard) for g in gs])
+        if bool((ends != sentinel_pattern(guard, device)).any()):
             return True
     return False
 
@@ -72,7 +72,7 @@ def any_damaged(guarded) -> bool:
 _PATTERNS: dict = {}
 
 
-def _pattern(n: int, device):
+def sentinel_pattern(n: int, device):
     """The sentinel bytes, made once per size and device (not copied from the host every call)."""
     import torch
     key = (n, str(device))
@@ -91,12 +91,12 @@ def guarded_empty(name: str, shape: tuple[int, ...], dtype: str, device, guard: 
     nbytes = math.prod(shape) * torch.tensor([], dtype=torch_dtype(dtype)).element_size()
     buf = torch.empty(guard * 2 + nbytes, dtype=torch.uint8, device=device)
     if guard:
-        _ends(buf, guard).copy_(_pattern(guard, device).expand(2, guard))     # both sentinels, one copy
+        sentinel_ends(buf, guard).copy_(sentinel_pattern(guard, device).expand(2, guard))     # both sentinels, one copy
     view = buf[guard:guard + nbytes].view(torch_dtype(dtype)).view(shape)
     return Guarded(name, buf, view, guard)
 
 
-def _ends(buf, guard: int = GUARD_BYTES):
+def sentinel_ends(buf, guard: int = GUARD_BYTES):
     """The two sentinel regions of a guarded buffer as one (2, guard) view: one kernel writes
     or reads both (a launch costs more than 512 bytes do)."""
     return buf.as_strided((2, guard), (buf.numel() - guard, 1))

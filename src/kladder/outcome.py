@@ -66,9 +66,12 @@ class Check(_Words):
                                              # rtol, atol; when a peer was asked (checks/peer.py): budget (which set the
                                              # allowed error at the worst element: default | spread | peer), c, spread
                                              # {draws, at}, peer {dtype, rel, capped} | {error, text} | {skipped}, slack_ulps
-    GUARD = "guard"                          # n_after, after_lo/hi, n_before, before_lo/hi, itemsize, after[:64], before[:64]
+    GUARD = "guard"                          # n_after, after_lo/hi, n_before, before_lo/hi, itemsize, after[:64], before[:64];
+                                             # allocated {op, shape, dtype, returned} for a tensor the kernel allocated
+                                             # itself (run/guarded_alloc.py): output is the output it returned, or ''
     RAISED = "raised"                        # error, text
-    CRASHED = "crashed"                      # signal and frames, or exit_status (the kernel ended the process)
+    CRASHED = "crashed"                      # signal and frames, or exit_status (the kernel ended the process); heap_checked:
+                                             # it crashed again alone with glibc's malloc checks on (run/faults.py)
     HANG = "hang"                            # timeout_s
     DEVICE_FAULT = "device_fault"            # error, text, in_call
     CAPTURE = "capture"                      # error, text; claimed (Spec.graphs: True, or None for a spec before it)
@@ -104,6 +107,10 @@ class Check(_Words):
     SANITIZER = "sanitizer"                  # tool, kind, kernel, file, line, access, size, address, detail, thread, block, count
     UNDER_LOAD = "under_load"                # a warning, never a failure: first (the check or status of the run under
                                              # load), the Load's facts (lanes, processes, device_used_bytes, ...), alone_s
+    # a warning, never a failure (run/faults.py after_heap_check): the worker crashed as heap damage does (signal,
+    # frames, heap_words: glibc's message or ''), after `earlier` other points in it; alone, in a fresh worker with
+    # glibc's malloc checks on, the point did not crash (alone: its status there)
+    CRASHED_NOT_ALONE = "crashed_not_alone"
 
 
 class Cause(_Words):

@@ -77,7 +77,7 @@ class Judge:
         `rounding`: the interpreter's probe evidence when the call converted float32 to
         bfloat16 on an interpreter that truncates."""
         spec, pt = self.spec, prep.point
-        head = _guard_findings(spec, prep.inputs, pt)
+        head = _guard_findings(spec, prep.inputs, pt) + _allocation_findings(getattr(prep, "allocated", []), outputs)
         head += inputs.changed(spec, prep.inputs, pt, getattr(prep, "snapshot", None) or [])
         wrong_arity = contract.arity(spec, returned)
         if wrong_arity:
@@ -268,6 +268,25 @@ def _guard_findings(spec, inputs, point) -> list[Finding]:
     for name, g in inputs.guarded.items():
         before, after = g.damaged()
         f = guards.guards(name, before, after, ITEMSIZE[dtype_of(spec, name, point.dtype_of)])
+        if f:
+            out.append(f)
+    return out
+
+
+def _allocation_findings(allocated: list, outputs: dict) -> list[Finding]:
+    """Guard bytes around the tensors the kernel allocated itself during the call
+    (run/guarded_alloc.py): one it returned is named as that output, any other as the kernel's
+    scratch allocation (its op, shape and dtype)."""
+    from ..materialize import any_damaged
+    if not allocated or not any_damaged([a.g for a in allocated]):
+        return []
+    out = []
+    for a in allocated:
+        if guards.resized(a) or not any_damaged([a.g]):
+            continue
+        before, after = a.g.damaged()
+        name = guards.returned_by(a, outputs)
+        f = guards.guards(name, before, after, ITEMSIZE.get(a.dtype, 1), allocated=a.facts(bool(name)))
         if f:
             out.append(f)
     return out

@@ -241,14 +241,25 @@ def _shown(v):
 
 def _guard(f: Finding, x: dict) -> str:
     parts, size = [], x["itemsize"]
+    what, own = _guarded_what(f, x.get("allocated"))
     if x["n_after"]:
         a, b = x["after_lo"], x["after_hi"]
-        parts.append(f"{x['n_after']} guard bytes after the end of `{f.output}` were overwritten "
+        parts.append(f"{x['n_after']} guard bytes after the end of {what} were overwritten "
                      f"(bytes {a}..{b} past the end: elements {a // size}..{b // size} past the last)")
     if x["n_before"]:
-        parts.append(f"{x['n_before']} guard bytes before the start of `{f.output}` were overwritten "
+        parts.append(f"{x['n_before']} guard bytes before the start of {what} were overwritten "
                      f"(bytes {x['before_lo']}..{x['before_hi']} before it)")
-    return "; ".join(parts)
+    return "; ".join(parts) + own
+
+
+def _guarded_what(f: Finding, alloc: dict | None) -> tuple[str, str]:
+    """The guarded tensor's name, and for one the kernel allocated itself, how it did."""
+    if not alloc:
+        return f"`{f.output}`", ""
+    made = f" (the kernel allocated it with torch.{alloc['op']}: {tuple(alloc['shape'])} {alloc['dtype']})"
+    if alloc["returned"]:
+        return f"`{f.output}`", made
+    return f"the kernel's scratch allocation torch.{alloc['op']} {tuple(alloc['shape'])} {alloc['dtype']}", ""
 
 
 def _during(f: Finding) -> str:
@@ -342,7 +353,17 @@ def _crashed(f: Finding, x: dict) -> str:
                f"while running the point{_during(f)}")
     if x.get("frames"):
         msg += "; innermost Python frames: " + " <- ".join(x["frames"])
+    if x.get("heap_checked"):
+        msg += "; it crashed again alone, in a fresh worker with glibc's malloc checks on"
     return msg
+
+
+def _crashed_not_alone(f: Finding, x: dict) -> str:
+    glibc = f" ({x['heap_words']})" if x["heap_words"] else ""
+    n = x["earlier"]
+    where = f" after {n:,} other point{'s' if n != 1 else ''} in it" if n else ""
+    return (f"the worker died with {x['signal']}{glibc}{where}, as damage to its heap does; alone, in a fresh "
+            f"worker with glibc's malloc checks on, the point {x['alone']}: the damage was not this point's")
 
 
 def _not_bitwise(f: Finding, x: dict) -> str:
@@ -654,7 +675,7 @@ _MESSAGES = {Check.VALUES: _values, Check.CONTRACT: _contract, Check.GUARD: _gua
              Check.CAUGHT_IMPORT: _caught_import,
              Check.COLLECTIVE: _collective, Check.RANKS_HUNG: _ranks_hung,
              Check.REPEATS: _repeats, Check.NONDETERMINISTIC: _nondeterministic, Check.SANITIZER: _sanitizer,
-             Check.UNDER_LOAD: _under_load}
+             Check.UNDER_LOAD: _under_load, Check.CRASHED_NOT_ALONE: _crashed_not_alone}
 
 
 def bias_group(w: Finding) -> tuple:

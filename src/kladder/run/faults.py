@@ -211,3 +211,43 @@ def python_frames(stderr_tail: str, keep: int = 3) -> list[str]:
         elif frames:
             break
     return frames[:keep]
+
+
+# A crash that heap damage causes: glibc's malloc aborts when it finds its metadata broken
+# (SIGABRT, with one of these messages on stderr), or a later allocation dereferences a broken
+# pointer (SIGSEGV, SIGBUS). The damage may have been done by an earlier point in that worker.
+HEAP_SIGNALS = ("SIGABRT", "SIGSEGV", "SIGBUS")
+HEAP_WORDS = ("free(): ", "malloc(): ", "realloc(): ", "corrupted size vs. prev_size", "double free or corruption",
+              "corrupted double-linked list", "malloc_consolidate", "munmap_chunk(): ", "unaligned tcache chunk",
+              "malloc_check", "memory corruption")
+
+
+def heap_words(stderr: str) -> str:
+    """The line of glibc's malloc message in a crashed worker's stderr, or ''."""
+    for line in stderr.splitlines():
+        if any(w in line for w in HEAP_WORDS):
+            return line.strip()[:200]
+    return ""
+
+
+def looks_like_heap_damage(outcome: Outcome) -> bool:
+    """A worker that died of a signal heap damage raises: re-run the point alone with malloc's
+    checks on (isolation.heap_checked_rerun) before it is blamed."""
+    crash = next((f for f in outcome.findings if f.check == Check.CRASHED), None)
+    return crash is not None and crash.facts.get("signal") in HEAP_SIGNALS and "rank" not in crash.facts
+
+
+def after_heap_check(crashed: Outcome, alone: Outcome, earlier: int) -> Outcome:
+    """The point's verdict after its crash in a shared worker and its re-run alone with
+    glibc's malloc checks on: crashed again, the crash is the kernel's (said so); otherwise the
+    re-run's verdict stands, with the shared worker's crash as a warning."""
+    crash = next(f for f in crashed.findings if f.check == Check.CRASHED)
+    again = next((f for f in alone.findings if f.check == Check.CRASHED), None)
+    if again is not None:
+        again.facts["heap_checked"] = True
+        alone.output = alone.output or crashed.output
+        return alone
+    facts = {"signal": crash.facts.get("signal"), "frames": crash.facts.get("frames", []),
+             "heap_words": heap_words(crashed.output or ""), "earlier": earlier, "alone": str(alone.status)}
+    alone.warnings.append(Finding(Check.CRASHED_NOT_ALONE, call=crash.call, facts=facts))
+    return alone

@@ -21,6 +21,7 @@ from ..sizes import ITEMSIZE, dtype_of, is_big, numel_of, shape_of, total_bytes
 from ..spec import FLOAT_DTYPES, Spec
 from . import interpreter
 from .faults import is_oom
+from .guarded_alloc import KERNEL_GUARD_BYTES, guarding
 from .modes.base import call_once, call_raw
 from .stages import Stage, timed
 
@@ -41,6 +42,7 @@ class Prepared:
     arg_dtypes: list = field(default_factory=list)   # each reference input's dtype as the kernel got it
     ref_device: str = ""
     snapshot: list = field(default_factory=list)     # the inputs as passed, compared after the call (checks/inputs.py)
+    allocated: list = field(default_factory=list)    # the last call's own allocations (guarded_alloc.Allocation)
 
 
 @dataclass
@@ -81,8 +83,10 @@ class Harness:
 
     @timed(Stage.KERNEL)
     def call(self, prep: Prepared, label: str = "", runner=None):
-        """One call of the kernel (through `runner`, the mode's, when given)."""
-        with interpreter.watch() as seen:
+        """One call of the kernel (through `runner`, the mode's, when given); what it allocates
+        itself is guarded too (guarded_alloc.py) and kept on `prep` for the judge."""
+        with interpreter.watch() as seen, guarding(self.device, KERNEL_GUARD_BYTES if self.guard else 0) as allocated:
+            prep.allocated = allocated
             try:
                 if runner is not None:
                     return runner(self.spec.kernel, prep.inputs.args, prep.point.kwargs)

@@ -123,11 +123,11 @@ def worker_env(device: str, gpu: str | None = None) -> dict[str, str]:
 class Worker:
     """One worker process; started at construction, ready once its hello arrives."""
 
-    def __init__(self, ref: str, device: str, gpu: str | None = None):
+    def __init__(self, ref: str, device: str, gpu: str | None = None, extra_env: dict | None = None):
         self.ref, self.device = ref, device
         self.log = tempfile.TemporaryFile(mode="w+b")
         lifeline, self._lifeline = os.pipe()
-        env = worker_env(device, gpu)
+        env = {**worker_env(device, gpu), **(extra_env or {})}
         env[LIFELINE_ENV] = str(lifeline)
         try:
             self.proc = subprocess.Popen(
@@ -370,6 +370,7 @@ class Lane:
         self.worker: Worker | None = None
         self.load = Load()                   # what else used the host during this lane's last point
         self.gpu: str | None = None          # the CUDA device its last point ran on
+        self.ran = 0                          # points the current worker has run
 
     def run(self, point: Point, timeout_s: float, fresh: bool = False, budget_s: float | None = None) -> Outcome:
         """With `fresh`, the point runs alone in a new worker, which is closed after it: no
@@ -383,12 +384,16 @@ class Lane:
                 self.pool.retire(w)
         if self.worker is None:
             self.worker = self.pool.take()
+            self.ran = 0
         outcome, alive = self.worker.run(point, timeout_s, budget_s)
         self.load, self.gpu = self.worker.load, self.worker.gpu
+        self.ran += 1
         if not alive:
             self.pool.retire(self.worker)
             self.worker = None
             self.pool.restarts += 1
+            if faults.looks_like_heap_damage(outcome):
+                outcome = heap_checked_rerun(self.pool, point, timeout_s, outcome, self.ran - 1)
         return outcome
 
     def close(self) -> None:
@@ -499,3 +504,43 @@ def _nvidia_smi(gpu: str | None):
         return apps, used, total
     except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
         return None
+
+
+# glibc's malloc debugging: since glibc 2.34 the checks live in libc_malloc_debug.so, loaded by
+# LD_PRELOAD; MALLOC_CHECK_=3 (older glibc) and the tunable (newer) make every free and malloc
+# check the chunk's metadata and abort at the first damaged one; MALLOC_PERTURB_ fills freed
+# and fresh memory with a byte pattern, so a use of freed memory reads garbage, not old values.
+MALLOC_DEBUG_LIBS = ("/lib/x86_64-linux-gnu/libc_malloc_debug.so.0", "/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0",
+                     "/lib/aarch64-linux-gnu/libc_malloc_debug.so.0", "/usr/lib64/libc_malloc_debug.so.0",
+                     "/lib64/libc_malloc_debug.so.0")
+
+
+def heap_check_env() -> dict[str, str]:
+    """A worker's environment additions for a run with glibc's malloc checks on."""
+    env = {"MALLOC_CHECK_": "3", "MALLOC_PERTURB_": "165",
+           "GLIBC_TUNABLES": ":".join(t for t in (os.environ.get("GLIBC_TUNABLES", ""),
+                                                 "glibc.malloc.check=3:glibc.malloc.perturb=165") if t)}
+    lib = next((p for p in MALLOC_DEBUG_LIBS if os.path.exists(p)), None)
+    if lib:
+        env["LD_PRELOAD"] = ":".join(p for p in (os.environ.get("LD_PRELOAD", ""), lib) if p)
+    return env
+
+
+def heap_checked_rerun(pool: Pool, point: Point, timeout_s: float, crashed: Outcome, earlier: int) -> Outcome:
+    """A point whose worker died as heap damage does (faults.looks_like_heap_damage), re-run
+    alone in a fresh worker with glibc's malloc checks on before it is blamed: the damage may
+    be an earlier point's, in that worker (faults.after_heap_check says which it was). On CUDA
+    the same: the host heap is what a SIGABRT says was damaged (the device's memory cannot
+    abort the process); PYTORCH_NO_CUDA_MEMORY_CACHING is not set, since it changes what a
+    store past a device tensor lands in, not what the host heap holds."""
+    if pool.closed:
+        return crashed
+    w = Worker(pool.ref, pool.device, pool.gpus[0], extra_env=heap_check_env())
+    try:
+        alone, _ = w.run(point, timeout_s)
+    except WorkerError:
+        return crashed                      # the checked worker could not start: the crash stands as it was
+    finally:
+        w.kill()
+        w.close()
+    return faults.after_heap_check(crashed, alone, earlier)
