@@ -245,3 +245,14 @@ def test_the_copies_of_a_point_share_one_budget_and_the_rest_is_hashed(monkeypat
     assert [(s.name, s.how) for s in shots] == [("a", "hash"), ("b", "copy")]     # the smaller input copied
     o = run_point(spec, p, "cpu").outcome
     assert o.findings[0].output == "a" and o.findings[0].facts["how"] == "hash"
+
+
+def test_rung_5_does_not_repeat_a_kernel_with_a_declared_mutated_input():
+    """A pool's inputs are reused call after call: a right in-place kernel would differ from its
+    first call at every repetition. Rung 5 skips it, naming the input, instead of failing it."""
+    from kladder.gaps import repetition
+    from kladder.outcome import NoteKind
+    from kladder.report.words import note_text
+    outcomes = run(mutated(add_into_a), repetition, 2)
+    assert outcomes and all(o.status == "skipped" and o.note.kind == NoteKind.INPUTS_MUTATED for o in outcomes)
+    assert "writes a in place" in note_text(outcomes[0].note)

@@ -129,6 +129,7 @@ class NoteKind(_Words):
     GRAPHS_NOT_CLAIMED = "graphs_not_claimed"      # error, text: the capture failed; Spec(graphs=False) says production
                                                    # does not run the kernel in graphs
     NO_OUT_ARGS = "no_out_args"
+    INPUTS_MUTATED = "inputs_mutated"              # args: inputs the spec declares the kernel writes in place (rung 5)
     NOT_TORCH_OP = "not_torch_op"
     OUTSIDE_CLIMB = "outside_climb"                # mode
     RACE_NOT_SET_UP = "race_not_set_up"            # attempts, delay_cycles

@@ -694,6 +694,10 @@ def note_text(n: Note, sized: bool = True) -> str:
     Without `sized`, a GPU point's size is left out (the text of a group of such skips)."""
     x = n.facts
     k = n.kind
+    if k == NoteKind.INPUTS_MUTATED:
+        return (f"the kernel writes {', '.join(x['args'])} in place (mutated=True): each call on the same buffers is "
+                "another computation, so repeating it cannot be held to the first call's bits; rung 5 does not "
+                "repeat kernels with declared mutated inputs (rungs 1-4 judge the mutation)")
     if k == NoteKind.GPU_POINT:
         size = f" ({human_bytes(x['need_bytes'])} of tensors)" if sized else ""
         return (f"a GPU point{size}: over the CPU budget ({x['budget']}), since the Triton interpreter runs every "
