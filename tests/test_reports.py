@@ -281,3 +281,61 @@ def test_a_worker_refused_by_the_device_ends_the_climb_with_a_report(tmp_path, m
     assert not report.failures and not report.outcomes
     records = report_json(log)
     assert records[-1]["record"] == "end" and records[-1]["exit_code"] == 2 and records[-1]["start_error"]
+
+
+# ---------------------------------------------------------------------------- kladder's own inputs
+def test_two_specs_with_one_name_in_a_module_are_a_spec_error(tmp_path):
+    from kladder.load import load_spec
+    from kladder.spec import SpecError
+    f = tmp_path / "twins.py"
+    f.write_text('''import kladder as kl
+def ref(x):
+    return 2 * x
+args, dims = {"x": kl.Tensor("N", dtype="float32")}, {"N": kl.Dim(1, 8)}
+v1 = kl.Spec("double", kernel=ref, reference=ref, args=args, returns=kl.Tensor("N", like="x"), dims=dims)
+v2 = kl.Spec("double", kernel=lambda x: x + x, reference=ref, args=args, returns=kl.Tensor("N", like="x"), dims=dims)
+same = v1
+''')
+    with pytest.raises(SpecError, match="specs 'v1' and 'v2' share one name.*'double'.*give each spec its own name"):
+        load_spec(f"{f}::v1")
+    f.write_text(f.read_text().replace('v2 = kl.Spec("double"', 'v2 = kl.Spec("double2"'))
+    assert load_spec(f"{f}::same").name == "double"                  # one object under two names is one spec
+    assert load_spec("kladder.zoo.gemm_k_tail::fixed").name == "gemm"  # the zoo's twins share their case's name
+
+
+@pytest.mark.parametrize("point,words", [
+    ('{"spec":"double","rung":1,"dims":[]}', "POINT dims: 'N' is missing"),
+    ('{"spec":"double","rung":1,"dims":[["N","5"]]}', "POINT dims: 'N' is '5', a str; give an integer from 1 to 3"),
+    ('{"spec":"double","rung":1,"dims":[["N",9]]}', "outside the spec's range 1..3"),
+    ('{"spec":"double","rung":1,"dims":[["N",2],["M",2]]}', "POINT dims: 'M' is not a dim of spec 'double'"),
+    ('{"spec":"double","rung":1,"dims":[["N",2]],"dtypes":[["x","float16"]]}',
+     "POINT dtypes: 'x' is 'float16', which the spec does not declare for it; give one of float32"),
+    ('{"spec":"double","rung":1,"dims":[["N",2]],"dtypes":[["y","float32"]]}', "'y' is not a tensor of spec"),
+    ('{"spec":"double","rung":1,"dims":[["N",2]],"config":[["BLOCK",4]]}', "POINT config: 'BLOCK' is not a config key"),
+    ('{"spec":"double","rung":1,"dims":5}', "dims is 5; give a list of [name, value] pairs"),
+    ('{"spec":"double","rung":"1","dims":[["N",2]]}', "rung is '1', a str; give an integer"),
+])
+def test_repro_refuses_a_point_that_does_not_fit_its_spec(point, words):
+    p = subprocess.run([*KLADDER, "repro", TRIVIAL, point, "--device", "cpu"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert words in p.stderr, p.stderr
+
+
+def test_every_point_a_climb_makes_fits_its_spec():
+    """The check refuses only what is wrong: every point the rungs generate for these specs passes it."""
+    from kladder.ladder import BUILT, rung_points
+    from kladder.load import load_spec
+    from kladder.pointcheck import check_point
+    from kladder.sizes import budget_for
+    refs = [GOOD, TRIVIAL, "kladder.zoo.gemm_k_tail::spec", "kladder.zoo.decode_group16::spec",
+            "kladder.zoo.rows_int32_offset::spec", "kladder.zoo.allreduce_size_stride::spec"]
+    n = 0
+    for ref in refs:
+        spec = load_spec(ref)
+        for device in ("cpu", "cuda"):
+            for rung in BUILT:
+                for point in rung_points(spec, rung, budget_for(device)):
+                    check_point(spec, point)
+                    n += 1
+    assert n > 100

@@ -245,6 +245,11 @@ def cmd_repro(args) -> int:
         raise UsageProblem(f"POINT: {e}") from None
     if point.spec != spec.name:
         raise UsageProblem(f"POINT belongs to spec {point.spec!r}, not {spec.name!r}; check PATH::NAME.")
+    from .pointcheck import PointError, check_point
+    try:
+        check_point(spec, point)
+    except PointError as e:
+        raise UsageProblem(str(e)) from None
     if args.sanitize:
         from .gaps.repetition import sanitized
         point = sanitized(point, args.sanitize)

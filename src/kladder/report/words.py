@@ -829,6 +829,6 @@ def device_holders_text(x: dict) -> str:
 
 def collection_failed_text(errors: int, selected: int) -> str:
     """The pytest plugin: collection failed, so no kladder point ran (not 'all were skipped')."""
-    which = f"{errors} error{'s' if errors != 1 else ''}" if errors else "a usage error"
-    return (f"no point ran: pytest's collection failed ({which}, shown above), so nothing was tested "
+    which = f"{errors} error{'s' if errors != 1 else ''}, shown above" if errors else "a usage error: pytest's ERROR line"
+    return (f"no point ran: pytest's collection failed ({which}), so nothing was tested "
             f"({selected} kladder point{'s' if selected != 1 else ''} had been collected)")
