@@ -2,7 +2,8 @@
 
 A bad option or spec is one line on stderr that names it, what was given and the fix, with
 exit status 2; a climb exits 0 (every point that ran passed), 1 (a point failed or could not
-be judged) or 130 (interrupted), and its JSON says the same."""
+be judged), 2 (it could not start: a usage problem, a device others held), 5 (no point ran) or
+130 (interrupted), and its JSON says the same."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +18,7 @@ from .version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_NOTHING_RAN = 5        # report.data.NOTHING_RAN: every point skipped, or none generated
+INTERRUPTED = 130           # report.data.INTERRUPTED
 
 RUNGS_HELP = "rungs to climb: 1, 1,2 or 1-3 (default: every rung built)"
 SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -164,7 +166,10 @@ def cmd_climb(ref: str, args) -> int:
         for pool in started["pools"]:
             pool.close()
     if report is None:                      # --json or --log cannot be written: nothing to write a report to
-        raise problem or UsageProblem("interrupted before the climb started")
+        if problem is None:
+            print("kladder: interrupted before the climb started", file=sys.stderr)
+            return INTERRUPTED
+        raise problem
     return _ended(report, args, guard, problem, started["rungs"])
 
 
@@ -282,8 +287,8 @@ def cmd_points(args) -> int:
     points = [p for r in rungs for p in rung_points(spec, r, budget, args.seed)]
     sys.stdout.write(points_text(spec, args.ref, device, points))
     if args.json:
-        with open(args.json, "w") as f:
-            f.write(points_json(spec, args.ref, device, points))
+        from .report.jsonout import write_atomic
+        write_atomic(args.json, points_json(spec, args.ref, device, points))
     return EXIT_OK
 
 
