@@ -339,3 +339,35 @@ def test_every_point_a_climb_makes_fits_its_spec():
                     check_point(spec, point)
                     n += 1
     assert n > 100
+
+
+def test_a_cuda_call_of_the_climbing_process_that_fails_is_retried_then_exit_2_with_a_report(tmp_path, monkeypatch,
+                                                                                                capsys):
+    """The parent's own CUDA calls (here torch.cuda.device_count, as a driver refusing a busy
+    device raises): tried again for the retry budget, then one line and a report that says so."""
+    import torch
+
+    from kladder import cli, devicestart, ladder
+    calls = []
+
+    def busy():
+        calls.append(1)
+        raise RuntimeError("CUDA error: out of memory")
+    monkeypatch.setattr(ladder, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(torch.cuda, "device_count", busy)
+    monkeypatch.setattr(devicestart, "DEVICE_RETRY_S", 0.5)
+    monkeypatch.setattr(devicestart, "DEVICE_RETRY_STEP_S", 0.1)
+    monkeypatch.setattr(devicestart, "device_state", lambda gpu=None: {"free_bytes": 3 << 30, "total_bytes": 140 << 30,
+                                                                       "holders": []})
+    out = tmp_path / "r.json"
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        code = cli.main(["climb", TRIVIAL, "--device", "cuda", "--json", str(out), "--log", str(tmp_path / "l.jsonl")])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    err = capsys.readouterr().err
+    assert code == 2 and len(calls) >= 3
+    assert err.count("\n") == 1 and "torch.cuda.device_count() failed for" in err and "3.00 GiB free of 140.00 GiB" in err
+    doc = report_json(out)
+    assert doc["exit_code"] == 2 and doc["start_error"]["kind"] == "device" and doc["start_error"]["free_bytes"] == 3 << 30
+    assert doc["start_error"]["message"] in err and not os.path.exists(tmp_path / "l.jsonl")
