@@ -68,3 +68,15 @@ def test_a_seed_shift_reaches_the_items_and_a_bad_one_is_a_usage_error(pytester)
     result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-seed", "x")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*integer seed*"])
+
+
+def test_a_collection_error_is_reported_as_such_not_as_every_point_skipped(pytester):
+    pytester.makepyfile(test_kernels=SPEC_FILE)
+    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "-k", "double and (", "-p", "no:cacheprovider")
+    assert result.ret == 4                                   # pytest's usage error, not 5 (nothing ran)
+    text = result.stdout.str() + result.stderr.str()
+    assert "were skipped" not in text and "pytest's collection failed (a usage error" in text, text[-2000:]
+    pytester.makepyfile(test_broken="import no_such_module_for_kladder\n")
+    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "-p", "no:cacheprovider")
+    assert result.ret == 2 and "were skipped" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*1 error during collection*"])

@@ -2,17 +2,23 @@
 
 A bad option or spec is one line on stderr that names it, what was given and the fix, with
 exit status 2; a climb exits 0 (every point that ran passed), 1 (a point failed or could not
-be judged) or 130 (interrupted), and its JSON says the same."""
+be judged), 2 (it could not start: a usage problem, a device others held), 5 (no point ran) or
+130 (interrupted), and its JSON says the same."""
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import signal
 import sys
 
+from .devicestart import DeviceStartError
 from .session import UsageProblem, climb_options, device_of, log_path, usage_errors, writable
+from .version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_NOTHING_RAN = 5        # report.data.NOTHING_RAN: every point skipped, or none generated
+INTERRUPTED = 130           # report.data.INTERRUPTED
 
 RUNGS_HELP = "rungs to climb: 1, 1,2 or 1-3 (default: every rung built)"
 SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -187,31 +193,102 @@ def _color(choice: str) -> bool:
 
 
 def cmd_climb(ref: str, args) -> int:
+    """A climb, and its report whatever happens: every outcome below ends with the --json
+    file written whole (atomically) and the text printed, marked interrupted (Ctrl-C at any
+    moment), or marked with start_error (a usage problem, or a device others held), exit 2."""
+    from .interrupts import Interrupts
+    guard = Interrupts().install()          # first of all: a Ctrl-C from here on leaves a report
+    report, started, problem = None, {"pools": [], "rungs": None}, None
+    try:
+        try:
+            writable("--json", args.json)
+            writable("--log", args.log)
+            report = _new_report(ref, args)
+            _climb_started(ref, args, report, started)
+        finally:
+            guard.defer()                   # from here on a Ctrl-C only marks the report
+    except KeyboardInterrupt:
+        pass
+    except UsageProblem as e:
+        problem = e
+    except usage_errors() as e:
+        problem = UsageProblem(str(e))
+    except DeviceStartError as e:
+        report.start_error = e.facts
+    finally:
+        for pool in started["pools"]:
+            pool.close()
+    if report is None:                      # --json or --log cannot be written: nothing to write a report to
+        if problem is None:
+            print("kladder: interrupted before the climb started", file=sys.stderr)
+            return INTERRUPTED
+        raise problem
+    return _ended(report, args, guard, problem, started["rungs"])
+
+
+def _new_report(ref: str, args):
+    from .load import split_ref
+    from .report.data import ClimbReport
+    target, name = split_ref(ref)
+    guess = name or os.path.splitext(os.path.basename(target))[0] or ref
+    device = args.device if args.device in ("cpu", "cuda") else "auto"
+    return ClimbReport(guess, ref, device, started=datetime.datetime.now().isoformat(timespec="seconds"),
+                       kladder_version=__version__)
+
+
+def _climb_started(ref: str, args, report, started: dict) -> None:
     from .ladder import climb
-    from .report.jsonout import render_json
-    from .report.terminal import render_text
-    writable("--json", args.json)
-    writable("--log", args.log)
     device = device_of(args.device)
+    report.device = device
     from .load import check_ref
     try:
         check_ref(ref)
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None
-    opts = climb_options(args, ref, device)
+    opts = climb_options(args, ref, device, keep=started["pools"])
+    started["rungs"] = opts.rungs
     try:
         spec = _load(ref, device)
-        opts.log_path = log_path(args, spec)
-        report = climb(ref, spec, opts)
+        opts.log_path = log_path(args, spec, report.run_id)
+        climb(ref, spec, opts, report=report)
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None
-    finally:
-        opts.pool.close()
-    sys.stdout.write(render_text(report, color=_color(args.color)))
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(render_json(report))
+
+
+def _ended(report, args, guard, problem, rungs) -> int:
+    """The report finished and written. A Ctrl-C while it is written marks it interrupted and
+    writes it again; once it is written, SIGINT is ignored to the end (Python's shutdown puts
+    back the default handler, which would end the process with the report saying otherwise)."""
+    from .ladder import BUILT, end_climb
+    from .report.terminal import render_text
+    if problem is not None:
+        report.start_error = {"kind": "usage", "message": str(problem)}
+    if not report.fingerprint:               # no worker started: the environment as this process sees it
+        from .fingerprint import fingerprint, source_file
+        report.fingerprint = fingerprint(source_file(report.ref), None)
+    seen = None
+    while seen != guard.seen:
+        seen = guard.seen
+        end_climb(report, rungs or BUILT, seen)
+        if args.json and not _write_json(args.json, report):
+            return EXIT_USAGE
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if report.start_error:
+        print(f"kladder: error: {report.start_error['message']}", file=sys.stderr)
+    else:
+        sys.stdout.write(render_text(report, color=_color(args.color)))
     return report.exit_code
+
+
+def _write_json(path: str, report) -> bool:
+    from .report.jsonout import write_report
+    try:
+        write_report(path, report)
+    except OSError as e:
+        print(f"kladder: error: --json {path!r}: could not write the report ({e.strerror or e}); give a file in a "
+              "folder you can write to", file=sys.stderr)
+        return False
+    return True
 
 
 def cmd_repro(args) -> int:
@@ -226,6 +303,11 @@ def cmd_repro(args) -> int:
         raise UsageProblem(f"POINT: {e}") from None
     if point.spec != spec.name:
         raise UsageProblem(f"POINT belongs to spec {point.spec!r}, not {spec.name!r}; check PATH::NAME.")
+    from .pointcheck import PointError, check_point
+    try:
+        check_point(spec, point)
+    except PointError as e:
+        raise UsageProblem(str(e)) from None
     if args.sanitize:
         from .gaps.repetition import sanitized
         point = sanitized(point, args.sanitize)
@@ -258,8 +340,8 @@ def cmd_points(args) -> int:
     points = [p for r in rungs for p in rung_points(spec, r, budget, args.seed)]
     sys.stdout.write(points_text(spec, args.ref, device, points))
     if args.json:
-        with open(args.json, "w") as f:
-            f.write(points_json(spec, args.ref, device, points))
+        from .report.jsonout import write_atomic
+        write_atomic(args.json, points_json(spec, args.ref, device, points))
     return EXIT_OK
 
 

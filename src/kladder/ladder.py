@@ -11,7 +11,7 @@ import datetime as _dt
 import json
 import os
 import shlex
-import signal
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -60,7 +60,9 @@ def resolve_device(device: str) -> str:
     if device == "cpu":
         return "cpu"
     import torch
-    if torch.cuda.is_available():
+
+    from .devicestart import retrying
+    if retrying("torch.cuda.is_available()", torch.cuda.is_available):
         return "cuda"
     if device == "cuda":
         raise UsageError("--device cuda: torch sees no CUDA device here; use --device cpu (Triton's interpreter).")
@@ -379,54 +381,75 @@ def rung_points(spec: Spec, rung: int, budget, seed: int = 0, replay: str | None
         yield point if point.seed in kept else point.shifted(seed)
 
 
-def climb(ref: str, spec: Spec, opts: Options) -> ClimbReport:
+def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None) -> ClimbReport:
+    """Climb `spec` and return its report, whatever happens: a Ctrl-C at any moment (see
+    interrupts.py), or a worker that cannot start on a device others hold (report.start_error),
+    ends the climb with the points so far, the log closed with its end record. The CLI passes
+    the `report` it made at its start, so that it has one to write even if the climb never ran."""
+    from .devicestart import DeviceStartError
+    from .interrupts import Interrupts
+    guard, owned = Interrupts.current()
     device = resolve_device(opts.device)
     budget = budget_for(device)
-    report = ClimbReport(spec.name, ref, device, started=_dt.datetime.now().isoformat(timespec="seconds"),
-                         kladder_version=__version__, log_path=opts.log_path or "")
+    report = report or ClimbReport(spec.name, ref, device)
+    report.spec, report.ref, report.device = spec.name, ref, device
+    report.started = report.started or _dt.datetime.now().isoformat(timespec="seconds")
+    report.kladder_version = __version__
     t0 = time.perf_counter()
     runner = Runner(ref, spec, device, opts.timeout_s, jobs=opts.jobs, pool=opts.pool)
-    log = Log(opts.log_path, report, opts) if opts.log_path else None
-    progress = opts.progress
-    previous = _catch_sigint()
+    log = None
     try:
-        for rung in RUNGS:
-            report.rungs.append(RungReport(rung.number, rung.title, climbed=False,
-                                           note="not built yet" if not rung.built else "not asked for (--rungs)"))
-        for rr in report.rungs:
-            if rr.rung in opts.rungs and BY_NUMBER[rr.rung].built:
-                rr.climbed, rr.note = True, ""
-                _climb_rung(rr, spec, budget, runner, report, log, opts)
+        try:
+            if opts.log_path:
+                with guard.held():            # the log is made with its header record, never empty
+                    log = Log(opts.log_path, report, opts)
+                    report.log_path = opts.log_path
+            plan_rungs(report, opts.rungs)
+            for rr in report.rungs:
+                if rr.climbed:
+                    _climb_rung(rr, spec, budget, runner, report, log, opts)
+        finally:
+            guard.defer()             # from here on a Ctrl-C only marks the report: the close is never torn
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)       # a second Ctrl-C must not tear the report
         report.interrupted = True
         runner.kill()
-        for rr in report.rungs:
-            if rr.rung in opts.rungs and not rr.climbed:
-                rr.note = "not climbed (interrupted)"
+    except DeviceStartError as e:
+        report.start_error = e.facts
+        runner.kill()
     finally:
         report.fingerprint = runner.fingerprint
         runner.close()
         report.seconds = time.perf_counter() - t0
+        end_climb(report, opts.rungs, guard.seen)
         if log:
             log.close(report)
-        if progress:
-            progress.stop()
-        _restore_sigint(previous, report.interrupted)
+        if opts.progress:
+            opts.progress.stop()
+        if owned:
+            guard.restore()
     return report
 
 
-def _catch_sigint():
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.getsignal(signal.SIGINT)
+def plan_rungs(report: ClimbReport, rungs: tuple[int, ...]) -> None:
+    """Every rung of the ladder in the report, those asked for and built to be climbed."""
+    if report.rungs:
+        return
+    for rung in RUNGS:
+        climbed = rung.number in rungs and rung.built
+        note = "" if climbed else "not built yet" if not rung.built else "not asked for (--rungs)"
+        report.rungs.append(RungReport(rung.number, rung.title, climbed=climbed, note=note))
 
 
-def _restore_sigint(previous, interrupted: bool) -> None:
-    """Back to the caller's handler; after a Ctrl-C the process keeps ignoring a second one
-    until the caller has printed the report (the CLI exits right after)."""
-    if previous is not None and not interrupted:
-        signal.signal(signal.SIGINT, previous)
+def end_climb(report: ClimbReport, rungs: tuple[int, ...], interrupted: bool) -> None:
+    """The report's last facts: interrupted when a SIGINT came at any moment (also while the
+    workers closed); each rung asked for that never started says why."""
+    plan_rungs(report, rungs)
+    report.interrupted = report.interrupted or interrupted
+    why = ("not climbed (interrupted)" if report.interrupted and not report.start_error
+           else "not climbed (the climb could not start)")
+    for rr in report.rungs:
+        if rr.climbed and not rr.outcomes and not rr.seconds and (report.interrupted or report.start_error):
+            rr.climbed, rr.note = False, why
 
 
 def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options):
@@ -466,26 +489,58 @@ def _rung_options(rung: int, opts: Options, runner: Runner) -> dict:
 
 class Log:
     """The JSON-lines log: a header record (spec, options, device), one record per point as it
-    arrives, and a closing record, so that a reader tells a finished climb from a killed one."""
+    arrives, and a closing record, so that a reader tells a finished climb from a killed one.
+    Every record carries the climb's run id (climbs may share a --log file). Each record is one
+    write(2) of one whole line on a file opened O_APPEND: a reader, or a climb killed at any
+    moment, never sees a torn record, and two climbs appending to one file never interleave."""
 
     def __init__(self, path: str, report: ClimbReport, opts: Options):
         from .fingerprint import fingerprint, source_file
-        self.f = open(path, "a")
-        self._write({"record": "header", **header_dict(report, opts, fingerprint(source_file(report.ref), None))})
+        self.run_id = report.run_id
+        header = {"record": "header", **header_dict(report, opts, fingerprint(source_file(report.ref), None))}
+        self.fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        self._write(header)
 
     def point(self, outcome: Outcome) -> None:
-        self._write({"record": "point", **outcome_dict(outcome)})
+        self._write({"record": "point", "run_id": self.run_id, **outcome_dict(outcome)})
 
     def close(self, report: ClimbReport) -> None:
-        self._write({"record": "end", **end_dict(report)})
-        self.f.close()
+        if self.fd is None:
+            return
+        try:
+            self._write({"record": "end", **end_dict(report)})
+            os.fsync(self.fd)
+        finally:
+            os.close(self.fd)
+            self.fd = None
 
     def _write(self, record: dict) -> None:
-        self.f.write(dumps(record) + "\n")
-        self.f.flush()
+        line = (dumps(record) + "\n").encode()
+        done = os.write(self.fd, line)             # one call: O_APPEND puts the whole line at the end
+        while done < len(line):                     # a short write (a full disk): the rest, still in order
+            done += os.write(self.fd, line[done:])
 
 
-def default_log_path(spec_name: str) -> str:
-    os.makedirs(os.path.join(".kladder", "log"), exist_ok=True)
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return os.path.join(".kladder", "log", f"{spec_name}-{stamp}.jsonl")
+LOG_FOLDER = os.path.join(".kladder", "log")
+
+
+def log_folder() -> tuple[str, str | None]:
+    """Where default logs go: .kladder/log in the working folder, or, where that cannot be
+    written (a read-only checkout, a CI cache), kladder-log in the temporary folder; the second
+    item says why (None when the default folder is used)."""
+    from .report.jsonout import cannot_write
+    why = cannot_write(LOG_FOLDER)
+    if why is None:
+        return LOG_FOLDER, None
+    fallback = os.path.join(tempfile.gettempdir(), "kladder-log")
+    if cannot_write(fallback) is not None:
+        raise UsageError(f"the log: cannot write {LOG_FOLDER!r} ({why}) nor {fallback!r}; give --log PATH in a folder "
+                         "you can write to")
+    return fallback, why
+
+
+def default_log_path(spec_name: str, run_id: str | None = None) -> str:
+    """FOLDER/NAME-RUNID.jsonl (see log_folder): the run id makes two climbs started in the
+    same second in one folder write two logs."""
+    from .report.data import new_run_id
+    return os.path.join(log_folder()[0], f"{spec_name}-{run_id or new_run_id()}.jsonl")

@@ -116,6 +116,8 @@ class Point:
         missing = {"spec", "rung", "dims"} - set(d)
         if missing:
             raise ValueError(f"Point: missing field(s) {sorted(missing)}; a point needs at least spec, rung and dims.")
+        for k, v in d.items():
+            _check_field(k, v)
         return cls(**{k: (_freeze(v) if k in PAIRS else v) for k, v in d.items()})
 
     def to_json(self) -> str:
@@ -141,6 +143,23 @@ class Point:
 
 
 PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts", "ranks", "repeat")
+TEXTS = ("spec", "why", "kind", "needs", "mode", "replay", "variant")
+
+
+def _check_field(name: str, v) -> None:
+    """A field of a point read from text has the type a report writes: a hand-edited point
+    that does not is a ValueError naming the field, never a TypeError further on."""
+    if name in ("rung", "seed"):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"Point: {name} is {v!r}, a {type(v).__name__}; give an integer (as the report prints it).")
+    elif name in TEXTS:
+        if not isinstance(v, str):
+            raise ValueError(f"Point: {name} is {v!r}, a {type(v).__name__}; give a string (as the report prints it).")
+    elif name in PAIRS:
+        if not isinstance(v, (list, tuple)) or not all(
+                isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) for p in v):
+            raise ValueError(f"Point: {name} is {v!r}; give a list of [name, value] pairs, e.g. "
+                             f"{name}: [[\"N\", 64]] (as the report prints it).")
 OMIT_EMPTY = ("values", "layouts", "replay", "variant", "ranks", "repeat")
 
 

@@ -135,25 +135,47 @@ def pytest_runtest_makereport(item, call):
         counts["ran"] += 1
 
 
-def _tested_nothing(config) -> bool:
+_ERRORS_KEY = pytest.StashKey[int]()     # collection errors (an import error, a spec that failed to load)
+COLLECTION_FAILED = (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED)   # a bad -k, a collection error
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    if outcome.get_result().failed:
+        config = collector.config
+        config.stash[_ERRORS_KEY] = config.stash.get(_ERRORS_KEY, 0) + 1
+
+
+def _collection_failed(config, exitstatus) -> bool:
+    return bool(config.stash.get(_ERRORS_KEY, 0)) or exitstatus in COLLECTION_FAILED
+
+
+def _tested_nothing(config, exitstatus=pytest.ExitCode.OK) -> bool:
+    """Kladder points were selected and none ran, and not because pytest's collection failed
+    (that is reported as such: a bad -k or an import error is not 'every point skipped')."""
     counts = config.stash.get(_COUNTS_KEY, None)
-    return bool(counts and counts["selected"] and not counts["ran"] and not config.option.collectonly)
+    return bool(counts and counts["selected"] and not counts["ran"] and not config.option.collectonly
+                and not _collection_failed(config, exitstatus))
 
 
 def pytest_sessionfinish(session, exitstatus):
     """A session that selected kladder points and ran none (every one skipped) fails: a run
     that tests nothing must not read as a pass (aiter #5133: 141 test functions never ran)."""
-    if exitstatus == pytest.ExitCode.OK and _tested_nothing(session.config):
+    if exitstatus == pytest.ExitCode.OK and _tested_nothing(session.config, exitstatus):
         session.exitstatus = NOTHING_RAN
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    from .report.words import fingerprint_text, nothing_ran_text
+    from .report.words import collection_failed_text, fingerprint_text, nothing_ran_text
     for runner in list(config.stash.get(_RUNNERS_KEY, {}).values())[:1]:
         terminalreporter.write_line(f"kladder env: {fingerprint_text(runner.fingerprint)}")
-    if _tested_nothing(config):
-        selected = len(config.stash[_COUNTS_KEY]["selected"])
-        terminalreporter.write_line(f"kladder: {nothing_ran_text(selected)}", yellow=True, bold=True)
+    counts = config.stash.get(_COUNTS_KEY, None) or {"selected": set(), "ran": 0}
+    if _tested_nothing(config, exitstatus):
+        terminalreporter.write_line(f"kladder: {nothing_ran_text(len(counts['selected']))}", yellow=True, bold=True)
+    elif counts["selected"] and not counts["ran"] and _collection_failed(config, exitstatus):
+        text = collection_failed_text(config.stash.get(_ERRORS_KEY, 0), len(counts["selected"]))
+        terminalreporter.write_line(f"kladder: {text}", red=True, bold=True)
 
 
 def pytest_unconfigure(config):

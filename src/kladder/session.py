@@ -31,17 +31,17 @@ def device_of(device: str) -> str:
 
 
 def writable(option: str, path: str | None) -> None:
-    """An output path is checked before the climb starts: its folder made, the file opened."""
+    """An output path is checked before the climb starts: its folder made and a file made and
+    removed there; the file itself is not made (a climb that fails to start leaves no 0-byte
+    file: it writes its report whole, or nothing)."""
     if not path:
         return
-    try:
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        with open(path, "a"):
-            pass
-    except OSError as e:
-        raise UsageProblem(f"{option} {path!r}: cannot write there ({e.strerror or e}); give a file in a folder you "
-                           "can write to") from None
+    from .report.jsonout import cannot_write
+    why = "it is a folder" if os.path.isdir(path) else cannot_write(os.path.dirname(os.path.abspath(path)))
+    if why is None and os.path.exists(path) and not os.access(path, os.W_OK):
+        why = "the file is read-only"
+    if why is not None:
+        raise UsageProblem(f"{option} {path!r}: cannot write there ({why}); give a file in a folder you can write to")
 
 
 def gpus(args, device: str) -> list[str] | None:
@@ -50,7 +50,9 @@ def gpus(args, device: str) -> list[str] | None:
         return None
     visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     import torch
-    count = torch.cuda.device_count()
+
+    from .devicestart import retrying
+    count = retrying("torch.cuda.device_count()", torch.cuda.device_count)
     ids = visible or [str(i) for i in range(count)]
     if not getattr(args, "devices", None):
         return ids
@@ -72,9 +74,10 @@ def default_jobs(device: str, n_gpus: int = 1) -> int:
     return max(1, min(4 * n_gpus, cores // 2))
 
 
-def climb_options(args, ref: str, device: str):
+def climb_options(args, ref: str, device: str, keep: list | None = None):
     """Options for one climb from the command line, its workers already starting (they import
-    torch and the spec while this process does the same)."""
+    torch and the spec while this process does the same); the pool is put in `keep` before any
+    worker starts, so that a Ctrl-C meanwhile still closes it."""
     from .ladder import Options, parse_rungs
     from .run.isolation import Pool
     try:
@@ -87,17 +90,34 @@ def climb_options(args, ref: str, device: str):
     ids = gpus(args, device)
     jobs = args.jobs or default_jobs(device, len(ids or [None]))
     pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
+    if keep is not None:
+        keep.append(pool)
     pool.warm(1 if device == "cpu" else jobs)
     return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
                    jobs=jobs, pool=pool, progress=_progress(args), repeat=getattr(args, "repeat", None),
                    repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0))
 
 
-def log_path(args, spec) -> str:
-    from .ladder import default_log_path
-    path = args.log or default_log_path(spec.name)
-    writable("--log", path)
+def log_path(args, spec, run_id: str | None = None) -> str:
+    """--log as given, else .kladder/log/NAME-RUNID.jsonl; where the working folder is read-only,
+    the same name in a temporary folder, said once on stderr."""
+    from .ladder import UsageError, default_log_path, log_folder
+    if args.log:
+        writable("--log", args.log)
+        return args.log
+    try:
+        folder, why = log_folder()
+        path = default_log_path(spec.name, run_id)
+    except UsageError as e:
+        raise UsageProblem(str(e)) from None
+    if why is not None and not _SAID["log_fallback"]:
+        _SAID["log_fallback"] = True
+        print(f"kladder: {os.path.join('.', '.kladder', 'log')} cannot be written here ({why}); the log goes to {folder} "
+              "(give --log PATH to choose)", file=sys.stderr)
     return path
+
+
+_SAID = {"log_fallback": False}      # what this process has said once already
 
 
 def _progress(args):

@@ -91,7 +91,7 @@ def double_ref(x):
 
 
 def make(kernel, **kw):
-    return kl.Spec("scale", kernel=kernel, reference=double_ref, args={"x": kl.Tensor("N", dtype="float32")},
+    return kl.Spec(kernel.__name__, kernel=kernel, reference=double_ref, args={"x": kl.Tensor("N", dtype="float32")},
                    returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 4096, tile=64)}, **kw)
 
 

@@ -1,6 +1,9 @@
 """The climb as data: rungs, each with its outcomes, counted and timed."""
 from __future__ import annotations
 
+import os
+import secrets
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -8,6 +11,13 @@ from ..outcome import STATUSES, Outcome, Status
 
 NOTHING_RAN = 5     # as pytest's "no tests ran": every point skipped, or none generated
 INTERRUPTED = 130   # as a shell reports a process ended by SIGINT
+NOT_STARTED = 2     # as a usage error: the climb could not start (report.start_error says why)
+
+
+def new_run_id() -> str:
+    """One climb's id: its start time, its process and 4 random hex digits, so that two climbs
+    started in the same second in one folder (a CI matrix) never share a log or a record."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{secrets.token_hex(2)}"
 
 
 @dataclass
@@ -24,6 +34,12 @@ class RungReport:
     def counts(self) -> dict[str, int]:
         c = Counter(o.status for o in self.outcomes)
         return {str(s): c.get(s, 0) for s in STATUSES}
+
+    @property
+    def failed(self) -> bool:
+        """A point failed here, whether or not the rung was climbed to its end."""
+        c = self.counts
+        return bool(c[Status.FAILED] or c[Status.FLAKY])
 
     @property
     def verdict(self) -> str:
@@ -52,6 +68,8 @@ class ClimbReport:
     started: str = ""
     kladder_version: str = ""
     fingerprint: dict = field(default_factory=dict)     # the environment (kladder.fingerprint)
+    run_id: str = field(default_factory=new_run_id)      # in the log's name and in every record
+    start_error: dict | None = None      # why the climb (or a worker it needed) could not start: facts, see below
 
     @property
     def outcomes(self) -> list[Outcome]:
@@ -63,7 +81,7 @@ class ClimbReport:
 
     @property
     def lowest_failing_rung(self) -> int | None:
-        bad = [r.rung for r in self.rungs if r.verdict == "failed"]
+        bad = [r.rung for r in self.rungs if r.climbed and r.failed]     # an interrupted rung's failures count
         return min(bad) if bad else None
 
     @property
@@ -75,7 +93,11 @@ class ClimbReport:
     def exit_code(self) -> int:
         """0 when every point that ran passed (skips carry their reason) and at least one ran;
         NOTHING_RAN when none ran (a climb that tested nothing must not pass, aiter #5133);
-        1 otherwise; 130 (as a shell reports SIGINT) when the climb was interrupted."""
+        1 otherwise; 130 (as a shell reports SIGINT) when the climb was interrupted; 2 when it could
+        not start (start_error: {"kind": "usage" | "device", "message": ..., and for "device" what
+        failed, the device's free and total bytes and the processes holding it})."""
+        if self.start_error:
+            return NOT_STARTED
         if self.interrupted:
             return INTERRUPTED
         ok = all(o.status in (Status.PASSED, Status.SKIPPED) for o in self.outcomes)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
+import secrets
 from collections import Counter
 from typing import Any
 
@@ -40,10 +42,48 @@ def render_json(report: ClimbReport) -> str:
     return dumps(report_dict(report), indent=1)
 
 
+def write_atomic(path: str, text: str) -> None:
+    """`text` at `path`, all of it or none: written to a new file in the same folder (a rename
+    is atomic only within one file system), flushed to the disk, then renamed over `path`. A
+    reader, a crash or a Ctrl-C in between sees the old file or the new one, never a 0-byte or
+    half-written one."""
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}-{secrets.token_hex(3)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)   # 0o666 less the umask, as open() makes it
+    try:
+        data = text.encode()
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+
+
+def cannot_write(folder: str) -> str | None:
+    """Why files cannot be made in `folder` (made first if missing), or None when they can: a
+    real file is made and removed (os.access says yes to root on a read-only mount)."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        probe = os.path.join(folder, f".kladder-probe-{os.getpid()}-{secrets.token_hex(3)}")
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(probe)
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
+def write_report(path: str, report: ClimbReport) -> None:
+    write_atomic(path, render_json(report))
+
+
 def report_dict(report: ClimbReport) -> dict[str, Any]:
     return {"format": FORMAT, "spec": report.spec, "ref": report.ref, "device": report.device,
             "device_name": report.device_name, "kladder_version": report.kladder_version, "started": report.started,
-            "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
+            "run_id": report.run_id, "start_error": report.start_error, "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
             "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
             "rungs": [rung_dict(r) for r in report.rungs]}
@@ -53,14 +93,15 @@ def header_dict(report: ClimbReport, opts, fingerprint: dict) -> dict[str, Any]:
     """The log's first record: what was climbed, how, and in what environment (as the climbing
     process sees it; the end record has the workers' own, with the device)."""
     return {"format": FORMAT, "spec": report.spec, "ref": report.ref, "device": report.device,
-            "kladder_version": report.kladder_version, "started": report.started,
+            "kladder_version": report.kladder_version, "started": report.started, "run_id": report.run_id,
             "options": {"rungs": list(opts.rungs), "timeout_s": opts.timeout_s, "jobs": opts.jobs, "replay": opts.replay},
             "fingerprint": fingerprint}
 
 
 def end_dict(report: ClimbReport) -> dict[str, Any]:
     counts = Counter(str(o.status) for o in report.outcomes)
-    return {"ended": _dt.datetime.now().isoformat(timespec="seconds"), "seconds": round(report.seconds, 3),
+    return {"ended": _dt.datetime.now().isoformat(timespec="seconds"), "run_id": report.run_id,
+            "start_error": report.start_error, "seconds": round(report.seconds, 3),
             "interrupted": report.interrupted, "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "device_name": report.device_name, "lowest_failing_rung": report.lowest_failing_rung,
             "points": len(report.outcomes), "counts": dict(counts), "fingerprint": report.fingerprint}

@@ -901,3 +901,34 @@ def nothing_ran_text(n_points: int) -> str:
         return "nothing ran: the rungs climbed generated no point for this spec, so nothing was tested"
     return (f"nothing ran: all {n_points} points were skipped (each with its reason above), so nothing was tested; "
             "the climb exits 5, not 0")
+
+
+# ---------------------------------------------------------------------------- a climb that could not start
+def device_start_text(x: dict) -> str:
+    """report.start_error's line when the device refused (devicestart.DeviceStartError's facts)."""
+    gpu = f" on GPU {x['gpu']}" if x.get("gpu") not in (None, "") else ""
+    head = f"{x['what']}{gpu} failed for {x['waited_s']:g} s: {x['error'] or 'no error text'}"
+    return f"{head}; {device_holders_text(x)}; wait for them to finish, or give --devices a free GPU"
+
+
+def device_holders_text(x: dict) -> str:
+    if x.get("free_bytes") is None:
+        mem = "the device's free memory is unknown (no nvidia-smi)"
+    else:
+        mem = f"the device had {human_bytes(x['free_bytes'])} free of {human_bytes(x['total_bytes'] or 0)}"
+    holders = x.get("holders")
+    if holders is None:
+        return f"{mem}, held by processes unknown"
+    if not holders:
+        return f"{mem}, no process listed as holding it"
+    shown = ", ".join(f"pid {h['pid']} {h['name']}" + (f" ({human_bytes(h['used_bytes'])})" if h.get("used_bytes")
+                                                       is not None else "") for h in holders[:6])
+    more = f" and {len(holders) - 6} more" if len(holders) > 6 else ""
+    return f"{mem}, held by {len(holders)} process{'es' if len(holders) != 1 else ''}: {shown}{more}"
+
+
+def collection_failed_text(errors: int, selected: int) -> str:
+    """The pytest plugin: collection failed, so no kladder point ran (not 'all were skipped')."""
+    which = f"{errors} error{'s' if errors != 1 else ''}, shown above" if errors else "a usage error: pytest's ERROR line"
+    return (f"no point ran: pytest's collection failed ({which}), so nothing was tested "
+            f"({selected} kladder point{'s' if selected != 1 else ''} had been collected)")

@@ -124,7 +124,7 @@ class Worker:
     """One worker process; started at construction, ready once its hello arrives."""
 
     def __init__(self, ref: str, device: str, gpu: str | None = None, extra_env: dict | None = None):
-        self.ref, self.device = ref, device
+        self.ref, self.device, self.gpu = ref, device, gpu
         self.log = tempfile.TemporaryFile(mode="w+b")
         lifeline, self._lifeline = os.pipe()
         env = {**worker_env(device, gpu), **(extra_env or {})}
@@ -148,6 +148,9 @@ class Worker:
             if hello is None or "ready" not in hello:
                 err = (hello or {}).get("error") or self.stderr_tail() or "the worker exited before it was ready"
                 self.kill()
+                if (hello or {}).get("device_error"):      # the device refused a context: others may hold it
+                    from ..devicestart import DeviceStartError
+                    raise DeviceStartError("starting a worker's CUDA context", err, self.gpu)
                 raise WorkerError(err)
             self._hello = hello
         return self._hello
@@ -310,9 +313,30 @@ class Pool:
                 want = min(self._fresh_left, self._fresh_lanes, max(self.spares, 1))
                 while len(self._spare) < want:
                     self._spare.append(self._start())
-        hello = w.ready()
+        hello, w = self._ready(w)
         self.hello = self.hello or hello
         return w
+
+    def _ready(self, w: Worker) -> tuple[dict, Worker]:
+        """The worker's hello; where the device refused its context (another process holds the
+        memory), a new worker every few seconds for devicestart.DEVICE_RETRY_S, then
+        DeviceStartError with the device's state."""
+        from ..devicestart import DeviceStartError, retrying
+        box = [w]
+
+        def attempt() -> dict:
+            try:
+                return box[0].ready()
+            except DeviceStartError:
+                self.retire(box[0])
+                with self._lock:
+                    if self.closed:
+                        raise WorkerError("the climb is shutting down") from None
+                    box[0] = self._start()
+                raise
+        hello = retrying("starting a worker's CUDA context", attempt, w.gpu, stop=lambda: self.closed,
+                         errors=(DeviceStartError,))
+        return hello, box[0]
 
     def retire(self, w: Worker) -> None:
         w.close()

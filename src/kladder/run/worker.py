@@ -42,6 +42,10 @@ def main(argv: list[str]) -> int:
     warnings.filterwarnings("ignore")
     try:
         info = _setup_torch(device)
+    except BaseException as e:  # noqa: BLE001 - the device refused (another process holds it): the parent retries
+        proto.write(json.dumps({"error": f"{type(e).__name__}: {e}", "device_error": device == "cuda"}) + "\n")
+        return 2
+    try:
         from ..fingerprint import fingerprint, source_file
         from ..load import load_spec
         spec = load_spec(ref)
