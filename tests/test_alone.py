@@ -122,7 +122,7 @@ def _passed_alone_with_the_warning(o, tmp_path):
     (w,) = [w for w in o.warnings if w.check == Check.UNDER_LOAD]
     assert w.facts["first"] == "hang"
     log = tmp_path / "l.jsonl"
-    log.write_text(dumps({"record": "point", **outcome_dict(o)}) + "\n")
+    log.write_text(dumps({"record": "point", "run_id": "20261201-000000-1-abcd", **outcome_dict(o)}) + "\n")
     (rec,) = report_json(log)
     assert rec["status"] == "passed" and rec["under_load"]["alone"] == "passed" and rec["stages"]["kernel"] > 0
     assert rec["warnings"][0].startswith("hung under load (") and "passed alone in" in rec["warnings"][0]
