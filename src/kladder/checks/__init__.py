@@ -56,6 +56,21 @@ class _Pending:
     mismatch: object = None
 
 
+class _Needs(dict):
+    """The outputs whose verdict the honest peer decides (name -> "values" | "bias"), and
+    `decided(spreads, unit, kernels)`: whether, with these lower bounds of the rounding spreads
+    and the kernel-precision peers (name -> tensor), every waiting output already passes (the
+    harness then stops drawing: checks/peer.CHECK_DRAWS)."""
+    pending: list = []
+
+    def decided(self, spreads: dict, unit: float, kernels: dict) -> bool:
+        for p in self.pending:
+            sp = spreads.get(p.name)
+            if sp is None or not values.decided(p.mismatch, p.out, p.ref, p.tol, sp, kernels.get(p.name), unit):
+                return False
+        return True
+
+
 @dataclass
 class Judge:
     spec: object
@@ -88,7 +103,8 @@ class Judge:
             inputs = {n: a for n, a in zip(spec.args, prep.inputs.args) if n not in spec.out_args}
             tail = invariants.invariants(spec, pt, inputs, outputs)
         self._open = _Open(label, head, slots, tail, rounding)
-        needs = {s.name: s.need for s in slots if isinstance(s, _Pending)}
+        needs = _Needs({s.name: s.need for s in slots if isinstance(s, _Pending)})
+        needs.pending = [s for s in slots if isinstance(s, _Pending) and s.need == "values"]
         if not needs:
             self.settle({})
         return needs
