@@ -200,6 +200,8 @@ class Judge:
                 slots.append(bad_shape)
                 continue
             m = values.mismatch(out, ref, tol, policy, refs_lo.get(name))
+            if m is not None and policy is None:
+                _reference_nan(name, m, ref, prep, where)
             pending = _Pending(name, "values", out, ref, tol, where, about, dtype, m)
             if m is not None:
                 slots.append(pending if m.n_excusable else values.finding(name, m, out, ref, tol, where, about))
@@ -231,6 +233,29 @@ class Judge:
 
     def _bias_judged(self, pt, dtype: str) -> bool:
         return pt.rung <= 3 and not (dtype == "bfloat16" and _interpreted(self.device))
+
+
+def _reference_nan(name: str, m, ref, prep, where: Where) -> None:
+    """A reference that is NaN where the kernel gave a number and every input is finite: the
+    reference's fault (a 0/0, an inf - inf of its own formula), so the point is BROKEN, never the
+    kernel's FAILED. An infinity is an answer (values.py: a true value may overflow); a NaN the
+    kernel gives too is the contract both keep (0/0 of an all-zero row: IEEE's answer) and passes;
+    NaN/Inf inputs (Spec(nonfinite=) points, replayed tensors) leave the NaN to the values check."""
+    import torch
+    from ..outcome import SpecBroken
+    from .pattern import original_index, unravel
+    if not m.n_bad or not ref.is_floating_point():
+        return
+    hit = m.bad & ref.isnan()                # failing and NaN: the kernel's output is not NaN there
+    count = int(hit.sum())
+    if not count:
+        return
+    for a in prep.ref_args:
+        if isinstance(a, torch.Tensor) and a.is_floating_point() and not bool(a.isfinite().all()):
+            return
+    first = int(hit.reshape(-1).nonzero()[0])
+    at = original_index(unravel(first, tuple(ref.shape)), where)
+    raise SpecBroken(NoteKind.REFERENCE_NAN, output=name, count=count, total=int(ref.numel()), at=list(at))
 
 
 def _guard_findings(spec, inputs, point) -> list[Finding]:
