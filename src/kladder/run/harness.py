@@ -224,8 +224,12 @@ class Harness:
                         torch.set_num_threads(threads)
                 if got is not None:
                     runs.append((got, refs[name]))
-                gen = torch.Generator(device=_device_of(prep.ref_args, prep.ref_device)).manual_seed(
-                    (prep.point.seed ^ peer_math.RUNS_SALT) & 0xFFFFFFFF)
+            except Exception as e:  # noqa: BLE001 - a reference bound to its device: the fresh roundings alone
+                if is_oom(e):
+                    raise
+            gen = torch.Generator(device=_device_of(prep.ref_args, prep.ref_device)).manual_seed(
+                (prep.point.seed ^ peer_math.RUNS_SALT) & 0xFFFFFFFF)
+            try:
                 for _ in range(peer_math.PEER_RUNS):
                     fresh = peer_math.rerounded(prep.ref_args, prep.arg_dtypes, gen)
                     ref = self._split(self.spec.reference(*fresh)).get(name)
