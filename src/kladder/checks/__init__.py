@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ..outcome import Cause, Check, Finding, Note, NoteKind
+from ..outcome import Cause, Check, Finding, Note, NoteKind, SpecBroken
 from ..sizes import ITEMSIZE, dtype_of, shape_of
 from . import (
     bias,
@@ -30,7 +30,7 @@ from . import (
     sanitizer,
     values,
 )
-from .pattern import Where, where_of
+from .pattern import Where, original_index, unravel, where_of
 
 
 @dataclass
@@ -242,8 +242,6 @@ def _reference_nan(name: str, m, ref, prep, where: Where) -> None:
     kernel gives too is the contract both keep (0/0 of an all-zero row: IEEE's answer) and passes;
     NaN/Inf inputs (Spec(nonfinite=) points, replayed tensors) leave the NaN to the values check."""
     import torch
-    from ..outcome import SpecBroken
-    from .pattern import original_index, unravel
     if not m.n_bad or not ref.is_floating_point():
         return
     hit = m.bad & ref.isnan()                # failing and NaN: the kernel's output is not NaN there
