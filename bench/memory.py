@@ -9,6 +9,11 @@ hand, without `kind` or `needs`, so whether a point is big follows from its size
   elementwise    2 * x, no rows declared: the reference on the host, the comparison in slabs
 For each: the peak of torch.cuda.max_memory_allocated() over the point, minus what was allocated
 before it, divided by the kernel's own bytes (every input and output once).
+Since issue 19 the 3x holds where the device is short: a big point's reference leaves the device
+only when its copies and a draw would take over 1.5x the kernel's bytes AND a quarter of the free
+memory (run/harness.reference_device; the host path cost minutes, bench/big_point.py). On an
+empty H200 rows_gemm and elementwise keep their float64 references on the device (peaks of up to
+~9x, within a quarter of the free memory); run this with the device mostly taken to see the 3x.
 
 usage: python bench/memory.py [--json PATH]      (a CUDA machine with ~20 GiB free)
 """

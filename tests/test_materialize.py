@@ -87,7 +87,7 @@ def test_a_contiguous_input_is_filled_in_place_with_the_same_values():
     assert moved.storage_offset() > 0 and torch.equal(moved, materialize(spec, Point("t", 3, (("M", 4), ("N", 6)), seed=p.seed), "cpu").args[0])
 
 
-def test_the_reference_leaves_the_device_only_when_short_or_at_a_big_point(monkeypatch):
+def test_the_reference_leaves_the_device_only_when_short_or_at_a_big_point_that_would_crowd_it(monkeypatch):
     from kladder.rows import plan_rows
     from kladder.run import harness
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (140 << 30, 141 << 30))
@@ -96,6 +96,10 @@ def test_the_reference_leaves_the_device_only_when_short_or_at_a_big_point(monke
                    returns=kl.Tensor("M N", like="a"), dims={"M": kl.Dim(1, 1 << 20), "N": kl.Dim(1, 1 << 16), "K": kl.Dim(1, 64)})
     big = Point("g", 1, (("M", 65536), ("N", 32768), ("K", 64)))       # a 4 GiB output, no rows to sample
     small = Point("g", 1, (("M", 4096), ("N", 4096), ("K", 64)))      # its float64 copies are 4 x its bytes, and fit
+    # its copies and a draw (32 GiB) are 8 x its bytes but under a quarter of 140 GiB free: the device
+    assert harness.reference_device(gemm, big, "cuda", {}) == "cuda"
+    assert harness.reference_device(gemm, small, "cuda", {}) == "cuda"
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (100 << 30, 141 << 30))  # over a quarter of 100 GiB
     assert harness.reference_device(gemm, big, "cuda", {}) == "cpu"
     assert harness.reference_device(gemm, small, "cuda", {}) == "cuda"
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (1 << 28, 141 << 30))   # 256 MiB free

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ..outcome import Cause, Check, Finding, Note, NoteKind
+from ..outcome import Cause, Check, Finding, Note, NoteKind, SpecBroken
 from ..sizes import ITEMSIZE, dtype_of, shape_of
 from . import (
     bias,
@@ -31,7 +31,7 @@ from . import (
     sanitizer,
     values,
 )
-from .pattern import Where, where_of
+from .pattern import Where, original_index, unravel, where_of
 from .pattern import describe as pattern_describe
 
 
@@ -56,6 +56,21 @@ class _Pending:
     about: dict
     dtype: str
     mismatch: object = None
+
+
+class _Needs(dict):
+    """The outputs whose verdict the honest peer decides (name -> "values" | "bias"), and
+    `decided(spreads, unit, kernels)`: whether, with these lower bounds of the rounding spreads
+    and the kernel-precision peers (name -> tensor), every waiting output already passes (the
+    harness then stops drawing: checks/peer.CHECK_DRAWS)."""
+    pending: list = []
+
+    def decided(self, spreads: dict, unit: float, kernels: dict) -> bool:
+        for p in self.pending:
+            sp = spreads.get(p.name)
+            if sp is None or not values.decided(p.mismatch, p.out, p.ref, p.tol, sp, kernels.get(p.name), unit):
+                return False
+        return True
 
 
 @dataclass
@@ -92,7 +107,8 @@ class Judge:
             given = {n: a for n, a in zip(spec.args, prep.inputs.args) if n not in spec.out_args}
             tail = invariants.invariants(spec, pt, given, outputs)
         self._open = _Open(label, head, slots, tail, rounding)
-        needs = {s.name: s.need for s in slots if isinstance(s, _Pending)}
+        needs = _Needs({s.name: s.need for s in slots if isinstance(s, _Pending)})
+        needs.pending = [s for s in slots if isinstance(s, _Pending) and s.need == "values"]
         if not needs:
             self.settle({})
         return needs
@@ -192,6 +208,8 @@ class Judge:
                 slots.append(bad_shape)
                 continue
             m = values.mismatch(out, ref, tol, policy, refs_lo.get(name))
+            if m is not None and policy is None:
+                _reference_nan(name, m, ref, prep, where)
             pending = _Pending(name, "values", out, ref, tol, where, about, dtype, m)
             if m is not None:
                 slots.append(pending if m.n_excusable else values.finding(name, m, out, ref, tol, where, about))
@@ -258,6 +276,27 @@ class Judge:
 
     def _bias_judged(self, pt, dtype: str) -> bool:
         return pt.rung <= 3 and not (dtype == "bfloat16" and _interpreted(self.device))
+
+
+def _reference_nan(name: str, m, ref, prep, where: Where) -> None:
+    """A reference that is NaN where the kernel gave a number and every input is finite: the
+    reference's fault (a 0/0, an inf - inf of its own formula), so the point is BROKEN, never the
+    kernel's FAILED. An infinity is an answer (values.py: a true value may overflow); a NaN the
+    kernel gives too is the contract both keep (0/0 of an all-zero row: IEEE's answer) and passes;
+    NaN/Inf inputs (Spec(nonfinite=) points, replayed tensors) leave the NaN to the values check."""
+    import torch
+    if not m.n_bad or not ref.is_floating_point():
+        return
+    hit = m.bad & ref.isnan()                # failing and NaN: the kernel's output is not NaN there
+    count = int(hit.sum())
+    if not count:
+        return
+    for a in prep.ref_args:
+        if isinstance(a, torch.Tensor) and a.is_floating_point() and not bool(a.isfinite().all()):
+            return
+    first = int(hit.reshape(-1).nonzero()[0])
+    at = original_index(unravel(first, tuple(ref.shape)), where)
+    raise SpecBroken(NoteKind.REFERENCE_NAN, output=name, count=count, total=int(ref.numel()), at=list(at))
 
 
 def _guard_findings(spec, inputs, point) -> list[Finding]:

@@ -720,6 +720,10 @@ def note_text(n: Note, sized: bool = True) -> str:
         return f"building the inputs failed: {x['error']}: {x['text']}"
     if k == NoteKind.REFERENCE_RAISED:
         return f"the reference raised {x['error']}: {x['text']} (a spec problem, not a kernel failure)"
+    if k == NoteKind.REFERENCE_NAN:
+        return (f"the reference returned NaN at {x['count']:,} of {x['total']:,} elements of `{x['output']}` (the first at "
+                f"{tuple(x['at'])}) where every input is finite and the kernel's output is not NaN: the reference's fault "
+                "(a spec problem), not a kernel failure")
     if k == NoteKind.INVARIANT_RAISED:
         return f"the invariant '{x['name']}' raised {x['error']}: {x['text']}"
     if k == NoteKind.PROCESS_FAILED:
