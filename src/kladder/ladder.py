@@ -509,7 +509,10 @@ class Log:
             return
         try:
             self._write({"record": "end", **end_dict(report)})
-            os.fsync(self.fd)
+            try:
+                os.fsync(self.fd)
+            except OSError:                          # not a file that syncs (/dev/null, a pipe): written all the same
+                pass
         finally:
             os.close(self.fd)
             self.fd = None
