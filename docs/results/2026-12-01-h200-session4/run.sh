@@ -6,7 +6,7 @@ set -u
 OUT=${OUT:-/tmp/kladder-results}
 W=/tmp/session4; rm -rf "$W"; mkdir -p "$W"
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
-kl() { python3 -m kladder.cli "$@"; }
+KL="python3 -m kladder.cli"
 { date -u +%Y-%m-%dT%H:%M:%SZ; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
   python3 -c "import torch, triton, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__)"
   git rev-parse HEAD 2>/dev/null; } > "$W/env.txt" 2>&1
@@ -28,8 +28,8 @@ print('exit', d['exit_code'], dict(c), 'not passed:', dict(f))" "$1" >> "$W/summ
 echo "== A (alone)" >> "$W/summary.txt"
 TAILN=12 step big_point 60 python3 bench/big_point.py --json "$W/big_point.json"
 TAILN=12 step big_point_distinct_peers 60 python3 bench/big_point.py --values distinct --force-peers --json "$W/big_point_distinct_peers.json"
-TAILN=8 step bench_rmsnorm_vs_fixed 60 kl bench kladder.zoo.rmsnorm_n_tail::spec --against kladder.zoo.rmsnorm_n_tail::fixed --device cuda --json "$W/bench_rmsnorm_vs_fixed.json"
-TAILN=8 step bench_fixed_vs_itself 60 kl bench kladder.zoo.rmsnorm_n_tail::fixed --against kladder.zoo.rmsnorm_n_tail::fixed --device cuda --json "$W/bench_fixed_vs_itself.json"
+TAILN=8 step bench_rmsnorm_vs_fixed 60 $KL bench kladder.zoo.rmsnorm_n_tail::spec --against kladder.zoo.rmsnorm_n_tail::fixed --device cuda --json "$W/bench_rmsnorm_vs_fixed.json"
+TAILN=8 step bench_fixed_vs_itself 60 $KL bench kladder.zoo.rmsnorm_n_tail::fixed --against kladder.zoo.rmsnorm_n_tail::fixed --device cuda --json "$W/bench_fixed_vs_itself.json"
 
 # B. checks side by side: the false-alarm suite at rungs 1-2 (seeds 0, 1), the CUDA tests of this
 # session, the zoo cases this session added or touched, a correct torch op at rungs 1-4
@@ -40,10 +40,10 @@ TAILN=25 step cuda_tests 250 python3 -m pytest -q -p no:cacheprovider -rs tests/
   for c in "empty_like_overrun --rungs 1" "empty_like_overrun --fixed --rungs 1" "empty_like_overrun --fixed --rungs 4" \
            "splitk_semaphore_graph --rungs 4" "splitk_semaphore_graph --fixed --rungs 4" \
            "input_scratch --rungs 3" "input_scratch --fixed --rungs 3"; do
-    n=$(echo "$c" | tr -d ' -' ); TAILN=3 step "zoo_$n" 120 kl zoo climb $c --device cuda -q --json "$W/zoo_$n.json"; summary "$W/zoo_$n.json"
+    n=$(echo "$c" | tr -d ' -' ); TAILN=3 step "zoo_$n" 120 $KL zoo climb $c --device cuda -q --json "$W/zoo_$n.json"; summary "$W/zoo_$n.json"
   done
-  TAILN=3 step linear_r1234 200 kl climb tests/specs/torch_ops.py::linear --rungs 1-4 --device cuda -q --json "$W/linear_r1234.json"; summary "$W/linear_r1234.json"
-  TAILN=6 step slow_stages 60 kl climb tests/specs/slow_stages.py --rungs 1 --device cuda --timeout 2 -q --json "$W/slow_stages.json"; summary "$W/slow_stages.json"
+  TAILN=3 step linear_r1234 200 $KL climb tests/specs/torch_ops.py::linear --rungs 1-4 --device cuda -q --json "$W/linear_r1234.json"; summary "$W/linear_r1234.json"
+  TAILN=6 step slow_stages 60 $KL climb tests/specs/slow_stages.py --rungs 1 --device cuda --timeout 2 -q --json "$W/slow_stages.json"; summary "$W/slow_stages.json"
 ) &
 wait
 
