@@ -208,7 +208,7 @@ def test_every_problem_of_a_spec_is_reported_together():
     assert wheres == ["Spec('t').timeout_s", "Spec('t').nonfinite", "Spec('t').dims['M'].min/max",
                       "Spec('t').args['x'].dtype", "Spec('t').args['w'].layouts"], msg
     assert msg.splitlines()[0] == "5 problems in Spec('t'):"
-    for line, p in zip(msg.splitlines()[1:], err.problems):            # each: where, given, fix, on its own line
+    for line, p in zip(msg.splitlines()[1:], err.problems, strict=True):   # each: where, given, fix, on its own line
         assert line == f"  {kl.spec.where_text(p.where)}: got {kl.spec._shown(p.given)}. {p.fix}"
     assert "'bf16'. use 'bfloat16'." in msg and "did you mean 'propagate'?" in msg
     assert (err.where, err.given, err.fix) == ("Spec('t').timeout_s", -1, err.problems[0].fix)    # the first's, as before
@@ -373,3 +373,11 @@ def test_output_folders_are_made_before_the_climb(tmp_path):
                         "--json", str(out), "--log", str(log)], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr
     assert out.exists() and log.exists()
+
+
+def test_a_spec_error_survives_pickling_with_all_its_problems():
+    import pickle
+    with pytest.raises(kl.SpecError) as e:
+        spec(timeout_s=0, nonfinite="nan")
+    again = pickle.loads(pickle.dumps(e.value))                 # a worker process hands it back whole
+    assert str(again) == str(e.value) and again.problems == e.value.problems and again.where == "Spec('t').timeout_s"

@@ -571,6 +571,15 @@ EXPECT_FIELDS = {
     "label": [Rule(lambda v: isinstance(v, str), "give a short name for reports, e.g. 'the decode kernel'.")],
 }
 
+FLAG_FIELDS = {
+    "name": [Rule(lambda v: v is None or (isinstance(v, str) and v.isidentifier()),
+                  "give the keyword the launcher takes (an identifier that is not one of args).")],
+    "env": [Rule(lambda v: v is None or (isinstance(v, str) and len(v) > 0 and "=" not in v),
+                 "give the environment variable's name, e.g. 'MYLIB_FAST'.")],
+    "values": [Rule(lambda v: isinstance(v, (list, tuple)) and len(v) >= 2 and len({repr(x) for x in v}) == len(v),
+                    "give at least two distinct values to compare, e.g. (False, True).")],
+}
+
 INVARIANT_FIELDS = {
     "check": [Rule(callable, "pass a callable (inputs, outputs) -> bool or bool tensor.")],
     "values": [Rule(lambda v: v is None or isinstance(v, Mapping), "give a dict of input arg -> value kind, e.g. "
@@ -610,12 +619,12 @@ def validate(spec: Spec) -> None:
     found.fields(spec, SPEC_FIELDS)
     tensors = _entries(found)
     dims = _dims(found)
-    _tensors(found, tensors, dims)
+    _tensors(found, tensors)
     _shape_lists(found, dims)
     _invariants(found)
     _use(found, tensors)
     if isinstance(spec.collective, Collective):
-        _collective(found, tensors, dims)
+        _collective(found, tensors)
     _toolchain(found, dims)
     if found.problems:
         raise SpecError("", problems=found.problems)
@@ -634,9 +643,9 @@ def _entries(found: _Found) -> dict[str, tuple[tuple, Tensor]]:
                 tensors[key] = (("args", key), v)
     if found.clean("returns") and spec.returns is not None:
         for key, t in ({"out": spec.returns} if isinstance(spec.returns, Tensor) else spec.returns).items():
-            fix = _returned_problem(spec, key, t)
-            if fix:
-                found.add(("returns",) if fix.startswith("name") else ("returns", key), key if fix.startswith("name") else t, fix)
+            problem = _returned_problem(spec, key, t)
+            if problem:
+                found.add(*problem)
             else:
                 tensors[key] = (("returns", key), t)
     if found.clean("args") and found.clean("returns") and not (spec.out_args or spec.returns):
@@ -644,16 +653,19 @@ def _entries(found: _Found) -> dict[str, tuple[tuple, Tensor]]:
     return tensors
 
 
-def _returned_problem(spec: Spec, key, t) -> str | None:
+def _returned_problem(spec: Spec, key, t) -> tuple | None:
+    """(where, given, fix) for one returned output, or None."""
     if not isinstance(key, str) or not key.isidentifier():
-        return "name every returned output with an identifier."
+        return ("returns",), key, "name every returned output with an identifier."
     if isinstance(t, type) or not isinstance(t, Tensor):
-        return "give a kl.Tensor('M N', like='x'), the returned tensor's shape and dtype."
-    if isinstance(t, Out):
-        return "a kl.Out is an argument the kernel writes into: declare it in args; a tensor the kernel returns is a kl.Tensor."
-    if isinstance(spec.args, Mapping) and key in spec.args:
-        return f"{key!r} is also an argument; give the returned output another name (e.g. {key + '_out'!r})."
-    return None
+        fix = "give a kl.Tensor('M N', like='x'), the returned tensor's shape and dtype."
+    elif isinstance(t, Out):
+        fix = "a kl.Out is an argument the kernel writes into: declare it in args; a tensor the kernel returns is a kl.Tensor."
+    elif isinstance(spec.args, Mapping) and key in spec.args:
+        fix = f"{key!r} is also an argument; give the returned output another name (e.g. {key + '_out'!r})."
+    else:
+        return None
+    return ("returns", key), t, fix
 
 
 def _dims(found: _Found) -> dict[str, Dim]:
@@ -687,7 +699,7 @@ def _named(found: _Found) -> bool:
     return isinstance(found.spec.dims, Mapping) and not any(p.where[1:] == ("dims",) for p in found.problems)
 
 
-def _tensors(found: _Found, tensors: dict, dims: dict) -> None:
+def _tensors(found: _Found, tensors: dict) -> None:
     for name, (where, t) in tensors.items():
         found.fields(t, TENSOR_FIELDS, where)
         _tensor_rules(found, name, where, t, tensors)
@@ -772,7 +784,7 @@ def _like_cycles(found: _Found, tensors: dict) -> None:
             cycle = frozenset(path[path.index(cur.like):])
             if cycle not in seen_cycles:
                 seen_cycles.add(cycle)
-                found.add(where + ("like",), t.like, "break the cycle: one tensor in a `like` chain needs a dtype.")
+                found.add(where + ("like",), cur.like, "break the cycle: one tensor in a `like` chain needs a dtype.")
 
 
 def _shape_lists(found: _Found, dims: dict) -> None:
@@ -785,8 +797,8 @@ def _shape_lists(found: _Found, dims: dict) -> None:
             bad = next((d for d, v in shape.items() if d in dims and not (_int(v) and dims[d].min <= v <= dims[d].max)), None)
             if not set(declared) <= set(shape):
                 missing = [d for d in declared if d not in shape]
-                found.add((fname,), dict(shape), f"{_mean(next(iter(set(shape) - set(declared)), None), missing)}give a size "
-                          f"for every dim: {', '.join(declared)}.")
+                extra = next((k for k in shape if k not in declared), None)      # a misspelt dim: did you mean
+                found.add((fname,), dict(shape), f"{_mean(extra, missing)}give a size for every dim: {', '.join(declared)}.")
             elif bad is not None:
                 found.add((fname,), dict(shape), f"{bad} must be an int within [{dims[bad].min}, {dims[bad].max}].")
     if found.clean("configs") and found.clean("args"):
@@ -849,7 +861,7 @@ def _use(found: _Found, tensors: dict) -> None:
                       f"{', '.join(f'{n}={t.shape!r}' for n, (_, t) in tensors.items())}).")
 
 
-def _collective(found: _Found, tensors: dict, dims: dict) -> None:
+def _collective(found: _Found, tensors: dict) -> None:
     spec, c, declared = found.spec, found.spec.collective, _declared(found)
     found.fields(c, COLLECTIVE_FIELDS, ("collective",))
     if spec.reference is not None:
@@ -858,17 +870,17 @@ def _collective(found: _Found, tensors: dict, dims: dict) -> None:
     if c.reference == "all_reduce" and c.op not in COLLECTIVE_REFERENCES["all_reduce"]:
         found.add(("collective", "op"), c.op, f"{_mean(c.op, COLLECTIVE_REFERENCES['all_reduce'], 0.8)}use one of "
                   f"{COLLECTIVE_REFERENCES['all_reduce']}.")
+    for fname in ("dim", "world_dim"):
+        v = getattr(c, fname)
+        if v is not None and found.clean("collective", fname) and _named(found) and v not in declared:
+            found.add(("collective", fname), v, f"{_mean(v, declared)}name a dim declared in `dims` ({', '.join(declared)}).")
     if not found.clean("args") or not found.clean("returns"):
         return
     if len(spec.input_args) != 1 or len(spec.outputs) != 1:
         found.add(("args",), list(spec.args), "a collective takes one input tensor (the rank's message) and has one output "
                   "(a kl.Out argument or returns=).")
-    for fname in ("dim", "world_dim"):
-        v = getattr(c, fname)
-        if v is not None and found.clean("collective", fname) and _named(found) and v not in declared:
-            found.add(("collective", fname), v, f"{_mean(v, declared)}name a dim declared in `dims` ({', '.join(declared)}).")
-    if found.clean("collective", "dim") and found.clean("args") and len(spec.input_args) == 1 and found.clean(
-            *tensors[next(iter(spec.input_args))][0], "shape") and spec.message_dim is None:
+    elif found.clean("collective", "dim") and found.clean(*tensors[next(iter(spec.input_args))][0], "shape") \
+            and spec.message_dim is None:
         found.add(("collective", "dim"), c.dim, "name the dim that sets the message size: the input has no symbolic dim.")
 
 
@@ -904,19 +916,16 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
 
 def _flag(found: _Found, f: Flag) -> None:
     spec, where = found.spec, ("flags", f.key)
-    args = spec.args if found.clean("args") else {}
+    found.fields(f, FLAG_FIELDS, where)
     if (f.name is None) == (f.env is None):
         found.add(where, f"name={f.name!r}, env={f.env!r}", "give either the launcher keyword (kl.Flag('USE_TMA')) or the "
                   "environment variable (kl.Flag(env='MYLIB_FAST')), not both.")
-    if f.name is not None and (not isinstance(f.name, str) or not f.name.isidentifier() or f.name in args):
-        found.add(where + ("name",), f.name, "give the keyword the launcher takes (an identifier that is not one of args).")
-    if f.env is not None and (not isinstance(f.env, str) or not f.env or "=" in f.env):
-        found.add(where + ("env",), f.env, "give the environment variable's name, e.g. 'MYLIB_FAST'.")
-    values = f.values
-    if not isinstance(values, (list, tuple)) or len(values) < 2 or len({repr(v) for v in values}) != len(values):
-        found.add(where + ("values",), values, "give at least two distinct values to compare, e.g. (False, True).")
-    elif f.env is not None and not all(isinstance(v, str) for v in values):
-        found.add(where + ("values",), values, "an environment variable's values are strings, e.g. ('0', '1').")
-    elif f.name is not None and not all(isinstance(v, (bool, int, float, str)) or v is None for v in values):
-        found.add(where + ("values",), values, "give plain values (bool, int, float, str or None): they go into a point and "
+    if found.clean(*where, "name") and found.clean("args") and f.name in spec.args:
+        found.add(where + ("name",), f.name, FLAG_FIELDS["name"][0].fix)
+    if not found.clean(*where, "values"):
+        return
+    if f.env is not None and not all(isinstance(v, str) for v in f.values):
+        found.add(where + ("values",), f.values, "an environment variable's values are strings, e.g. ('0', '1').")
+    elif f.name is not None and not all(isinstance(v, (bool, int, float, str)) or v is None for v in f.values):
+        found.add(where + ("values",), f.values, "give plain values (bool, int, float, str or None): they go into a point and "
                   "its repro command.")
