@@ -233,6 +233,9 @@ def test_a_misspelt_dim_in_a_shape_says_did_you_mean():
     with pytest.raises(kl.SpecError) as e:
         spec(rows="MM")
     assert "did you mean 'M'?" in e.value.fix
+    with pytest.raises(kl.SpecError) as e:
+        spec(production=[{"M": 1, "n": 8}])
+    assert e.value.where == "Spec('t').production" and "did you mean 'N'? give a size for every dim: M, N." in e.value.fix
 
 
 def _collective_spec(**over):

@@ -71,10 +71,13 @@ def shown(v: Any) -> str:
 
 
 def mean(given: Any, names, cutoff: float = 0.6) -> str:
-    """'did you mean 'N'? ' when a name is close to one of `names`; '' otherwise."""
-    close = difflib.get_close_matches(given, [n for n in names if isinstance(n, str)], 1, cutoff) \
-        if isinstance(given, str) else []
-    return f"did you mean {close[0]!r}? " if close else ""
+    """'did you mean 'N'? ' when a name is close to one of `names` (case aside: 'n' means 'N'); ''
+    otherwise."""
+    if not isinstance(given, str):
+        return ""
+    by_lower = {n.lower(): n for n in reversed([n for n in names if isinstance(n, str)])}
+    close = difflib.get_close_matches(given.lower(), list(by_lower), 1, cutoff)
+    return f"did you mean {by_lower[close[0]]!r}? " if close else ""
 
 
 def friendly(label: str):
