@@ -707,43 +707,60 @@ def _tensors(found: _Found, tensors: dict) -> None:
 
 
 def _tensor_rules(found: _Found, name: str, where: tuple, t: Tensor, tensors: dict) -> None:
-    spec, declared = found.spec, _declared(found)
-    clean = lambda f: found.clean(*where, f)          # noqa: E731
     output = where[0] == "returns" or isinstance(t, Out)
-    if output and t.mutated is True:
+    if output:
+        _output_rules(found, where, t)
+    _dim_name_rules(found, where, t, output)
+    if found.clean(*where, "like") and found.clean(*where, "dtype"):
+        _dtype_rules(found, name, where, t, tensors)
+    if not output:
+        _kind_rules(found, where, t)
+
+
+def _output_rules(found: _Found, where: tuple, t: Tensor) -> None:
+    """An output holds what the kernel writes: no mutated=, values, range or layouts."""
+    if t.mutated is True:
         found.add(where + ("mutated",), t.mutated, "mutated= marks an input the kernel also writes; an output (kl.Out or "
                   "returns=) is written anyway: drop mutated=.")
-    for f in ("values", "range", "layouts") if output else ():
-        if getattr(t, f) is not None and clean(f):
+    for f in ("values", "range", "layouts"):
+        if getattr(t, f) is not None and found.clean(*where, f):
             found.add(where + (f,), getattr(t, f), f"an output holds what the kernel writes: kladder chooses no {f} for it; "
                       f"drop {f}=.")
-    if clean("shape") and _named(found):
-        bad = next((s for s in t.symbols if not (s.isdigit() or s in declared)), None)
-        if bad is not None:
-            found.add(where + ("shape",), t.shape, f"{_mean(bad, declared)}declare {bad!r} in dims, e.g. dims={{{bad!r}: "
-                      "kl.Dim(1, 4096, tile=64)}, or use a literal size.")
-    if clean("like") and clean("dtype"):
-        _dtype_rules(found, name, where, t, tensors)
-    if clean("values") and t.values is not None and not output:
-        bad = next((k for k in t.values if k not in VALUE_KINDS), None)
-        if bad is not None:
-            found.add(where + ("values",), t.values, f"{_mean(bad, VALUE_KINDS, 0.8)}use value kinds from {VALUE_KINDS}, "
-                      "or [] for none.")
-        elif "nonfinite" in t.values and spec.nonfinite is None:
-            found.add(where + ("values",), t.values, "'nonfinite' needs the spec's NaN/Inf policy: "
-                      "Spec(nonfinite='propagate' | 'ignore' | 'raise').")
-    if clean("range") and t.range is not None and not output and _named(found):
+
+
+def _dim_name_rules(found: _Found, where: tuple, t: Tensor, output: bool) -> None:
+    """The dims a shape, a range and `valid` name are declared."""
+    if not _named(found):
+        return
+    declared, clean = _declared(found), (lambda f: found.clean(*where, f))
+    bad = next((s for s in t.symbols if not (s.isdigit() or s in declared)), None) if clean("shape") else None
+    if bad is not None:
+        found.add(where + ("shape",), t.shape, f"{_mean(bad, declared)}declare {bad!r} in dims, e.g. dims={{{bad!r}: "
+                  "kl.Dim(1, 4096, tile=64)}, or use a literal size.")
+    if clean("range") and t.range is not None and not output:
         bad = next((v for v in t.range if isinstance(v, str) and v not in declared), None)
         if bad is not None:
             found.add(where + ("range",), t.range, f"{_mean(bad, declared)}give (lo, hi), inclusive, numbers or dim names, "
                       "e.g. range=(1, 'S').")
-    if clean("valid") and t.valid is not None and _named(found):
+    if clean("valid") and t.valid is not None:
         if isinstance(t.valid, str) and t.valid not in declared:
             found.add(where + ("valid",), t.valid, f"{_mean(t.valid, declared)}give the number of valid elements of the last "
                       "dim (an int or a dim name); the rest is padding.")
         elif clean("shape") and not t.symbols:
             found.add(where + ("valid",), t.valid, "a 0-d tensor has no rows to pad; drop `valid`.")
-    if clean("layouts") and t.layouts is not None and not output:
+
+
+def _kind_rules(found: _Found, where: tuple, t: Tensor) -> None:
+    """An input's value kinds and layouts are kladder's names (and 'nonfinite' needs a policy)."""
+    if t.values is not None and found.clean(*where, "values"):
+        bad = next((k for k in t.values if k not in VALUE_KINDS), None)
+        if bad is not None:
+            found.add(where + ("values",), t.values, f"{_mean(bad, VALUE_KINDS, 0.8)}use value kinds from {VALUE_KINDS}, "
+                      "or [] for none.")
+        elif "nonfinite" in t.values and found.spec.nonfinite is None:
+            found.add(where + ("values",), t.values, "'nonfinite' needs the spec's NaN/Inf policy: "
+                      "Spec(nonfinite='propagate' | 'ignore' | 'raise').")
+    if t.layouts is not None and found.clean(*where, "layouts"):
         bad = next((lay for lay in t.layouts if lay not in LAYOUTS), None)
         if bad is not None:
             found.add(where + ("layouts",), t.layouts, f"{_mean(bad, LAYOUTS, 0.8)}use layouts from {LAYOUTS}, or [] for "
@@ -761,7 +778,8 @@ def _dtype_rules(found: _Found, name: str, where: tuple, t: Tensor, tensors: dic
                 found.add(where + ("like",), t.like, f"{_mean(t.like, others)}name another tensor argument "
                           f"({', '.join(others)}).")
         elif t.dtype is not None:
-            found.add(where, f"dtype={t.dtype!r}, like={t.like!r}", "give either dtype or like, not both.")
+            dtype = t.dtype[0] if len(t.dtype) == 1 else list(t.dtype)       # as it was most likely written
+            found.add(where, f"dtype={dtype!r}, like={t.like!r}", "give either dtype or like, not both.")
         return
     if not t.dtypes:
         found.add(where + ("dtype",), t.dtype, f"give a dtype or a list of dtypes from {DTYPES}, or like='<other arg>'.")
