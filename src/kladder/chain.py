@@ -16,7 +16,10 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .problems import friendly as _friendly
 
+
+@_friendly("kl.Link")
 @dataclass(frozen=True)
 class Link:
     fn: Callable[..., Any]

@@ -1,16 +1,18 @@
 """What a kernel's author knows: argument shapes as symbols, dtypes, dim ranges and tiles,
 the widths real models use, accepted configs, production shapes, tolerances.
 
-A Spec never holds a failing point. Every field is validated once, at construction, and a
-bad field raises one SpecError that names the field, what was given and the fix.
+A Spec never holds a failing point. Every field is normalised once, at construction (a str
+or a list becomes a tuple, a torch dtype its name), then validated: each field by its row of a
+table (SPEC_FIELDS, TENSOR_FIELDS, ...), then the rules that relate fields. Every problem is
+collected, and one SpecError lists them all, each naming the field, what was given and the fix.
 """
 from __future__ import annotations
 
-import difflib
-import functools
 import math
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
+
+from .problems import Problem, SpecError, friendly as _friendly, mean as _mean, shown as _shown, where_text  # noqa: F401
 
 DTYPES = (
     "float64", "float32", "float16", "bfloat16",
@@ -19,58 +21,30 @@ DTYPES = (
 FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
-class SpecError(ValueError):
-    """A malformed spec: says which field, what was given, and the fix."""
-
-    def __init__(self, where: str, given: Any, fix: str):
-        self.where, self.given, self.fix = where, given, fix
-        super().__init__(f"{where}: got {_shown(given)}. {fix}")
-
-
-def _shown(v: Any) -> str:
-    """A given value as the user wrote it: a class by its name, a long value cut short."""
-    if isinstance(v, type):
-        return f"the class kl.{v.__name__}" if v.__module__.startswith("kladder") else f"the class {v.__name__}"
-    text = repr(v)
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-def _friendly(label: str):
-    """A kladder class whose constructor answers a misspelt, missing or extra argument with a
-    SpecError that names it and the fields there are (a typo must not be a traceback)."""
-    def wrap(cls):
-        init = cls.__init__
-        names = [f.name for f in fields(cls)]
-        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
-
-        @functools.wraps(init)
-        def __init__(self, *args, **kwargs):
-            where = f"{label}({args[0]!r})" if label == "kl.Spec" and args and isinstance(args[0], str) else label
-            for k in kwargs:
-                if k not in names:
-                    close = difflib.get_close_matches(k, names, 1)
-                    hint = f"did you mean {close[0]!r}? " if close else ""
-                    raise SpecError(f"{where}.{k}", kwargs[k], f"{label} has no field {k!r}; {hint}its fields are "
-                                    f"{', '.join(names)}.")
-            if len(args) > len(names):
-                raise SpecError(where, args, f"{label} takes at most {len(names)} positional arguments ({', '.join(names)}); "
-                                "pass the rest by name.")
-            given = set(names[:len(args)]) | set(kwargs)
-            missing = [n for n in required if n not in given]
-            if missing:
-                raise SpecError(f"{where}.{missing[0]}", None, f"{label} needs {', '.join(missing)} "
-                                f"(its fields are {', '.join(names)}).")
-            init(self, *args, **kwargs)
-        cls.__init__ = __init__
-        return cls
-    return wrap
-
-
 def _dtype_name(v):
     """torch.float32 -> 'float32': a spec may name a dtype either way."""
     if type(v).__name__ == "dtype" and type(v).__module__ == "torch":
         return str(v).removeprefix("torch.")
     return v
+
+
+# ---- converters: each field normalised once, at construction (attrs' converters). A value of
+# a kind they do not know is left as given, for its validator to name.
+def _tuple(v, one=str):
+    """A single value of type `one` -> (v,); a list or tuple -> a tuple; anything else as given."""
+    if isinstance(v, one):
+        return (v,)
+    return tuple(v) if isinstance(v, (list, tuple)) else v
+
+
+def _seq(v):
+    """A list -> a tuple; anything else as given."""
+    return tuple(v) if isinstance(v, list) else v
+
+
+def _convert(obj, **converters) -> None:
+    for name, convert in converters.items():
+        object.__setattr__(obj, name, convert(getattr(obj, name)))
 
 
 @_friendly("kl.Dim")
@@ -85,11 +59,12 @@ class Dim:
     widths: tuple[int, ...] | list[int] = ()
     chunks: tuple[int, ...] | list[int] = ()   # chunk / top-k sizes: rung 2 puts lengths at c-1, c, c+1
 
+    def __post_init__(self):
+        _convert(self, tile=lambda v: () if v is None else _tuple(v, int), widths=_seq, chunks=_seq)
+
     @property
     def tiles(self) -> tuple[int, ...]:
-        if self.tile is None:
-            return ()
-        return (self.tile,) if isinstance(self.tile, int) else tuple(self.tile)
+        return self.tile
 
 
 VALUE_KINDS = ("normal", "peaked", "ties", "identical", "distinct", "tiny", "huge", "nonfinite",
@@ -125,11 +100,8 @@ class Tensor:
     mutated: bool = False
 
     def __post_init__(self):
-        d = self.dtype
-        if isinstance(d, (list, tuple)):
-            object.__setattr__(self, "dtype", type(d)(_dtype_name(x) for x in d))
-        else:
-            object.__setattr__(self, "dtype", _dtype_name(d))
+        dtypes = lambda v: tuple(map(_dtype_name, v)) if isinstance(v, (list, tuple)) else _tuple(_dtype_name(v))
+        _convert(self, dtype=dtypes, values=_tuple, layouts=_tuple, range=_seq)
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -137,14 +109,12 @@ class Tensor:
 
     @property
     def dtypes(self) -> tuple[str, ...]:
-        if self.dtype is None:
-            return ()
-        return (self.dtype,) if isinstance(self.dtype, str) else tuple(self.dtype)
+        return () if self.dtype is None else self.dtype
 
     def value_kinds(self, dtype: str, nonfinite: str | None) -> tuple[str, ...]:
         """The rung-2 value kinds of this input: as declared, or by dtype."""
         if self.values is not None:
-            return (self.values,) if isinstance(self.values, str) else tuple(self.values)
+            return self.values
         if dtype in FLOAT_DTYPES:
             return DEFAULT_FLOAT_VALUES + (("nonfinite",) if nonfinite else ())
         return ("lengths",) if self.range is not None else ()
@@ -152,10 +122,7 @@ class Tensor:
     def layout_list(self) -> tuple[str, ...]:
         """The rung-3 layouts of this input: as declared, or every one its rank allows."""
         rank = len(self.symbols)
-        if self.layouts is not None:
-            chosen = (self.layouts,) if isinstance(self.layouts, str) else tuple(self.layouts)
-        else:
-            chosen = LAYOUTS
+        chosen = LAYOUTS if self.layouts is None else self.layouts
         need = {"sliced": 2, "every_other": 1, "transposed": 2, "offset": 1, "shifted": 1,
                 "broadcast": 2, "channels_last": 4}
         return tuple(lay for lay in chosen if rank >= need[lay] and (lay != "channels_last" or rank == 4))
@@ -210,6 +177,7 @@ class Flag:
     def __post_init__(self):
         if self.env is not None and self.values is BOOLS:
             object.__setattr__(self, "values", ("0", "1"))     # the default for a variable: an environment holds strings
+        _convert(self, values=_seq)
 
     @property
     def key(self) -> str:
@@ -226,6 +194,7 @@ class Out(Tensor):
 COLLECTIVE_REFERENCES = {"all_reduce": ("sum", "max", "min", "product"), "all_gather": ("",)}
 
 
+@_friendly("kl.Collective")
 @dataclass(frozen=True)
 class Collective:
     """A kernel that runs across ranks, one process each (rung 6): a custom all-reduce, an
@@ -262,11 +231,15 @@ class Collective:
     lag_us: int | None = None
     watchdog_s: float | None = None
 
+    def __post_init__(self):
+        _convert(self, world=lambda v: _tuple(v, int), switches=_seq)
+
     @property
     def worlds(self) -> tuple[int, ...]:
-        return (self.world,) if isinstance(self.world, int) else tuple(self.world)
+        return self.world
 
 
+@_friendly("kl.Tolerance")
 @dataclass(frozen=True)
 class Tolerance:
     rtol: float
@@ -320,6 +293,9 @@ class Spec:
                                           # it says.
 
     def __post_init__(self):
+        expect = lambda v: tuple(Expect(e) if isinstance(e, str) else e for e in v) if isinstance(v, (list, tuple)) else v
+        _convert(self, configs=_seq, production=_seq, tuned=_seq, rows=_tuple, invariants=_seq, expect=expect,
+                 flags=_seq, imports=_seq)
         validate(self)
         from .chain import Chain
         if isinstance(self.kernel, Chain):       # chains are called positionally: give them the names
@@ -345,7 +321,7 @@ class Spec:
 
     @property
     def expectations(self) -> tuple[Expect, ...]:
-        return tuple(Expect(e) if isinstance(e, str) else e for e in self.expect)
+        return self.expect
 
     @property
     def config_keys(self) -> set[str]:
@@ -388,9 +364,7 @@ class Spec:
 
     @property
     def row_dims(self) -> tuple[str, ...]:
-        if self.rows is None:
-            return ()
-        return (self.rows,) if isinstance(self.rows, str) else tuple(self.rows)
+        return () if self.rows is None else self.rows
 
     @property
     def message_dim(self) -> str | None:
@@ -422,403 +396,554 @@ class Spec:
 
 
 # --------------------------------------------------------------------------- validation
-def _fail(where, given, fix):
-    raise SpecError(where, given, fix)
+# Pydantic's way: every field checked by its row of a table (the field -> its checks, each a
+# test and the fix), then the rules that relate fields, each run only on parts well-formed
+# enough to read; every problem is collected and one SpecError lists them all.
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
-def validate(spec: Spec) -> None:
-    _validate_head(spec)
-    _validate_kinds(spec)
-    _validate_dims(spec)
-    _validate_tensors(spec)
-    _validate_shape_lists(spec)
-    _validate_tolerance(spec)
-    _validate_values(spec)
-    _validate_use(spec)
-    _validate_toolchain(spec)
-
-
-def _is_number(v) -> bool:
+def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _validate_kinds(spec: Spec) -> None:
-    """Each field of the right kind before any is read: a wrong kind gets its own message,
-    never a traceback from deeper in."""
-    name = spec.name
-    for key, v in spec.args.items():
-        where = f"Spec({name!r}).args[{key!r}]"
-        if not isinstance(key, str) or not key.isidentifier():
-            _fail(f"Spec({name!r}).args", key, "name every argument with a Python identifier, as the kernel's parameter is named.")
-        if isinstance(v, type):
-            _fail(where, v, f"call it: kl.Tensor('M N', dtype='bfloat16') (or kl.Out(...)), not the class itself.")
+def _names(v) -> bool:
+    return isinstance(v, tuple) and all(isinstance(x, str) for x in v)
+
+
+def _listing(v, of=object) -> bool:
+    return isinstance(v, (list, tuple)) and all(isinstance(x, of) for x in v)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A field's check: `ok(value)` holds, or the field is reported with `fix` (a text, or
+    fix(value, spec) -> text). With each=True every element is tested and the first bad one is
+    what the report shows as given."""
+
+    ok: Callable[[Any], bool]
+    fix: str | Callable[[Any, Any], str]
+    each: bool = False
+
+    def problem(self, value, spec) -> tuple | None:
+        for v in (value if self.each else (value,)):
+            if not self.ok(v):
+                return v, self.fix(v, spec) if callable(self.fix) else self.fix
+        return None
+
+
+def _list_fix(field: str, example: str):
+    return lambda v, _: f"give a list, e.g. {field}=[{v!r}]." if isinstance(v, int) else f"give a list of ints, e.g. {field}={example}."
+
+
+def _shapes_fix(v, spec) -> str:
+    dims = spec.dims if isinstance(spec.dims, Mapping) else {}
+    return f"give a list of dicts over the dims, e.g. [{{{', '.join(repr(d) + ': 1' for d in dims)}}}]."
+
+
+def _tolerance_problem(tol, spec) -> tuple | None:
+    if tol is None or isinstance(tol, Tolerance):
+        pairs = [] if tol is None else [(tol.rtol, tol.atol)]
+    elif isinstance(tol, (tuple, Mapping)):
+        bad = [k for k in tol if k not in DTYPES] if isinstance(tol, Mapping) else []
+        if bad:
+            return tol, f"key by dtype names from {DTYPES}; {bad} is not one."
+        pairs = [tol] if isinstance(tol, tuple) else list(tol.values())
+    else:
+        return tol, "give (rtol, atol), kl.Tolerance(rtol, atol), or {'bfloat16': (rtol, atol)}."
+    pairs = [(p.rtol, p.atol) if isinstance(p, Tolerance) else p for p in pairs]
+    if not all(isinstance(p, tuple) and len(p) == 2 and all(_number(v) and v >= 0 and math.isfinite(v) for v in p)
+               for p in pairs):
+        return tol, "each tolerance is (rtol, atol): two finite numbers >= 0."
+    return None
+
+
+def _is_slot(v) -> bool:
+    return (v is None or isinstance(v, str) or hasattr(v, "score")
+            or (isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) and callable(v[1])))
+
+
+def _is_import(v) -> bool:
+    mod, _, attr = v.partition(":") if isinstance(v, str) else ("", "", "")
+    return bool(mod and attr and all(p.isidentifier() for p in mod.split(".") + attr.split(".")))
+
+
+REFERENCE_FIX = "pass a reference callable (plain torch), taking the non-Out args in order."
+
+SPEC_FIELDS = {
+    "name": [Rule(lambda v: isinstance(v, str) and v.isidentifier(),
+                  "use a Python identifier such as 'rmsnorm'; it becomes a pytest id and a file name.")],
+    "kernel": [Rule(callable, "pass the kernel's launcher, a callable taking the args in order.")],
+    "reference": [lambda v, spec: None if callable(v) or (v is None and spec.collective is not None) else (v, REFERENCE_FIX)],
+    "args": [Rule(lambda v: isinstance(v, Mapping) and len(v) > 0,
+                  "give a dict of argument name -> kl.Tensor, kl.Out or a scalar, in call order.")],
+    "dims": [Rule(lambda v: isinstance(v, Mapping), "give a dict of symbol -> kl.Dim, e.g. {'N': kl.Dim(1, 8192, tile=64)}.")],
+    "returns": [Rule(lambda v: v is None or isinstance(v, (Tensor, Mapping)),
+                     "give kl.Tensor('M N', like='x') for one output, or a dict of name -> kl.Tensor for several, in the "
+                     "order the kernel returns them.")],
+    "build": [Rule(lambda v: v is None or callable(v), "pass a callable (point, generator) -> dict of tensors, or leave it out.")],
+    "reference_dtype": [Rule(lambda v: v in FLOAT_DTYPES, lambda v, _: f"{_mean(v, FLOAT_DTYPES, 0.8)}use one of {FLOAT_DTYPES}.")],
+    "deterministic": [Rule(lambda v: isinstance(v, bool), "give True when the same inputs must give the same bits on every "
+                           "call (rung 5 then fails any difference), or False (the default).")],
+    "graphs": [Rule(lambda v: v is None or isinstance(v, bool), "say whether production runs the kernel captured in CUDA "
+                    "graphs: True (a failed capture then fails rung 4), False (a failed capture skips the point), or leave "
+                    "it out (None: a failed capture is a warning).")],
+    "timeout_s": [Rule(lambda v: v is None or (_number(v) and v > 0),
+                       "give the seconds a point may run as a number above 0, e.g. 60.")],
+    "configs": [Rule(lambda v: _listing(v, Mapping), "give a list of dicts, e.g. [{'BLOCK': 128}].")],
+    "production": [Rule(lambda v: _listing(v, Mapping), _shapes_fix)],
+    "tuned": [Rule(lambda v: _listing(v, Mapping), _shapes_fix)],
+    "tolerance": [_tolerance_problem],
+    "nonfinite": [Rule(lambda v: v is None or v in NONFINITE_POLICIES, lambda v, _: f"{_mean(v, NONFINITE_POLICIES, 0.8)}"
+                       f"use one of {NONFINITE_POLICIES}, or None for no NaN/Inf points.")],
+    "invariants": [Rule(lambda v: _listing(v, Invariant), "give a list of kl.Invariant(name, check, values=None).")],
+    "slot": [Rule(_is_slot, "name a slot of kladder's model ('rmsnorm', 'attention_decode', ...), give (slot, callable) "
+                  "when the slot takes another callable than `kernel`, or a kladder.model.Adapter.")],
+    "model_nll_tolerance": [Rule(lambda v: _number(v) and v >= 0, "give the largest relative rise of the answers' negative "
+                                 "log-likelihood that passes, >= 0 (e.g. 0.05 for 5%).")],
+    "model_tolerance": [Rule(lambda v: _number(v) and 0 <= v <= 1,
+                             "give the largest score drop that passes, between 0 and 1 (e.g. 0.02).")],
+    "rows": [Rule(lambda v: v is None or _names(v), "name the dim (or dims) whose rows are independent, e.g. rows='M'.")],
+    "collective": [Rule(lambda v: v is None or isinstance(v, Collective), "give kl.Collective(world=[2], switches=[bytes, "
+                        "...]), the ranks and the protocol's size switches.")],
+    "expect": [Rule(lambda v: _listing(v, Expect), "give a list of kernel-name globs ('*decode*') or "
+                    "kl.Expect('*decode*', when={'S': 1}, label='the decode kernel').")],
+    "flags": [Rule(lambda v: _listing(v, Flag), "give a list of kl.Flag('USE_TMA', values=(False, True)) or "
+                   "kl.Flag(env='MYLIB_FAST', values=('0', '1')).")],
+    "imports": [Rule(lambda v: isinstance(v, (list, tuple)), "give a list of 'pkg.mod:name' strings."),
+                Rule(_is_import, "write each as 'pkg.mod:name' (a module, a colon, a name in it; 'pkg.mod:Class.method' "
+                     "for an attribute of one), e.g. 'mylib.ops:rmsnorm'.", each=True)],
+}
+
+TENSOR_FIELDS = {
+    "shape": [Rule(lambda v: isinstance(v, str),
+                   "write the shape as symbols separated by spaces, e.g. 'M N' (use '' for a 0-d tensor).")],
+    "dtype": [Rule(lambda v: v is None or (_names(v) and len(v) > 0),
+                   f"give a dtype name or a list of them, from {DTYPES} (torch.float32 works too).")],
+    "like": [Rule(lambda v: v is None or isinstance(v, str), "name another tensor argument, e.g. like='x'.")],
+    "values": [Rule(lambda v: v is None or _names(v), "give a list of names, e.g. values=['peaked', 'ties'] or [] for none.")],
+    "range": [Rule(lambda v: v is None or (isinstance(v, tuple) and len(v) == 2 and all(_number(x) or isinstance(x, str)
+                                                                                       for x in v)),
+                   "give (lo, hi), inclusive, numbers or dim names, e.g. range=(1, 'S').")],
+    "valid": [Rule(lambda v: v is None or isinstance(v, str) or (_int(v) and v >= 0),
+                   "give the number of valid elements of the last dim (an int or a dim name); the rest is padding.")],
+    "layouts": [Rule(lambda v: v is None or _names(v), "give a list of layout names, e.g. layouts=['sliced'], or [] for none.")],
+    "mutated": [Rule(lambda v: isinstance(v, bool), "give True for an input the kernel writes in place by design, or leave it out.")],
+}
+
+TILE_FIX = "give a positive int tile (or a list of them), the block size the kernel cuts this dim into."
+DIM_FIELDS = {
+    "min/max": [Rule(lambda v: _int(v[0]) and _int(v[1]) and 0 <= v[0] <= v[1], "give integers with 0 <= min <= max.")],
+    "tile": [Rule(lambda v: isinstance(v, tuple) and all(_int(t) and t > 0 for t in v), TILE_FIX)],
+    "widths": [Rule(lambda v: isinstance(v, tuple), _list_fix("widths", "[2880, 4096]"))],
+    "chunks": [Rule(lambda v: isinstance(v, tuple), _list_fix("chunks", "[256]")),
+               Rule(lambda v: all(_int(c) and c > 0 for c in v), "give positive int chunk sizes, e.g. chunks=[256].")],
+}
+
+COLLECTIVE_FIELDS = {
+    "world": [Rule(lambda v: isinstance(v, tuple) and len(v) > 0 and all(_int(w) and w >= 2 for w in v),
+                   "give the world sizes to run, ints >= 2, e.g. world=[2, 4, 8].")],
+    "switches": [Rule(lambda v: isinstance(v, tuple) and all(_int(b) and b > 0 for b in v) and list(v) == sorted(set(v)),
+                      "give the message sizes in bytes where the protocol changes, positive and increasing, e.g. "
+                      "switches=[512 << 10, 4 << 20].")],
+    "reference": [Rule(lambda v: v in COLLECTIVE_REFERENCES,
+                       lambda v, _: f"{_mean(v, COLLECTIVE_REFERENCES, 0.8)}use one of {tuple(COLLECTIVE_REFERENCES)}.")],
+    "queued": [Rule(lambda v: _int(v) and v >= 1, "give the number of calls queued before one synchronisation, e.g. 64.")],
+    "setup": [Rule(lambda v: v is None or callable(v), "pass a callable (group, device) -> communicator, or leave it out (the "
+                   "kernel then gets the torch.distributed group).")],
+    "needs": [Rule(lambda v: v in ("", "cuda"), "give 'cuda' for a protocol that runs only on CUDA ranks, or leave it out.")],
+    "share_device": [Rule(lambda v: isinstance(v, bool), "give True to let ranks share a GPU (CUDA IPC between processes) "
+                          "when there are fewer GPUs than ranks, or leave it out.")],
+    "dim": [Rule(lambda v: v is None or isinstance(v, str), "name the dim that sets the message size.")],
+    "world_dim": [Rule(lambda v: v is None or isinstance(v, str), "name the dim that is the world size.")],
+    "lag_us": [Rule(lambda v: v is None or (_int(v) and v >= 0),
+                    "give the lagging rank's wait before each call in microseconds, an int >= 0.")],
+    "watchdog_s": [Rule(lambda v: v is None or (_number(v) and v > 0), "give the seconds without progress that make a hang, > 0.")],
+}
+
+EXPECT_FIELDS = {
+    "kernel": [Rule(lambda v: isinstance(v, str) and len(v) > 0, "give a glob over kernel or function names, e.g. '*decode*'.")],
+    "when": [Rule(lambda v: v is None or (isinstance(v, Mapping) and len(v) > 0),
+                  "give a dict of dims or config keys -> a value or a list, e.g. {'S': 1}.")],
+    "launch": [Rule(lambda v: v is None or (isinstance(v, Mapping) and all(isinstance(k, str) for k in v)),
+                    "give the constexpr and launch-option values the launch must have, e.g. {'BLOCK_M': 64, 'num_warps': 4}.")],
+    "label": [Rule(lambda v: isinstance(v, str), "give a short name for reports, e.g. 'the decode kernel'.")],
+}
+
+FLAG_FIELDS = {
+    "name": [Rule(lambda v: v is None or (isinstance(v, str) and v.isidentifier()),
+                  "give the keyword the launcher takes (an identifier that is not one of args).")],
+    "env": [Rule(lambda v: v is None or (isinstance(v, str) and len(v) > 0 and "=" not in v),
+                 "give the environment variable's name, e.g. 'MYLIB_FAST'.")],
+    "values": [Rule(lambda v: isinstance(v, (list, tuple)) and len(v) >= 2 and len({repr(x) for x in v}) == len(v),
+                    "give at least two distinct values to compare, e.g. (False, True).")],
+}
+
+INVARIANT_FIELDS = {
+    "check": [Rule(callable, "pass a callable (inputs, outputs) -> bool or bool tensor.")],
+    "values": [Rule(lambda v: v is None or isinstance(v, Mapping), "give a dict of input arg -> value kind, e.g. "
+                    "values={'x': 'ones'}.")],
+}
+
+
+class _Found:
+    """The problems of one spec so far, each at a location under the spec's head."""
+
+    def __init__(self, spec: Spec):
+        self.spec, self.problems = spec, []
+        ok = isinstance(spec.name, str) and spec.name.isidentifier()
+        self.head = ("Spec", spec.name if ok else None)
+
+    def add(self, where: tuple, given, fix: str) -> None:
+        self.problems.append(Problem((self.head,) + where, given, fix))
+
+    def clean(self, *where) -> bool:
+        """Nothing found at `where` or under it."""
+        n = len(where)
+        return not self.problems or not any(p.where[1:1 + n] == where for p in self.problems)
+
+    def fields(self, obj, table: dict, where: tuple = ()) -> None:
+        """Each field of `obj` by its row of `table`; a field's first failed check is its problem."""
+        for name, rules in table.items():
+            value = tuple(getattr(obj, n) for n in name.split("/")) if "/" in name else getattr(obj, name)
+            for rule in rules:
+                found = rule.problem(value, self.spec) if isinstance(rule, Rule) else rule(value, self.spec)
+                if found is not None:
+                    self.add(where + (name,), *found)
+                    break
+
+
+def validate(spec: Spec) -> None:
+    found = _Found(spec)
+    found.fields(spec, SPEC_FIELDS)
+    tensors = _entries(found)
+    dims = _dims(found)
+    _tensors(found, tensors)
+    _shape_lists(found, dims)
+    _invariants(found)
+    _use(found, tensors)
+    if isinstance(spec.collective, Collective):
+        _collective(found, tensors)
+    _toolchain(found, dims)
+    if found.problems:
+        raise SpecError("", problems=found.problems)
+
+
+def _entries(found: _Found) -> dict[str, tuple[tuple, Tensor]]:
+    """The tensors of args and returns that are tensors, by name: (their location, the tensor)."""
+    spec, tensors = found.spec, {}
+    if found.clean("args"):
+        for key, v in spec.args.items():
+            if not isinstance(key, str) or not key.isidentifier():
+                found.add(("args",), key, "name every argument with a Python identifier, as the kernel's parameter is named.")
+            elif isinstance(v, type):
+                found.add(("args", key), v, "call it: kl.Tensor('M N', dtype='bfloat16') (or kl.Out(...)), not the class itself.")
+            elif isinstance(v, Tensor):
+                tensors[key] = (("args", key), v)
+    if found.clean("returns") and spec.returns is not None:
+        for key, t in ({"out": spec.returns} if isinstance(spec.returns, Tensor) else spec.returns).items():
+            problem = _returned_problem(spec, key, t)
+            if problem:
+                found.add(*problem)
+            else:
+                tensors[key] = (("returns", key), t)
+    if found.clean("args") and found.clean("returns") and not (spec.out_args or spec.returns):
+        found.add(("returns",), spec.returns, "declare the outputs: returns=kl.Tensor('M N', like='x'), or an kl.Out(...) argument.")
+    return tensors
+
+
+def _returned_problem(spec: Spec, key, t) -> tuple | None:
+    """(where, given, fix) for one returned output, or None."""
+    if not isinstance(key, str) or not key.isidentifier():
+        return ("returns",), key, "name every returned output with an identifier."
+    if isinstance(t, type) or not isinstance(t, Tensor):
+        fix = "give a kl.Tensor('M N', like='x'), the returned tensor's shape and dtype."
+    elif isinstance(t, Out):
+        fix = "a kl.Out is an argument the kernel writes into: declare it in args; a tensor the kernel returns is a kl.Tensor."
+    elif isinstance(spec.args, Mapping) and key in spec.args:
+        fix = f"{key!r} is also an argument; give the returned output another name (e.g. {key + '_out'!r})."
+    else:
+        return None
+    return ("returns", key), t, fix
+
+
+def _dims(found: _Found) -> dict[str, Dim]:
+    """The well-formed dims, by name (a rule that reads a dim's range reads only these)."""
+    spec, good = found.spec, {}
+    if not found.clean("dims"):
+        return good
     for key, d in spec.dims.items():
         if not isinstance(key, str) or not key.isidentifier():
-            _fail(f"Spec({name!r}).dims", key, "name every dim with an identifier used in the shapes, e.g. {'N': kl.Dim(1, 4096)}.")
-        if isinstance(d, type):
-            _fail(f"Spec({name!r}).dims[{key!r}]", d, "call it: kl.Dim(1, 4096, tile=64), not the class itself.")
-    r = spec.returns
-    if r is not None:
-        items = {"out": r} if isinstance(r, Tensor) else r if isinstance(r, Mapping) else None
-        if items is None:
-            _fail(f"Spec({name!r}).returns", r, "give kl.Tensor('M N', like='x') for one output, or a dict of name -> kl.Tensor "
-                  "for several, in the order the kernel returns them.")
-        for key, t in items.items():
-            where = f"Spec({name!r}).returns[{key!r}]"
-            if not isinstance(key, str) or not key.isidentifier():
-                _fail(f"Spec({name!r}).returns", key, "name every returned output with an identifier.")
-            if isinstance(t, type) or not isinstance(t, Tensor):
-                _fail(where, t, "give a kl.Tensor('M N', like='x'), the returned tensor's shape and dtype.")
-            if isinstance(t, Out):
-                _fail(where, t, "a kl.Out is an argument the kernel writes into: declare it in args; a tensor the kernel "
-                      "returns is a kl.Tensor.")
-            if key in spec.args:
-                _fail(where, t, f"{key!r} is also an argument; give the returned output another name (e.g. {key + '_out'!r}).")
-    if spec.timeout_s is not None and (not _is_number(spec.timeout_s) or not spec.timeout_s > 0):
-        _fail(f"Spec({name!r}).timeout_s", spec.timeout_s, "give the seconds a point may run as a number above 0, e.g. 60.")
-    for t_name, t in spec.all_tensors.items():
-        _validate_tensor_kinds(spec, t_name, t)
-    if not spec.outputs:
-        _fail(f"Spec({spec.name!r}).returns", spec.returns, "declare the outputs: returns=kl.Tensor('M N', like='x'), or an kl.Out(...) argument.")
+            found.add(("dims",), key, "name every dim with an identifier used in the shapes, e.g. {'N': kl.Dim(1, 4096)}.")
+        elif isinstance(d, type):
+            found.add(("dims", key), d, "call it: kl.Dim(1, 4096, tile=64), not the class itself.")
+        elif not isinstance(d, Dim):
+            found.add(("dims", key), d, "use kl.Dim(min, max, tile=..., widths=[...]), e.g. kl.Dim(1, 8192, tile=64).")
+        else:
+            found.fields(d, DIM_FIELDS, ("dims", key))
+            if found.clean("dims", key, "min/max") and found.clean("dims", key, "widths") \
+                    and not all(_int(w) and d.min <= w <= d.max for w in d.widths):
+                found.add(("dims", key, "widths"), d.widths, f"give integer widths within [{d.min}, {d.max}], or widen the range.")
+            if found.clean("dims", key, "min/max"):
+                good[key] = d
+    return good
 
 
-def _validate_tensor_kinds(spec: Spec, name: str, t: Tensor) -> None:
-    where = f"Spec({spec.name!r}).args[{name!r}]" if name in spec.args else f"Spec({spec.name!r}).returns[{name!r}]"
-    if not isinstance(t.shape, str):
-        _fail(where + ".shape", t.shape, "write the shape as symbols separated by spaces, e.g. 'M N' (use '' for a 0-d tensor).")
-    d = t.dtype
-    if d is not None and not (isinstance(d, str) or (isinstance(d, (list, tuple)) and d and all(isinstance(x, str) for x in d))):
-        _fail(where + ".dtype", d, f"give a dtype name or a list of them, from {DTYPES} (torch.float32 works too).")
-    if t.like is not None and not isinstance(t.like, str):
-        _fail(where + ".like", t.like, "name another tensor argument, e.g. like='x'.")
-    for field_name in ("values", "layouts"):
-        v = getattr(t, field_name)
-        if v is not None and not (isinstance(v, str) or (isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v))):
-            _fail(f"{where}.{field_name}", v, f"give a list of names, e.g. {field_name}=['peaked', 'ties'] or [] for none."
-                  if field_name == "values" else f"give a list of layout names, e.g. layouts=['sliced'], or [] for none.")
-    output = isinstance(t, Out) or name not in spec.args
-    if not isinstance(t.mutated, bool):
-        _fail(where + ".mutated", t.mutated, "give True for an input the kernel writes in place by design, or leave it out.")
-    if t.mutated and output:
-        _fail(where + ".mutated", t.mutated, "mutated= marks an input the kernel also writes; an output (kl.Out or "
-              "returns=) is written anyway: drop mutated=.")
+def _declared(found: _Found) -> tuple:
+    return tuple(found.spec.dims) if isinstance(found.spec.dims, Mapping) else ()
+
+
+def _named(found: _Found) -> bool:
+    """The dims' names can be read: a dict whose keys are names (a bad Dim still has a name)."""
+    return isinstance(found.spec.dims, Mapping) and not any(p.where[1:] == ("dims",) for p in found.problems)
+
+
+def _tensors(found: _Found, tensors: dict) -> None:
+    for name, (where, t) in tensors.items():
+        found.fields(t, TENSOR_FIELDS, where)
+        _tensor_rules(found, name, where, t, tensors)
+    _like_cycles(found, tensors)
+
+
+def _tensor_rules(found: _Found, name: str, where: tuple, t: Tensor, tensors: dict) -> None:
+    output = where[0] == "returns" or isinstance(t, Out)
     if output:
-        for field_name in ("values", "range", "layouts"):
-            if getattr(t, field_name) is not None:
-                _fail(f"{where}.{field_name}", getattr(t, field_name), f"an output holds what the kernel writes: kladder "
-                      f"chooses no {field_name} for it; drop {field_name}=.")
+        _output_rules(found, where, t)
+    _dim_name_rules(found, where, t, output)
+    if found.clean(*where, "like") and found.clean(*where, "dtype"):
+        _dtype_rules(found, name, where, t, tensors)
+    if not output:
+        _kind_rules(found, where, t)
 
 
-def _dims_used(spec: Spec) -> set:
+def _output_rules(found: _Found, where: tuple, t: Tensor) -> None:
+    """An output holds what the kernel writes: no mutated=, values, range or layouts."""
+    if t.mutated is True:
+        found.add(where + ("mutated",), t.mutated, "mutated= marks an input the kernel also writes; an output (kl.Out or "
+                  "returns=) is written anyway: drop mutated=.")
+    for f in ("values", "range", "layouts"):
+        if getattr(t, f) is not None and found.clean(*where, f):
+            found.add(where + (f,), getattr(t, f), f"an output holds what the kernel writes: kladder chooses no {f} for it; "
+                      f"drop {f}=.")
+
+
+def _dim_name_rules(found: _Found, where: tuple, t: Tensor, output: bool) -> None:
+    """The dims a shape, a range and `valid` name are declared."""
+    if not _named(found):
+        return
+    declared, clean = _declared(found), (lambda f: found.clean(*where, f))
+    bad = next((s for s in t.symbols if not (s.isdigit() or s in declared)), None) if clean("shape") else None
+    if bad is not None:
+        found.add(where + ("shape",), t.shape, f"{_mean(bad, declared)}declare {bad!r} in dims, e.g. dims={{{bad!r}: "
+                  "kl.Dim(1, 4096, tile=64)}, or use a literal size.")
+    if clean("range") and t.range is not None and not output:
+        bad = next((v for v in t.range if isinstance(v, str) and v not in declared), None)
+        if bad is not None:
+            found.add(where + ("range",), t.range, f"{_mean(bad, declared)}give (lo, hi), inclusive, numbers or dim names, "
+                      "e.g. range=(1, 'S').")
+    if clean("valid") and t.valid is not None:
+        if isinstance(t.valid, str) and t.valid not in declared:
+            found.add(where + ("valid",), t.valid, f"{_mean(t.valid, declared)}give the number of valid elements of the last "
+                      "dim (an int or a dim name); the rest is padding.")
+        elif clean("shape") and not t.symbols:
+            found.add(where + ("valid",), t.valid, "a 0-d tensor has no rows to pad; drop `valid`.")
+
+
+def _kind_rules(found: _Found, where: tuple, t: Tensor) -> None:
+    """An input's value kinds and layouts are kladder's names (and 'nonfinite' needs a policy)."""
+    if t.values is not None and found.clean(*where, "values"):
+        bad = next((k for k in t.values if k not in VALUE_KINDS), None)
+        if bad is not None:
+            found.add(where + ("values",), t.values, f"{_mean(bad, VALUE_KINDS, 0.8)}use value kinds from {VALUE_KINDS}, "
+                      "or [] for none.")
+        elif "nonfinite" in t.values and found.spec.nonfinite is None:
+            found.add(where + ("values",), t.values, "'nonfinite' needs the spec's NaN/Inf policy: "
+                      "Spec(nonfinite='propagate' | 'ignore' | 'raise').")
+    if t.layouts is not None and found.clean(*where, "layouts"):
+        bad = next((lay for lay in t.layouts if lay not in LAYOUTS), None)
+        if bad is not None:
+            found.add(where + ("layouts",), t.layouts, f"{_mean(bad, LAYOUTS, 0.8)}use layouts from {LAYOUTS}, or [] for "
+                      "contiguous only.")
+
+
+DTYPE_HINTS = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
+
+
+def _dtype_rules(found: _Found, name: str, where: tuple, t: Tensor, tensors: dict) -> None:
+    if t.like is not None:
+        others = [n for n in tensors if n != name]
+        if t.like not in others:
+            if found.clean("args") and found.clean("returns"):     # else the tensor it names may be one of those
+                found.add(where + ("like",), t.like, f"{_mean(t.like, others)}name another tensor argument "
+                          f"({', '.join(others)}).")
+        elif t.dtype is not None:
+            dtype = t.dtype[0] if len(t.dtype) == 1 else list(t.dtype)       # as it was most likely written
+            found.add(where, f"dtype={dtype!r}, like={t.like!r}", "give either dtype or like, not both.")
+        return
+    if not t.dtypes:
+        found.add(where + ("dtype",), t.dtype, f"give a dtype or a list of dtypes from {DTYPES}, or like='<other arg>'.")
+    for dt in t.dtypes:
+        if dt not in DTYPES:
+            hint = DTYPE_HINTS.get(dt)
+            found.add(where + ("dtype",), dt, f"use {hint!r}." if hint else f"{_mean(dt, DTYPES, 0.8)}use one of {DTYPES}.")
+            return
+
+
+def _like_cycles(found: _Found, tensors: dict) -> None:
+    """A `like` chain that comes back to where it started has no dtype: one problem a cycle."""
+    seen_cycles = set()
+    for name, (where, t) in tensors.items():
+        path, cur = [name], t
+        while found.clean(*tensors[path[-1]][0]) and cur.like in tensors and cur.like not in path:
+            path.append(cur.like)
+            cur = tensors[cur.like][1]
+        if cur.like in path and found.clean(*tensors[path[-1]][0]):
+            cycle = frozenset(path[path.index(cur.like):])
+            if cycle not in seen_cycles:
+                seen_cycles.add(cycle)
+                found.add(where + ("like",), cur.like, "break the cycle: one tensor in a `like` chain needs a dtype.")
+
+
+def _shape_lists(found: _Found, dims: dict) -> None:
+    """production and tuned shapes: a size for every dim, each an int within its range; config keys not args."""
+    spec, declared = found.spec, _declared(found)
+    for fname in ("production", "tuned"):
+        if not found.clean(fname) or not _named(found):
+            continue
+        for shape in getattr(spec, fname):
+            bad = next((d for d, v in shape.items() if d in dims and not (_int(v) and dims[d].min <= v <= dims[d].max)), None)
+            if not set(declared) <= set(shape):
+                missing = [d for d in declared if d not in shape]
+                extra = next((k for k in shape if k not in declared), None)      # a misspelt dim: did you mean
+                found.add((fname,), dict(shape), f"{_mean(extra, missing)}give a size for every dim: {', '.join(declared)}.")
+            elif bad is not None:
+                found.add((fname,), dict(shape), f"{bad} must be an int within [{dims[bad].min}, {dims[bad].max}].")
+    if found.clean("configs") and found.clean("args"):
+        clash = [k for c in spec.configs for k in c if k in spec.args]
+        if clash:
+            found.add(("configs",), list(spec.configs), f"config keys {clash} collide with args; configs are extra keyword "
+                      "arguments.")
+
+
+def _invariants(found: _Found) -> None:
+    spec = found.spec
+    if not found.clean("invariants"):
+        return
+    inputs = tuple(spec.input_args) if found.clean("args") else None
+    for inv in spec.invariants:
+        where = ("invariants", inv.name)
+        found.fields(inv, INVARIANT_FIELDS, where)
+        if not found.clean(*where, "values") or not inv.values or inputs is None:
+            continue
+        bad = next((a for a in inv.values if a not in inputs), None)
+        if bad is not None:
+            found.add(where + ("values",), dict(inv.values), f"{_mean(bad, inputs)}name input args ({', '.join(inputs)}).")
+        elif any(k not in VALUE_KINDS for k in inv.values.values()):
+            found.add(where + ("values",), dict(inv.values), f"use value kinds from {VALUE_KINDS}.")
+
+
+def _dims_used(spec: Spec, tensors: dict) -> set:
     """The dims something reads: a tensor's shape, a value range (range=(1, "L")), a valid length
     (valid="V"), or `rows`. A dim no shape uses is a size the points choose and that the spec's
     values or its build= function read (a paged cache's max_len: lens in 1..L, a page table of
     ceil(L / 16) columns)."""
-    used = {s for t in spec.all_tensors.values() for s in t.symbols}
-    for t in spec.all_tensors.values():
-        if isinstance(t.range, (tuple, list)):
-            used |= {v for v in t.range if isinstance(v, str)}
+    used = set(spec.row_dims)
+    for _, t in tensors.values():
+        used |= set(t.symbols) | {v for v in t.range or () if isinstance(v, str)}
         if isinstance(t.valid, str):
             used.add(t.valid)
-    rows = spec.rows
-    used |= {rows} if isinstance(rows, str) else {r for r in rows if isinstance(r, str)} if isinstance(rows, (list, tuple)) else set()
     return used
 
 
-def _validate_use(spec: Spec) -> None:
-    """Every dim is used (by a shape, a value range, a valid length or `rows`), and `rows` names dims."""
-    used = _dims_used(spec)
-    for d in spec.dims:
-        if d not in used:
-            _fail(f"Spec({spec.name!r}).dims[{d!r}]", spec.dims[d], f"nothing uses {d!r}: no tensor's shape, value range "
-                  f"(range=(1, {d!r})), valid= or rows; drop it, or use it in a shape "
-                  f"(shapes: {', '.join(f'{n}={t.shape!r}' for n, t in spec.all_tensors.items())}).")
-    rows = spec.rows
-    if rows is not None:
-        if not (isinstance(rows, str) or (isinstance(rows, (list, tuple)) and all(isinstance(r, str) for r in rows))):
-            _fail(f"Spec({spec.name!r}).rows", rows, "name the dim (or dims) whose rows are independent, e.g. rows='M'.")
-    if spec.collective is not None:
-        _validate_collective(spec)
-    if spec.rows is not None:
-        for r in spec.row_dims:
-            if r not in spec.dims:
-                _fail(f"Spec({spec.name!r}).rows", rows, f"name dims declared in `dims` ({', '.join(spec.dims)}).")
-
-
-def _validate_head(spec: Spec) -> None:
-    if not isinstance(spec.name, str) or not spec.name.isidentifier():
-        _fail("Spec.name", spec.name, "use a Python identifier such as 'rmsnorm'; it becomes a pytest id and a file name.")
-    if not callable(spec.kernel):
-        _fail(f"Spec({spec.name!r}).kernel", spec.kernel, "pass the kernel's launcher, a callable taking the args in order.")
-    if not callable(spec.reference) and not (spec.reference is None and spec.collective is not None):
-        _fail(f"Spec({spec.name!r}).reference", spec.reference, "pass a reference callable (plain torch), taking the non-Out args in order.")
-    if not isinstance(spec.args, Mapping) or not spec.args:
-        _fail(f"Spec({spec.name!r}).args", spec.args, "give a dict of argument name -> kl.Tensor, kl.Out or a scalar, in call order.")
-    if not isinstance(spec.dims, Mapping):
-        _fail(f"Spec({spec.name!r}).dims", spec.dims, "give a dict of symbol -> kl.Dim, e.g. {'N': kl.Dim(1, 8192, tile=64)}.")
-    if spec.build is not None and not callable(spec.build):
-        _fail(f"Spec({spec.name!r}).build", spec.build, "pass a callable (point, generator) -> dict of tensors, or leave it out.")
-    if spec.reference_dtype not in FLOAT_DTYPES:
-        _fail(f"Spec({spec.name!r}).reference_dtype", spec.reference_dtype, f"use one of {FLOAT_DTYPES}.")
-    if not isinstance(spec.deterministic, bool):
-        _fail(f"Spec({spec.name!r}).deterministic", spec.deterministic, "give True when the same inputs must give the same "
-              "bits on every call (rung 5 then fails any difference), or False (the default).")
-    if not isinstance(spec.graphs, (bool, type(None))):
-        _fail(f"Spec({spec.name!r}).graphs", spec.graphs, "say whether production runs the kernel captured in CUDA graphs: "
-              "True (a failed capture then fails rung 4), False (a failed capture skips the point), or leave it out "
-              "(None: a failed capture is a warning).")
-
-
-def _validate_dims(spec: Spec) -> None:
-    for name, d in spec.dims.items():
-        where = f"Spec({spec.name!r}).dims[{name!r}]"
-        if not isinstance(d, Dim):
-            _fail(where, d, f"use kl.Dim(min, max, tile=..., widths=[...]), e.g. kl.Dim(1, 8192, tile=64).")
-        if (not (isinstance(d.min, int) and isinstance(d.max, int)) or isinstance(d.min, bool) or isinstance(d.max, bool)
-                or d.min < 0 or d.max < d.min):
-            _fail(where + ".min/max", (d.min, d.max), "give integers with 0 <= min <= max.")
-        for field_name in ("widths", "chunks"):
-            v = getattr(d, field_name)
-            if not isinstance(v, (list, tuple)):
-                _fail(f"{where}.{field_name}", v, f"give a list, e.g. {field_name}=[{v!r}]." if isinstance(v, int) else
-                      f"give a list of ints, e.g. {field_name}=[2880, 4096].")
-        if d.tile is not None and not isinstance(d.tile, (int, list, tuple)):
-            _fail(where + ".tile", d.tile, "give a positive int tile (or a list of them), the block size the kernel cuts this dim into.")
-        for t in d.tiles:
-            if not isinstance(t, int) or isinstance(t, bool) or t <= 0:
-                _fail(where + ".tile", d.tile, "give a positive int tile (or a list of them), the block size the kernel cuts this dim into.")
-        for w in d.widths:
-            if not isinstance(w, int) or not d.min <= w <= d.max:
-                _fail(where + ".widths", list(d.widths), f"give integer widths within [{d.min}, {d.max}], or widen the range.")
-
-
-def _validate_tensors(spec: Spec) -> None:
-    tensors = spec.all_tensors
-    for name, t in tensors.items():
-        where = f"Spec({spec.name!r}).args[{name!r}]" if name in spec.args else f"Spec({spec.name!r}).returns[{name!r}]"
-        if not isinstance(t.shape, str):
-            _fail(where + ".shape", t.shape, "write the shape as symbols separated by spaces, e.g. 'M N' (use '' for a 0-d tensor).")
-        for s in t.symbols:
-            if not (s.isdigit() or s in spec.dims):
-                _fail(where + ".shape", t.shape, f"declare {s!r} in dims, e.g. dims={{{s!r}: kl.Dim(1, 4096, tile=64)}}, or use a literal size.")
-        if t.like is not None:
-            if t.like not in tensors or t.like == name:
-                _fail(where + ".like", t.like, f"name another tensor argument ({', '.join(n for n in tensors if n != name)}).")
-            if t.dtype is not None:
-                _fail(where, f"dtype={t.dtype!r}, like={t.like!r}", "give either dtype or like, not both.")
-        else:
-            if not t.dtypes:
-                _fail(where + ".dtype", t.dtype, f"give a dtype or a list of dtypes from {DTYPES}, or like='<other arg>'.")
-            for dt in t.dtypes:
-                if dt not in DTYPES:
-                    hint = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}.get(dt)
-                    _fail(where + ".dtype", dt, f"use {hint!r}." if hint else f"use one of {DTYPES}.")
-    _check_like_cycles(spec, tensors)
-
-
-def _check_like_cycles(spec: Spec, tensors: dict[str, Tensor]) -> None:
-    for name in tensors:
-        seen, cur = {name}, tensors[name]
-        while cur.like is not None:
-            if cur.like in seen:
-                _fail(f"Spec({spec.name!r}).args[{name!r}].like", cur.like, "break the cycle: one tensor in a `like` chain needs a dtype.")
-            seen.add(cur.like)
-            cur = tensors[cur.like]
-
-
-def _validate_shape_lists(spec: Spec) -> None:
-    for fname in ("configs", "production", "tuned"):
-        items = getattr(spec, fname)
-        if not isinstance(items, (list, tuple)) or not all(isinstance(c, Mapping) for c in items):
-            _fail(f"Spec({spec.name!r}).{fname}", items, f"give a list of dicts, e.g. [{{'BLOCK': 128}}]." if fname == "configs"
-                  else f"give a list of dicts over the dims, e.g. [{{{', '.join(repr(d) + ': 1' for d in spec.dims)}}}].")
-    for fname in ("production", "tuned"):
-        for shape in getattr(spec, fname):
-            if set(shape) != set(spec.dims) and not set(spec.dims) <= set(shape):
-                _fail(f"Spec({spec.name!r}).{fname}", dict(shape), f"give a size for every dim: {', '.join(spec.dims)}.")
-            for d, v in shape.items():
-                if d in spec.dims and (not isinstance(v, int) or not spec.dims[d].min <= v <= spec.dims[d].max):
-                    _fail(f"Spec({spec.name!r}).{fname}", dict(shape), f"{d} must be an int within [{spec.dims[d].min}, {spec.dims[d].max}].")
-    clash = [k for c in spec.configs for k in c if k in spec.args]
-    if clash:
-        _fail(f"Spec({spec.name!r}).configs", list(spec.configs), f"config keys {clash} collide with args; configs are extra keyword arguments.")
-
-
-def _validate_values(spec: Spec) -> None:
-    name = spec.name
-    for a, t in spec.all_tensors.items():
-        where = f"Spec({name!r}).args[{a!r}]" if a in spec.args else f"Spec({name!r}).returns[{a!r}]"
-        if t.values is not None:
-            kinds = (t.values,) if isinstance(t.values, str) else t.values
-            for k in kinds:
-                if k not in VALUE_KINDS:
-                    _fail(where + ".values", t.values, f"use value kinds from {VALUE_KINDS}, or [] for none.")
-            if "nonfinite" in kinds and spec.nonfinite is None:
-                _fail(where + ".values", t.values, "'nonfinite' needs the spec's NaN/Inf policy: Spec(nonfinite='propagate' | 'ignore' | 'raise').")
-        if t.range is not None:
-            r = t.range
-            ok = isinstance(r, (tuple, list)) and len(r) == 2 and all(
-                (isinstance(v, (int, float)) and not isinstance(v, bool)) or (isinstance(v, str) and v in spec.dims) for v in r)
-            if not ok:
-                _fail(where + ".range", r, "give (lo, hi), inclusive, numbers or dim names, e.g. range=(1, 'S').")
-        if t.valid is not None:
-            v = t.valid
-            if not ((isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (isinstance(v, str) and v in spec.dims)):
-                _fail(where + ".valid", v, "give the number of valid elements of the last dim (an int or a dim name); the rest is padding.")
-            if not t.symbols:
-                _fail(where + ".valid", v, "a 0-d tensor has no rows to pad; drop `valid`.")
-        if t.layouts is not None:
-            lays = (t.layouts,) if isinstance(t.layouts, str) else t.layouts
-            for lay in lays:
-                if lay not in LAYOUTS:
-                    _fail(where + ".layouts", t.layouts, f"use layouts from {LAYOUTS}, or [] for contiguous only.")
-    for d, dim in spec.dims.items():
-        for c in dim.chunks:
-            if not isinstance(c, int) or isinstance(c, bool) or c <= 0:
-                _fail(f"Spec({name!r}).dims[{d!r}].chunks", list(dim.chunks), "give positive int chunk sizes, e.g. chunks=[256].")
-    if spec.nonfinite is not None and spec.nonfinite not in NONFINITE_POLICIES:
-        _fail(f"Spec({name!r}).nonfinite", spec.nonfinite, f"use one of {NONFINITE_POLICIES}, or None for no NaN/Inf points.")
-    invs = spec.invariants
-    if not isinstance(invs, (list, tuple)) or not all(isinstance(i, Invariant) for i in invs):
-        _fail(f"Spec({name!r}).invariants", invs, "give a list of kl.Invariant(name, check, values=None).")
-    for inv in invs:
-        if not callable(inv.check):
-            _fail(f"Spec({name!r}).invariants[{inv.name!r}].check", inv.check, "pass a callable (inputs, outputs) -> bool or bool tensor.")
-        for a, k in (inv.values or {}).items():
-            if a not in spec.input_args:
-                _fail(f"Spec({name!r}).invariants[{inv.name!r}].values", dict(inv.values), f"name input args ({', '.join(spec.input_args)}).")
-            if k not in VALUE_KINDS:
-                _fail(f"Spec({name!r}).invariants[{inv.name!r}].values", dict(inv.values), f"use value kinds from {VALUE_KINDS}.")
-    slot = spec.slot
-    if slot is not None and not (isinstance(slot, str) or hasattr(slot, "score")
-                                 or (isinstance(slot, tuple) and len(slot) == 2 and isinstance(slot[0], str) and callable(slot[1]))):
-        _fail(f"Spec({name!r}).slot", slot, "name a slot of kladder's model ('rmsnorm', 'attention_decode', ...), give "
-              "(slot, callable) when the slot takes another callable than `kernel`, or a kladder.model.Adapter.")
-    if not isinstance(spec.model_nll_tolerance, (int, float)) or spec.model_nll_tolerance < 0:
-        _fail(f"Spec({name!r}).model_nll_tolerance", spec.model_nll_tolerance, "give the largest relative rise of the answers' "
-              "negative log-likelihood that passes, >= 0 (e.g. 0.05 for 5%).")
-    if not isinstance(spec.model_tolerance, (int, float)) or not 0 <= spec.model_tolerance <= 1:
-        _fail(f"Spec({name!r}).model_tolerance", spec.model_tolerance, "give the largest score drop that passes, between 0 and 1 (e.g. 0.02).")
-
-
-def _validate_tolerance(spec: Spec) -> None:
-    tol = spec.tolerance
-    if tol is None or isinstance(tol, Tolerance):
+def _use(found: _Found, tensors: dict) -> None:
+    """Every dim is used (by a shape, a value range, a valid length or `rows`), and `rows` names dims.
+    Judged only when every shape, range, valid and rows could be read: a malformed one would
+    leave a dim it uses looking unused."""
+    spec, declared = found.spec, _declared(found)
+    if not _named(found):
         return
-    pairs = [tol] if isinstance(tol, tuple) else list(tol.values()) if isinstance(tol, Mapping) else None
-    if pairs is None:
-        _fail(f"Spec({spec.name!r}).tolerance", tol, "give (rtol, atol), kl.Tolerance(rtol, atol), or {'bfloat16': (rtol, atol)}.")
-    if isinstance(tol, Mapping):
-        bad = [k for k in tol if k not in DTYPES]
-        if bad:
-            _fail(f"Spec({spec.name!r}).tolerance", tol, f"key by dtype names from {DTYPES}; {bad} is not one.")
-    for p in pairs:
-        vals = (p.rtol, p.atol) if isinstance(p, Tolerance) else p
-        if not (isinstance(vals, tuple) and len(vals) == 2 and all(isinstance(v, (int, float)) and v >= 0 and math.isfinite(v) for v in vals)):
-            _fail(f"Spec({spec.name!r}).tolerance", tol, "each tolerance is (rtol, atol): two finite numbers >= 0.")
+    if found.clean("rows"):
+        bad = next((r for r in spec.row_dims if r not in declared), None)
+        if bad is not None:
+            found.add(("rows",), spec.rows, f"{_mean(bad, declared)}name dims declared in `dims` ({', '.join(declared)}).")
+    readable = found.clean("args") and found.clean("returns") and found.clean("rows") and all(
+        found.clean(*where, f) for where, _ in tensors.values() for f in ("shape", "range", "valid"))
+    if not readable:
+        return
+    used = _dims_used(spec, tensors)
+    for d in declared:
+        if d not in used:
+            found.add(("dims", d), spec.dims[d], f"nothing uses {d!r}: no tensor's shape, value range (range=(1, {d!r})), "
+                      f"valid= or rows; drop it, or use it in a shape (shapes: "
+                      f"{', '.join(f'{n}={t.shape!r}' for n, (_, t) in tensors.items())}).")
 
 
-def _validate_toolchain(spec: Spec) -> None:
-    """Rung 7's fields: expect, flags, imports."""
-    name = spec.name
-    if not isinstance(spec.expect, (list, tuple)) or not all(isinstance(e, (str, Expect)) for e in spec.expect):
-        _fail(f"Spec({name!r}).expect", spec.expect, "give a list of kernel-name globs ('*decode*') or "
-              "kl.Expect('*decode*', when={'S': 1}, label='the decode kernel').")
-    for i, e in enumerate(spec.expectations):
-        _validate_expect(spec, f"Spec({name!r}).expect[{i}]", e)
-    if not isinstance(spec.flags, (list, tuple)) or not all(isinstance(f, Flag) for f in spec.flags):
-        _fail(f"Spec({name!r}).flags", spec.flags, "give a list of kl.Flag('USE_TMA', values=(False, True)) or "
-              "kl.Flag(env='MYLIB_FAST', values=('0', '1')).")
-    seen = set()
-    for f in spec.flags:
-        _validate_flag(spec, f)
-        if f.key in seen:
-            _fail(f"Spec({name!r}).flags", f.key, "declare each flag once.")
-        seen.add(f.key)
-    if not isinstance(spec.imports, (list, tuple)):
-        _fail(f"Spec({name!r}).imports", spec.imports, "give a list of 'pkg.mod:name' strings.")
-    for imp in spec.imports:
-        mod, _, attr = imp.partition(":") if isinstance(imp, str) else ("", "", "")
-        if not (mod and attr and all(p.isidentifier() for p in mod.split(".") + attr.split("."))):
-            _fail(f"Spec({name!r}).imports", imp, "write each as 'pkg.mod:name' (a module, a colon, a name in it; "
-                  "'pkg.mod:Class.method' for an attribute of one), e.g. 'mylib.ops:rmsnorm'.")
-
-
-def _validate_expect(spec: Spec, where: str, e: Expect) -> None:
-    if not isinstance(e.kernel, str) or not e.kernel:
-        _fail(where + ".kernel", e.kernel, "give a glob over kernel or function names, e.g. '*decode*'.")
-    if e.when is not None:
-        if not isinstance(e.when, Mapping) or not e.when:
-            _fail(where + ".when", e.when, "give a dict of dims or config keys -> a value or a list, e.g. {'S': 1}.")
-        for k, v in e.when.items():
-            if k not in spec.dims and k not in spec.config_keys:
-                _fail(where + ".when", dict(e.when), f"{k!r} is neither a dim ({', '.join(spec.dims)}) nor a config "
-                      f"key ({', '.join(sorted(spec.config_keys)) or 'no configs'}).")
-            for x in (v if isinstance(v, (list, tuple)) else [v]):
-                if k in spec.dims and (not isinstance(x, int) or isinstance(x, bool)
-                                       or not spec.dims[k].min <= x <= spec.dims[k].max):
-                    _fail(where + ".when", dict(e.when), f"{k} must be an int within [{spec.dims[k].min}, "
-                          f"{spec.dims[k].max}] (or a list of them).")
-    if e.launch is not None and (not isinstance(e.launch, Mapping) or not all(isinstance(k, str) for k in e.launch)):
-        _fail(where + ".launch", e.launch, "give the constexpr and launch-option values the launch must have, "
-              "e.g. {'BLOCK_M': 64, 'num_warps': 4}.")
-    if not isinstance(e.label, str):
-        _fail(where + ".label", e.label, "give a short name for reports, e.g. 'the decode kernel'.")
-
-
-def _validate_flag(spec: Spec, f: Flag) -> None:
-    where = f"Spec({spec.name!r}).flags[{f.key!r}]"
-    if (f.name is None) == (f.env is None):
-        _fail(where, f"name={f.name!r}, env={f.env!r}", "give either the launcher keyword (kl.Flag('USE_TMA')) or "
-              "the environment variable (kl.Flag(env='MYLIB_FAST')), not both.")
-    if f.name is not None and (not isinstance(f.name, str) or not f.name.isidentifier() or f.name in spec.args):
-        _fail(where + ".name", f.name, "give the keyword the launcher takes (an identifier that is not one of args).")
-    if f.env is not None and (not isinstance(f.env, str) or not f.env or "=" in f.env):
-        _fail(where + ".env", f.env, "give the environment variable's name, e.g. 'MYLIB_FAST'.")
-    values = f.values
-    if not isinstance(values, (list, tuple)) or len(values) < 2 or len({repr(v) for v in values}) != len(values):
-        _fail(where + ".values", values, "give at least two distinct values to compare, e.g. (False, True).")
-    if f.env is not None and not all(isinstance(v, str) for v in values):
-        _fail(where + ".values", values, "an environment variable's values are strings, e.g. ('0', '1').")
-    if f.name is not None and not all(isinstance(v, (bool, int, float, str)) or v is None for v in values):
-        _fail(where + ".values", values, "give plain values (bool, int, float, str or None): they go into a point "
-              "and its repro command.")
-def _validate_collective(spec: Spec) -> None:
-    c, name = spec.collective, spec.name
-    where = f"Spec({name!r}).collective"
-    if not isinstance(c, Collective):
-        _fail(where, c, "give kl.Collective(world=[2], switches=[bytes, ...]), the ranks and the protocol's size switches.")
+def _collective(found: _Found, tensors: dict) -> None:
+    spec, c, declared = found.spec, found.spec.collective, _declared(found)
+    found.fields(c, COLLECTIVE_FIELDS, ("collective",))
     if spec.reference is not None:
-        _fail(f"Spec({name!r}).reference", spec.reference, "a collective is judged against the torch.distributed "
-              "collective it names (Collective(reference='all_reduce', op='sum')): leave Spec.reference None.")
-    worlds = c.worlds
-    if not worlds or not all(isinstance(w, int) and not isinstance(w, bool) and w >= 2 for w in worlds):
-        _fail(where + ".world", c.world, "give the world sizes to run, ints >= 2, e.g. world=[2, 4, 8].")
-    sw = list(c.switches)
-    if not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in sw) or sw != sorted(set(sw)):
-        _fail(where + ".switches", c.switches, "give the message sizes in bytes where the protocol changes, positive "
-              "and increasing, e.g. switches=[512 << 10, 4 << 20].")
-    if c.reference not in COLLECTIVE_REFERENCES:
-        _fail(where + ".reference", c.reference, f"use one of {tuple(COLLECTIVE_REFERENCES)}.")
+        found.add(("reference",), spec.reference, "a collective is judged against the torch.distributed collective it names "
+                  "(Collective(reference='all_reduce', op='sum')): leave Spec.reference None.")
     if c.reference == "all_reduce" and c.op not in COLLECTIVE_REFERENCES["all_reduce"]:
-        _fail(where + ".op", c.op, f"use one of {COLLECTIVE_REFERENCES['all_reduce']}.")
-    if len(spec.input_args) != 1 or len(spec.outputs) != 1:
-        _fail(f"Spec({name!r}).args", list(spec.args), "a collective takes one input tensor (the rank's message) and "
-              "has one output (a kl.Out argument or returns=).")
-    if not isinstance(c.queued, int) or isinstance(c.queued, bool) or c.queued < 1:
-        _fail(where + ".queued", c.queued, "give the number of calls queued before one synchronisation, e.g. 64.")
-    if c.setup is not None and not callable(c.setup):
-        _fail(where + ".setup", c.setup, "pass a callable (group, device) -> communicator, or leave it out (the kernel "
-              "then gets the torch.distributed group).")
-    if c.needs not in ("", "cuda"):
-        _fail(where + ".needs", c.needs, "give 'cuda' for a protocol that runs only on CUDA ranks, or leave it out.")
+        found.add(("collective", "op"), c.op, f"{_mean(c.op, COLLECTIVE_REFERENCES['all_reduce'], 0.8)}use one of "
+                  f"{COLLECTIVE_REFERENCES['all_reduce']}.")
     for fname in ("dim", "world_dim"):
         v = getattr(c, fname)
-        if v is not None and v not in spec.dims:
-            _fail(f"{where}.{fname}", v, f"name a dim declared in `dims` ({', '.join(spec.dims)}).")
-    if spec.message_dim is None:
-        _fail(where + ".dim", c.dim, "name the dim that sets the message size: the input has no symbolic dim.")
-    if c.lag_us is not None and (not isinstance(c.lag_us, int) or c.lag_us < 0):
-        _fail(where + ".lag_us", c.lag_us, "give the lagging rank's wait before each call in microseconds, an int >= 0.")
-    if c.watchdog_s is not None and (not isinstance(c.watchdog_s, (int, float)) or not c.watchdog_s > 0):
-        _fail(where + ".watchdog_s", c.watchdog_s, "give the seconds without progress that make a hang, > 0.")
+        if v is not None and found.clean("collective", fname) and _named(found) and v not in declared:
+            found.add(("collective", fname), v, f"{_mean(v, declared)}name a dim declared in `dims` ({', '.join(declared)}).")
+    if not found.clean("args") or not found.clean("returns"):
+        return
+    if len(spec.input_args) != 1 or len(spec.outputs) != 1:
+        found.add(("args",), list(spec.args), "a collective takes one input tensor (the rank's message) and has one output "
+                  "(a kl.Out argument or returns=).")
+    elif found.clean("collective", "dim") and found.clean(*tensors[next(iter(spec.input_args))][0], "shape") \
+            and spec.message_dim is None:
+        found.add(("collective", "dim"), c.dim, "name the dim that sets the message size: the input has no symbolic dim.")
+
+
+def _toolchain(found: _Found, dims: dict) -> None:
+    """Rung 7's fields: expect, flags (imports are checked by their row of SPEC_FIELDS)."""
+    spec = found.spec
+    if found.clean("expect"):
+        for i, e in enumerate(spec.expect):
+            found.fields(e, EXPECT_FIELDS, ("expect", i))
+            if found.clean("expect", i, "when") and e.when is not None and _named(found):
+                _when(found, ("expect", i, "when"), e.when, dims)
+    if found.clean("flags"):
+        seen = set()
+        for f in spec.flags:
+            _flag(found, f)
+            if f.key in seen:
+                found.add(("flags",), f.key, "declare each flag once.")
+            seen.add(f.key)
+
+
+def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
+    spec, declared = found.spec, _declared(found)
+    keys = sorted({k for c in spec.configs for k in c}) if found.clean("configs") else []
+    for k, v in when.items():
+        if k not in declared and k not in keys:
+            found.add(where, dict(when), f"{_mean(k, list(declared) + keys)}{k!r} is neither a dim ({', '.join(declared)}) nor "
+                      f"a config key ({', '.join(keys) or 'no configs'}).")
+            return
+        if k in dims and not all(_int(x) and dims[k].min <= x <= dims[k].max for x in (v if isinstance(v, (list, tuple)) else [v])):
+            found.add(where, dict(when), f"{k} must be an int within [{dims[k].min}, {dims[k].max}] (or a list of them).")
+            return
+
+
+def _flag(found: _Found, f: Flag) -> None:
+    spec, where = found.spec, ("flags", f.key)
+    found.fields(f, FLAG_FIELDS, where)
+    if (f.name is None) == (f.env is None):
+        found.add(where, f"name={f.name!r}, env={f.env!r}", "give either the launcher keyword (kl.Flag('USE_TMA')) or the "
+                  "environment variable (kl.Flag(env='MYLIB_FAST')), not both.")
+    if found.clean(*where, "name") and found.clean("args") and f.name in spec.args:
+        found.add(where + ("name",), f.name, FLAG_FIELDS["name"][0].fix)
+    if not found.clean(*where, "values"):
+        return
+    if f.env is not None and not all(isinstance(v, str) for v in f.values):
+        found.add(where + ("values",), f.values, "an environment variable's values are strings, e.g. ('0', '1').")
+    elif f.name is not None and not all(isinstance(v, (bool, int, float, str)) or v is None for v in f.values):
+        found.add(where + ("values",), f.values, "give plain values (bool, int, float, str or None): they go into a point and "
+                  "its repro command.")
