@@ -252,3 +252,20 @@ def test_a_run_alone_waits_for_the_points_in_flight_and_holds_the_others_back():
     for t in (a, b, c):
         t.join(10)
     assert order == ["a in", "a out", "alone", "c in", "c out"]
+
+
+def test_points_in_flight_are_told_apart_by_identity_not_by_their_counts():
+    """Two points in flight may hold equal counts of other busy lanes: ending one must not end
+    the other (list.remove compares by value: on the H200, with four lanes, a climb ended in
+    'list.remove(x): x not in list')."""
+    from kladder.ladder import Runner
+    from kladder.run.isolation import Pool
+    runner = Runner(os.path.join(SPECS, "lock_wait.py"), None, "cpu", pool=Pool("unused", "cpu"))
+    a = runner._began()
+    b = runner._began()                  # a and b: one other lane each, equal counts
+    runner._ended(b)
+    c = runner._began()
+    d = runner._began()                  # a, c, d in flight: two others each
+    for seen in (a, c, d):
+        runner._ended(seen)
+    assert runner._running == [] and (a, b, c, d) == ([2], [1], [2], [2])

@@ -233,8 +233,10 @@ class Runner:
             return seen
 
     def _ended(self, seen: list[int]) -> None:
+        # by identity: list.remove compares by value, and two points in flight may hold equal
+        # counts (on the H200, four lanes: 'list.remove(x): x not in list' ended a climb)
         with self._lanes_lock:
-            self._running.remove(seen)
+            self._running = [s for s in self._running if s is not seen]
 
     def _run_once(self, point: Point, timeout: float, fresh: bool) -> Outcome:
         """A run; one that hung, crashed, faulted or ran out of memory while other work used the
