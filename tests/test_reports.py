@@ -371,3 +371,28 @@ def test_a_cuda_call_of_the_climbing_process_that_fails_is_retried_then_exit_2_w
     doc = report_json(out)
     assert doc["exit_code"] == 2 and doc["start_error"]["kind"] == "device" and doc["start_error"]["free_bytes"] == 3 << 30
     assert doc["start_error"]["message"] in err and not os.path.exists(tmp_path / "l.jsonl")
+
+
+def test_kladders_own_error_mid_climb_still_writes_the_report_with_the_points_so_far(tmp_path, monkeypatch, capsys):
+    """A bug of kladder's that ends a climb early (on the H200 a lane's bookkeeping raised) is
+    said as kladder's, exit 1, and the report holds every point judged before it."""
+    from kladder import cli, ladder
+    real, calls = ladder.Runner._finish, []
+
+    def finish_then_break(self, outcome):
+        calls.append(outcome)
+        if len(calls) == 3:
+            raise ValueError("a bookkeeping slip of kladder's")
+        return real(self, outcome)
+
+    monkeypatch.setattr(ladder.Runner, "_finish", finish_then_break)
+    out = tmp_path / "r.json"
+    code = cli.main(["climb", GOOD, "--rungs", "1", "--device", "cpu", "-j", "1", "--json", str(out),
+                     "--log", str(tmp_path / "r.jsonl")])
+    assert code == 1
+    doc = report_json(out)
+    assert doc["exit_code"] == 1 and doc["kladder_error"]["error"] == "ValueError"
+    assert "bookkeeping slip" in doc["kladder_error"]["text"]
+    assert [p["status"] for r in doc["rungs"] for p in r["points"]] == ["passed", "passed"]
+    assert "kladder's own error ended the climb (not the kernel's)" in capsys.readouterr().err
+    report_json(tmp_path / "r.jsonl")

@@ -215,6 +215,12 @@ def cmd_climb(ref: str, args) -> int:
         problem = UsageProblem(str(e))
     except DeviceStartError as e:
         report.start_error = e.facts
+    except Exception as e:  # noqa: BLE001 - kladder's own bug mid-climb: the points so far still get their report
+        if report is None:
+            raise
+        import traceback
+        from .outcome import error_facts
+        report.kladder_error = {**error_facts(e), "trace": "".join(traceback.format_exception(e)[-8:])}
     finally:
         for pool in started["pools"]:
             pool.close()
@@ -273,6 +279,10 @@ def _ended(report, args, guard, problem, rungs) -> int:
         if args.json and not _write_json(args.json, report):
             return EXIT_USAGE
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if report.kladder_error:
+        x = report.kladder_error
+        print(f"{x['trace']}kladder: kladder's own error ended the climb (not the kernel's): {x['error']}: {x['text']}; "
+              "the report holds the points run before it", file=sys.stderr)
     if report.start_error:
         print(f"kladder: error: {report.start_error['message']}", file=sys.stderr)
     else:

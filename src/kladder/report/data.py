@@ -70,6 +70,7 @@ class ClimbReport:
     fingerprint: dict = field(default_factory=dict)     # the environment (kladder.fingerprint)
     run_id: str = field(default_factory=new_run_id)      # in the log's name and in every record
     start_error: dict | None = None      # why the climb (or a worker it needed) could not start: facts, see below
+    kladder_error: dict | None = None    # kladder's own error that ended the climb early: error, text, trace (exit 1)
 
     @property
     def outcomes(self) -> list[Outcome]:
@@ -98,6 +99,8 @@ class ClimbReport:
         failed, the device's free and total bytes and the processes holding it})."""
         if self.start_error:
             return NOT_STARTED
+        if self.kladder_error:
+            return 1                        # could not be judged: kladder's fault, never a pass
         if self.interrupted:
             return INTERRUPTED
         ok = all(o.status in (Status.PASSED, Status.SKIPPED) for o in self.outcomes)

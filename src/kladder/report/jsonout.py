@@ -83,7 +83,7 @@ def write_report(path: str, report: ClimbReport) -> None:
 def report_dict(report: ClimbReport) -> dict[str, Any]:
     return {"format": FORMAT, "spec": report.spec, "ref": report.ref, "device": report.device,
             "device_name": report.device_name, "kladder_version": report.kladder_version, "started": report.started,
-            "run_id": report.run_id, "start_error": report.start_error, "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
+            "run_id": report.run_id, "start_error": report.start_error, "kladder_error": report.kladder_error, "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
             "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
             "rungs": [rung_dict(r) for r in report.rungs]}
@@ -101,7 +101,7 @@ def header_dict(report: ClimbReport, opts, fingerprint: dict) -> dict[str, Any]:
 def end_dict(report: ClimbReport) -> dict[str, Any]:
     counts = Counter(str(o.status) for o in report.outcomes)
     return {"ended": _dt.datetime.now().isoformat(timespec="seconds"), "run_id": report.run_id,
-            "start_error": report.start_error, "seconds": round(report.seconds, 3),
+            "start_error": report.start_error, "kladder_error": report.kladder_error, "seconds": round(report.seconds, 3),
             "interrupted": report.interrupted, "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "device_name": report.device_name, "lowest_failing_rung": report.lowest_failing_rung,
             "points": len(report.outcomes), "counts": dict(counts), "fingerprint": report.fingerprint}
