@@ -172,7 +172,7 @@ def layout_plan(shape: tuple[int, ...], layout: str) -> tuple[tuple, tuple, int,
     if any(s == 0 for s in shape):
         length = offset
     else:
-        length = offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1
+        length = offset + sum((s - 1) * st for s, st in zip(shape, stride, strict=False)) + 1
     return shape, tuple(stride), offset, length
 
 

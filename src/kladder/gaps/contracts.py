@@ -51,7 +51,7 @@ def dtype_points(spec: Spec, shape: dict) -> Iterator[Point]:
     if not names:
         return
     for combo in itertools.product(*(spec.dtype_choices(n) for n in names)):
-        dtypes = tuple(zip(names, combo))
+        dtypes = tuple(zip(names, combo, strict=True))
         text = ", ".join(f"{n} {d}" for n, d in dtypes)
         yield Point(spec.name, RUNG, tuple(shape.items()), dtypes, f"dtype sweep: {text}; {sizes_text(shape)}", kind="dtype")
 

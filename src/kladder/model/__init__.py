@@ -100,7 +100,7 @@ def evaluate(slots: dict[str, Callable] | None = None, n: int = 64, device: str 
     drift, gain = _drift(forced, probs.answer, probs.prompt, device, dtype) if slots else (0.0, 0.0)
     samples = [(f"{int(a)}+{int(b)}=", task.decode_answer(want), task.decode_answer(g))
                for a, b, want, g in zip(probs.a[:SHOWN_SAMPLES], probs.b[:SHOWN_SAMPLES],
-                                         probs.answer[:SHOWN_SAMPLES], got[:SHOWN_SAMPLES])]
+                                         probs.answer[:SHOWN_SAMPLES], got[:SHOWN_SAMPLES], strict=False)]
     return ModelScore(float(right.float().mean()), n, samples, int((~right).sum()), dtype, str(device), seed,
                       time.perf_counter() - t0, drift, gain, nll)
 

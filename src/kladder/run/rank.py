@@ -219,7 +219,7 @@ def _reference(spec, prepared, group, ref_dev: str, world: int) -> dict:
     h, prep = prepared
     c = spec.collective
     names = [n for n in spec.args if n not in spec.out_args]
-    x = next(a for a, n in zip(prep.ref_args, names) if n in spec.input_args).to(ref_dev)
+    x = next(a for a, n in zip(prep.ref_args, names, strict=False) if n in spec.input_args).to(ref_dev)
     out_name = next(iter(spec.outputs))
     if c.reference == "all_reduce":
         ops = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN,
@@ -238,7 +238,7 @@ def _save(spec, preps, returned, expected, rank: int, d: str, record: dict) -> N
     import torch
     from safetensors.torch import save_file
     tensors = {}
-    for call, ((h, prep), ret, exp) in enumerate(zip(preps, returned, expected)):
+    for call, ((h, prep), ret, exp) in enumerate(zip(preps, returned, expected, strict=False)):
         outputs = h.outputs(prep, ret)
         meta = {"call": call, "size": prep.point.sizes[spec.message_dim], "returned": {}, "devices": {},
                 "damaged": {n: g.damaged() for n, g in prep.inputs.guarded.items()}}

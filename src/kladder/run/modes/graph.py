@@ -51,7 +51,7 @@ class Graph:
             return
         for r in range(1, REPLAYS + 1):
             fresh = h.prepare(seed=static.point.seed + r)
-            for dst, src in zip(static.inputs.args, fresh.inputs.args):
+            for dst, src in zip(static.inputs.args, fresh.inputs.args, strict=True):
                 if isinstance(dst, torch.Tensor) and dst is not src:
                     dst.copy_(src)
             outputs = h.outputs(static, returned)
