@@ -262,10 +262,10 @@ class Judge:
         m = p.mismatch
         if p.need == "values":
             m = values.settle_with(m, p.out, p.ref, p.tol, peer)
-            if m is not None and rounding is not None and p.dtype == "bfloat16":
-                if values.settle(m, p.out, p.ref, p.tol, slack_ulps=1) is None:
-                    self.unjudged = Note(NoteKind.INTERPRETER_DEFECT, {"feature": "bf16_rounding", **rounding})
-                    return None
+            if (m is not None and rounding is not None and p.dtype == "bfloat16"
+                    and values.settle(m, p.out, p.ref, p.tol, slack_ulps=1) is None):
+                self.unjudged = Note(NoteKind.INTERPRETER_DEFECT, {"feature": "bf16_rounding", **rounding})
+                return None
             if m is not None:
                 return values.finding(p.name, m, p.out, p.ref, p.tol, p.where, p.about)
         if self._bias_judged(self.point, p.dtype):

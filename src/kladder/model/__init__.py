@@ -110,7 +110,6 @@ def _drift(logits, tokens, prompt, device, dtype) -> tuple[float, float]:
     the right answers, so both see the same prefixes): the mean relative L2
     error, and the mean gain along the default logits minus 1 (negative: the logits shrank,
     an error that leans toward zero). Exact match saturates on a confident model; these move."""
-    import torch
     base = load(None, device, dtype)
     _, ref = base.generate(prompt.to(device), tokens.shape[1], forced=tokens.to(device))
     rel = ((logits - ref).norm(dim=-1) / ref.norm(dim=-1)).mean()

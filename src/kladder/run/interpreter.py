@@ -166,9 +166,9 @@ def watch():
     builder = ti.InterpreterBuilder
 
     def arith(*hs, op=None):
-        if BF16_ARITHMETIC in silent and any(_bf16(h, tl) for h in hs):
-            if getattr(op, "__name__", "") not in _BITWISE:
-                seen.add(BF16_ARITHMETIC)
+        if (BF16_ARITHMETIC in silent and any(_bf16(h, tl) for h in hs)
+                and getattr(op, "__name__", "") not in _BITWISE):
+            seen.add(BF16_ARITHMETIC)
 
     def cast(src, dst):
         if BF16_ROUNDING in silent and src.dtype.scalar == tl.float32 and getattr(dst, "scalar", dst) == tl.bfloat16:

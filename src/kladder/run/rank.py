@@ -14,6 +14,7 @@ point); on CUDA it starts them (`python -m kladder.run.rank`), since a CUDA cont
 survive a fork."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -120,10 +121,8 @@ def run(spec, point: Point, device: str, rank: int, d: str) -> int:
         return 4
     progress.set(rank, "done")
     _write(d, rank, {**record, "ended": {"how": "done"}})
-    try:
+    with contextlib.suppress(Exception):      # the results are written: a teardown hiccup changes nothing
         dist.destroy_process_group()
-    except Exception:  # noqa: BLE001 - the results are written; a teardown hiccup changes nothing
-        pass
     return 0
 
 
@@ -165,7 +164,7 @@ def _calls(spec, point: Point, preps, comm, rank: int, dev: str, progress: Progr
     lag = _lagger(dev, r["lag_us"]) if rank == r["lag"] else None
     events, returned, call = [], [], 0
     try:
-        for call, (h, prep) in enumerate(preps):
+        for call, (_, prep) in enumerate(preps):
             if lag:
                 lag()
             progress.set(rank, launched=call + 1)

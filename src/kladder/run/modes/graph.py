@@ -55,7 +55,7 @@ class Graph:
                 if isinstance(dst, torch.Tensor) and dst is not src:
                     dst.copy_(src)
             outputs = h.outputs(static, returned)
-            for name, t in outputs.items():
+            for t in outputs.values():
                 if isinstance(t, torch.Tensor) and t.is_floating_point():
                     poison(t, str(t.dtype).removeprefix("torch."))
             graph.replay()

@@ -180,7 +180,7 @@ class Loop:
         fused = self.fuse(differ, worst)
         start = self.made
         pending, t0, stopped = deque(), time.perf_counter(), ""
-        for before, skip in self.batches(load, lambda: stopped):
+        for before, skip in self.batches(load, lambda: stopped):  # noqa: B023 - it must read stopped as the loop sets it
             if fused is not None:
                 bits, far = fused()
             else:
