@@ -27,7 +27,6 @@ BF16_ROUNDING = "bf16_rounding"
 FP8_CAST = "fp8_cast"
 LIBDEVICE = "libdevice"
 RUNTIME_LOOP = "runtime_loop"
-FEATURES = (BF16_ARITHMETIC, BF16_ROUNDING, FP8_CAST, LIBDEVICE, RUNTIME_LOOP)
 GARBAGE = (BF16_ARITHMETIC, FP8_CAST)          # a point that touches one of these is never judged
 RAISING = (LIBDEVICE, RUNTIME_LOOP)            # these show as an exception the probe saw too
 _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert")
