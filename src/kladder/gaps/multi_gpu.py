@@ -1,5 +1,5 @@
 """Rung 6, multi-GPU protocols: a collective's calls as production issues them, not as a unit
-test does. reference/003 §08: a wrong protocol rarely gives a wrong number in a unit test; it
+test does. A wrong protocol rarely gives a wrong number in a unit test; it
 hangs, or completes and returns stale data, and only under the conditions below.
 
 Each point is one run of `world` ranks (a process each):

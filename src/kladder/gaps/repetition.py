@@ -1,5 +1,5 @@
-"""Rung 5, repetition: a test that calls a kernel once samples a probability (reference/003
-§07). Each point here is one call repeated many times (the budget, calls and seconds, lives in
+"""Rung 5, repetition: a test that calls a kernel once samples a probability.
+Each point here is one call repeated many times (the budget, calls and seconds, lives in
 the point, so `kladder repro` repeats exactly it), every output compared bit for bit with the
 first call's on the same inputs; and compute-sanitizer's four tools on the smallest shape.
 

@@ -1,5 +1,5 @@
-"""Rung 7, the toolchain: the software around the kernel that no test of the kernel covers
-(reference/003 §09). A kernel is correct only as the code its toolchain emits, in the build
+"""Rung 7, the toolchain: the software around the kernel that no test of the kernel covers.
+A kernel is correct only as the code its toolchain emits, in the build
 the engine runs: the path a dispatcher picks, the flags that reach code generation, the cache
 that hands a restarted process its code, the names downstream code imports.
 
@@ -7,7 +7,7 @@ that hands a restarted process its code, the names downstream code imports.
   production shape, and at every shape a `Spec(expect=...)` names in its `when`, there with
   contiguous inputs and with each input non-contiguous in turn (a dispatcher may choose by
   seq_len or by layout: a decode test at seq_len 1 with contiguous inputs ran the prefill
-  kernel, reference/000 §4.3);
+  kernel in Modular MAX's mha_decoding regression: zoo/wrong_path_dispatch.py);
 - flag points: one per declared flag, run with each of its values;
 - cache-key points: B on the cache A left, where B is another declared config, a flag's other
   value, or a compiler setting;
