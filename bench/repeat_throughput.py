@@ -124,7 +124,7 @@ def main(path: str, seconds: float, rounds: int = 3) -> None:
               "op_by_op_vs_bare": round(med["op_by_op"] / med["bare"], 3),
               "naive_vs_bare": round(naive_rate / med["bare"], 4), "goal": 0.5,
               "each_round": {n: [round(x) for x in v] for n, v in runs.items()},
-              "each_round_vs_bare": [round(a / b, 3) for a, b in zip(runs["kladder"], runs["bare"])],
+              "each_round_vs_bare": [round(a / b, 3) for a, b in zip(runs["kladder"], runs["bare"], strict=False)],
               "kladder": facts["kladder"], "op_by_op": facts["op_by_op"],
               "torch": torch.__version__, "triton": triton.__version__}
     with open(path, "w") as f:

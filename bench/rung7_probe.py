@@ -75,7 +75,7 @@ def main() -> None:
     for label, f in (("buggy", wp.attention), ("twin", wp.attention_fixed)):
         for lay, (kk, vv, r) in (("contiguous", (k, v, ref)), ("cache_view", (kc, vc, refc))):
             box = {}
-            s = seen(lambda: box.setdefault("o", f(q, kk, vv)))
+            s = seen(lambda box=box, f=f, kk=kk, vv=vv: box.setdefault("o", f(q, kk, vv)))
             s["max_abs_err"] = float((box["o"].double() - r).abs().max())
             res["wrong_path_dispatch"][f"{label}.{lay}"] = s
     xs = torch.randn(64, 4096, dtype=torch.bfloat16, device=DEV)

@@ -36,7 +36,7 @@ def main(shift: int) -> None:
     logits = q[b, hh, s] @ k[b, hh].T / math.sqrt(q.shape[-1])
     top = logits.topk(4)
     big = float(top.values[0].abs())
-    for j, (val, idx) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
+    for j, (val, idx) in enumerate(zip(top.values.tolist(), top.indices.tolist(), strict=True)):
         print(f"  logit {j}: key {idx} {val:.6e}  gap to top {top.values[0].item() - val:.3e} "
               f"(= {(top.values[0].item() - val) / (big * 2 ** -24):.3g} float32 roundings, "
               f"{(top.values[0].item() - val) / (big * 2 ** -8):.3g} bfloat16) v[{dd}] = {float(v[b, hh, idx, dd]):.5f}")

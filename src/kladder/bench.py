@@ -1,7 +1,7 @@
 """`kladder bench SPEC [--against OTHER] [--point JSON]`: is B really faster than A?
 
-The method of a careful A/B (reference/001: "24 configs x 5 interleaved rounds, median -0.15%,
-Wilcoxon p=0.32"; reference/002: without cache busting a bandwidth measurement is the L2's):
+The method of a careful A/B (aiter #5195's follow-ups: "24 configs x 5 interleaved rounds, median -0.15%,
+Wilcoxon p=0.32"; and without cache busting a bandwidth measurement is the L2's):
 - both kernels run in one worker process on the same inputs, built once from SPEC's point;
 - warm-up calls first (compilation, autotuning, the allocator's first blocks), never timed;
 - then interleaved rounds, the order flipped every round (A B, B A, ...), so that a drift of

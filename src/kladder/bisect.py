@@ -22,6 +22,7 @@ judged first, so a GOOD that fails or a BAD that passes is said, not bisected in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -186,10 +187,8 @@ def _follow(proc: subprocess.Popen, record: str, seen: int, on_step) -> str:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     proc.wait()
 
 
@@ -283,4 +282,4 @@ def judge(ref: str, point_text: str | None, rungs: str | None, device: str, time
 if __name__ == "__main__":
     if sys.argv[1:2] == ["step"]:
         sys.exit(step_main(sys.argv[2:]))
-    sys.exit(f"usage: python -m kladder.bisect step ...; the command is `kladder bisect GOOD BAD SPEC`")
+    sys.exit("usage: python -m kladder.bisect step ...; the command is `kladder bisect GOOD BAD SPEC`")

@@ -54,7 +54,7 @@ def _span(t):
         return t.new_empty((0,)), tuple(t.stride()), 0
     if any(st < 0 for st in t.stride()):
         t = t.contiguous()
-    length = sum((s - 1) * st for s, st in zip(t.shape, t.stride())) + 1
+    length = sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True)) + 1
     pre = t.storage_offset() % ALIGN_ELEMENTS
     span = torch.as_strided(t, (length + pre,), (1,), t.storage_offset() - pre)
     return span.detach().clone().cpu(), tuple(t.stride()), pre
@@ -187,7 +187,7 @@ def replay_points(spec, directory: str, rung: int):
             if len(a["shape"]) != len(t.symbols):
                 problem = f"{name} has shape {a['shape']}; the spec declares {t.shape!r}"
                 break
-            for sym, n in zip(t.symbols, a["shape"]):
+            for sym, n in zip(t.symbols, a["shape"], strict=True):
                 if sym.isdigit():
                     if int(sym) != n:
                         problem = f"{name} has {n} where the spec fixes {sym}"

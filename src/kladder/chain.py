@@ -41,7 +41,7 @@ class Chain:
     def __call__(self, *args, **kwargs):
         if len(args) > len(self.names):
             raise TypeError(f"chain {self.__name__}: called with {len(args)} positional args; it knows the names of {len(self.names)} ({', '.join(self.names)})")
-        scope = dict(zip(self.names, args))
+        scope = dict(zip(self.names, args, strict=False))
         result = None
         for link in self.links:
             params = inspect.signature(link.fn).parameters
@@ -60,7 +60,7 @@ class Chain:
             values = result if len(link.outputs) > 1 else (result,)
             if len(link.outputs) > 1 and (not isinstance(result, (tuple, list)) or len(result) != len(link.outputs)):
                 raise TypeError(f"chain link {link.name}: declared outputs {link.outputs} but returned {type(result).__name__}")
-            scope.update(zip(link.outputs, values))
+            scope.update(zip(link.outputs, values, strict=False))
         return result
 
     def functions(self) -> list[Callable]:

@@ -17,7 +17,6 @@ from .session import UsageProblem, climb_options, device_of, log_path, usage_err
 from .version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_NOTHING_RAN = 5        # report.data.NOTHING_RAN: every point skipped, or none generated
 INTERRUPTED = 130           # report.data.INTERRUPTED
 
 RUNGS_HELP = "rungs to climb: 1, 1,2 or 1-3 (default: every rung built)"

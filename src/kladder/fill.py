@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from .sizes import as_rows
 from .spec import FLOAT_DTYPES
 
 INT_BITS = {8: "int64", 4: "int32", 2: "int16", 1: "int8"}
@@ -20,12 +21,6 @@ OFFSET = 64             # the storage offset of the "offset" layout
 def _torch():
     import torch
     return torch
-
-
-def _rows(t):
-    """The tensor as (rows, last dim); a 0-d or 1-d tensor is one row."""
-    n = t.shape[-1] if t.dim() else 1
-    return t.reshape(-1, n) if t.numel() else t.reshape(0, max(n, 1))
 
 
 def fill_kind(t, kind: str, dtype: str, gen, rng: tuple | None = None, chunks=()) -> None:
@@ -45,7 +40,7 @@ def fill_kind(t, kind: str, dtype: str, gen, rng: tuple | None = None, chunks=()
     fill_normal(t, dtype, gen, rng if base not in ("peaked", "ties", "distinct") else None)
     if t.numel() == 0:
         return
-    rows = _rows(t)
+    rows = as_rows(t)
     if base == "peaked":
         t.mul_(float(arg or 10))
     elif base == "ties":
@@ -172,7 +167,7 @@ def layout_plan(shape: tuple[int, ...], layout: str) -> tuple[tuple, tuple, int,
     if any(s == 0 for s in shape):
         length = offset
     else:
-        length = offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1
+        length = offset + sum((s - 1) * st for s, st in zip(shape, stride, strict=False)) + 1
     return shape, tuple(stride), offset, length
 
 

@@ -1,5 +1,5 @@
 """The environment a climb ran in, as data: a kernel is correct only as the code its toolchain
-emits, in the build the engine runs (reference/003 §09), so every report says which build
+emits, in the build the engine runs, so every report says which build
 that was. Python, torch (and the CUDA or ROCm it was built for), Triton, the driver, the live
 device's name and capability, kladder's version, the git commit of the spec's repository, and
 the environment variables that steer compilation. A build target named in the environment

@@ -7,6 +7,7 @@ re-run alone when it is its rung's first failure); `kladder climb`, `kladder rep
 pytest plugin all run points through it."""
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -511,10 +512,8 @@ class Log:
             return
         try:
             self._write({"record": "end", **end_dict(report)})
-            try:
+            with contextlib.suppress(OSError):       # not a file that syncs (/dev/null, a pipe): written all the same
                 os.fsync(self.fd)
-            except OSError:                          # not a file that syncs (/dev/null, a pipe): written all the same
-                pass
         finally:
             os.close(self.fd)
             self.fd = None

@@ -171,7 +171,7 @@ def guarded_strided(name: str, shape, dtype: str, device, layout: str, guard: in
 def guarded_like(name: str, t, device, guard: int = GUARD_BYTES) -> Guarded:
     """A guarded copy of a captured tensor that keeps its strides and storage offset."""
     off = t.storage_offset()
-    length = off + (sum((s - 1) * st for s, st in zip(t.shape, t.stride())) + 1 if t.numel() else 0)
+    length = off + (sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True)) + 1 if t.numel() else 0)
     g = guarded_empty(name, (length,), str(t.dtype).removeprefix("torch."), device, guard)
     poison(g.view, str(t.dtype).removeprefix("torch."))
     view = g.view.as_strided(t.shape, t.stride(), g.view.storage_offset() + off)
@@ -224,7 +224,7 @@ def reference_args(spec: Spec, inputs: Inputs, select: dict[int, Any] | None = N
     costs more than the kernel by orders of magnitude."""
     ref_dtype = torch_dtype(spec.reference_dtype)
     out = []
-    for i, (name, value) in enumerate(zip(spec.args, inputs.args)):
+    for i, (name, value) in enumerate(zip(spec.args, inputs.args, strict=True)):
         if name in spec.out_args:
             continue
         if name in spec.tensor_args or hasattr(value, "is_floating_point"):
@@ -244,7 +244,7 @@ def reference_dtypes(spec: Spec, inputs: Inputs) -> list:
     """The dtype each reference input had as the kernel got it ('' for non-floats): the honest
     peer runs the reference on the inputs cast back to these (checks/peer.py)."""
     out = []
-    for name, value in zip(spec.args, inputs.args):
+    for name, value in zip(spec.args, inputs.args, strict=True):
         if name in spec.out_args:
             continue
         floating = hasattr(value, "is_floating_point") and value.is_floating_point()

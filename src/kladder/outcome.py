@@ -5,7 +5,7 @@ where, how many elements, how far off, what was allowed, which call, which mode)
 sentences: the renderers in report/ turn them into words, so that a renderer never has to
 read English back and a new check only adds a kind and its facts.
 
-The three outcomes STYLE.md keeps apart: the kernel is wrong (FAILED, FLAKY), kladder or the
+The three outcomes kept apart: the kernel is wrong (FAILED, FLAKY), kladder or the
 spec is broken (BROKEN), the point could not run (SKIPPED, OOM). Exceptions that carry those
 answers between layers live here too (Skip, KernelError, SpecBroken), so that a module that
 calls kernels and a module that judges them import the same ground floor and not each other.

@@ -155,11 +155,16 @@ def _check_field(name: str, v) -> None:
     elif name in TEXTS:
         if not isinstance(v, str):
             raise ValueError(f"Point: {name} is {v!r}, a {type(v).__name__}; give a string (as the report prints it).")
-    elif name in PAIRS:
-        if not isinstance(v, (list, tuple)) or not all(
-                isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) for p in v):
-            raise ValueError(f"Point: {name} is {v!r}; give a list of [name, value] pairs, e.g. "
-                             f"{name}: [[\"N\", 64]] (as the report prints it).")
+    elif name in PAIRS and not _pairs(v):
+        raise ValueError(f"Point: {name} is {v!r}; give a list of [name, value] pairs, e.g. "
+                         f"{name}: [[\"N\", 64]] (as the report prints it).")
+
+
+def _pairs(v) -> bool:
+    return isinstance(v, (list, tuple)) and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) for p in v)
+
+
 OMIT_EMPTY = ("values", "layouts", "replay", "variant", "ranks", "repeat")
 
 

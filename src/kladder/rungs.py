@@ -9,7 +9,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Rung:
     number: int
-    gap: str                    # the gap it closes (reference/003): a generator module's name under gaps/
+    gap: str                    # the gap it closes: a generator module's name under gaps/
     title: str                  # how reports name it
     generator: str | None       # the module whose points(spec, budget) yields its points; None: not built
 

@@ -34,10 +34,11 @@ def numel_of(spec: Spec, name: str, sizes: dict[str, int]) -> int:
     return math.prod(shape_of(spec, name, sizes))
 
 
-def largest_tensor(spec: Spec, sizes: dict[str, int], chosen: dict[str, str]) -> tuple[str, int, int]:
-    """(name, elements, bytes) of the biggest tensor at these sizes."""
-    best = max(spec.all_tensors, key=lambda n: nbytes_of(spec, n, sizes, chosen))
-    return best, numel_of(spec, best, sizes), nbytes_of(spec, best, sizes, chosen)
+def as_rows(t):
+    """The tensor as (rows, last dim): a 0-d tensor is one row of one element, a 1-d one row;
+    an empty one keeps its last dim (at least 1). Shared by the fills and the value checks."""
+    n = t.shape[-1] if t.dim() else 1
+    return t.reshape(-1, n) if t.numel() else t.reshape(0, max(n, 1))
 
 
 def total_bytes(spec: Spec, sizes: dict[str, int], chosen: dict[str, str]) -> int:

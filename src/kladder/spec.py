@@ -247,7 +247,7 @@ class Tolerance:
 
 
 # torch.testing's defaults, by output dtype. The absolute part is scaled by the reference
-# row's RMS in compare.py, so that elements near zero are not flagged for rounding noise.
+# row's RMS in checks/values.py, so that elements near zero are not flagged for rounding noise.
 DEFAULT_TOLERANCES = {
     "float64": Tolerance(1e-7, 1e-7),
     "float32": Tolerance(1.3e-6, 1e-5),

@@ -20,7 +20,7 @@ def climb_all(args) -> int:
         for fixed in (False, True):
             ref = case_ref(name, fixed)
             # without --rungs, each case at its own rung: is it caught there, is its twin clean
-            # there (every rung of every case: --rungs 1-4,6,8, or ../shared/tools/zoo_check.py)
+            # there (every rung of every case: --rungs 1-4,6,8)
             opts = climb_options(args, ref, device)
             opts.rungs = parse_rungs(args.rungs) if args.rungs else (case["rung"],)
             try:

@@ -104,7 +104,7 @@ class Judge:
         slots += self._mutated(pt, prep, expected["refs"], policy)
         tail = []
         if pt.rung <= 3:
-            given = {n: a for n, a in zip(spec.args, prep.inputs.args) if n not in spec.out_args}
+            given = {n: a for n, a in zip(spec.args, prep.inputs.args, strict=True) if n not in spec.out_args}
             tail = invariants.invariants(spec, pt, given, outputs)
         self._open = _Open(label, head, slots, tail, rounding)
         needs = _Needs({s.name: s.need for s in slots if isinstance(s, _Pending)})
@@ -229,7 +229,7 @@ class Judge:
         if pt.rung > 3 or pt.mode not in ("eager", "padding"):
             return found
         for name in self.spec.mutated_args:
-            got, ref = dict(zip(self.spec.args, prep.inputs.args))[name], refs.get(name)
+            got, ref = dict(zip(self.spec.args, prep.inputs.args, strict=True))[name], refs.get(name)
             if ref is None:
                 continue
             dtype = dtype_of(self.spec, name, pt.dtype_of)
@@ -262,10 +262,10 @@ class Judge:
         m = p.mismatch
         if p.need == "values":
             m = values.settle_with(m, p.out, p.ref, p.tol, peer)
-            if m is not None and rounding is not None and p.dtype == "bfloat16":
-                if values.settle(m, p.out, p.ref, p.tol, slack_ulps=1) is None:
-                    self.unjudged = Note(NoteKind.INTERPRETER_DEFECT, {"feature": "bf16_rounding", **rounding})
-                    return None
+            if (m is not None and rounding is not None and p.dtype == "bfloat16"
+                    and values.settle(m, p.out, p.ref, p.tol, slack_ulps=1) is None):
+                self.unjudged = Note(NoteKind.INTERPRETER_DEFECT, {"feature": "bf16_rounding", **rounding})
+                return None
             if m is not None:
                 return values.finding(p.name, m, p.out, p.ref, p.tol, p.where, p.about)
         if self._bias_judged(self.point, p.dtype):

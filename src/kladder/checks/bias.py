@@ -1,5 +1,5 @@
 """A lean inside the tolerance: errors that all go one way. An unbiased kernel's rounding
-errors cancel across a model's layers; a biased one's add up (reference/000 §7.2). A warning,
+errors cancel across a model's layers; a biased one's add up (zoo/compounding_bias.py). A warning,
 never a failure: rung 8 shows what it costs.
 
 The unit of the sign test is a row, not an element: the elements of a row share its

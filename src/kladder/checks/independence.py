@@ -1,5 +1,5 @@
 """Reference independence: a reference that runs the kernel under test agrees with it while
-both are wrong (reference/000 §11: two paths, one kernel). The independence mode traces what
+both are wrong (two paths, one kernel: zoo/shared_kernel_reference.py). The independence mode traces what
 the kernel and the reference each ran; what the reference shares with the kernel, of the
 kernel's own code, makes the reference invalid."""
 from __future__ import annotations

@@ -94,7 +94,7 @@ def snapshot(spec, inputs, point) -> list[Snapshot]:
     The copies of a point share SNAPSHOT_COPY_BYTES, smallest input first; the rest are hashed."""
     import torch
     shots, left = [], SNAPSHOT_COPY_BYTES
-    given = [(n, v) for n, v in zip(spec.args, inputs.args)
+    given = [(n, v) for n, v in zip(spec.args, inputs.args, strict=True)
              if n not in spec.out_args and n not in spec.mutated_args and isinstance(v, torch.Tensor)]
     for name, value in sorted(given, key=lambda nv: _nbytes(inputs.guarded.get(nv[0]), nv[1])):
         g = inputs.guarded.get(name)
@@ -113,7 +113,7 @@ def snapshot(spec, inputs, point) -> list[Snapshot]:
 
 def changed(spec, inputs, point, shots: list[Snapshot]) -> list[Finding]:
     """A finding per input whose bytes differ from its snapshot."""
-    values = dict(zip(spec.args, inputs.args))
+    values = dict(zip(spec.args, inputs.args, strict=True))
     found = []
     for s in shots:
         t = values[s.name]

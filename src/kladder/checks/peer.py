@@ -72,7 +72,7 @@ def lowered(ref_args: list, dtypes: list) -> list:
     dtype (exact: the copies hold values of that dtype)."""
     import torch
     return [a.to(getattr(torch, dt)) if dt and isinstance(a, torch.Tensor) and a.is_floating_point() else a
-            for a, dt in zip(ref_args, dtypes)]
+            for a, dt in zip(ref_args, dtypes, strict=False)]
 
 
 def perturbed(ref_args: list, dtypes: list, gen) -> list:
@@ -90,13 +90,13 @@ def rerounded(ref_args: list, dtypes: list, gen) -> list:
     import torch
     moved = _moved(ref_args, dtypes, gen, RE_ROUND)
     return [m.to(getattr(torch, dt)).to(m.dtype) if dt in UNIT_ROUNDOFF and isinstance(m, torch.Tensor)
-            and m.is_floating_point() else m for m, dt in zip(moved, dtypes)]
+            and m.is_floating_point() else m for m, dt in zip(moved, dtypes, strict=False)]
 
 
 def _moved(ref_args: list, dtypes: list, gen, units: float) -> list:
     import torch
     out = []
-    for a, dt in zip(ref_args, dtypes):
+    for a, dt in zip(ref_args, dtypes, strict=False):
         if dt in UNIT_ROUNDOFF and isinstance(a, torch.Tensor) and a.is_floating_point():
             # float32 Gaussians (half a float64 draw's bytes; g's own rounding moves the draw by
             # 2^-24 of u: nothing) and one fused a + u a g: no temporaries of a's size but g (at a

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..outcome import Check, Finding, Largest
+from ..sizes import as_rows
 from ..spec import Tolerance
 from . import fast
 from . import peer as peers
@@ -52,12 +53,6 @@ def _torch():
     return torch
 
 
-def _rows(t):
-    """t as (rows, last dim); a 0-d tensor is one row of one element."""
-    n = t.shape[-1] if t.dim() else 1
-    return t.reshape(-1, max(n, 1)) if t.numel() else t.reshape(0, max(n, 1))
-
-
 def _slabs(rows: int, cols: int):
     """(rows, cols) slices covering a (rows, cols) view in slabs of about CHUNK elements:
     whole rows where a row fits, else pieces of one row."""
@@ -75,7 +70,7 @@ def row_rms(r):
     """RMS of each reference row over finite entries (float64): the output's scale, so that an
     element near zero is held to the row's rounding noise, not to its own tiny magnitude."""
     torch = _torch()
-    r2 = _rows(r.detach())
+    r2 = as_rows(r.detach())
     rows, cols = r2.shape
     sq = torch.zeros(rows, dtype=torch.float64, device=r2.device)
     cnt = torch.zeros(rows, dtype=torch.float64, device=r2.device)
@@ -153,7 +148,7 @@ def mismatch(out, ref, tol: Tolerance, nonfinite: str | None = None, ref_lo=None
     torch = _torch()
     if nonfinite is None and fast.applies(out, ref_lo) and fast.counts(out, ref_lo, tol.rtol, tol.atol) == (0, 0):
         return None
-    o2, r2 = _rows(out.detach()), _rows(ref.detach())
+    o2, r2 = as_rows(out.detach()), as_rows(ref.detach())
     rows, cols = r2.shape
     if not r2.numel():
         return None
@@ -347,8 +342,8 @@ def near_miss(m: Mismatch) -> bool:
 def _peer_factor(m: Mismatch, peer, ref, spread, out_dtype: str) -> float:
     """K over the whole output, slab by slab (checks/peer.py)."""
     torch = _torch()
-    p2, r2 = _rows(peer.detach()), _rows(ref.detach())
-    s2 = None if spread is None else _rows(spread.detach())
+    p2, r2 = as_rows(peer.detach()), as_rows(ref.detach())
+    s2 = None if spread is None else as_rows(spread.detach())
     rows, cols = r2.shape
     largest, sq, n = 0.0, 0.0, 0
     for rs, cs in _slabs(rows, cols):
@@ -429,7 +424,7 @@ def allowed_of(r, tol: Tolerance):
     of |r| and its row's RMS, the dtype's default as `mismatch` applies it. Rung 5 holds each call
     to the first call's output with it (run/modes/differ.py)."""
     torch = _torch()
-    r2 = _rows(r.detach()).to(torch.float64)
+    r2 = as_rows(r.detach()).to(torch.float64)
     return _allowed(r2, row_rms(r2)[:, None], tol).to(r.dtype).reshape(r.shape)
 
 

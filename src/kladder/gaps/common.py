@@ -54,3 +54,12 @@ def base_shapes(spec: Spec, budget: Budget) -> list[dict[str, int]]:
 
 def sizes_text(sizes: dict) -> str:
     return ", ".join(f"{d}={v}" for d, v in sizes.items())
+
+
+OWN_CONFIG = "the launcher's own config"
+
+
+def config_text(config: tuple, empty: str = OWN_CONFIG) -> str:
+    """A point's launcher config as its why says it (`config BLOCK=64, num_warps=4`), or
+    `empty` where the point leaves the config to the launcher."""
+    return "config " + ", ".join(f"{k}={v}" for k, v in config) if config else empty

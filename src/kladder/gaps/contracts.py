@@ -2,11 +2,11 @@
 
 A kernel tested on fresh contiguous tensors assumes a row stride equal to the row length, a
 16-byte-aligned base, no stride-0 dims; a kernel reading packed rows assumes the padding is
-zero (reference/001: 0xFF padding bytes decoded as NaN scales). Each point moves ONE input's
+zero (aiter #5195: 0xFF padding bytes decoded as NaN scales). Each point moves ONE input's
 layout (a sliced view, every other element, transposed storage, an offset or a one-element
 shift, a broadcast, channels-last), or poisons one input's padding bytes, or sweeps the dtype
 combinations; one point per spec checks that the reference does not run the kernel itself
-(two paths, one kernel: reference/000 §11).
+(two paths, one kernel: zoo/shared_kernel_reference.py).
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def dtype_points(spec: Spec, shape: dict) -> Iterator[Point]:
     if not names:
         return
     for combo in itertools.product(*(spec.dtype_choices(n) for n in names)):
-        dtypes = tuple(zip(names, combo))
+        dtypes = tuple(zip(names, combo, strict=True))
         text = ", ".join(f"{n} {d}" for n, d in dtypes)
         yield Point(spec.name, RUNG, tuple(shape.items()), dtypes, f"dtype sweep: {text}; {sizes_text(shape)}", kind="dtype")
 

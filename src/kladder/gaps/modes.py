@@ -13,7 +13,7 @@ from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, moderate
 from ..spec import Spec
-from .common import base_shapes, chosen_dtypes, dtype_rows, sizes_text
+from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, sizes_text
 
 RUNG = number("modes")
 WHY = {
@@ -29,7 +29,7 @@ def _configs(spec: Spec) -> list[tuple]:
 
 
 def _text(sizes: dict, config: tuple) -> str:
-    return sizes_text(sizes) + (f", config {', '.join(f'{k}={v}' for k, v in config)}" if config else ", the launcher's own config")
+    return f"{sizes_text(sizes)}, {config_text(config)}"
 
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:

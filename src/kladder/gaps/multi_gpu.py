@@ -1,5 +1,5 @@
 """Rung 6, multi-GPU protocols: a collective's calls as production issues them, not as a unit
-test does. reference/003 §08: a wrong protocol rarely gives a wrong number in a unit test; it
+test does. A wrong protocol rarely gives a wrong number in a unit test; it
 hangs, or completes and returns stale data, and only under the conditions below.
 
 Each point is one run of `world` ranks (a process each):
@@ -88,7 +88,7 @@ def regions(spec: Spec, unit: int, budget: Budget) -> list[tuple[int, int]]:
     top = min(hi, 2 * cuts[-1]) if cuts else min(hi, max(lo, TOP_ELEMENTS[budget.device] * 4 // unit))
     edges = [lo] + cuts
     ends = [c - 1 for c in cuts] + [max(top, edges[-1])]
-    return list(zip(edges, ends))
+    return list(zip(edges, ends, strict=True))
 
 
 def candidates(region: tuple[int, int]) -> tuple[int, ...]:
@@ -126,7 +126,7 @@ def _why(spec: Spec, world: int, lag: int, lag_us: int, regs, unit: int, queued:
     names = ([f"below {human_bytes(edges[1])}"] if len(regs) > 1 else ["no switch declared"]) + [
         f"{human_bytes(edges[i])} to {human_bytes(edges[i + 1])}" for i in range(1, len(regs) - 1)] + (
         [f"from {human_bytes(edges[-1])}"] if len(regs) > 1 else [])
-    parts = [f"{', '.join(map(str, dict.fromkeys(candidates(reg))))} ({name})" for reg, name in zip(regs, names)]
+    parts = [f"{', '.join(map(str, dict.fromkeys(candidates(reg))))} ({name})" for reg, name in zip(regs, names, strict=True)]
     return (f"{queued} calls of {c.reference} queued before one synchronisation on {world} ranks, new inputs every "
             f"call; rank {lag} waits {lag_us} us before each of its calls; {spec.message_dim} three sizes a round, "
             f"in changing order: {'; '.join(parts)}")

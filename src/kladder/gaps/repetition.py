@@ -1,5 +1,5 @@
-"""Rung 5, repetition: a test that calls a kernel once samples a probability (reference/003
-§07). Each point here is one call repeated many times (the budget, calls and seconds, lives in
+"""Rung 5, repetition: a test that calls a kernel once samples a probability.
+Each point here is one call repeated many times (the budget, calls and seconds, lives in
 the point, so `kladder repro` repeats exactly it), every output compared bit for bit with the
 first call's on the same inputs; and compute-sanitizer's four tools on the smallest shape.
 
@@ -20,7 +20,7 @@ from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, CallBudget, call_budget, fits, repetition, total_bytes
 from ..spec import Spec
-from .common import base_shapes, chosen_dtypes, dtype_rows, sizes_text
+from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, sizes_text
 
 RUNG = number("repetition")
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -127,7 +127,7 @@ def _repeat(spec, sizes: dict, dtypes: tuple, config: tuple, calls: CallBudget, 
             "fresh inputs each call from a pool: every output bit for bit the first call's on its inputs")
     budget = f"{calls.calls:,} calls or {calls.seconds:g} s" if calls.calls else f"{calls.seconds:g} s of calls"
     why = (f"repeat: {budget}, {how[launch]}{', beside a second stream of work' if load else ''}; {what}; {where}: "
-           f"{sizes_text(sizes)}" + (f", config {', '.join(f'{k}={v}' for k, v in config)}" if config else ""))
+           f"{sizes_text(sizes)}" + (f", {config_text(config)}" if config else ""))
     return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, config=config, kind="repeat", mode="repeat",
                  repeat=plan)
 

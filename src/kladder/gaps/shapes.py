@@ -15,11 +15,12 @@ from ..point import Point
 from ..rungs import number
 from ..sizes import CPU_BUDGET, ITEMSIZE, Budget, cheap, dtype_of, fits, human_bytes, shape_of
 from ..spec import Spec
-from .common import chosen_dtypes, dtype_factors, dtype_rows
+from .common import chosen_dtypes, config_text, dtype_factors, dtype_rows
 from .pairwise import all_pairs
 
 RUNG = number("shapes")
 LAUNCHER_DEFAULT = "default"   # the config factor's value for "let the launcher choose"
+LAUNCHER_CHOOSES = "config left to the launcher (tuned table or fallback)"
 
 
 # ---------------------------------------------------------------------------- per dim
@@ -106,7 +107,7 @@ def tile_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
         sizes, dtypes, config = _split(row, spec)
         why = "; ".join(edges[d][v] for d, v in sizes.items())
         if spec.configs:
-            why += f"; config {_config_text(config)}"
+            why += f"; {config_text(config, LAUNCHER_CHOOSES)}"
         yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, dtypes),
                     why or "every dim at an edge", config=config, kind="edge")
 
@@ -137,10 +138,6 @@ def unreachable_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
                             f"{why}; every other dim at its smallest", kind="edge", needs="cuda")
 
 
-def _config_text(config: tuple) -> str:
-    return ", ".join(f"{k}={v}" for k, v in config) if config else "left to the launcher (tuned table or fallback)"
-
-
 def config_points(spec: Spec, budget: Budget) -> Iterator[Point]:
     """Every config the launcher accepts, at a shape with a tail in every tiled dim:
     an accepted config that no tuned entry selects is still reachable by callers."""
@@ -153,7 +150,7 @@ def config_points(spec: Spec, budget: Budget) -> Iterator[Point]:
     for cfg in spec.configs:
         for dt in dtype_rows(spec):
             yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, dt),
-                        f"config {_config_text(tuple(cfg.items()))}: every config the launcher accepts runs, "
+                        f"{config_text(tuple(cfg.items()), LAUNCHER_CHOOSES)}: every config the launcher accepts runs, "
                         "tuned or not", config=tuple(cfg.items()), kind="config")
 
 

@@ -1,5 +1,5 @@
-"""Rung 7, the toolchain: the software around the kernel that no test of the kernel covers
-(reference/003 §09). A kernel is correct only as the code its toolchain emits, in the build
+"""Rung 7, the toolchain: the software around the kernel that no test of the kernel covers.
+A kernel is correct only as the code its toolchain emits, in the build
 the engine runs: the path a dispatcher picks, the flags that reach code generation, the cache
 that hands a restarted process its code, the names downstream code imports.
 
@@ -7,7 +7,7 @@ that hands a restarted process its code, the names downstream code imports.
   production shape, and at every shape a `Spec(expect=...)` names in its `when`, there with
   contiguous inputs and with each input non-contiguous in turn (a dispatcher may choose by
   seq_len or by layout: a decode test at seq_len 1 with contiguous inputs ran the prefill
-  kernel, reference/000 §4.3);
+  kernel in Modular MAX's mha_decoding regression: zoo/wrong_path_dispatch.py);
 - flag points: one per declared flag, run with each of its values;
 - cache-key points: B on the cache A left, where B is another declared config, a flag's other
   value, or a compiler setting;
@@ -23,7 +23,7 @@ from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, fits, moderate
 from ..spec import Spec
-from .common import base_shapes, chosen_dtypes, dtype_rows, sizes_text
+from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, sizes_text
 
 RUNG = number("toolchain")
 NONCONTIGUOUS = ("sliced", "transposed", "every_other")     # the first an input accepts stands for "not contiguous"
@@ -32,10 +32,6 @@ MAX_WHEN_SHAPES = 8
 
 def _configs(spec: Spec) -> list[tuple]:
     return [()] + [tuple(c.items()) for c in spec.configs]
-
-
-def _config_text(config: tuple) -> str:
-    return f"config {', '.join(f'{k}={v}' for k, v in config)}" if config else "the launcher's own config"
 
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:
@@ -71,7 +67,7 @@ def _dispatch_points(spec: Spec, budget: Budget, shapes: list[dict], dtypes: tup
     for sizes in shapes:
         for config in _configs(spec):
             yield from once(_dispatch(spec, sizes, dtypes, config, f"which kernels ran at {sizes_text(sizes)}, "
-                                      f"{_config_text(config)}"))
+                                      f"{config_text(config)}"))
     for shape in spec.production:
         sizes = {d: shape[d] for d in spec.dims}
         if fits(spec, sizes, budget):
@@ -79,12 +75,12 @@ def _dispatch_points(spec: Spec, budget: Budget, shapes: list[dict], dtypes: tup
                                       f"{sizes_text(sizes)}"))
     for sizes, config, label in _when_shapes(spec, shapes[0], budget):
         yield from once(_dispatch(spec, sizes, dtypes, config, f"{label} must run at {sizes_text(sizes)}, "
-                                  f"{_config_text(config)}; inputs contiguous"))
+                                  f"{config_text(config)}; inputs contiguous"))
         for name, t in spec.input_args.items():
             layout = next((lay for lay in NONCONTIGUOUS if lay in t.layout_list()), None)
             if layout:
                 yield from once(_dispatch(spec, sizes, dtypes, config, f"{label} must run at {sizes_text(sizes)}, "
-                                          f"{_config_text(config)}; {name} {layout} (not contiguous)",
+                                          f"{config_text(config)}; {name} {layout} (not contiguous)",
                                           layouts=((name, layout),)))
 
 
@@ -127,7 +123,7 @@ def _cachekey_points(spec: Spec, sizes: dict, dtypes: tuple) -> Iterator[Point]:
     configs = _configs(spec)
     if len(configs) > 1:
         a, b = configs[0], configs[1]
-        yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why(_config_text(b) + f" (A: {_config_text(a)})"),
+        yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why(config_text(b) + f" (A: {config_text(a)})"),
                     config=a, kind="toolchain", mode="cachekey", partner=(("config", b),), variant="config")
     for f in spec.flags:
         other = f"{f.name}={f.values[1]!r}" if f.name is not None else f"{f.env}={f.values[1]}"

@@ -1,6 +1,6 @@
 """Rung 2, the value gap: the distributions a model feeds a kernel, moved on purpose.
 
-Random normal inputs hide a class of bugs (reference/003 §04): a model feeds peaked
+Random normal inputs hide a class of bugs: a model feeds peaked
 attention logits, near-tied router scores, identical warm-up tokens, biases that differ from
 tile to tile, extremes and, now and then, NaN; prompts shorter than a chunk. Each point here
 gives ONE input one value kind (the others stay normal), so a failure names the value kind

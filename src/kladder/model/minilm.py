@@ -90,7 +90,7 @@ def evaluate() -> tuple[float, list]:
     """(mean cosine similarity to the unpatched embeddings, [(sentence, 1.0, cosine) ...])."""
     got = embed()
     cos = (got * _baseline()).sum(-1)
-    return float(cos.mean()), [(s, 1.0, round(float(c), 6)) for s, c in zip(SENTENCES, cos)]
+    return float(cos.mean()), [(s, 1.0, round(float(c), 6)) for s, c in zip(SENTENCES, cos, strict=True)]
 
 
 def adapter(target: str = LAYERNORM_TARGET) -> Adapter:

@@ -175,5 +175,5 @@ def load_model(path: str) -> tuple[Config, dict]:
     from safetensors import safe_open
     with safe_open(path, framework="pt") as f:
         meta = f.metadata()
-        params = {k: f.get_tensor(k) for k in f.keys()}
+        params = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - a safe_open handle is not a dict
     return Config(**json.loads(meta["config"])), params

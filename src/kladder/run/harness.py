@@ -126,7 +126,7 @@ class Harness:
         elif isinstance(returned, dict):
             outputs.update({n: returned.get(n) for n in names})
         elif isinstance(returned, (tuple, list)) and len(returned) == len(names):
-            outputs.update(zip(names, returned))
+            outputs.update(zip(names, returned, strict=True))
         return outputs
 
     @timed(Stage.REFERENCE)
@@ -273,7 +273,7 @@ class Harness:
             return {names[0]: ref}
         if isinstance(ref, dict):
             return ref
-        return dict(zip(names, ref))
+        return dict(zip(names, ref, strict=False))
 
 
 def _device_of(args: list, fallback: str):

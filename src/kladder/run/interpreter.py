@@ -27,7 +27,6 @@ BF16_ROUNDING = "bf16_rounding"
 FP8_CAST = "fp8_cast"
 LIBDEVICE = "libdevice"
 RUNTIME_LOOP = "runtime_loop"
-FEATURES = (BF16_ARITHMETIC, BF16_ROUNDING, FP8_CAST, LIBDEVICE, RUNTIME_LOOP)
 GARBAGE = (BF16_ARITHMETIC, FP8_CAST)          # a point that touches one of these is never judged
 RAISING = (LIBDEVICE, RUNTIME_LOOP)            # these show as an exception the probe saw too
 _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert")
@@ -166,9 +165,9 @@ def watch():
     builder = ti.InterpreterBuilder
 
     def arith(*hs, op=None):
-        if BF16_ARITHMETIC in silent and any(_bf16(h, tl) for h in hs):
-            if getattr(op, "__name__", "") not in _BITWISE:
-                seen.add(BF16_ARITHMETIC)
+        if (BF16_ARITHMETIC in silent and any(_bf16(h, tl) for h in hs)
+                and getattr(op, "__name__", "") not in _BITWISE):
+            seen.add(BF16_ARITHMETIC)
 
     def cast(src, dst):
         if BF16_ROUNDING in silent and src.dtype.scalar == tl.float32 and getattr(dst, "scalar", dst) == tl.bfloat16:

@@ -14,6 +14,7 @@ to kill it when its parent dies (Linux), and the pool kills whole process groups
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -125,7 +126,7 @@ class Worker:
 
     def __init__(self, ref: str, device: str, gpu: str | None = None, extra_env: dict | None = None):
         self.ref, self.device, self.gpu = ref, device, gpu
-        self.log = tempfile.TemporaryFile(mode="w+b")
+        self.log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115 - the worker writes it across calls; close() closes it
         lifeline, self._lifeline = os.pipe()
         env = {**worker_env(device, gpu), **(extra_env or {})}
         env[LIFELINE_ENV] = str(lifeline)
@@ -228,19 +229,15 @@ class Worker:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             self.proc.wait()
         self._cut()
 
     def _cut(self) -> None:
         if self._lifeline is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self._lifeline)
-            except OSError:
-                pass
             self._lifeline = None
 
     def close(self) -> None:
@@ -252,10 +249,8 @@ class Worker:
             except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
                 self.kill()
         self._cut()
-        try:
+        with contextlib.suppress(OSError):
             self.log.close()
-        except OSError:
-            pass
 
 
 class Pool:

@@ -14,6 +14,7 @@ point); on CUDA it starts them (`python -m kladder.run.rank`), since a CUDA cont
 survive a fork."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -120,10 +121,8 @@ def run(spec, point: Point, device: str, rank: int, d: str) -> int:
         return 4
     progress.set(rank, "done")
     _write(d, rank, {**record, "ended": {"how": "done"}})
-    try:
+    with contextlib.suppress(Exception):      # the results are written: a teardown hiccup changes nothing
         dist.destroy_process_group()
-    except Exception:  # noqa: BLE001 - the results are written; a teardown hiccup changes nothing
-        pass
     return 0
 
 
@@ -165,7 +164,7 @@ def _calls(spec, point: Point, preps, comm, rank: int, dev: str, progress: Progr
     lag = _lagger(dev, r["lag_us"]) if rank == r["lag"] else None
     events, returned, call = [], [], 0
     try:
-        for call, (h, prep) in enumerate(preps):
+        for call, (_, prep) in enumerate(preps):
             if lag:
                 lag()
             progress.set(rank, launched=call + 1)
@@ -219,7 +218,7 @@ def _reference(spec, prepared, group, ref_dev: str, world: int) -> dict:
     h, prep = prepared
     c = spec.collective
     names = [n for n in spec.args if n not in spec.out_args]
-    x = next(a for a, n in zip(prep.ref_args, names) if n in spec.input_args).to(ref_dev)
+    x = next(a for a, n in zip(prep.ref_args, names, strict=False) if n in spec.input_args).to(ref_dev)
     out_name = next(iter(spec.outputs))
     if c.reference == "all_reduce":
         ops = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN,
@@ -238,7 +237,7 @@ def _save(spec, preps, returned, expected, rank: int, d: str, record: dict) -> N
     import torch
     from safetensors.torch import save_file
     tensors = {}
-    for call, ((h, prep), ret, exp) in enumerate(zip(preps, returned, expected)):
+    for call, ((h, prep), ret, exp) in enumerate(zip(preps, returned, expected, strict=False)):
         outputs = h.outputs(prep, ret)
         meta = {"call": call, "size": prep.point.sizes[spec.message_dim], "returned": {}, "devices": {},
                 "damaged": {n: g.damaged() for n, g in prep.inputs.guarded.items()}}

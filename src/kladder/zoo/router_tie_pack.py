@@ -112,7 +112,7 @@ def _store_topk(x_rows, stride_xe, ids, ids_ptr, w_ptr, rt, T, stride_i, stride_
 
 def _launch(kernel, logits, top_k):
     T, E = logits.shape
-    if E < top_k:
+    if top_k > E:
         raise ValueError(f"top-{top_k} routing needs at least {top_k} experts, got E = {E}")
     if top_k & (top_k - 1):
         raise ValueError(f"top_k must be a power of 2 (a block of the kernel), got {top_k}")

@@ -167,13 +167,10 @@ def _launch(kernel, cache, a, b, SPLIT_K):
     grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N), SPLIT_K)
     tiles = grid[0] * grid[1]
     partials, kept_counters = _workspace(cache, a.device, tiles * SPLIT_K * BLOCK_M * BLOCK_N, tiles)
-    if _capturing(a):
-        # Inside a capture, allocate nothing: a block allocated here is taken from the
-        # graph's private pool and held for the graph's life, one per GEMM per captured
-        # batch size. Use the counters kept with the workspace, zeroed when it was allocated.
-        counters = kept_counters
-    else:
-        counters = torch.zeros(tiles, dtype=torch.int32, device=a.device)
+    # Inside a capture, allocate nothing: a block allocated here is taken from the
+    # graph's private pool and held for the graph's life, one per GEMM per captured
+    # batch size. Use the counters kept with the workspace, zeroed when it was allocated.
+    counters = kept_counters if _capturing(a) else torch.zeros(tiles, dtype=torch.int32, device=a.device)
     kernel[grid](a, b, c, partials, counters, M, N, K, *a.stride(), *b.stride(), *c.stride(),
                  SPLIT_K=SPLIT_K, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K)
     return c

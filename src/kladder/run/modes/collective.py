@@ -10,6 +10,7 @@ it was in and how many it had finished. A rank that raises, crashes or faults st
 after a short grace (they would wait for it forever)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -135,10 +136,8 @@ class _Proc:
         if self.poll() is not None:
             return
         self.killed = True
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         if self.popen is not None:
             self.returncode = self.popen.wait()
         else:

@@ -53,7 +53,7 @@ class Flags:
         point = dataclasses.replace(h.point, mode="eager", variant="", seed=h.point.seed)
         procs = [Process(f"{flag.env}={v}", [point], cache=f"empty{i}", env={flag.env: v}) for i, v in enumerate(flag.values)]
         out = []
-        for value, proc, result in zip(flag.values, procs, run_processes(h, procs)):
+        for value, proc, result in zip(flag.values, procs, run_processes(h, procs), strict=True):
             prep = h.prepare(point)
             call = Call(prep, returned_from(h, prep, result.outputs), f"a process with {proc.label}")
             out.append((value, call, Ran(result.launches, label=proc.label)))

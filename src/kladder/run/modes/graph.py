@@ -51,11 +51,11 @@ class Graph:
             return
         for r in range(1, REPLAYS + 1):
             fresh = h.prepare(seed=static.point.seed + r)
-            for dst, src in zip(static.inputs.args, fresh.inputs.args):
+            for dst, src in zip(static.inputs.args, fresh.inputs.args, strict=True):
                 if isinstance(dst, torch.Tensor) and dst is not src:
                     dst.copy_(src)
             outputs = h.outputs(static, returned)
-            for name, t in outputs.items():
+            for t in outputs.values():
                 if isinstance(t, torch.Tensor) and t.is_floating_point():
                     poison(t, str(t.dtype).removeprefix("torch."))
             graph.replay()

@@ -1,5 +1,5 @@
 """Reference independence: a reference that runs the kernel under test agrees with it while
-both are wrong (reference/000 §11: two paths, one kernel). The kernel and the reference are
+both are wrong (two paths, one kernel: zoo/shared_kernel_reference.py). The kernel and the reference are
 each run once under a tracer, which records:
 - on every device, the Python functions called: the spec's launcher (and a chain's links) and,
   under Triton's interpreter, the @triton.jit function bodies the interpreter runs;

@@ -1,4 +1,4 @@
-"""Padding poison: packed rows carry valid elements and padding (reference/001: 14 valid scale
+"""Padding poison: packed rows carry valid elements and padding (aiter #5195: 14 valid scale
 bytes, 16 read). The kernel is called twice on the same valid data: with zero padding (what a
 unit test builds) and with the padding poisoned (0xFF, 0x7F, 0x80, a per-byte pattern, random
 bytes). The outputs must stay bit for bit the same, and the poisoned call is checked against

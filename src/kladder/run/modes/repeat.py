@@ -81,7 +81,7 @@ class Repeat:
                 runner, fallback = None, error_facts(e.error)
         runner = runner or Eager(h, sets, plan)
         firsts = runner.first_calls()
-        for prep, (returned, _), label in zip(sets, firsts, runner.first_labels()):
+        for prep, (returned, _), label in zip(sets, firsts, runner.first_labels(), strict=True):
             yield Call(prep, returned, label)
         names = [n for n in firsts[0][1] if all(n in outs for _, outs in firsts)]
         differ = Differ(h.spec, h.point, [{n: outs[n] for n in names} for _, outs in firsts])
@@ -180,7 +180,7 @@ class Loop:
         fused = self.fuse(differ, worst)
         start = self.made
         pending, t0, stopped = deque(), time.perf_counter(), ""
-        for before, skip in self.batches(load, lambda: stopped):
+        for before, skip in self.batches(load, lambda: stopped):  # noqa: B023 - it must read stopped as the loop sets it
             if fused is not None:
                 bits, far = fused()
             else:
@@ -241,7 +241,7 @@ class Eager(Loop):
 
     def first_calls(self) -> list:
         firsts, t0 = [], time.perf_counter()
-        for prep, label in zip(self.sets, self.first_labels()):
+        for prep, label in zip(self.sets, self.first_labels(), strict=True):
             returned = self.h.call(prep, label)              # synchronized: a fault shows in its own call
             outs = self.h.outputs(prep, returned)
             fit = {n: t for n, t in outs.items() if n in self.h.spec.out_args or self.ring.fits(n, t)}

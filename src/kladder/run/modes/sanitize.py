@@ -78,7 +78,11 @@ def _run(exe: str, tool: str, ref: str, h) -> tuple[str, int, str]:
         cmd = [exe, "--tool", tool, "--log-file", log, *OPTIONS, sys.executable, "-m", "kladder.run.modes.sanitize",
                ref, h.device, point.to_json()]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-        text = open(log, errors="replace").read() if os.path.exists(log) else p.stdout
+        if os.path.exists(log):
+            with open(log, errors="replace") as f:
+                text = f.read()
+        else:
+            text = p.stdout
     keep = os.environ.get(LOGS_ENV)
     if keep:                                   # the tool's own words, for whoever wants more than the findings
         os.makedirs(keep, exist_ok=True)

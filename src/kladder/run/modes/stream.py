@@ -39,7 +39,7 @@ class Stream:
         delay = PRODUCER_DELAY_CYCLES
         for _ in range(ATTEMPTS):
             prep = h.prepare()
-            inputs = {n: t for n, t in zip(h.spec.args, prep.inputs.args) if n in h.spec.input_args}
+            inputs = {n: t for n, t in zip(h.spec.args, prep.inputs.args, strict=True) if n in h.spec.input_args}
             staged = {n: t.clone() for n, t in inputs.items()}
             for n, t in inputs.items():             # what a consumer that runs too early reads
                 poison(t, dtype_of(h.spec, n, prep.point.dtype_of))

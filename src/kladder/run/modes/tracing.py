@@ -168,7 +168,7 @@ def _bound(fn, args, kwargs) -> dict:
     try:
         b = sig.bind_partial(*args, **known)
     except TypeError:
-        return dict(zip(sig.parameters, args))
+        return dict(zip(sig.parameters, args, strict=False))
     b.apply_defaults()
     return dict(b.arguments)
 
