@@ -357,7 +357,6 @@ def cmd_points(args) -> int:
 def cmd_bisect(args) -> int:
     from .bisect import BisectProblem, bisect
     from .report.debugging import bisect_step, bisect_text
-    from .report.jsonout import dumps
     writable("--json", args.json)
     device = device_of(args.device)
     if args.point is not None:
@@ -378,16 +377,13 @@ def cmd_bisect(args) -> int:
     except BisectProblem as e:
         raise UsageProblem(str(e)) from None
     sys.stdout.write(bisect_text(result))
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(dumps(result, indent=1))
+    _write_doc(args.json, result)
     return {"found": EXIT_OK, "interrupted": 130}.get(result["outcome"], EXIT_FAILED)
 
 
 def cmd_bench(args) -> int:
     from .bench import BenchProblem, bench
     from .report.debugging import bench_text
-    from .report.jsonout import dumps
     writable("--json", args.json)
     device = device_of(args.device)
     for ref in (args.ref, args.against):
@@ -409,9 +405,7 @@ def cmd_bench(args) -> int:
     except BenchProblem as e:
         raise UsageProblem(str(e)) from None
     sys.stdout.write(bench_text(result))
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(dumps(result, indent=1))
+    _write_doc(args.json, result)
     return EXIT_OK
 
 
@@ -419,7 +413,6 @@ def cmd_explore(args) -> int:
     from .explore import explore
     from .ladder import Runner, parse_rungs
     from .report.debugging import explore_point, explore_text
-    from .report.jsonout import dumps
     from .sizes import budget_for
     writable("--json", args.json)
     device = device_of(args.device)
@@ -441,9 +434,7 @@ def cmd_explore(args) -> int:
     finally:
         runner.close()
     sys.stdout.write(explore_text(result))
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(dumps(result, indent=1))
+    _write_doc(args.json, result)
     return EXIT_FAILED if result["failure"] else EXIT_OK
 
 
@@ -461,6 +452,13 @@ def cmd_zoo_list() -> int:
 def cmd_zoo_climb_all(args) -> int:
     from .zoo_run import climb_all
     return climb_all(args)
+
+
+def _write_doc(path: str | None, doc: dict) -> None:
+    """A command's --json document, strict JSON, written whole or not at all (report/jsonout.write_atomic)."""
+    if path:
+        from .report.jsonout import dumps, write_atomic
+        write_atomic(path, dumps(doc, indent=1))
 
 
 if __name__ == "__main__":
