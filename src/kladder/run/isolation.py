@@ -506,23 +506,14 @@ def _nvml(gpu: str | None):
 
 
 def _nvidia_smi(gpu: str | None):
-    i = _index(gpu)
-    try:
-        q = subprocess.run(["nvidia-smi", "-i", i, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                           capture_output=True, text=True, timeout=10)
-        m = subprocess.run(["nvidia-smi", "-i", i, "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"],
-                           capture_output=True, text=True, timeout=10)
-        if q.returncode or m.returncode:
-            return None
-        apps = []
-        for line in q.stdout.strip().splitlines():
-            pid, _, mib = line.partition(",")
-            if pid.strip().isdigit():
-                apps.append((int(pid), int(mib.strip()) << 20 if mib.strip().isdigit() else 0))
-        used, total = (int(v) << 20 for v in m.stdout.strip().splitlines()[0].split(","))
-        return apps, used, total
-    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+    """The same from `nvidia-smi`, through devicestart.device_state (one parser of its output):
+    used memory is total less free."""
+    from ..devicestart import device_state
+    state = device_state(_index(gpu))
+    if state["total_bytes"] is None or state["holders"] is None:
         return None
+    apps = [(h["pid"], h["used_bytes"] or 0) for h in state["holders"] if h["pid"] is not None]
+    return apps, state["total_bytes"] - state["free_bytes"], state["total_bytes"]
 
 
 # glibc's malloc debugging: since glibc 2.34 the checks live in libc_malloc_debug.so, loaded by
