@@ -48,20 +48,43 @@ def test_a_cliff_point_says_it_cannot_shrink_and_why():
     assert cannot_shrink(dataclasses.replace(big, kind="edge")) is None
 
 
-def test_a_climbs_first_failure_shrinks_to_one_tile_plus_one():
-    """The hook a climb calls before its runner closes (kladder.shrink.shrink_failures), here on
-    the report kladder.climb returns, with a runner of its own."""
-    import kladder
-    from kladder.shrink import shrink_failures
-    report = kladder.climb(TAIL, rungs=1, device="cpu")
-    assert report.exit_code == 1
-    spec = load_spec(TAIL)
-    r = Runner(TAIL, spec, "cpu")
-    try:
-        shrunk = shrink_failures(report, r, budget_s=300)
-    finally:
-        r.close()
-    assert len(shrunk) == 1 and shrunk[0]["rung"] == 1
-    assert dict(shrunk[0]["smallest"]["dims"]) == {"M": 1, "N": 257}
-    assert shrunk[0]["passes_at"]["N"]["size"] == 256
-    assert shrunk[0]["repro"].startswith("kladder repro ") and '["N",257]' in shrunk[0]["repro"]
+def test_a_climb_shrinks_each_rungs_first_failure_in_its_report(tmp_path):
+    """`kladder climb` shrinks after its rungs, on its own workers: rung 1's first failure is
+    already one tile plus one; rung 2's (M = 8, N = 513, peaked values) shrinks to it, with
+    normal values; the JSON and the terminal say so, with the smallest point's repro."""
+    import json
+    import subprocess
+    import sys
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", TAIL, "--rungs", "1-2", "--device", "cpu", "-q",
+                        "--shrink-s", "300", "--json", str(out)], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(out.read_text())
+    by_rung = {s["rung"]: s for s in doc["shrunk"]}
+    assert sorted(by_rung) == [1, 2]
+    for s in by_rung.values():
+        assert s["complete"] and s["cannot_shrink"] is None and s["check"] == "values"
+        assert dict(s["smallest"]["dims"]) == {"M": 1, "N": 257}
+        assert s["passes_at"]["N"] == {"size": 256, "status": "passed"}
+        assert s["repro"].startswith("kladder repro ") and '["N",257]' in s["repro"]
+    assert by_rung[1]["failed_id"] == by_rung[1]["smallest_id"]          # rung 1's edge is the minimum already
+    two = by_rung[2]
+    assert dict(two["from"]["dims"]) == {"M": 8, "N": 513} and two["from"]["values"]
+    assert not two["smallest"].get("values")                              # normal inputs fail the same way
+    assert "Smallest failing points" in p.stdout
+    assert "fails down to M = 1, N = 257, the same check (values)" in p.stdout
+    assert "no smaller point fails the same way" in p.stdout
+
+
+def test_shrink_s_zero_shrinks_nothing_and_a_bad_value_is_a_usage_error(tmp_path):
+    import json
+    import subprocess
+    import sys
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", TAIL, "--rungs", "1", "--device", "cpu", "-q",
+                        "--shrink-s", "0", "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1 and json.loads(out.read_text())["shrunk"] == []
+    assert "Smallest failing points" not in p.stdout
+    bad = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", TAIL, "--shrink-s", "-1"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--shrink-s" in bad.stderr and "0 or more" in bad.stderr

@@ -28,6 +28,21 @@ JOBS_HELP = ("points run side by side, each in a worker of its own (default: the
              "CUDA four per GPU, big points alone)")
 
 
+SHRINK_S = 30.0             # seconds a climb spends shrinking its failures by default (nothing when none fails)
+
+
+def _non_negative(kind, what: str):
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: give {what}") from None
+        if not v >= 0 or v == float("inf"):
+            raise argparse.ArgumentTypeError(f"{text!r}: give {what} (0 or more)")
+        return v
+    return parse
+
+
 def _positive(kind, what: str):
     def parse(text: str):
         try:
@@ -62,6 +77,9 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat-s", type=_positive(float, "seconds, e.g. --repeat-s 30"), metavar="S",
                    help="rung 5: seconds each repetition point may repeat for (default 10 on a GPU, 5 on the CPU)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
+    p.add_argument("--shrink-s", type=_non_negative(float, "seconds, e.g. --shrink-s 60 (0: do not shrink)"), default=SHRINK_S,
+                   metavar="S", help=f"seconds to shrink the failures after the rungs: the smallest point that fails "
+                   f"the same way, per rung (default {SHRINK_S:g}; 0: none)")
 
 
 def build_parser() -> argparse.ArgumentParser:

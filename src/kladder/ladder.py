@@ -50,6 +50,7 @@ class Options:
     repeat: int | None = None            # rung 5: calls a repetition point makes (--repeat N)
     repeat_s: float | None = None        # rung 5: seconds a repetition point may take (--repeat-s S)
     seed: int = 0                        # shifts every point's seed (--seed): false alarms are seed-dependent
+    shrink_s: float = 0.0                # seconds to shrink the climb's failures after its rungs (--shrink-s; 0: none)
     on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
     progress: Any = field(default=None, repr=False)   # report.progress.Progress, or None
     pool: Pool | None = field(default=None, repr=False)  # workers already started (the CLI warms them early)
@@ -411,6 +412,8 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
             for rr in report.rungs:
                 if rr.climbed:
                     _climb_rung(rr, spec, budget, runner, report, log, opts)
+            if opts.shrink_s > 0 and report.failures:
+                _shrink(report, runner, opts)
         finally:
             guard.defer()             # from here on a Ctrl-C only marks the report: the close is never torn
     except KeyboardInterrupt:
@@ -431,6 +434,16 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
         if owned:
             guard.restore()
     return report
+
+
+def _shrink(report: ClimbReport, runner: Runner, opts: Options) -> None:
+    """The smallest failing point of each rung's first failure, on the climb's own workers
+    (kladder.shrink), after every rung has run: the candidates are runs of kladder's, not
+    points of the climb (no verdict, no log record)."""
+    from .shrink import shrink_failures
+    if opts.progress:
+        opts.progress.stage(f"shrinking the failures (up to {opts.shrink_s:g} s)")
+    report.shrunk = shrink_failures(report, runner, opts.shrink_s)
 
 
 def plan_rungs(report: ClimbReport, rungs: tuple[int, ...]) -> None:

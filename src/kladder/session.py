@@ -95,7 +95,8 @@ def climb_options(args, ref: str, device: str, keep: list | None = None):
     pool.warm(1 if device == "cpu" else jobs)
     return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
                    jobs=jobs, pool=pool, progress=_progress(args), repeat=getattr(args, "repeat", None),
-                   repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0))
+                   repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0),
+                   shrink_s=getattr(args, "shrink_s", 0.0))
 
 
 def log_path(args, spec, run_id: str | None = None) -> str:

@@ -71,6 +71,7 @@ class ClimbReport:
     run_id: str = field(default_factory=new_run_id)      # in the log's name and in every record
     start_error: dict | None = None      # why the climb (or a worker it needed) could not start: facts, see below
     kladder_error: dict | None = None    # kladder's own error that ended the climb early: error, text, trace (exit 1)
+    shrunk: list[dict] = field(default_factory=list)     # kladder.shrink's facts per rung's first failure (--shrink-s)
 
     @property
     def outcomes(self) -> list[Outcome]:

@@ -91,6 +91,25 @@ def _dims(point: dict) -> str:
     return ", ".join(f"{k} = {v}" for k, v in point["dims"])
 
 
+def shrunk_lines(s: dict) -> list[str]:
+    """A climb's shrunk failure (kladder.shrink's facts), as the terminal prints it."""
+    head = f"rung {s['rung']}, from {s['failed_id']}"
+    if s.get("cannot_shrink"):
+        return [f"{head}: cannot shrink: {s['cannot_shrink']}"]
+    if s.get("check") is None:
+        return [f"{head}: not shrunk (its replay did not fail)"]
+    if not s.get("smallest"):
+        return [f"{head}: not shrunk (the shrink budget was spent before it began)"]
+    if s["smallest_id"] == s["failed_id"]:
+        found = "no smaller point fails the same way" if s["complete"] else "no smaller failing point found before the budget ran out"
+        return [f"{head}: {found} ({s['runs']} runs)"]
+    passes = "; ".join(f"{d} = {p['size']}: {p['status']}" for d, p in s["passes_at"].items())
+    done = "" if s["complete"] else " (the shrink budget ran out first: it may shrink further)"
+    return [f"{head}: fails down to {_dims(s['smallest'])}, the same check ({s['check']}), after {s['runs']} runs{done}"
+            + (f"; one below: {passes}" if passes else ""),
+            f"  repro: {s['repro']}"]
+
+
 def explore_point(e: dict) -> str:
     tag = " (replayed)" if e["replayed"] else ""
     check = f" [{e['check']}]" if e["check"] else ""

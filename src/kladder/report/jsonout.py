@@ -86,7 +86,7 @@ def report_dict(report: ClimbReport) -> dict[str, Any]:
             "run_id": report.run_id, "start_error": report.start_error, "kladder_error": report.kladder_error, "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
             "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
-            "rungs": [rung_dict(r) for r in report.rungs]}
+            "rungs": [rung_dict(r) for r in report.rungs], "shrunk": report.shrunk}
 
 
 def header_dict(report: ClimbReport, opts, fingerprint: dict) -> dict[str, Any]:

@@ -51,6 +51,11 @@ class Progress:
                 f"{c['failed'] + c['flaky']} failed, {c['skipped']} skipped  {rr.verdict}  [{rr.seconds:.1f} s]")
         self.bar.console.print(Text(line))
 
+    def stage(self, what: str) -> None:
+        """A step of kladder's after the rungs (shrinking the failures): one line, literal."""
+        from rich.text import Text
+        self.bar.console.print(Text(what))
+
     def stop(self) -> None:
         if self.started:
             self.bar.stop()

@@ -67,6 +67,8 @@ def renderables(report: ClimbReport) -> list:
     if failures:
         parts.append(_text(("\n" + _count(len(failures), "failed point"), "bold red")))
         parts += [_joined(_failure_lines(group[0], group[1:])) for group in failure_groups(failures)]
+    if report.shrunk:
+        parts.append(_shrunk(report.shrunk))
     other = [o for o in report.outcomes if o.status in (OOM, BROKEN, NOT_JUDGED)]
     if other:
         parts.append(_text(("\nPoints that could not be judged", "bold yellow")))
@@ -276,6 +278,13 @@ def _ran(ran: list[Outcome]):
 
 # What a passing point measured that a user should read: the bound a clean repetition proves.
 PROVED = (NoteKind.REPEATS_CLEAN, NoteKind.SANITIZER_CLEAN)
+
+
+def _shrunk(shrunk: list[dict]):
+    from .debugging import shrunk_lines
+    lines = [_text(("\nSmallest failing points", "bold"), " (each rung's first failure, shrunk):")]
+    lines += [_text("  ", line) for s in shrunk for line in shrunk_lines(s)]
+    return _joined(lines)
 
 
 def _proved(outcomes: list[Outcome]):
