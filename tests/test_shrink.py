@@ -41,6 +41,14 @@ def test_a_point_that_passes_is_not_shrunk(runner):
     assert facts["check"] is None and facts["smallest"] is None and facts["runs"] == 0
 
 
+def test_a_hang_is_not_shrunk_and_says_why():
+    from kladder.outcome import Check, Finding, Outcome, Status
+    start = Point("tile_tail", 1, (("M", 3), ("N", 2817)))
+    hung = Outcome(start, Status.FAILED, findings=[Finding(Check.HANG)])
+    facts = shrink(start, hung, lambda p: pytest.fail("a hang's candidates must not run"), None)
+    assert facts["check"] == "hang" and "costs the whole timeout" in facts["cannot_shrink"] and facts["runs"] == 0
+
+
 def test_a_cliff_point_says_it_cannot_shrink_and_why():
     big = Point("tile_tail", 1, (("M", 1 << 20), ("N", 2049)), kind="big")
     assert "size cliff" in cannot_shrink(big)

@@ -49,6 +49,9 @@ def shrink(point, first_outcome, run: Callable, spec, budget_s: float = 60.0) ->
     target = signature(first_outcome)
     facts = {"from": point.to_dict(), "check": target, "method": "plain search: each dim's floor, then bisection",
              "runs": 0, "complete": False, "passes_at": {}, "smallest": None, "cannot_shrink": why_not}
+    if target == "hang" and not why_not:
+        why_not = facts["cannot_shrink"] = ("it hung: every candidate that hangs too costs the whole timeout "
+                                            "(and a fresh worker); the point's own repro is the smallest known")
     if why_not or target is None:
         return facts
     state = {"best": point, "outcome": first_outcome, "seen": {}}
