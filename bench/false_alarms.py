@@ -1,7 +1,7 @@
 """The false-alarm suite on any device: correct torch ops (tests/specs/torch_ops.py) climbed in
 this process, point by point, as a worker runs them, under several seeds; every point must pass
 (or be skipped with its reason). tests/test_false_alarms.py runs rungs 1-3 on the CPU in
-`make test`; this driver runs the same on the H200 at rungs 1-4 (bench/h200_trust.sh).
+`make test`; this driver runs the same on the H200 at rungs 1-4 (docs/results/2026-12-01-h200-round/h200_trust.sh).
 
 Big points (2^31 and 2^32 bytes: several GiB each, checked by bench/memory.py) are left out
 unless --big; the jitcache mode starts processes of its own and runs only inside a climb's

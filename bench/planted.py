@@ -1,4 +1,4 @@
-"""Planted bugs for compute-sanitizer (bench/h200_rung5.sh), one per tool, each with its twin:
+"""Planted bugs for compute-sanitizer (docs/results/2026-12-01-h200-round/h200_rung5.sh), one per tool, each with its twin:
 kladder's sanitize mode must report the planted one with its kernel and source line and pass the
 twin. Not zoo cases: each is the smallest kernel that has the one bug its tool looks for.
 

@@ -1,5 +1,5 @@
 """Rung 5's repetition against the bare graph replay of the same kernel, in the same process
-(bench/h200_rung5.sh runs it; the issue's goal: at least 0.5x the bare rate).
+(docs/results/2026-12-01-h200-round/h200_rung5.sh runs it; the issue's goal: at least 0.5x the bare rate).
 
 The kernel: y = 2x + 1 over 64K floats in Triton (64 programs of 1024), the launcher allocating y.
 - bare: the same K calls captured in one CUDA graph, replayed back to back, one synchronize at

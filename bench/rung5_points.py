@@ -1,5 +1,5 @@
 """Run one spec's rung-5 points of the chosen modes through ladder.Runner, as `kladder climb
---rungs 5` runs them (bench/h200_rung5.sh: the zoo cases' repetition points without their four
+--rungs 5` runs them (docs/results/2026-12-01-h200-round/h200_rung5.sh: the zoo cases' repetition points without their four
 sanitizer runs, which the planted kernels exercise). Writes NAME.json (the outcomes, as the
 climb's JSON writes them) and NAME.txt (each outcome as `kladder repro` prints it), and prints
 one line a point: status, calls, rate and interval, or the bound a clean run proves.

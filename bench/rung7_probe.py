@@ -1,4 +1,4 @@
-"""Rung 7's CUDA paths, probed directly (bench/h200_rung7.sh runs it): what the launch recorder
+"""Rung 7's CUDA paths, probed directly (docs/results/2026-12-01-h200-round/h200_rung7.sh runs it): what the launch recorder
 (compiled binaries' digests) and the profiler (kernel names) see for each rung-7 zoo case and
 its twin, and for tests/specs/toolchain.py's flag fixtures. Writes $OUT/rung7_probe.json and
 prints one line per probe.

@@ -2,7 +2,7 @@
 write (tests/specs/torch_ops.py), climbed at rungs 1-3 on the CPU under several seeds. A
 correct kernel must pass every point at the defaults: a single failure, or a bias warning on
 a correct op's rounding, is a false alarm (false alarms are seed-dependent: `--seed`). The
-same suite runs on the H200 at rungs 1-4 (bench/h200_trust.sh, docs/results/)."""
+same suite runs on the H200 at rungs 1-4 (docs/results/2026-12-01-h200-round/h200_trust.sh, docs/results/)."""
 import os
 
 import pytest

@@ -57,7 +57,7 @@ def test_a_failure_within_truncations_reach_that_no_peer_excuses_is_not_judged()
         h = Harness(spec, p, "cpu")
         prep = h.prepare()
         seen = Call(prep, h.call(prep))
-        judge = Judge(spec, p, "cpu")
+        judge = Judge(spec, p, "cpu", interpreted=True)
         needs = judge.call(prep, h.outputs(prep, seen.returned), seen.returned, h.expected(prep), "", evidence)
         judge.settle({})                                   # as if no peer could run
         assert not judge.findings

@@ -121,7 +121,7 @@ def test_relaxed_flag_twin_is_right_on_every_path():
 # ---------------------------------------------------------------- the GPU variants' kernels, interpreted
 # Triton's interpreter runs a grid's programs one after another, so a kernel that waits for its
 # peer is run here against a peer that has already pushed (its lines and flags in place): the
-# kernels' indexing, masks and flags on the CPU; their races need two GPUs (bench/h200x2_rung6.sh).
+# kernels' indexing, masks and flags on the CPU; their races need two GPUs (docs/results/2026-12-01-h200-round/h200x2_rung6.sh).
 def test_gpu_ring_kernel_pushes_its_lines_and_sums_the_peers():
     import triton
 

@@ -5,8 +5,6 @@ prints kladder's message. Points run in kladder's worker processes, as in `kladd
 torch is imported only once a Spec is collected."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
 OPTIONS = (
@@ -110,8 +108,8 @@ def _runner(config, ref: str, spec, device: str):
     from .ladder import Runner
     runners = config.stash.setdefault(_RUNNERS_KEY, {})
     if ref not in runners:
-        if device == "cpu":
-            os.environ.setdefault("TRITON_INTERPRET", "1")
+        # nothing set in the user's process: the device goes to the Runner, and its workers start
+        # with Triton's interpreter chosen for a CPU run (run/isolation.py worker_env)
         runners[ref] = Runner(ref, spec, device, float(_option(config, "timeout") or 0) or None)
     return runners[ref]
 

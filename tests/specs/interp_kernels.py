@@ -1,5 +1,5 @@
 """Correct Triton kernels that Triton's interpreter gets wrong (run/interpreter.py): on the CPU
-each point must be "not judged", never failed; on a GPU they pass (bench/h200_trust.sh)."""
+each point must be "not judged", never failed; on a GPU they pass (docs/results/2026-12-01-h200-round/h200_trust.sh)."""
 import torch
 import triton
 import triton.language as tl

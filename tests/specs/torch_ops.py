@@ -1,7 +1,7 @@
 """Correct ops that torch ships, each with the spec its author would write: the kernel is torch's
 own op run in the input's dtype, the reference a plain formula run on float64 copies. Every
 point of rungs 1-3 must pass, under any seed: a failure here is a false alarm (issue 15's
-false-alarm suite, tests/test_false_alarms.py; on the H200: bench/h200_trust.sh)."""
+false-alarm suite, tests/test_false_alarms.py; on the H200: docs/results/2026-12-01-h200-round/h200_trust.sh)."""
 import math
 
 import torch

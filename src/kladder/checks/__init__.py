@@ -7,7 +7,6 @@ reference, none formats a sentence.
 mode made them, and keeps the findings, the warnings and what the mode measured."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from ..outcome import Cause, Check, Finding, Note, NoteKind, SpecBroken
@@ -78,6 +77,7 @@ class Judge:
     spec: object
     point: object
     device: str
+    interpreted: bool = False          # Triton runs under its interpreter (decided by the worker: run/interpreter.on)
     findings: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
     note: Note | None = None
@@ -275,7 +275,10 @@ class Judge:
         return None
 
     def _bias_judged(self, pt, dtype: str) -> bool:
-        return pt.rung <= 3 and not (dtype == "bfloat16" and _interpreted(self.device))
+        """Triton's interpreter (3.9) converts float32 to bfloat16 by truncation, not to nearest
+        as a GPU does: every bfloat16 output would lean toward zero, the interpreter's bias and
+        not the kernel's. The bias check is left to the GPU for bfloat16 outputs."""
+        return pt.rung <= 3 and not (dtype == "bfloat16" and self.device == "cpu" and self.interpreted)
 
 
 def _reference_nan(name: str, m, ref, prep, where: Where) -> None:
@@ -329,13 +332,6 @@ def _allocation_findings(allocated: list, outputs: dict) -> list[Finding]:
         if f:
             out.append(f)
     return out
-
-
-def _interpreted(device: str) -> bool:
-    """Triton's interpreter (3.9) converts float32 to bfloat16 by truncation, not to nearest
-    as a GPU does: every bfloat16 output would lean toward zero, the interpreter's bias and not
-    the kernel's. The bias check is left to the GPU for bfloat16 outputs."""
-    return device == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
 
 
 __all__ = ["Judge", "Where", "bias", "bitwise", "collective", "contract", "dispatch", "fast", "flags", "guards", "imports",

@@ -10,15 +10,14 @@ checks/values.py, which decides every element as float64 would. Kladder's own ke
 under test: only the judge runs it, and never under Triton's interpreter on a real climb."""
 from __future__ import annotations
 
+import functools
 import importlib.util
-import os
 
 MARGIN = 2.0 ** -20          # float32's share of the doubt (as in checks/values.py)
 MAX_COLS = 1 << 16           # one program a row, looping over it: past this, the slab path's job
 
-_kernel = None
 
-
+@functools.cache
 def _build():
     import triton
     import triton.language as tl
@@ -60,11 +59,12 @@ def _build():
 
 
 def applies(out, ref_lo) -> bool:
-    """The fast path runs: on CUDA (not under the interpreter), Triton there, a floating output of
-    at most 32 bits, rows short enough for one program each (a small output too: one launch beats
-    the slab path's two dozen)."""
+    """The fast path runs: on CUDA, with the reference rounded to the output's dtype (`ref_lo`:
+    the harness makes it only on a GPU not under Triton's interpreter, run/harness.py), Triton
+    there, a floating output of at most 32 bits, rows short enough for one program each (a small
+    output too: one launch beats the slab path's two dozen)."""
     import torch
-    if ref_lo is None or not out.is_cuda or os.environ.get("TRITON_INTERPRET") == "1":
+    if ref_lo is None or not out.is_cuda:
         return False
     if importlib.util.find_spec("triton") is None:
         return False
@@ -79,9 +79,6 @@ def counts(out, ref_lo, rtol: float, atol: float) -> tuple[int, int]:
     """(elements that surely fail, elements the fast path cannot decide), in one pass."""
     import torch
     import triton
-    global _kernel
-    if _kernel is None:
-        _kernel = _build()
     cols = out.shape[-1]
     o = out.reshape(-1, cols)
     r = ref_lo.reshape(-1, cols)
@@ -93,7 +90,7 @@ def counts(out, ref_lo, rtol: float, atol: float) -> tuple[int, int]:
     u = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}[out.dtype]
     block = min(triton.next_power_of_2(cols), 4096)
     # a Triton kernel reads no Python globals but constexprs: the margin goes in as an argument
-    _kernel[(o.shape[0],)](o, r, found, cols, o.stride(0), r.stride(0), float(rtol), float(atol), u, MARGIN,
+    _build()[(o.shape[0],)](o, r, found, cols, o.stride(0), r.stride(0), float(rtol), float(atol), u, MARGIN,
                            BLOCK=block, num_warps=8 if block >= 2048 else 4)
     bad, doubt = found.tolist()
     return bad, doubt

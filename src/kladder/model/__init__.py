@@ -54,7 +54,7 @@ class ModelScore:
                 f"[{self.dtype}, {self.device}, seed {self.seed}]")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _weights(path: str):
     from .net import load_model
     return load_model(path)

@@ -41,11 +41,13 @@ torch.empty_like costs 54 us under the hook against 1.2 us without, on the CPU; 
 of torch ops and Triton kernels takes the same time with it as without, within the noise."""
 from __future__ import annotations
 
+import functools
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..materialize import Guarded, sentinel_ends, sentinel_pattern
+from .settings import torch_setting
 
 # 4 KiB each side: a 1024-wide float32 block (Triton's tutorial add) whose store lost its mask
 # writes at most 4,092 bytes past a 1-element output, all of them inside the guard; past the
@@ -84,13 +86,14 @@ def _factories() -> dict:
     return table
 
 
-_TABLE: dict | None = None
 _LIKE = ("empty_like", "zeros_like", "ones_like", "full_like", "new_empty", "new_empty_strided", "new_zeros",
          "new_ones", "new_full")
 
 
+@functools.cache
 def _mode_class():
     from torch.utils._python_dispatch import TorchDispatchMode
+    table = _factories()
 
     class GuardedAllocations(TorchDispatchMode):
         def __init__(self, device_type: str, guard: int):
@@ -108,7 +111,7 @@ def _mode_class():
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            fill = _TABLE.get(func)
+            fill = table.get(func)
             if fill is not None:
                 t = self._guarded(func, fill, args, kwargs)
                 if t is not None:
@@ -152,22 +155,16 @@ def _mode_class():
     return GuardedAllocations
 
 
-_MODE = None
-
-
 @contextmanager
 def guarding(device: str, guard: int = KERNEL_GUARD_BYTES):
     """Around one kernel call: yields the list the call's allocations are recorded into (empty
     when the hook is off: guard 0, or a CUDA graph being captured)."""
-    global _MODE, _TABLE
     import torch
     dtype = torch.device(device).type
     if not guard or (dtype == "cuda" and torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()):
         yield []
         return
-    if _MODE is None:
-        _MODE, _TABLE = _mode_class(), _factories()
-    mode = _MODE(dtype, guard)
+    mode = _mode_class()(dtype, guard)
     found: list[Allocation] = []
     try:
         with mode:
@@ -191,12 +188,8 @@ def _allocate(meta, device, guard: int):
     sentinels on both sides; not a view of the buffer (set_ onto its storage)."""
     import torch
     nbytes = meta.untyped_storage().nbytes()
-    det = torch.utils.deterministic
-    was, det.fill_uninitialized_memory = det.fill_uninitialized_memory, False   # filled below, once
-    try:
+    with torch_setting("fill_uninitialized_memory", False):       # filled below, once
         buf = torch.empty(2 * guard + nbytes, dtype=torch.uint8, device=device)
-    finally:
-        det.fill_uninitialized_memory = was
     sentinel_ends(buf, guard).copy_(sentinel_pattern(guard, device).expand(2, guard))
     t = torch.empty(0, dtype=meta.dtype, device=device)
     t.set_(buf.untyped_storage(), guard // meta.element_size() + meta.storage_offset(), meta.size(), meta.stride())

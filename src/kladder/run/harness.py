@@ -23,6 +23,7 @@ from . import interpreter
 from .faults import is_oom
 from .guarded_alloc import KERNEL_GUARD_BYTES, guarding
 from .modes.base import call_once, call_raw
+from .settings import torch_setting
 from .stages import Stage, timed
 
 # The reference (its float64 copies, its output, a perturbed draw) may take this many times the
@@ -62,8 +63,9 @@ class Peer:
 
 
 class Harness:
-    def __init__(self, spec: Spec, point: Point, device: str, guard: int = GUARD_BYTES):
+    def __init__(self, spec: Spec, point: Point, device: str, guard: int = GUARD_BYTES, interpreted: bool = False):
         self.spec, self.point, self.device = spec, point, device
+        self.interpreted = interpreted        # Triton under its interpreter (run/interpreter.on, asked once by the worker)
         self.guard = guard                   # guard bytes around every tensor (0 under compute-sanitizer)
         self.touched: set[str] = set()      # the interpreter's known defects the kernel's calls touched
 
@@ -131,10 +133,10 @@ class Harness:
 
     @timed(Stage.REFERENCE)
     def expected(self, prep: Prepared) -> dict:
-        """The reference's outputs by name ("refs"), and on a GPU, for floating outputs of 32 bits
-        or fewer, their copies rounded to the output's dtype ("refs_lo"): the comparison's fast
-        pass reads those (as many bytes as the output) and the float64 reference only where it
-        cannot decide (checks/fast.py)."""
+        """The reference's outputs by name ("refs"), and on a GPU (Triton not interpreted), for
+        floating outputs of 32 bits or fewer, their copies rounded to the output's dtype
+        ("refs_lo"): the comparison's fast pass reads those (as many bytes as the output) and the
+        float64 reference only where it cannot decide (checks/fast.py)."""
         import torch
         args, mutated = self._mutable_args(prep)
         try:
@@ -145,7 +147,7 @@ class Harness:
             raise SpecBroken(NoteKind.REFERENCE_RAISED, **error_facts(e)) from e
         refs.update(mutated)                         # a mutated input: the reference's copy, as its call left it
         lo = {}
-        if self.device == "cuda":
+        if self.device == "cuda" and not self.interpreted:
             for n, r in refs.items():
                 dt = dtype_of(self.spec, n, prep.point.dtype_of) if n in self.spec.outputs else ""
                 if dt in ("float32", "float16", "bfloat16") and isinstance(r, torch.Tensor) and r.is_cuda:
@@ -241,12 +243,8 @@ class Harness:
                 if any(getattr(a, "is_cuda", False) for a in low):
                     got = one([a.cpu() if isinstance(a, torch.Tensor) else a for a in low], refs[name])
                 else:
-                    threads = torch.get_num_threads()
-                    torch.set_num_threads(1 if threads > 1 else 2)
-                    try:
+                    with torch_setting("num_threads", 1 if torch.get_num_threads() > 1 else 2):
                         got = one(low, refs[name])
-                    finally:
-                        torch.set_num_threads(threads)
                 if got is not None:
                     runs.append((got, refs[name]))
             except Exception as e:  # noqa: BLE001 - a reference bound to its device: the fresh roundings alone

@@ -19,6 +19,7 @@ Nothing here runs on a GPU: `watch` and `probe` do nothing unless the interprete
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 
@@ -31,23 +32,26 @@ GARBAGE = (BF16_ARITHMETIC, FP8_CAST)          # a point that touches one of the
 RAISING = (LIBDEVICE, RUNTIME_LOOP)            # these show as an exception the probe saw too
 _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert")
 
-_probed: dict | None = None
+def on() -> bool:
+    """Triton runs its kernels under the interpreter in this process. The one read of
+    TRITON_INTERPRET in kladder's run side: the worker that sets up a point (run/trial.py) asks
+    once and passes the answer down (Harness, Judge, the rung-5 Differ); Triton itself read it
+    when it was first imported, so it does not change during a process."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def active() -> bool:
     """Triton kernels run under the interpreter in this process: the interpreter is on and
     Triton is imported (by the spec's kernels; a spec of torch ops never pays for a probe)."""
-    return os.environ.get("TRITON_INTERPRET") == "1" and "triton" in sys.modules
+    return on() and "triton" in sys.modules
 
 
+@functools.cache
 def probe() -> dict[str, dict]:
     """{feature: evidence} for every feature the interpreter gets wrong here: probed once for a
     given Triton, numpy and Python, and kept in the user's cache (a worker starts in ~1 ms, not
     the probe's ~0.7 s: every A-B-A point starts a worker)."""
-    global _probed
-    if _probed is None:
-        _probed = _cached_probe() if active() else {}
-    return _probed
+    return _cached_probe() if active() else {}
 
 
 def _cache_path() -> str:

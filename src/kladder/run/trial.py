@@ -74,8 +74,9 @@ def _made_up(point: Point, h: Harness) -> Result | None:
 
 
 def _run(spec: Spec, point: Point, device: str) -> Result:
-    h = Harness(spec, point, device)
-    judge = Judge(spec, point, device)
+    interpreted = interpreter.on()             # decided once here, passed down: nothing below reads the environment
+    h = Harness(spec, point, device, interpreted=interpreted)
+    judge = Judge(spec, point, device, interpreted=interpreted)
     rows, fatal = None, False
     try:
         if point.mode in modes.MODES_NEEDING_CUDA and device != "cuda":

@@ -45,7 +45,7 @@ CASE = dict(
         "last to start is the last to finish). Every unit test, every rung 1-4 point, is one call or a "
         "few: a sample of a rare event. Rung 5's repetition catches it and measures its rate (0.7% of "
         "calls on fresh inputs, with its interval), and initcheck sees the leader read slots nothing "
-        "wrote yet (bench/h200_session3.sh). The twin counts each program's arrival after its store (a barrier, then an "
+        "wrote yet (docs/results/2026-12-01-h200-session3/h200_session3.sh). The twin counts each program's arrival after its store (a barrier, then an "
         "acq_rel add), and the last to arrive reads the partials through L2 (.cg). On the CPU the "
         "interpreter runs the programs one after another, so the race cannot happen there: both "
         "kernels are right."

@@ -21,6 +21,7 @@ import time
 import traceback
 
 from ...outcome import KernelError, Note, NoteKind, Skip, SpecBroken
+from ..settings import torch_setting
 from .base import Measured, RankCall, Ranks
 
 WATCHDOG_S = {"cpu": 10.0, "cuda": 20.0}
@@ -69,13 +70,8 @@ def _judged_on_one_thread(seen: Ranks):
     """The checks judge every call of every rank: many small tensors, for which one thread is
     faster than a team of them (measured on a loaded 2-core host: 0.2 s against 12 s for 64
     calls of 32K elements, the team spinning for cores it does not get)."""
-    import torch
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_setting("num_threads", 1):
         yield seen
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _runnable(c, world: int, device: str) -> None:

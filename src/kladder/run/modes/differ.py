@@ -12,6 +12,8 @@ about 20 us on an H200, against the ~300 us the 256 calls take. Elsewhere (the C
 without Triton) the same counts come from torch ops."""
 from __future__ import annotations
 
+import functools
+
 INT_OF_SIZE = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}
 BLOCK = 4096
 FAR = 2.0          # a call further than twice the tolerance from the first is beyond the reference's
@@ -21,12 +23,13 @@ class Differ:
     """The baseline of every output (the first call on each input set, flattened to [P, numel]),
     its allowance, and the comparison of a ring of K calls against it."""
 
-    def __init__(self, spec, point, firsts: list[dict]):
+    def __init__(self, spec, point, firsts: list[dict], interpreted: bool = False):
         import torch
 
         from ...checks.values import allowed_of
         from ...sizes import dtype_of
         self.sets = len(firsts)
+        self.fused = not interpreted       # interpreted, the fused kernel is slower than torch's ops
         self.base, self.allowed = {}, {}
         for name in firsts[0]:
             base = torch.stack([f[name].detach().reshape(-1) for f in firsts]).contiguous()
@@ -42,7 +45,7 @@ class Differ:
         bits, far = {}, {}
         for name, slots in ring.items():
             flat = slots.reshape(slots.shape[0], -1)
-            if flat.is_cuda and _triton() is not None:
+            if flat.is_cuda and self.fused and _triton() is not None:
                 bits[name], far[name] = self._compare_triton(name, flat)
             else:
                 bits[name], far[name] = self._compare_torch(name, flat)
@@ -83,23 +86,13 @@ class Differ:
         return counts[0], counts[1]
 
 
-_KERNEL = []
-
-
+@functools.cache
 def _triton():
-    """The fused Triton kernel, built once; None where Triton cannot be imported, or runs
-    interpreted (then the torch ops are faster)."""
-    import os
-    if _KERNEL:
-        return _KERNEL[0]
-    kernel = None
-    if os.environ.get("TRITON_INTERPRET") != "1":
-        try:
-            kernel = _build()
-        except ImportError:
-            kernel = None
-    _KERNEL.append(kernel)
-    return kernel
+    """The fused Triton kernel, built once; None where Triton cannot be imported."""
+    try:
+        return _build()
+    except ImportError:
+        return None
 
 
 def _build():

@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ...outcome import Hung, KernelError, NoteKind, Skip, error_facts
+from ..settings import torch_setting
 from .base import Call, Repeats, call_raw, heal_failed_capture
 from .differ import Differ
 
@@ -84,7 +85,7 @@ class Repeat:
         for prep, (returned, _), label in zip(sets, firsts, runner.first_labels(), strict=True):
             yield Call(prep, returned, label)
         names = [n for n in firsts[0][1] if all(n in outs for _, outs in firsts)]
-        differ = Differ(h.spec, h.point, [{n: outs[n] for n in names} for _, outs in firsts])
+        differ = Differ(h.spec, h.point, [{n: outs[n] for n in names} for _, outs in firsts], h.interpreted)
         yield runner.repeat(differ, fallback)
 
 
@@ -277,21 +278,18 @@ class Graphed(Loop):
         torch.cuda.synchronize()
         self.per_call_s = (time.perf_counter() - t0) / p
         self.graph, returned = torch.cuda.CUDAGraph(), []
-        filling = torch.utils.deterministic.fill_uninitialized_memory
         # No poisoning fill captured with each call (it would double the kernels a replay runs):
         # the tensors the calls return are poisoned before each replay instead, in one launch.
-        torch.utils.deterministic.fill_uninitialized_memory = False
-        try:
-            with torch.cuda.graph(self.graph):
-                for k in range(self.k):
-                    prep = self.sets[k % p]
-                    returned.append(h.call_with(self.ring.args(prep, k), prep.point.kwargs, f"capture, call {k + 1}"))
-        except Exception as e:  # noqa: BLE001 - the kernel or its launcher cannot be captured
-            torch.cuda.synchronize()                   # a broken context raises here: a fault, not a refusal
-            heal_failed_capture()
-            raise CaptureFailed(e.error if isinstance(e, KernelError) else e) from e
-        finally:
-            torch.utils.deterministic.fill_uninitialized_memory = filling
+        with torch_setting("fill_uninitialized_memory", False):
+            try:
+                with torch.cuda.graph(self.graph):
+                    for k in range(self.k):
+                        prep = self.sets[k % p]
+                        returned.append(h.call_with(self.ring.args(prep, k), prep.point.kwargs, f"capture, call {k + 1}"))
+            except Exception as e:  # noqa: BLE001 - the kernel or its launcher cannot be captured
+                torch.cuda.synchronize()               # a broken context raises here: a fault, not a refusal
+                heal_failed_capture()
+                raise CaptureFailed(e.error if isinstance(e, KernelError) else e) from e
         maps = [self.ring.returned(self.sets[k % p], r) for k, r in enumerate(returned)]
         self.stacked = {n: [m[n] for m in maps] for n in self.h.spec.returned if all(n in m for m in maps)}
         self.ring.poison(list(self.stacked))
@@ -334,22 +332,19 @@ class Graphed(Loop):
         worst.prime()
         self.calls_t = torch.zeros((), dtype=torch.int64, device="cuda")
         post = torch.cuda.CUDAGraph()
-        filling = torch.utils.deterministic.fill_uninitialized_memory
-        torch.utils.deterministic.fill_uninitialized_memory = False
-        try:
-            torch.cuda.synchronize()
-            with torch.cuda.graph(post):
-                self._stack()
-                bits, far = differ.compare({n: self.ring.slots[n] for n in names})
-                worst.update(bits, far, self.calls_t)
-                self.calls_t.add_(self.k)
-                self._poison()
-        except Exception as e:  # noqa: BLE001 - an op here that cannot be captured: the batches run op by op
-            heal_failed_capture()
-            self.post_graph = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]
-            return None
-        finally:
-            torch.utils.deterministic.fill_uninitialized_memory = filling
+        with torch_setting("fill_uninitialized_memory", False):
+            try:
+                torch.cuda.synchronize()
+                with torch.cuda.graph(post):
+                    self._stack()
+                    bits, far = differ.compare({n: self.ring.slots[n] for n in names})
+                    worst.update(bits, far, self.calls_t)
+                    self.calls_t.add_(self.k)
+                    self._poison()
+            except Exception as e:  # noqa: BLE001 - an op here that cannot be captured: the batches run op by op
+                heal_failed_capture()
+                self.post_graph = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]
+                return None
         self.post, self.post_graph = post, "captured"
 
         def fused():

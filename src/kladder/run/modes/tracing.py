@@ -14,6 +14,7 @@ never reads changes no binary, so it changes no `code` either."""
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import inspect
 import json
@@ -205,34 +206,28 @@ def _specialize(v) -> str:
     return "none" if v is None else type(v).__name__
 
 
-_SOURCE_KEYS: dict = {}
-_USED: dict = {}
-
-
+@functools.cache
 def _source_key(fn) -> str:
     """The digest of the kernel's source and its callees' (Triton's own JIT cache key)."""
-    if fn not in _SOURCE_KEYS:
+    try:
+        from triton.runtime.jit import JITFunction
+        return JITFunction(fn).cache_key
+    except Exception:  # noqa: BLE001 - no Triton front end here: the source alone
         try:
-            from triton.runtime.jit import JITFunction
-            _SOURCE_KEYS[fn] = JITFunction(fn).cache_key
-        except Exception:  # noqa: BLE001 - no Triton front end here: the source alone
-            try:
-                _SOURCE_KEYS[fn] = hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()
-            except (OSError, TypeError):
-                _SOURCE_KEYS[fn] = f"{fn.__module__}.{fn.__qualname__}"
-    return _SOURCE_KEYS[fn]
+            return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()
+        except (OSError, TypeError):
+            return f"{fn.__module__}.{fn.__qualname__}"
 
 
-def used_names(fn) -> set[str]:
+@functools.cache
+def used_names(fn) -> frozenset[str]:
     """The names the kernel's body reads: a constexpr it never reads cannot change its code."""
-    if fn not in _USED:
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-            body = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-            _USED[fn] = {n.id for stmt in body.body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
-        except (OSError, TypeError, SyntaxError, StopIteration):
-            _USED[fn] = set(inspect.signature(fn).parameters)       # unknown: every parameter counts
-    return _USED[fn]
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        body = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        return frozenset(n.id for stmt in body.body for n in ast.walk(stmt) if isinstance(n, ast.Name))
+    except (OSError, TypeError, SyntaxError, StopIteration):
+        return frozenset(inspect.signature(fn).parameters)       # unknown: every parameter counts
 
 
 def _source_identity(fn, bound: dict, names: list, constexprs: list, options: dict) -> str:

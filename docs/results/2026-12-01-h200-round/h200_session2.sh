@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The GPU runs of the round that merged rungs 5-7 and the trust work, in two calls of the device
 # tool (10 minutes each at most; the results come back as at most 8 files):
-#   PART=1  bench/h200_trust.sh (issue 15: memory, overhead, the interpreter's kernels, the 2^31
+#   PART=1  docs/results/2026-12-01-h200-round/h200_trust.sh (issue 15: memory, overhead, the interpreter's kernels, the 2^31
 #           cliff of rows_int32_offset, false alarms of correct torch ops, 80 s of them), then
 #           speed (issue 11: the landed tree's default climb of the rmsnorm twin against this
 #           tree's, side by side, the same rungs 1-4,8)
-#   PART=2  bench/h200_rung5.sh (issue 12), bench/h200_rung7.sh (issue 13, no tests), and
-#           bench/h200x2_rung6.sh's one-GPU part (issue 14)
+#   PART=2  docs/results/2026-12-01-h200-round/h200_rung5.sh (issue 12), docs/results/2026-12-01-h200-round/h200_rung7.sh (issue 13, no tests), and
+#           docs/results/2026-12-01-h200-round/h200x2_rung6.sh's one-GPU part (issue 14)
 # Run from the repository root with $OUT set. BASE: a copy of the landed src (.bench/base/src).
 set -u
 OUT=${OUT:-/tmp/kladder-results}; BASE=${BASE:-.bench/base/src}
@@ -39,7 +39,7 @@ if [ "${PART:-1}" = 3 ]; then
   pack trust3
 elif [ "${PART:-1}" = 1 ]; then
   mkdir -p "$W/trust"
-  OUT=$W/trust FA_BUDGET_S=80 timeout 340 bash bench/h200_trust.sh > "$W/trust/run.txt" 2>&1
+  OUT=$W/trust FA_BUDGET_S=80 timeout 340 bash docs/results/2026-12-01-h200-round/h200_trust.sh > "$W/trust/run.txt" 2>&1
   tail -30 "$W/trust/run.txt" >> "$OUT/summary.txt"
   pack trust
   mkdir -p "$W/speed"
@@ -61,13 +61,13 @@ print(' '.join(f\"r{r['rung']}={r['seconds']:.1f}s/{len(r['points'])}pts\" for r
   pack speed
 else
   mkdir -p "$W/rung5" "$W/rung7" "$W/rung6"
-  OUT=$W/rung5 timeout 330 bash bench/h200_rung5.sh > "$W/rung5/run.txt" 2>&1
+  OUT=$W/rung5 timeout 330 bash docs/results/2026-12-01-h200-round/h200_rung5.sh > "$W/rung5/run.txt" 2>&1
   { echo "== rung 5"; head -40 "$W/rung5/summary.txt"; } >> "$OUT/summary.txt"
   pack rung5
-  OUT=$W/rung7 TESTS=0 CLIMB_S=150 timeout 170 bash bench/h200_rung7.sh > "$W/rung7/run.txt" 2>&1
+  OUT=$W/rung7 TESTS=0 CLIMB_S=150 timeout 170 bash docs/results/2026-12-01-h200-round/h200_rung7.sh > "$W/rung7/run.txt" 2>&1
   { echo "== rung 7"; cat "$W/rung7/summary.txt"; } >> "$OUT/summary.txt"
   pack rung7
-  OUT=$W/rung6 PART=one SECONDS_BUDGET=60 CLIMB_S=60 timeout 100 bash bench/h200x2_rung6.sh > "$W/rung6/run.txt" 2>&1
+  OUT=$W/rung6 PART=one SECONDS_BUDGET=60 CLIMB_S=60 timeout 100 bash docs/results/2026-12-01-h200-round/h200x2_rung6.sh > "$W/rung6/run.txt" 2>&1
   { echo "== rung 6 (one GPU)"; cat "$W/rung6/summary.txt"; } >> "$OUT/summary.txt"
   pack rung6
 fi

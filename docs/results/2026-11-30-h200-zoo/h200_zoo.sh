@@ -2,7 +2,7 @@
 # The zoo on the GPU: each case's buggy kernel climbed at its own rung, each twin at rungs 1-3
 # (and 8 for rung-8 cases), the rung-8 cases' buggy kernels also at rungs 1-3 (what the kernel
 # rungs let through), and the MiniLM adapter fixture at rung 8; JOBS climbs at a time (one GPU,
-# many CPU cores: a climb is mostly host time). Rung-4 cases: bench/h200_rung4.sh.
+# many CPU cores: a climb is mostly host time). Rung-4 cases: docs/results/2026-11-30-h200-rung4/h200_rung4.sh.
 # Run from the repository root on the GPU machine, with $OUT set to a folder for the results.
 set -u
 export PYTHONPATH=$PWD/src:${EXTRA_PATH:-} PYTHONUNBUFFERED=1
