@@ -443,7 +443,7 @@ def _shrink(report: ClimbReport, runner: Runner, opts: Options) -> None:
     from .shrink import shrink_failures
     if opts.progress:
         opts.progress.stage(f"shrinking the failures (up to {opts.shrink_s:g} s)")
-    report.shrunk = shrink_failures(report, runner, opts.shrink_s)
+    report.shrunk = shrink_failures(report, runner, lambda p: repro_command(report.ref, report.device, p), opts.shrink_s)
 
 
 def plan_rungs(report: ClimbReport, rungs: tuple[int, ...]) -> None:

@@ -115,11 +115,10 @@ def _sizes(state, fails, spec, passes_at: dict) -> bool:
     return True
 
 
-def shrink_failures(report, runner, budget_s: float = 120.0) -> list[dict]:
+def shrink_failures(report, runner, repro: Callable, budget_s: float = 120.0) -> list[dict]:
     """A climb's hook: each climbed rung's first failure (failed, and failed again when replayed)
     shrunk with `runner` (the climb's, before it closes), the budget shared in rung order. The
     facts of each, with its rung, the failing point's id and the smallest point's repro."""
-    from .ladder import repro_command
     from .point import Point
     t0 = time.monotonic()
     out = []
@@ -131,6 +130,6 @@ def shrink_failures(report, runner, budget_s: float = 120.0) -> list[dict]:
         facts = shrink(first.point, first, runner.run, runner.spec, max(0.0, left))
         facts.update(rung=rr.rung, failed_id=first.point.id)
         if facts.get("smallest"):
-            facts["repro"] = repro_command(report.ref, report.device, Point.from_dict(facts["smallest"]))
+            facts["repro"] = repro(Point.from_dict(facts["smallest"]))
         out.append(facts)
     return out
