@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     zc.add_argument("case", nargs="?")
     zc.add_argument("--fixed", action="store_true", help="climb the fixed twin instead")
     zc.add_argument("-v", "--verbose", action="store_true", help="with every case: print each ladder too")
+    zc.add_argument("--cases-at-once", type=_positive(int, "a number of climbs, e.g. 2"), metavar="N",
+                    help="with every case: climbs run side by side, each with its own workers (default 2 on the "
+                    "CPU, 1 on CUDA)")
     _climb_options(zc)
     _bisect_parser(sub)
     _bench_parser(sub)
