@@ -304,6 +304,33 @@ def _write_json(path: str, report) -> bool:
 
 
 def cmd_repro(args) -> int:
+    pool = _early_pool(args.ref, args.device)
+    try:
+        return _repro(args, pool)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _early_pool(ref: str, device: str):
+    """With --device cpu, the point's worker started first, before this process imports torch
+    and the spec: the two imports run side by side (a worker's start is most of a small
+    repro's time). With auto, choosing the device imports torch first; nothing is gained."""
+    if device != "cpu":
+        return None
+    from .load import LoadError, check_ref
+    from .run.isolation import Pool
+    try:
+        check_ref(ref)
+    except LoadError as e:
+        raise UsageProblem(str(e)) from None
+    os.environ.setdefault("TRITON_INTERPRET", "1")      # as device_of("cpu"), without importing the ladder first
+    pool = Pool(ref, "cpu", spares=1)
+    pool.warm(1)
+    return pool
+
+
+def _repro(args, pool) -> int:
     from .ladder import Runner
     from .point import Point
     from .report.terminal import render_outcome
@@ -324,7 +351,7 @@ def cmd_repro(args) -> int:
         from .gaps.repetition import sanitized
         point = sanitized(point, args.sanitize)
     point = point.shifted(args.seed)
-    runner = Runner(args.ref, spec, device, args.timeout)
+    runner = Runner(args.ref, spec, device, args.timeout, pool=pool)
     try:
         outcome = runner.run(point)          # as the climb ran it: replayed, and alone when it fails
     except usage_errors() as e:
