@@ -16,4 +16,4 @@ lint: install
 	$(PY) -m ruff check src bench
 
 test: install
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto --dist loadgroup

@@ -1,11 +1,15 @@
-"""A trivial rung-1 climb on the CPU against `python -c "import torch"`, side by side.
+"""What a user waits for on the CPU, against `python -c "import torch"`, side by side.
 
-What a user waits for before the first verdict: the climb imports torch (the spec does), a
-worker imports torch and the spec (in parallel, started first), three tiny points run, the
-report prints. Each round times both commands back to back, interleaved; medians over rounds.
-Target (issue 11): the climb at most 1.5 s more than the import.
+Three commands on tests/specs/trivial.py: a trivial rung-1 climb (the climb imports torch and
+the spec, a worker does the same in parallel, three tiny points run, the report prints),
+`kladder repro` of its first point (the fix-and-rerun loop: one worker, one point) and
+`kladder points` (no worker). Each round times every command back to back, interleaved;
+medians over rounds. With --old SRC the same commands of another tree (its src/ folder, e.g.
+the tree before a change) run in the same rounds, alternating with this one's.
+Targets: the climb at most 1.5 s more than the import (issue 11); repro and points within 2 s
+of it (issue 25).
 
-usage: python bench/cpu_startup.py [--rounds 7] [--json PATH]
+usage: python bench/cpu_startup.py [--rounds 7] [--old OTHER/src] [--json PATH]
 """
 from __future__ import annotations
 
@@ -19,40 +23,65 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.abspath(os.path.join(HERE, "..", "src"))
 SPEC = os.path.join(HERE, "..", "tests", "specs", "trivial.py")
+# the spec's first rung-1 point (N = 1), as `kladder points --json` prints it
+POINT = json.dumps({"spec": "double", "rung": 1, "dims": [["N", 1]], "seed": 1844798702})
+TARGET = {"climb": 1.5, "repro": 2.0, "points": 2.0}
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str], src: str | None) -> float:
+    env = dict(os.environ, PYTHONPATH=src) if src else None
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     dt = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-2000:]}")
     return dt
 
 
+def commands(d: str) -> dict[str, list[str]]:
+    k = [sys.executable, "-m", "kladder.cli"]
+    return {"climb": [*k, "climb", SPEC, "--rungs", "1", "--device", "cpu", "--quiet", "--log", os.path.join(d, "l.jsonl")],
+            "repro": [*k, "repro", SPEC, POINT, "--device", "cpu"],
+            "points": [*k, "points", SPEC, "--rungs", "1", "--device", "cpu"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--old", metavar="SRC", help="another tree's src/ folder, timed in the same rounds")
     ap.add_argument("--json")
     args = ap.parse_args()
+    trees = {"new": SRC, **({"old": os.path.abspath(args.old)} if args.old else {})}
+    torch_cmd = [sys.executable, "-c", "import torch"]
+    samples: dict[str, list[float]] = {"import torch": []}
     with tempfile.TemporaryDirectory() as d:
-        torch_cmd = [sys.executable, "-c", "import torch"]
-        climb_cmd = [sys.executable, "-m", "kladder.cli", "climb", SPEC, "--rungs", "1", "--device", "cpu", "--quiet",
-                     "--log", os.path.join(d, "l.jsonl")]
-        timed(torch_cmd), timed(climb_cmd)                       # warm the page cache
-        rounds = [(timed(torch_cmd), timed(climb_cmd)) for _ in range(args.rounds)]
-    t = statistics.median(r[0] for r in rounds)
-    c = statistics.median(r[1] for r in rounds)
+        cmds = commands(d)
+        timed(torch_cmd, None)                                   # warm the page cache
+        for src in trees.values():
+            for c in cmds.values():
+                timed(c, src)
+        for r in range(args.rounds):
+            samples["import torch"].append(timed(torch_cmd, None))
+            order = list(trees.items()) if r % 2 == 0 else list(reversed(trees.items()))
+            for tree, src in order:
+                for name, c in cmds.items():
+                    samples.setdefault(f"{tree} {name}", []).append(timed(c, src))
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    t = med["import torch"]
     load = os.getloadavg()[0]
     print(f"{args.rounds} interleaved rounds, load average {load:.2f}, {os.cpu_count()} cores")
-    print(f"python -c 'import torch'  median {t:.2f} s")
-    print(f"kladder climb (3 points)  median {c:.2f} s")
-    print(f"difference {c - t:+.2f} s (target <= +1.50 s); ratio {c / t:.2f}x")
+    print(f"{'python -c import torch':28} median {t:.2f} s")
+    for name in TARGET:
+        for tree in trees:
+            m = med[f"{tree} {name}"]
+            print(f"{tree + ' kladder ' + name:28} median {m:.2f} s  difference {m - t:+.2f} s (target <= "
+                  f"+{TARGET[name]:.2f} s)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rounds": [{"import_torch_s": a, "climb_s": b} for a, b in rounds], "median_import_torch_s": t,
-                       "median_climb_s": c, "difference_s": c - t, "load_average": load, "cores": os.cpu_count()}, f, indent=1)
+            json.dump({"samples_s": samples, "medians_s": med, "trees": trees, "load_average": load,
+                       "cores": os.cpu_count(), "rounds": args.rounds}, f, indent=1)
 
 
 if __name__ == "__main__":

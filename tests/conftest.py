@@ -37,3 +37,28 @@ def report_json(path):
     for d in docs:
         jsonschema.validate(d, schema)
     return docs if str(path).endswith(".jsonl") else docs[0]
+
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under `--dist loadgroup` (the Makefile's), the tests sharing a module-scoped fixture run
+    on one xdist worker, so the fixture (a climb, a repository) is built once, not once per
+    worker that draws one of its tests: one group per fixture a test names and, for a
+    parametrized one, per parameter. Autouse fixtures (torch settings, named by no test)
+    group nothing."""
+    import inspect
+
+    import pytest
+    for item in items:
+        infos, fn = getattr(item, "_fixtureinfo", None), getattr(item, "function", None)
+        if infos is None or fn is None:
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        keys = []
+        for name in inspect.signature(fn).parameters:
+            defs = infos.name2fixturedefs.get(name)
+            own = defs and getattr(defs[-1].func, "__module__", "") in (item.module.__name__, "conftest")
+            if own and defs[-1].scope in ("module", "package", "session"):      # not pytest's tmp_path_factory
+                keys.append(f"{item.module.__name__}::{name}" + (f"[{params[name]}]" if name in params else ""))
+        if keys:
+            item.add_marker(pytest.mark.xdist_group("+".join(sorted(keys))))

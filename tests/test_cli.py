@@ -57,7 +57,10 @@ def test_clean_spec_exits_0_and_writes_json(tmp_path):
 
 def test_failing_spec_exits_1_and_its_repro_reproduces(tmp_path):
     out = tmp_path / "r.json"
-    p = kladder("climb", FAULTY, "--device", "cpu", "--timeout", "3", "--json", str(out), "--log", str(tmp_path / "l.jsonl"))
+    # rung 1 alone: every assertion below is of rung 1's points (the faulty sizes hang, crash and
+    # restart workers again on every later rung, tens of seconds that show nothing more here)
+    p = kladder("climb", FAULTY, "--rungs", "1", "--device", "cpu", "--timeout", "3", "--json", str(out),
+                "--log", str(tmp_path / "l.jsonl"))
     assert p.returncode == 1
     doc = report_json(out)
     guard = next(pt for pt in doc["rungs"][0]["points"] if pt["failure"] == "guard")
@@ -117,3 +120,17 @@ def test_devices_map_to_the_visible_cuda_devices(monkeypatch):
         with pytest.raises(session.UsageProblem, match="--devices"):
             session.gpus(args, "cuda")
     assert session.default_jobs("cuda", 2) >= 1 and session.default_jobs("cpu") >= 1
+
+
+@pytest.mark.parametrize("device,order", [("cpu", ["worker", "spec"]), ("auto", ["spec"])])
+def test_repro_on_the_cpu_starts_its_worker_before_this_process_loads_the_spec(device, order, monkeypatch):
+    # the worker imports torch and the spec while this process does the same (--device cpu);
+    # with auto the device is chosen first (torch imported), then the worker starts when the point runs
+    from kladder import cli, load
+    from kladder.run import isolation
+    seen = []
+    monkeypatch.setattr(isolation.Pool, "warm", lambda self, n=1: seen.append("worker"))
+    real = load.load_spec
+    monkeypatch.setattr(load, "load_spec", lambda ref: (seen.append("spec"), real(ref))[1])
+    assert cli.main(["repro", os.path.join(HERE, "specs", "trivial.py"), "{bad", "--device", device]) == 2
+    assert seen == order

@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     zc.add_argument("case", nargs="?")
     zc.add_argument("--fixed", action="store_true", help="climb the fixed twin instead")
     zc.add_argument("-v", "--verbose", action="store_true", help="with every case: print each ladder too")
+    zc.add_argument("--cases-at-once", type=_positive(int, "a number of climbs, e.g. 2"), metavar="N",
+                    help="with every case: climbs run side by side, each with its own workers (default 2 on the "
+                    "CPU, 1 on CUDA)")
     _climb_options(zc)
     _bisect_parser(sub)
     _bench_parser(sub)
@@ -319,6 +322,33 @@ def _write_json(path: str, report) -> bool:
 
 
 def cmd_repro(args) -> int:
+    pool = _early_pool(args.ref, args.device)
+    try:
+        return _repro(args, pool)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _early_pool(ref: str, device: str):
+    """With --device cpu, the point's worker started first, before this process imports torch
+    and the spec: the two imports run side by side (a worker's start is most of a small
+    repro's time). With auto, choosing the device imports torch first; nothing is gained."""
+    if device != "cpu":
+        return None
+    from .load import LoadError, check_ref
+    from .run.isolation import Pool
+    try:
+        check_ref(ref)
+    except LoadError as e:
+        raise UsageProblem(str(e)) from None
+    os.environ.setdefault("TRITON_INTERPRET", "1")      # as device_of("cpu"), without importing the ladder first
+    pool = Pool(ref, "cpu", spares=1)
+    pool.warm(1)
+    return pool
+
+
+def _repro(args, pool) -> int:
     from .ladder import Runner
     from .point import Point
     from .report.terminal import render_outcome
@@ -339,7 +369,7 @@ def cmd_repro(args) -> int:
         from .gaps.repetition import sanitized
         point = sanitized(point, args.sanitize)
     point = point.shifted(args.seed)
-    runner = Runner(args.ref, spec, device, args.timeout)
+    runner = Runner(args.ref, spec, device, args.timeout, pool=pool)
     try:
         outcome = runner.run(point)          # as the climb ran it: replayed, and alone when it fails
     except usage_errors() as e:

@@ -1,82 +1,137 @@
 """`kladder zoo climb` with no case: every case, the buggy kernel and its twin, as a table;
-each case at its own rung unless --rungs says otherwise."""
+each case at its own rung unless --rungs says otherwise.
+
+On the CPU two climbs run side by side (--cases-at-once): a climb's lanes wait on worker
+starts, on fresh processes (rung 4, rung 7) and on points re-run alone, and the other climb
+uses the core meanwhile. Each climb keeps its own workers, pool and verdicts; the table is
+printed in the cases' order whatever order the climbs end in."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+
+from .zoo_rows import CaseRow, judge_case, tally
+
+
+def default_at_once(device: str) -> int:
+    """Two climbs at a time on the CPU; one on CUDA, where a climb already fills the GPU with
+    its lanes and a big point must run alone."""
+    return 2 if device == "cpu" else 1
 
 
 def climb_all(args) -> int:
-    from .cases import case_modules, case_ref
-    from .session import climb_options, device_of
-    from .ladder import climb, parse_rungs
-    from .load import load_spec
-    from .report.terminal import render_text
+    from .cases import case_modules
+    from .report.zoo import env_text, interrupted_text, row_text, summary_text
+    from .session import device_of
     device = device_of(args.device)
-    rows, ok = [], True
-    for name, mod in case_modules().items():
-        case, t0 = mod.CASE, time.perf_counter()
-        reports = {}
-        for fixed in (False, True):
-            ref = case_ref(name, fixed)
-            # without --rungs, each case at its own rung: is it caught there, is its twin clean
-            # there (every rung of every case: --rungs 1-4,6,8)
-            opts = climb_options(args, ref, device)
-            opts.rungs = parse_rungs(args.rungs) if args.rungs else (case["rung"],)
-            try:
-                reports[fixed] = climb(ref, load_spec(ref), opts)
-            finally:
+    at_once = getattr(args, "cases_at_once", None) or default_at_once(device)
+    cases = {name: mod.CASE for name, mod in case_modules().items()}
+    climbs = _Climbs(args, device, at_once)
+    rows: list[CaseRow] = []
+    name = next(iter(cases), "")
+    try:
+        for name, case in cases.items():
+            climbs.submit(name, case)
+        for name, case in cases.items():
+            done = climbs.results(name)
+            if done is None or any(r.interrupted for r, _ in done):
+                sys.stdout.write(interrupted_text(name) + summary_text(tally(rows), device))
+                return 130
+            (bug, t_bug), (twin, t_twin) = done
+            rows.append(judge_case(name, case, bug, twin, device, t_bug + t_twin))
+            _print_case(args, name, case, rows[-1])
+            sys.stdout.write(row_text(rows[-1]) + "\n")
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        climbs.stop()
+        sys.stdout.write(interrupted_text(name) + summary_text(tally(rows), device))
+        return 130
+    except BaseException:
+        climbs.stop()                  # kladder's own error in one climb: the others end with it
+        raise
+    finally:
+        climbs.close()
+    sys.stdout.write(summary_text(tally(rows), device) + env_text(rows))
+    return 0 if tally(rows).ok else 1
+
+
+def _print_case(args, name, case, row: CaseRow) -> None:
+    from .report.terminal import render_case_text, render_text
+    from .report.zoo import case_title
+    if args.verbose:                 # each ladder whole
+        sys.stdout.write(render_text(row.bug) + render_text(row.twin))
+    else:
+        sys.stdout.write(render_case_text(case_title(name, case), row.bug, row.twin, _color(args.color)))
+
+
+class _Climbs:
+    """The climbs of every case, `at_once` at a time in the cases' order (the buggy kernel
+    first, then its twin). With one at a time each climb runs in this thread when its result
+    is asked for, as a plain loop would (a Ctrl-C reaches the climb itself), and a case's twin
+    is not climbed when its buggy kernel's climb was interrupted."""
+
+    def __init__(self, args, device: str, at_once: int):
+        self.args, self.device, self.at_once = args, device, max(1, at_once)
+        self._ex = ThreadPoolExecutor(self.at_once, thread_name_prefix="kladder-case") if self.at_once > 1 else None
+        self._futures: dict[str, list] = {}
+        self._pools: set = set()
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def submit(self, name: str, case: dict) -> None:
+        if self._ex is not None:
+            self._futures[name] = [self._ex.submit(self._climb, name, case, fixed) for fixed in (False, True)]
+
+    def results(self, name: str):
+        """[(buggy report, seconds), (twin report, seconds)], or None once stopped."""
+        from .cases import case_modules
+        if self._ex is None:
+            case = case_modules()[name].CASE
+            bug = self._climb(name, case, False)
+            return [bug] if bug[0].interrupted else [bug, self._climb(name, case, True)]
+        done = [f.result() for f in self._futures[name]]
+        return None if self._stopped else done
+
+    def _climb(self, name: str, case: dict, fixed: bool):
+        from .cases import case_ref
+        from .ladder import climb, parse_rungs
+        from .load import load_spec
+        from .session import climb_options
+        t0 = time.perf_counter()
+        ref = case_ref(name, fixed)
+        opts = climb_options(self.args, ref, self.device)
+        # without --rungs, each case at its own rung: is it caught there, is its twin clean
+        # there (every rung of every case: --rungs 1-4,6,8)
+        opts.rungs = parse_rungs(self.args.rungs) if self.args.rungs else (case["rung"],)
+        if self._ex is not None:
+            opts.progress = None                  # two live displays side by side would garble each other
+        with self._lock:
+            if self._stopped:
                 opts.pool.close()
-            if args.verbose:
-                sys.stdout.write(render_text(reports[fixed]))
-            if reports[fixed].interrupted:
-                break
-        if any(r.interrupted for r in reports.values()):
-            sys.stdout.write(f"\ninterrupted during {name}: the table holds the cases climbed before it\n")
-            sys.stdout.write(_summary(rows, device))
-            return 130
-        bug, twin = reports[False], reports[True]
-        needs_gpu = "cuda" in case["needs"] and device != "cuda"
-        caught = bug.lowest_failing_rung is not None
-        # a GPU case's twin may run nothing on the CPU (every point skipped): no false alarm there
-        clean = twin.exit_code == 0 or (needs_gpu and twin.nothing_ran)
-        verdict = ("caught" if caught else "needs a GPU (skipped, or a race the CPU cannot run)" if needs_gpu
-                   else "MISSED")
-        ok &= clean and (caught or needs_gpu)
-        rows.append((name, case["rung"], bug, twin, verdict, clean, time.perf_counter() - t0))
-        if not args.verbose:
-            sys.stdout.write(render_case(name, case, bug, twin, color=_color(args.color)))
-        sys.stdout.write(_row_text(rows[-1]) + "\n")
-        sys.stdout.flush()
-    sys.stdout.write(_summary(rows, device))
-    if rows:
-        from .report.words import fingerprint_text
-        sys.stdout.write(f"env: {fingerprint_text(rows[0][2].fingerprint)}\n")
-    return 0 if ok else 1
+                raise KeyboardInterrupt
+            self._pools.add(opts.pool)
+        try:
+            report = climb(ref, load_spec(ref), opts)
+        finally:
+            opts.pool.close()
+            with self._lock:
+                self._pools.discard(opts.pool)
+        return report, time.perf_counter() - t0
+
+    def stop(self) -> None:
+        """Ctrl-C in this thread: no climb starts any more, the running ones lose their workers."""
+        with self._lock:
+            self._stopped = True
+            pools = list(self._pools)
+        for pool in pools:
+            pool.kill()
+
+    def close(self) -> None:
+        if self._ex is not None:
+            self._ex.shutdown(wait=True, cancel_futures=True)
 
 
 def _color(choice: str) -> bool:
     return choice == "always" or (choice == "auto" and sys.stdout.isatty())
-
-
-def render_case(name, case, bug, twin, color=False) -> str:
-    """One case: the buggy kernel's ladder, its first failure, and the twin's verdict."""
-    from .report.terminal import render_case_text
-    return render_case_text(f"{name} (rung {case['rung']}, {case['gap']}; mirrors {case['mirrors']})", bug, twin, color)
-
-
-def _row_text(row) -> str:
-    name, rung, bug, twin, verdict, clean, secs = row
-    low = bug.lowest_failing_rung
-    nfail = len(bug.failures)
-    bug_text = f"{nfail} failed point{'s' if nfail != 1 else ''}, lowest failing rung {low}" if low else "no failure"
-    twin_text = "twin clean" if clean else f"twin FALSE ALARM ({len(twin.failures)} failed)"
-    return f"{name:24} rung {rung}  buggy: {verdict:8} ({bug_text}); {twin_text}  [{secs:.1f} s]"
-
-
-def _summary(rows, device: str) -> str:
-    caught = sum(r[4] == "caught" for r in rows)
-    gpu = sum(r[4].startswith("needs a GPU") for r in rows)
-    clean = sum(r[5] for r in rows)
-    return (f"\nzoo on {device}: {caught}/{len(rows)} buggy kernels caught"
-            + (f" ({gpu} need a GPU)" if gpu else "") + f"; {clean}/{len(rows)} fixed twins clean\n")

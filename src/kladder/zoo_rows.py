@@ -1,0 +1,57 @@
+"""The zoo table's data: one typed row a case (the buggy kernel's and the twin's reports, the
+verdict as an enum member), and the tally of the rows. zoo_run.py makes them, report/zoo.py
+words them; nothing reads a sentence back."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from .report.data import ClimbReport
+
+
+class Verdict(enum.Enum):
+    """What the climb says of a case's buggy kernel."""
+    CAUGHT = "caught"            # a point failed: the lowest failing rung is in the report
+    NEEDS_GPU = "needs_gpu"      # nothing failed, and the case needs CUDA that this device is not
+    MISSED = "missed"            # nothing failed on a device the case can run on
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    name: str
+    rung: int                    # the case's own rung (CASE["rung"])
+    bug: ClimbReport
+    twin: ClimbReport
+    verdict: Verdict
+    twin_clean: bool             # no false alarm: the twin passed, or (a GPU case off CUDA) ran nothing
+    seconds: float               # both climbs of the case, as the table's reader waited for them
+
+    @property
+    def ok(self) -> bool:
+        return self.twin_clean and self.verdict is not Verdict.MISSED
+
+
+def judge_case(name: str, case: dict, bug: ClimbReport, twin: ClimbReport, device: str, seconds: float) -> CaseRow:
+    """A case's row from its two reports: caught when the buggy kernel failed somewhere; a GPU
+    case off CUDA that fails nothing needs a GPU (its points skipped, or a race the CPU cannot
+    run), and its twin may run nothing there without a false alarm."""
+    needs_gpu = "cuda" in case["needs"] and device != "cuda"
+    caught = bug.lowest_failing_rung is not None
+    verdict = Verdict.CAUGHT if caught else Verdict.NEEDS_GPU if needs_gpu else Verdict.MISSED
+    clean = twin.exit_code == 0 or (needs_gpu and twin.nothing_ran)
+    return CaseRow(name, case["rung"], bug, twin, verdict, clean, seconds)
+
+
+@dataclass(frozen=True)
+class Tally:
+    cases: int
+    caught: int
+    need_gpu: int
+    twins_clean: int
+    ok: bool                     # every twin clean, every buggy kernel caught or needing a GPU
+
+
+def tally(rows: list[CaseRow]) -> Tally:
+    return Tally(len(rows), sum(r.verdict is Verdict.CAUGHT for r in rows),
+                 sum(r.verdict is Verdict.NEEDS_GPU for r in rows), sum(r.twin_clean for r in rows),
+                 all(r.ok for r in rows))

@@ -1,0 +1,86 @@
+"""`kladder zoo climb` over every case: typed rows with a verdict enum, the table worded from
+them, and climbs side by side giving the table of climbs one at a time."""
+import os
+import types
+
+import pytest
+
+from kladder import cases, zoo_run
+from kladder.cli import build_parser
+from kladder.report.zoo import row_text, summary_text
+from kladder.zoo_rows import CaseRow, Verdict, judge_case, tally
+
+TINY = os.path.join(os.path.dirname(__file__), "specs", "zoo_tiny.py")
+CASE = {"rung": 1, "gap": "shapes", "mirrors": "a test fixture", "needs": ""}
+
+
+def report(lowest=None, failures=0, exit_code=0, nothing_ran=False):
+    return types.SimpleNamespace(lowest_failing_rung=lowest, failures=[object()] * failures, exit_code=exit_code,
+                                 nothing_ran=nothing_ran)
+
+
+@pytest.mark.parametrize("bug,twin,needs,device,verdict,clean", [
+    (report(1, 2, 1), report(), "", "cpu", Verdict.CAUGHT, True),
+    (report(), report(), "", "cpu", Verdict.MISSED, True),
+    (report(), report(exit_code=5, nothing_ran=True), "cuda", "cpu", Verdict.NEEDS_GPU, True),
+    (report(), report(exit_code=5, nothing_ran=True), "cuda", "cuda", Verdict.MISSED, False),
+    (report(4, 1, 1), report(4, 3, 1), "", "cpu", Verdict.CAUGHT, False),
+])
+def test_a_case_row_is_judged_from_its_two_reports(bug, twin, needs, device, verdict, clean):
+    row = judge_case("c", {**CASE, "needs": needs}, bug, twin, device, 1.0)
+    assert row.verdict is verdict and row.twin_clean is clean
+    assert row.ok is (clean and verdict is not Verdict.MISSED)
+
+
+def test_the_table_is_worded_from_the_rows():
+    rows = [judge_case("a", CASE, report(1, 2, 1), report(), "cpu", 2.0),
+            judge_case("b", {**CASE, "needs": "cuda"}, report(), report(exit_code=5, nothing_ran=True), "cpu", 1.5),
+            judge_case("c", CASE, report(), report(1, 1, 1), "cpu", 3.25)]
+    assert [row_text(r) for r in rows] == [
+        "a                        rung 1  buggy: caught   (2 failed points, lowest failing rung 1); twin clean  [2.0 s]",
+        "b                        rung 1  buggy: needs a GPU (skipped, or a race the CPU cannot run) (no failure); "
+        "twin clean  [1.5 s]",
+        "c                        rung 1  buggy: MISSED   (no failure); twin FALSE ALARM (1 failed)  [3.2 s]"]
+    t = tally(rows)
+    assert (t.cases, t.caught, t.need_gpu, t.twins_clean, t.ok) == (3, 1, 1, 2, False)
+    assert summary_text(t, "cpu") == "\nzoo on cpu: 1/3 buggy kernels caught (1 need a GPU); 2/3 fixed twins clean\n"
+    assert summary_text(tally(rows[:1]), "cpu") == "\nzoo on cpu: 1/1 buggy kernels caught; 1/1 fixed twins clean\n"
+
+
+@pytest.fixture
+def tiny_zoo(monkeypatch):
+    """Two cases of three points each: `caught` (wrong at N = 3, its twin right) and `missed`
+    (the buggy kernel is the right one: nothing can catch it)."""
+    mods = {name: types.SimpleNamespace(CASE=CASE) for name in ("caught", "missed")}
+    refs = {("caught", False): "spec", ("caught", True): "right", ("missed", False): "right", ("missed", True): "right"}
+    monkeypatch.setattr(cases, "case_modules", lambda: mods)
+    monkeypatch.setattr(cases, "case_ref", lambda name, fixed=False: f"{TINY}::{refs[name, fixed]}")
+
+
+def climb_all(capsys, at_once):
+    args = build_parser().parse_args(["zoo", "climb", "--device", "cpu", "-q", "--cases-at-once", str(at_once)])
+    code = zoo_run.climb_all(args)
+    return code, capsys.readouterr().out
+
+
+def table(out):
+    """The table's lines without their timings."""
+    return [line.rsplit("  [", 1)[0] for line in out.splitlines() if " rung 1  buggy:" in line]
+
+
+def test_climbs_side_by_side_give_the_table_of_climbs_one_at_a_time(tiny_zoo, capsys):
+    side, out_side = climb_all(capsys, 2)
+    alone, out_alone = climb_all(capsys, 1)
+    assert side == alone == 1                  # `missed` is missed
+    assert table(out_side) == table(out_alone) == [
+        "caught                   rung 1  buggy: caught   (1 failed point, lowest failing rung 1); twin clean",
+        "missed                   rung 1  buggy: MISSED   (no failure); twin clean"]
+    for out in (out_side, out_alone):
+        assert "zoo on cpu: 1/2 buggy kernels caught; 2/2 fixed twins clean" in out
+        assert out.index("caught (rung 1") < out.index("missed (rung 1")    # the cases' order
+        assert "env: python" in out
+
+
+def test_the_rows_are_typed():
+    assert {f for f in CaseRow.__dataclass_fields__} >= {"verdict", "twin_clean", "bug", "twin"}
+    assert not any(isinstance(v.value, str) and " " in v.value for v in Verdict)   # members, not sentences
