@@ -43,8 +43,10 @@ def climb(tmp_path, edit, *extra):
 def test_diff_names_the_point_an_edit_broke_and_exits_1(tmp_path):
     p = climb(tmp_path, "")
     assert p.returncode == 0, p.stdout + p.stderr
-    p = climb(tmp_path, BREAK_ONE + NUDGE_BITS)
+    p = climb(tmp_path, BREAK_ONE + NUDGE_BITS, "--html", "r.html")
     assert p.returncode == 1, p.stdout + p.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "r1-M=1-N=1" in page and 'class="error-map"' in page and 'id="ladder"' in page
     h = kladder(tmp_path, "history", "--history", "h.sqlite")
     lines = h.stdout.splitlines()
     assert h.returncode == 0 and len(lines) == 2
