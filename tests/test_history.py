@@ -58,8 +58,15 @@ def test_diff_names_the_point_an_edit_broke_and_exits_1(tmp_path):
     assert "r1-M=1-N=1: passed -> failed (values)" in d.stdout
     assert [r["id"] for r in doc["bits_changed"]] == ["r1-M=4-N=8"]    # passed both times, other bits
     assert doc["newly_passing"] == [] and doc["worse"]
-    back = kladder(tmp_path, "diff", "2", "1", "--history", "h.sqlite")       # the other way round: it got better
+    back = kladder(tmp_path, "diff", "2", "1", "--history", "h.sqlite", "--html", "d.html")   # the other way round
     assert back.returncode == 0 and "newly passing (1)" in back.stdout, back.stdout + back.stderr
+    assert "r1-M=1-N=1" in (tmp_path / "d.html").read_text()
+    point = json.dumps({"spec": "scale", "rung": 1, "dims": [["M", 1], ["N", 1]], "dtypes": [["x", "float32"]]})
+    r = kladder(tmp_path, "repro", "spec.py", point, "--device", "cpu", "--history", "h.sqlite")
+    assert r.returncode == 1, r.stdout + r.stderr
+    newest = kladder(tmp_path, "history", "--history", "h.sqlite").stdout.splitlines()[0]
+    assert newest.startswith("#3") and "scale [repro]  failed  (1 points, 1 failed)" in newest
+    assert kladder(tmp_path, "diff", "--history", "h.sqlite").returncode == 1     # the last two climbs, not the repro
 
 
 def test_golden_round_trips_and_names_the_changed_point(tmp_path):

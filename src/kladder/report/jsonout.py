@@ -16,7 +16,7 @@ import secrets
 from collections import Counter
 from typing import Any
 
-from ..outcome import Finding, Outcome, _pattern_dict
+from ..outcome import Finding, Outcome
 from . import words
 from .data import ClimbReport, RungReport
 
@@ -141,4 +141,4 @@ def finding_dict(f: Finding) -> dict[str, Any]:
             "max_abs_err": f.max_abs_err, "index": list(big.index) if big else None,
             "allowed": big.allowed if big else None, "mismatched": f.mismatched, "total": f.total,
             "kernel": big.kernel if big else None, "reference": big.reference if big else None,
-            "facts": f.facts, "call": f.call, "where": _pattern_dict(f.pattern)}
+            "facts": f.facts, "call": f.call, "where": f.to_dict()["pattern"]}

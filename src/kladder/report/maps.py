@@ -13,17 +13,16 @@ from __future__ import annotations
 import base64
 import io
 import math
-import re
 
 MAX_ROWS, MAX_COLS = 160, 320
 MAX_TILE_LINES = 64
+PLAIN = {**{c: f"\\x{c:02x}" for c in [*range(0x20), 0x7f]}, ord("$"): "\\$"}   # controls as \xNN; $ is no mathtext
 OK, SOME, WRONG = 0, 1, 2
 
 
 def _plain(text: str) -> str:
     """A user's string as matplotlib draws it literally: no mathtext ($...$), no control characters."""
-    text = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", text)
-    return text.replace("$", r"\$")
+    return text.translate(PLAIN)
 
 
 def _png(fig) -> str:

@@ -23,7 +23,7 @@ def output_hash(t) -> str | None:
     if flat.numel():
         raw = flat.view(torch.uint8)
         for a in range(0, raw.numel(), CHUNK):
-            h.update(raw[a:a + CHUNK].cpu().numpy().tobytes())
+            h.update(raw[a:a + CHUNK].cpu().numpy())            # the buffer itself, no bytes copy
     return h.hexdigest()[:32]
 
 
