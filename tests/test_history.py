@@ -193,3 +193,32 @@ def test_a_history_that_cannot_be_written_never_stops_the_climb(tmp_path):
 def test_diff_with_too_few_climbs_is_a_usage_error(tmp_path):
     p = kladder(tmp_path, "diff", "--history", str(tmp_path / "h.sqlite"))
     assert p.returncode == 2 and "fewer than two climbs" in p.stderr
+
+
+def _pts(seconds, status="passed", hashes=None, nondet=False):
+    return [{"id": f"p{i}", "rung": 1, "status": status, "failure": None, "seconds": s, "stages": {},
+             "hashes": hashes or {"out": "a"}, "nondeterministic": nondet, "point": None} for i, s in enumerate(seconds)]
+
+
+def test_a_rung_is_slower_only_beyond_noise():
+    from kladder.history.diff import diff
+    a, b = {"id": 1, "toolchain": {}}, {"id": 2, "toolchain": {}}
+    base = [0.5, 0.6, 0.55, 0.7, 0.52, 0.61, 0.58, 0.66, 0.5, 0.63]
+    twice = diff(a, _pts(base), b, _pts([2 * s for s in base]))
+    assert [s["rung"] for s in twice["slower_rungs"]] == [1] and twice["worse"]
+    assert twice["slower_rungs"][0]["ratio"] > 1.9 and twice["slower_rungs"][0]["p"] < 0.01
+    noisy = [s * f for s, f in zip(base, [1.6, 0.7, 1.5, 0.8, 1.4, 0.75, 1.3, 0.9, 1.5, 0.8], strict=True)]
+    assert diff(a, _pts(base), b, _pts(noisy))["slower_rungs"] == []          # some slower, some faster: noise
+    one = base[:-1] + [base[-1] * 20]
+    assert diff(a, _pts(base), b, _pts(one))["slower_rungs"] == []            # one slow point is not a slower rung
+    few = diff(a, _pts(base[:4]), b, _pts([3 * s for s in base[:4]]))
+    assert few["slower_rungs"] == []                                           # too few pairs to tell
+
+
+def test_nondeterministic_outputs_are_never_compared_bit_for_bit():
+    from kladder.history.diff import diff
+    a, b = {"id": 1, "toolchain": {}}, {"id": 2, "toolchain": {}}
+    d = diff(a, _pts([0.1] * 3, nondet=True), b, _pts([0.1] * 3, hashes={"out": "b"}))
+    assert d["bits_changed"] == [] and d["nondeterministic"] == ["p0", "p1", "p2"] and not d["worse"]
+    d = diff(a, _pts([0.1] * 3), b, _pts([0.1] * 3, hashes={"out": "b"}))
+    assert [r["id"] for r in d["bits_changed"]] == ["p0", "p1", "p2"] and not d["worse"]

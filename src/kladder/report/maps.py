@@ -101,6 +101,15 @@ def _flat_row(index: list[int], shape: list[int]) -> int:
     return row
 
 
+def _ticks(n: int) -> list[int]:
+    """Element positions for an axis of n: whole numbers, at most about 8 of them."""
+    step, scale = 1, 1
+    while n / step > 8:                  # 1, 2, 5, 10, 20, 50, ...
+        step = next(m * scale for m in (1, 2, 5, 10) if m * scale > step)
+        scale *= 10 if step == 10 * scale else 1
+    return list(range(0, n, step))
+
+
 def error_map(where: dict | None, shape: list | None, worst: list | None, title: str) -> dict | None:
     """{"png": data URI, "fold": [rows, cols], "unlocated": {...}} or None (nothing to draw)."""
     if not where or not shape or not isinstance(shape, list) or not all(isinstance(n, int) for n in shape):
@@ -111,9 +120,8 @@ def error_map(where: dict | None, shape: list | None, worst: list | None, title:
     h, w = len(cells), len(cells[0])
     fig, ax = plt.subplots(figsize=(min(9, 4 + w / 40), min(5, 2.2 + h / 40)))
     fig.subplots_adjust(left=0.2, right=0.97, bottom=0.24, top=0.86)
-    from matplotlib.ticker import MaxNLocator
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xticks(_ticks(n_cols))
+    ax.set_yticks(_ticks(n_rows))
     ax.imshow(cells, cmap=ListedColormap(["#e8f1e4", "#f4b183", "#c0392b"]), vmin=0, vmax=2, aspect="auto",
               interpolation="nearest", extent=(-0.5 * fc, w * fc - 0.5 * fc, h * fr - 0.5 * fr, -0.5 * fr))
     note = (where.get("cols") or {}).get("tile_note")
