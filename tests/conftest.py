@@ -3,6 +3,11 @@ import os
 # The Triton interpreter must be chosen before triton is first imported anywhere in the
 # test process (zoo kernels are imported by some tests).
 os.environ.setdefault("TRITON_INTERPRET", "1")
+# The suite's own climbs record their history in a temporary file, never in the repository's
+# .kladder/ (history/store.py reads KLADDER_HISTORY); subprocesses inherit it.
+import tempfile  # noqa: E402
+
+os.environ.setdefault("KLADDER_HISTORY", os.path.join(tempfile.mkdtemp(prefix="kladder-history-"), "history.sqlite"))
 
 
 import pytest  # noqa: E402

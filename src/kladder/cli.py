@@ -80,6 +80,8 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shrink-s", type=_non_negative(float, "seconds, e.g. --shrink-s 60 (0: do not shrink)"), default=SHRINK_S,
                    metavar="S", help=f"seconds to shrink the failures after the rungs: the smallest point that fails "
                    f"the same way, per rung (default {SHRINK_S:g}; 0: none)")
+    from .history.commands import add_climb_options
+    add_climb_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--sanitize", choices=SANITIZERS, help="run the point's calls under compute-sanitizer's TOOL "
                    "instead (CUDA; the caching allocator off)")
     r.add_argument("--seed", type=int, default=0, metavar="S", help="shift the point's seed by S")
+    r.add_argument("--history", metavar="PATH", help="the history file (default .kladder/history.sqlite)")
+    r.add_argument("--no-history", action="store_true", help="do not record this repro in the history")
     pts = sub.add_parser("points", help="list the points a climb would run, without running anything")
     pts.add_argument("ref", metavar="PATH[::NAME]")
     pts.add_argument("--rungs", help=RUNGS_HELP)
@@ -116,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     _bisect_parser(sub)
     _bench_parser(sub)
     _explore_parser(sub)
+    from .history.commands import add_parsers
+    add_parsers(sub)
     return top
 
 
@@ -178,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_bench(args)
         if args.cmd == "explore":
             return cmd_explore(args)
+        if args.cmd in ("history", "diff", "golden", "report"):
+            from .history import commands
+            return getattr(commands, f"cmd_{args.cmd}")(args)
         if args.zoo_cmd == "list":
             return cmd_zoo_list()
         if args.case is None:
@@ -223,7 +232,9 @@ def cmd_climb(ref: str, args) -> int:
         try:
             writable("--json", args.json)
             writable("--log", args.log)
+            writable("--html", args.html)
             report = _new_report(ref, args)
+            started["recorder"] = _recorder(args, report)
             _climb_started(ref, args, report, started)
         finally:
             guard.defer()                   # from here on a Ctrl-C only marks the report
@@ -249,7 +260,14 @@ def cmd_climb(ref: str, args) -> int:
             print("kladder: interrupted before the climb started", file=sys.stderr)
             return INTERRUPTED
         raise problem
-    return _ended(report, args, guard, problem, started["rungs"])
+    return _ended(report, args, guard, problem, started["rungs"], started.get("recorder"))
+
+
+def _recorder(args, report):
+    from .history.record import Recorder
+    r = Recorder.from_args(args)
+    r.report = report
+    return r
 
 
 def _new_report(ref: str, args):
@@ -272,6 +290,7 @@ def _climb_started(ref: str, args, report, started: dict) -> None:
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None
     opts = climb_options(args, ref, device, keep=started["pools"])
+    opts.on_outcome = started["recorder"].point
     started["rungs"] = opts.rungs
     try:
         spec = _load(ref, device)
@@ -281,7 +300,7 @@ def _climb_started(ref: str, args, report, started: dict) -> None:
         raise UsageProblem(str(e)) from None
 
 
-def _ended(report, args, guard, problem, rungs) -> int:
+def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     """The report finished and written. A Ctrl-C while it is written marks it interrupted and
     writes it again; once it is written, SIGINT is ignored to the end (Python's shutdown puts
     back the default handler, which would end the process with the report saying otherwise)."""
@@ -299,6 +318,10 @@ def _ended(report, args, guard, problem, rungs) -> int:
         if args.json and not _write_json(args.json, report):
             return EXIT_USAGE
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if recorder is not None:
+        recorder.end(report)
+    if args.html and not _write_html(args.html, report):
+        return EXIT_USAGE
     if report.kladder_error:
         x = report.kladder_error
         print(f"{x['trace']}kladder: kladder's own error ended the climb (not the kernel's): {x['error']}: {x['text']}; "
@@ -307,7 +330,41 @@ def _ended(report, args, guard, problem, rungs) -> int:
         print(f"kladder: error: {report.start_error['message']}", file=sys.stderr)
     else:
         sys.stdout.write(render_text(report, color=_color(args.color)))
-    return report.exit_code
+    return _golden(report, args, report.exit_code)
+
+
+def _write_html(path: str, report) -> bool:
+    from .report.html import report_html
+    from .report.jsonout import report_dict, strict, write_atomic
+    try:
+        write_atomic(path, report_html(strict(report_dict(report))))
+    except OSError as e:
+        print(f"kladder: error: --html {path!r}: could not write the report ({e.strerror or e}); give a file in a "
+              "folder you can write to", file=sys.stderr)
+        return False
+    return True
+
+
+def _golden(report, args, code: int) -> int:
+    """--golden: each point's bits against the golden hashes, after the report; a change is a
+    warning, and with --golden=strict a failure (exit 1 where the climb would exit 0)."""
+    if not args.golden or report.start_error:
+        return code
+    from .history.commands import open_history
+    from .history.golden import check
+    from .history.record import point_row
+    from .report.history_text import golden_check_text
+    h = open_history(args)
+    try:
+        g = check(h, report.spec, report.fingerprint, [point_row(o) for o in report.outcomes])
+    finally:
+        h.close()
+    if g is None:
+        print(f"kladder: --golden: no golden hashes of {report.spec!r} in the history; record them with "
+              f"`kladder golden record {report.spec}`", file=sys.stderr)
+        return max(code, EXIT_FAILED) if args.golden == "strict" else code
+    sys.stdout.write(golden_check_text(g, args.golden == "strict"))
+    return max(code, EXIT_FAILED) if args.golden == "strict" and g["changed"] else code
 
 
 def _write_json(path: str, report) -> bool:
@@ -370,6 +427,7 @@ def _repro(args, pool) -> int:
         point = sanitized(point, args.sanitize)
     point = point.shifted(args.seed)
     runner = Runner(args.ref, spec, device, args.timeout, pool=pool)
+    started = datetime.datetime.now().isoformat(timespec="seconds")
     try:
         outcome = runner.run(point)          # as the climb ran it: replayed, and alone when it fails
     except usage_errors() as e:
@@ -377,8 +435,21 @@ def _repro(args, pool) -> int:
     finally:
         fp = runner.fingerprint
         runner.close()
+    _record_repro(args, spec, device, started, outcome, fp)
     sys.stdout.write(render_outcome(outcome, fingerprint=fp))
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
+
+
+def _record_repro(args, spec, device, started, outcome, fp) -> None:
+    """A repro in the history too: a climb of kind 'repro' with its one point."""
+    from .history.record import Recorder
+    from .report.data import ClimbReport, RungReport
+    rec = Recorder.from_args(args)
+    report = ClimbReport(spec.name, args.ref, device, started=started, kladder_version=__version__, fingerprint=fp)
+    report.rungs.append(RungReport(outcome.point.rung, "", [outcome]))
+    rec.begin(report, kind="repro")
+    rec.point(outcome)
+    rec.end(report)
 
 
 def cmd_points(args) -> int:

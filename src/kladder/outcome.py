@@ -318,6 +318,7 @@ class Outcome:
     output: str = ""                     # what the kernel printed (stdout and stderr) during the point
     stages: dict[Stage, float] = field(default_factory=dict)   # seconds spent in each stage (run/stages.py)
     load: Load | None = None             # what else ran while it ran, when it was re-run alone for it
+    hashes: dict[str, str] = field(default_factory=dict)   # output name -> sha256 of its bytes, first call (run/hashes.py)
 
     @property
     def headline(self) -> Finding | None:
@@ -333,7 +334,7 @@ class Outcome:
                 "replay": None if self.replay is None else str(self.replay),
                 "replay_status": None if self.replay_status is None else str(self.replay_status),
                 "output": self.output, "stages": {str(k): v for k, v in self.stages.items()},
-                "load": None if self.load is None else self.load.facts()}
+                "load": None if self.load is None else self.load.facts(), "hashes": self.hashes}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
@@ -344,7 +345,8 @@ class Outcome:
                    [Finding.from_dict(w) for w in d.get("warnings", [])],
                    None if d.get("replay") is None else Replay(d["replay"]),
                    None if d.get("replay_status") is None else Status(d["replay_status"]), d.get("output", ""),
-                   {Stage(k): v for k, v in (d.get("stages") or {}).items()}, Load.from_facts(d.get("load")))
+                   {Stage(k): v for k, v in (d.get("stages") or {}).items()}, Load.from_facts(d.get("load")),
+                   dict(d.get("hashes") or {}))
 
 
 # ---------------------------------------------------------------------------- between layers

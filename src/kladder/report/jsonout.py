@@ -131,6 +131,7 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
         "stages": {str(k): round(v, 4) for k, v in o.stages.items()},
         "under_load": None if o.load is None else o.load.facts(),
         "point": o.point.to_dict(),
+        "hashes": o.hashes,
     }
 
 
@@ -140,4 +141,4 @@ def finding_dict(f: Finding) -> dict[str, Any]:
             "max_abs_err": f.max_abs_err, "index": list(big.index) if big else None,
             "allowed": big.allowed if big else None, "mismatched": f.mismatched, "total": f.total,
             "kernel": big.kernel if big else None, "reference": big.reference if big else None,
-            "facts": f.facts, "call": f.call}
+            "facts": f.facts, "call": f.call, "where": f.to_dict()["pattern"]}

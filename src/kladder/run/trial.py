@@ -13,6 +13,7 @@ from ..spec import Spec
 from . import faults, interpreter, modes
 from .faults import Result
 from .harness import Harness
+from .hashes import output_hashes
 from .stages import CLOCK, driven
 from .modes.base import (
     Call,
@@ -42,11 +43,13 @@ def run_point(spec: Spec, point: Point, device: str) -> Result:
     return result
 
 
-def judge_call(h: Harness, judge: Judge, seen: Call) -> None:
+def judge_call(h: Harness, judge: Judge, seen: Call, hashes: dict | None = None) -> None:
     """One call judged: at the dtype's default first, then, for the outputs whose verdict the
     honest peer decides, with their peers (computed only then: a passing point costs one
-    reference run)."""
+    reference run). `hashes` gets each output's hash (the first call's), before the checks."""
     outputs = h.outputs(seen.prep, seen.returned)
+    if hashes is not None:
+        output_hashes(outputs, hashes)
     expected = h.expected(seen.prep)
     needs = judge.call(seen.prep, outputs, seen.returned, expected, seen.label, interpreter.rounding_touched(h.touched))
     if needs:
@@ -77,14 +80,14 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
     interpreted = interpreter.on()             # decided once here, passed down: nothing below reads the environment
     h = Harness(spec, point, device, interpreted=interpreted)
     judge = Judge(spec, point, device, interpreted=interpreted)
-    rows, fatal = None, False
+    rows, fatal, hashes = None, False, {}
     try:
         if point.mode in modes.MODES_NEEDING_CUDA and device != "cuda":
             raise Skip(NoteKind.MODE_NEEDS_CUDA, mode=point.mode)
         for seen in driven(modes.get(point.mode).observe(h)):
             if isinstance(seen, Call):
                 rows = rows or seen.prep.rows
-                judge_call(h, judge, seen)
+                judge_call(h, judge, seen, hashes)
             elif isinstance(seen, Uncaptured):
                 fatal = device == "cuda"             # a failed capture may leave the context unusable
                 if seen.skip:
@@ -130,4 +133,4 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
         return Result(Outcome(point, Status.SKIPPED, note=judge.unjudged))
     status = Status.FAILED if judge.findings else Status.PASSED
     return Result(Outcome(point, status, judge.findings, note=judge.note, rows=rows,
-                          warnings=judge.warnings), fatal=fatal)
+                          warnings=judge.warnings, hashes=hashes), fatal=fatal)

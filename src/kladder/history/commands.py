@@ -1,0 +1,142 @@
+"""`kladder history`, `kladder diff`, `kladder golden record`, `kladder report`, and the
+--history / --no-history / --html / --golden options of climb and repro."""
+from __future__ import annotations
+
+import sys
+
+from ..session import UsageProblem
+
+HISTORY_HELP = "the history file (default .kladder/history.sqlite, or $KLADDER_HISTORY)"
+
+
+def add_climb_options(p) -> None:
+    p.add_argument("--history", metavar="PATH", help=HISTORY_HELP)
+    p.add_argument("--no-history", action="store_true", help="do not record this climb in the history")
+    p.add_argument("--html", metavar="FILE", help="write the report as one self-contained HTML file")
+    p.add_argument("--golden", nargs="?", const="warn", choices=("warn", "strict"), metavar="strict",
+                   help="compare each point's output bits with the golden hashes (`kladder golden record`): a "
+                   "change is a warning, a failure with --golden=strict")
+
+
+def add_parsers(sub) -> None:
+    h = sub.add_parser("history", help="the climbs recorded, newest first, one line each")
+    h.add_argument("spec", nargs="?", metavar="SPEC", help="only this spec's climbs (its name)")
+    h.add_argument("--history", metavar="PATH", help=HISTORY_HELP)
+    h.add_argument("-n", "--limit", type=int, default=50, metavar="N", help="at most N climbs (default 50)")
+    d = sub.add_parser("diff", help="what changed between two climbs (default: the last two of the same spec); exit 1 "
+                       "when something got worse")
+    d.add_argument("a", nargs="?", metavar="A", help="a climb's number (#N in `kladder history`) or run id, or a "
+                   "spec's name (its last two climbs)")
+    d.add_argument("b", nargs="?", metavar="B", help="the later climb (default: the newest of A's spec)")
+    d.add_argument("--history", metavar="PATH", help=HISTORY_HELP)
+    d.add_argument("--json", metavar="PATH", help="write the diff as JSON to PATH")
+    d.add_argument("--html", metavar="FILE", help="write the diff as one self-contained HTML file")
+    g = sub.add_parser("golden", help="golden output hashes for a (device, toolchain)")
+    gsub = g.add_subparsers(dest="golden_cmd", required=True)
+    gr = gsub.add_parser("record", help="keep the last finished climb's output hashes of SPEC as its golden ones")
+    gr.add_argument("spec", metavar="SPEC", help="the spec's name (as `kladder history` shows it)")
+    gr.add_argument("--history", metavar="PATH", help=HISTORY_HELP)
+    gr.add_argument("--climb", metavar="N", help="this climb instead of the last finished one")
+    r = sub.add_parser("report", help="render a climb's JSON report (--json) again: as HTML with --html")
+    r.add_argument("json", metavar="REPORT.json")
+    r.add_argument("--html", metavar="FILE", required=True, help="the HTML file to write")
+
+
+def open_history(args):
+    from .store import History, HistoryError, default_path
+    try:
+        return History(args.history or default_path())
+    except HistoryError as e:
+        raise UsageProblem(f"--history: {e}") from None
+
+
+def cmd_history(args) -> int:
+    from ..report.history_text import history_text
+    h = open_history(args)
+    try:
+        sys.stdout.write(history_text(h.climbs(args.spec, limit=args.limit)))
+    finally:
+        h.close()
+    return 0
+
+
+def _pick(h, a: str | None, b: str | None):
+    from .diff import last_two
+    if a is None or (b is None and h.climb(a) is None):
+        pair = last_two(h, a)
+        if pair is None:
+            what = f"spec {a!r}" if a else "any spec"
+            raise UsageProblem(f"the history has fewer than two climbs of {what}; climb twice first, or give two climbs' "
+                               "numbers (`kladder history` lists them)")
+        return pair
+    ca = h.climb(a)
+    if ca is None:
+        raise UsageProblem(f"A: no climb {a!r} in the history; `kladder history` lists them (#N or the run id)")
+    if b is None:
+        later = [c for c in h.climbs(ca["spec"]) if c["kind"] == "climb" and c["id"] > ca["id"]]
+        if not later:
+            raise UsageProblem(f"A: climb #{ca['id']} is the newest of {ca['spec']!r}; give B, an earlier climb as A")
+        return ca, later[0]
+    cb = h.climb(b)
+    if cb is None:
+        raise UsageProblem(f"B: no climb {b!r} in the history; `kladder history` lists them (#N or the run id)")
+    return ca, cb
+
+
+def cmd_diff(args) -> int:
+    from ..report.history_text import diff_text
+    from .diff import diff
+    h = open_history(args)
+    try:
+        a, b = _pick(h, args.a, args.b)
+        d = diff(a, h.points(a["id"]), b, h.points(b["id"]))
+    finally:
+        h.close()
+    sys.stdout.write(diff_text(d))
+    if args.json:
+        from ..report.jsonout import dumps, write_atomic
+        write_atomic(args.json, dumps(d, indent=1))
+    if args.html:
+        from ..report.html import diff_html
+        _write_html(args.html, diff_html(d))
+    return 1 if d["worse"] else 0
+
+
+def cmd_golden(args) -> int:
+    from .golden import record
+    h = open_history(args)
+    try:
+        result = record(h, args.spec, args.climb)
+    finally:
+        h.close()
+    if result is None:
+        raise UsageProblem(f"SPEC: no finished climb of {args.spec!r} in the history; climb it first "
+                           "(`kladder history` lists the specs climbed)")
+    from ..report.history_text import golden_record_text
+    sys.stdout.write(golden_record_text(result))
+    return 0
+
+
+def cmd_report(args) -> int:
+    import json
+    from ..report.html import report_html
+    try:
+        with open(args.json) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UsageProblem(f"REPORT.json {args.json!r}: cannot read a report there ({e}); give the file a climb's "
+                           "--json wrote") from None
+    if not isinstance(doc, dict) or "rungs" not in doc:
+        raise UsageProblem(f"REPORT.json {args.json!r}: not a climb's report (no 'rungs'); give the file a climb's --json "
+                           "wrote")
+    _write_html(args.html, report_html(doc))
+    return 0
+
+
+def _write_html(path: str, text: str) -> None:
+    from ..report.jsonout import write_atomic
+    try:
+        write_atomic(path, text)
+    except OSError as e:
+        raise UsageProblem(f"--html {path!r}: cannot write it ({e.strerror or e}); give a file in a folder you can "
+                           "write to") from None

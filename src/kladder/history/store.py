@@ -1,0 +1,262 @@
+"""The history file: `.kladder/history.sqlite` in the working folder (or --history PATH, or the
+KLADDER_HISTORY variable; the test suite points it at a temporary folder).
+
+A climb is written as it goes: its row at the start (no end, no verdict), each point in a
+transaction of its own as it arrives, and the end and verdict last. A climb killed at any
+moment (SIGKILL included) leaves the climbs before it intact and itself as an unfinished row
+with the points it had. Many processes may write one file at once (xdist workers, lanes,
+parallel climbs): WAL journal (readers never block the writer), every write in BEGIN
+IMMEDIATE (the write lock taken up front, so two writers never deadlock upgrading), and
+SQLITE_BUSY retried with a growing pause up to BUSY_S seconds.
+
+The schema is versioned by PRAGMA user_version: MIGRATIONS[i] takes version i to i + 1, each
+in one transaction, so an older file is brought up to date when it is opened and a newer one
+(from a later kladder) is refused rather than misread."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import sqlite3
+import time
+
+DEFAULT = os.path.join(".kladder", "history.sqlite")
+BUSY_S = 60.0
+
+MIGRATIONS = (
+    # 0 -> 1: climbs and their points
+    """
+    CREATE TABLE climbs (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT UNIQUE,
+        kind TEXT NOT NULL,                  -- climb | repro
+        spec TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        device TEXT,
+        kladder_version TEXT,
+        fingerprint TEXT,                    -- JSON
+        git_commit TEXT,
+        started TEXT NOT NULL,
+        ended TEXT,                          -- NULL: the climb never finished (killed, or still running)
+        verdict TEXT,
+        exit_code INTEGER
+    );
+    CREATE INDEX climbs_spec ON climbs(spec, id);
+    CREATE TABLE points (
+        climb_id INTEGER NOT NULL REFERENCES climbs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        point_id TEXT NOT NULL,
+        rung INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        failure TEXT,
+        seconds REAL,
+        stages TEXT,                         -- JSON {stage: seconds}
+        hashes TEXT,                         -- JSON {output: sha256}
+        PRIMARY KEY (climb_id, seq)
+    );
+    """,
+    # 1 -> 2: what the diff and golden hashes need beyond version 1
+    """
+    ALTER TABLE climbs ADD COLUMN device_name TEXT;
+    ALTER TABLE climbs ADD COLUMN toolchain TEXT;      -- JSON: the versions a kernel's bits follow
+    ALTER TABLE points ADD COLUMN nondeterministic INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE points ADD COLUMN point TEXT;          -- JSON: the point itself
+    CREATE TABLE rungs (
+        climb_id INTEGER NOT NULL REFERENCES climbs(id) ON DELETE CASCADE,
+        rung INTEGER NOT NULL,
+        verdict TEXT,
+        seconds REAL,
+        PRIMARY KEY (climb_id, rung)
+    );
+    CREATE TABLE golden (
+        spec TEXT NOT NULL,
+        target TEXT NOT NULL,                -- the device and toolchain the hashes hold for (JSON)
+        point_id TEXT NOT NULL,
+        hashes TEXT NOT NULL,
+        climb_id INTEGER,
+        recorded TEXT NOT NULL,
+        toolchain TEXT,
+        PRIMARY KEY (spec, target, point_id)
+    );
+    """,
+)
+VERSION = len(MIGRATIONS)
+
+
+class HistoryError(Exception):
+    """The history file cannot be used (not SQLite, from a newer kladder, cannot be written)."""
+
+
+def default_path() -> str:
+    return os.environ.get("KLADDER_HISTORY") or DEFAULT
+
+
+def _retry(fn):
+    """fn() again while SQLite says busy or locked, a growing random pause, up to BUSY_S."""
+    t0, pause = time.monotonic(), 0.005
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e) or time.monotonic() - t0 > BUSY_S:
+                raise
+            time.sleep(pause * (0.5 + random.random()))
+            pause = min(pause * 2, 0.5)
+
+
+class History:
+    def __init__(self, path: str):
+        self.path = path
+        folder = os.path.dirname(os.path.abspath(path))
+        try:
+            os.makedirs(folder, exist_ok=True)
+            # isolation_level None: no implicit transactions; each write says BEGIN IMMEDIATE itself
+            self.db = sqlite3.connect(path, timeout=BUSY_S, isolation_level=None)
+            self.db.row_factory = sqlite3.Row
+            _retry(lambda: self.db.execute("PRAGMA journal_mode=WAL"))
+            self.db.execute("PRAGMA synchronous=NORMAL")      # WAL + NORMAL: a killed process loses nothing committed
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as e:
+            raise HistoryError(f"{path!r}: {e}") from None
+        except OSError as e:
+            raise HistoryError(f"{path!r}: {e.strerror or e}") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextlib.contextmanager
+    def _write(self):
+        _retry(lambda: self.db.execute("BEGIN IMMEDIATE"))
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        _retry(lambda: self.db.execute("COMMIT"))
+
+    def _migrate(self) -> None:
+        have = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if have > VERSION:
+            raise HistoryError(f"{self.path!r} is history version {have}, from a newer kladder (this one reads up to "
+                               f"{VERSION}); give another --history PATH or upgrade kladder")
+        while have < VERSION:
+            with self._write() as db:
+                have = db.execute("PRAGMA user_version").fetchone()[0]    # another process may have migrated meanwhile
+                if have >= VERSION:
+                    break
+                for statement in _statements(MIGRATIONS[have]):
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {have + 1}")
+                have += 1
+
+    # ------------------------------------------------------------------ writing a climb
+
+    def begin(self, kind: str, spec: str, ref: str, device: str, kladder_version: str, started: str,
+              run_id: str | None, fingerprint: dict | None) -> int:
+        fp = fingerprint or {}
+        with self._write() as db:
+            cur = db.execute(
+                "INSERT INTO climbs (run_id, kind, spec, ref, device, kladder_version, fingerprint, git_commit, started, "
+                "toolchain) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (run_id, kind, spec, ref, device, kladder_version, json.dumps(fp, default=str), _commit(fp), started,
+                 json.dumps(toolchain(fp))))
+            return cur.lastrowid
+
+    def point(self, climb_id: int, row: dict) -> None:
+        with self._write() as db:
+            seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points WHERE climb_id = ?", (climb_id,)).fetchone()[0]
+            db.execute("INSERT INTO points (climb_id, seq, point_id, rung, status, failure, seconds, stages, hashes, "
+                       "nondeterministic, point) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                       (climb_id, seq, row["id"], row["rung"], row["status"], row.get("failure"), row.get("seconds"),
+                        json.dumps(row.get("stages") or {}), json.dumps(row.get("hashes") or {}),
+                        int(bool(row.get("nondeterministic"))), json.dumps(row.get("point"), default=str)))
+
+    def end(self, climb_id: int, ended: str, verdict: str, exit_code: int, fingerprint: dict | None,
+            device_name: str | None, rungs: list[dict]) -> None:
+        fp = fingerprint or None
+        with self._write() as db:
+            if fp:
+                db.execute("UPDATE climbs SET fingerprint = ?, git_commit = ?, toolchain = ? WHERE id = ?",
+                           (json.dumps(fp, default=str), _commit(fp), json.dumps(toolchain(fp)), climb_id))
+            db.execute("UPDATE climbs SET ended = ?, verdict = ?, exit_code = ?, device_name = ? WHERE id = ?",
+                       (ended, verdict, exit_code, device_name, climb_id))
+            db.executemany("INSERT OR REPLACE INTO rungs (climb_id, rung, verdict, seconds) VALUES (?,?,?,?)",
+                           [(climb_id, r["rung"], r["verdict"], r["seconds"]) for r in rungs])
+
+    # ------------------------------------------------------------------ reading
+
+    def climbs(self, spec: str | None = None, limit: int | None = None) -> list[dict]:
+        """Newest first, each with its point counts by status."""
+        where, args = ("WHERE spec = ?", [spec]) if spec else ("", [])
+        q = f"SELECT * FROM climbs {where} ORDER BY id DESC" + (f" LIMIT {int(limit)}" if limit else "")
+        out = []
+        for r in self.db.execute(q, args).fetchall():
+            d = _climb_row(r)
+            d["counts"] = dict(self.db.execute("SELECT status, COUNT(*) FROM points WHERE climb_id = ? GROUP BY status",
+                                               (r["id"],)).fetchall())
+            out.append(d)
+        return out
+
+    def climb(self, ref: str) -> dict | None:
+        """A climb by its number or its run id."""
+        if ref.isdigit():
+            r = self.db.execute("SELECT * FROM climbs WHERE id = ?", (int(ref),)).fetchone()
+        else:
+            r = self.db.execute("SELECT * FROM climbs WHERE run_id = ?", (ref,)).fetchone()
+        return None if r is None else _climb_row(r)
+
+    def points(self, climb_id: int) -> list[dict]:
+        rows = self.db.execute("SELECT * FROM points WHERE climb_id = ? ORDER BY seq", (climb_id,)).fetchall()
+        return [{"id": r["point_id"], "rung": r["rung"], "status": r["status"], "failure": r["failure"],
+                 "seconds": r["seconds"], "stages": json.loads(r["stages"] or "{}"), "hashes": json.loads(r["hashes"] or "{}"),
+                 "nondeterministic": bool(r["nondeterministic"]), "point": json.loads(r["point"] or "null")} for r in rows]
+
+    def rungs(self, climb_id: int) -> dict[int, dict]:
+        rows = self.db.execute("SELECT * FROM rungs WHERE climb_id = ?", (climb_id,)).fetchall()
+        return {r["rung"]: {"verdict": r["verdict"], "seconds": r["seconds"]} for r in rows}
+
+    # ------------------------------------------------------------------ golden hashes
+
+    def keep_golden(self, spec: str, target: dict, climb_id: int, recorded: str, points: list[dict]) -> int:
+        key = json.dumps(target, sort_keys=True)
+        with self._write() as db:
+            db.execute("DELETE FROM golden WHERE spec = ? AND target = ?", (spec, key))
+            db.executemany("INSERT OR REPLACE INTO golden (spec, target, point_id, hashes, climb_id, recorded, toolchain) "
+                           "VALUES (?,?,?,?,?,?,?)",
+                           [(spec, key, p["id"], json.dumps(p["hashes"]), climb_id, recorded,
+                             json.dumps(target)) for p in points])
+        return len(points)
+
+    def golden(self, spec: str, target: dict | None = None) -> list[dict]:
+        """The golden hashes of `spec`: for `target` only, or for every target it has."""
+        q, args = "SELECT * FROM golden WHERE spec = ?", [spec]
+        if target is not None:
+            q, args = q + " AND target = ?", [spec, json.dumps(target, sort_keys=True)]
+        return [{"id": r["point_id"], "hashes": json.loads(r["hashes"]), "recorded": r["recorded"],
+                 "target": json.loads(r["target"]), "climb_id": r["climb_id"]} for r in self.db.execute(q, args).fetchall()]
+
+
+def _statements(script: str) -> list[str]:
+    lines = [line.split("--")[0] for line in script.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def _climb_row(r: sqlite3.Row) -> dict:
+    d = dict(r)
+    d["fingerprint"] = json.loads(d["fingerprint"] or "{}")
+    d["toolchain"] = json.loads(d.get("toolchain") or "{}")
+    return d
+
+
+def _commit(fp: dict) -> str | None:
+    git = fp.get("git") or {}
+    return git.get("commit") if isinstance(git, dict) else None
+
+
+def toolchain(fp: dict) -> dict:
+    """What a kernel's bits follow: the device and the versions that compile and run it."""
+    dev = fp.get("device") or {}
+    return {"device": dev.get("name") if isinstance(dev, dict) else None, "torch": fp.get("torch"),
+            "triton": fp.get("triton"), "cuda": fp.get("cuda"), "rocm": fp.get("rocm"), "driver": fp.get("driver")}

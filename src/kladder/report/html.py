@@ -1,0 +1,108 @@
+"""The report as one self-contained HTML file (`climb --html`, `kladder report R.json --html`):
+CSS, the copy button's script and every picture (maps.py, PNG as data: URIs) inline, nothing
+fetched. Its input is the JSON report (jsonout.report_dict, or the file a climb wrote), so a
+report from another machine renders the same. Jinja2 with autoescape: every string a user
+or a kernel wrote (ids, why, messages, what the kernel printed) is escaped, and control
+characters are shown as \\xNN, never passed to the page."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from . import maps
+
+BAD = ("failed", "flaky")
+UNJUDGED = ("skipped", "not_judged", "broken", "oom")
+MAX_MAPS = 40             # error maps beyond each group's first point (a zoo climb's hundreds of failures)
+RATE_CHECKS = ("repeats", "nondeterministic")
+# C0 controls but tab, newline and carriage return, and DEL: each as the four characters \xNN
+CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f]}
+
+
+def _clean(v):
+    """What Jinja2 prints: strings with control characters written as \\xNN (escaped after)."""
+    if isinstance(v, str):
+        return v.translate(CONTROL)
+    return "" if v is None else v
+
+
+def _env():
+    import jinja2
+    env = jinja2.Environment(loader=jinja2.PackageLoader("kladder.report", "templates"), autoescape=True,
+                             finalize=_clean, undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = _num
+    env.filters["secs"] = lambda s: f"{s:.2f} s" if isinstance(s, (int, float)) else _clean(s)
+    return env
+
+
+def _num(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return v
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:.6g}"
+
+
+def _group_key(p: dict) -> tuple:
+    """As the terminal groups failures: status, rung, mode, and the headline's check, output,
+    call and pattern kind."""
+    head = (p.get("findings") or [None])[0]
+    if head is None:
+        return (p["status"], p["rung"], p.get("mode"), p["id"])
+    return (p["status"], p["rung"], p.get("mode"), head["check"], head["output"], head.get("call"),
+            (head.get("where") or {}).get("kind", head.get("pattern")))
+
+
+def _finding_view(f: dict, p: dict, budget: list, first: bool) -> dict:
+    view = {"f": f, "map": None, "curve": None}
+    facts = f.get("facts") or {}
+    if (first or budget[0] > 0) and f.get("where"):
+        view["map"] = maps.error_map(f["where"], facts.get("shape"), f.get("index"),
+                                     f"{p['id']}: {f['output'] or f['check']}")
+        budget[0] -= view["map"] is not None and not first
+    if f["check"] in RATE_CHECKS and facts.get("curve"):
+        view["curve"] = maps.rate_curve(facts["curve"], f"{p['id']}: calls to see it")
+    view["rate"] = {k: facts.get(k) for k in ("rate", "lo", "hi", "conf", "calls_50", "calls_95", "calls", "compared")} \
+        if f["check"] in RATE_CHECKS else None
+    return view
+
+
+def _failures(points: list[dict]) -> list[dict]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for p in points:
+        groups[_group_key(p)].append(p)
+    budget = [MAX_MAPS]
+    out, n = [], 0
+    for members in groups.values():
+        views = []
+        for p in members:
+            n += 1
+            views.append({"p": p, "n": n, "findings": [_finding_view(f, p, budget, p is members[0]) for f in p["findings"]]})
+        out.append({"first": members[0], "members": views})
+    return out
+
+
+def _rates(points: list[dict]) -> list[dict]:
+    """Rung 5's passing points: what they proved (the bound on the rate, its interval)."""
+    out = []
+    for p in points:
+        note = p.get("note") or {}
+        if p["rung"] == 5 and note.get("kind") == "repeats_clean":
+            facts = note.get("facts") or {}
+            out.append({"p": p, "facts": facts, "curve": maps.rate_curve(facts.get("curve"), f"{p['id']}: calls to see it")})
+    return out
+
+
+def report_html(doc: dict) -> str:
+    points = [p for r in doc.get("rungs", []) for p in r.get("points", [])]
+    view = {"doc": doc, "rungs": doc.get("rungs", []),
+            "failures": _failures([p for p in points if p["status"] in BAD]),
+            "unjudged": [p for p in points if p["status"] in UNJUDGED],
+            "warned": [p for p in points if p["status"] not in BAD and p.get("warnings")],
+            "rates": _rates(points), "max_maps": MAX_MAPS, "fingerprint": doc.get("fingerprint") or {},
+            "verdict": {0: "passed", 1: "failed", 2: "could not start", 5: "nothing ran", 130: "interrupted"}.get(
+                doc.get("exit_code"), f"exit {doc.get('exit_code')}")}
+    return _env().get_template("report.html.j2").render(**view)
+
+
+def diff_html(d: dict) -> str:
+    return _env().get_template("diff.html.j2").render(d=d)

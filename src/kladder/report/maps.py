@@ -1,0 +1,161 @@
+"""Pictures for the HTML report, drawn with matplotlib (Agg, no display) to PNG and returned
+as data: URIs, so that the page needs no file and no network.
+
+An error map is drawn from a finding's `where` (outcome.Pattern as data) over the output's
+shape (facts.shape): the output seen as rows x columns (every dim but the last flattened into
+rows), folded to at most MAX_ROWS x MAX_COLS cells (a cell is wrong when any element in it
+is), the tile grid where the pattern names the tile whose remainder the wrong columns are,
+and the worst element marked. What the pattern does not locate (rows beyond the five ids a
+whole_rows pattern keeps, a scattered pattern's elements after the first) is drawn as it is
+known and said under the map, never made up."""
+from __future__ import annotations
+
+import base64
+import io
+import math
+
+MAX_ROWS, MAX_COLS = 160, 320
+MAX_TILE_LINES = 64
+PLAIN = {**{c: f"\\x{c:02x}" for c in [*range(0x20), 0x7f]}, ord("$"): "\\$"}   # controls as \xNN; $ is no mathtext
+OK, SOME, WRONG = 0, 1, 2
+
+
+def _plain(text: str) -> str:
+    """A user's string as matplotlib draws it literally: no mathtext ($...$), no control characters."""
+    return text.translate(PLAIN)
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)        # a fixed layout: bbox_inches="tight" draws the figure twice
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _row_ranges(rows, n_rows: int) -> list[tuple[int, int]]:
+    if not rows or rows[0] == "every":
+        return [(0, n_rows - 1)]
+    if rows[0] == "one":
+        return [(rows[1], rows[1])]
+    if rows[0] in ("from", "range"):
+        return [(rows[1], rows[2])]
+    if rows[0] == "runs":
+        return [tuple(r) for r in rows[1]]
+    return []
+
+
+def grid(where: dict, shape: list[int]):
+    """(cells: list of rows of OK/SOME/WRONG, fold (rows, cols per cell), n_rows, n_cols, unlocated: str facts)."""
+    n_cols = shape[-1] if shape else 1
+    n_rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
+    n_cols, n_rows = max(n_cols, 1), max(n_rows, 1)
+    fr, fc = -(-n_rows // MAX_ROWS), -(-n_cols // MAX_COLS)
+    h, w = -(-n_rows // fr), -(-n_cols // fc)
+    cells = [[OK] * w for _ in range(h)]
+    unlocated = {}
+
+    def mark(r0, r1, c0, c1, level=WRONG):
+        for r in range(max(r0, 0) // fr, min(r1, n_rows - 1) // fr + 1):
+            for c in range(max(c0, 0) // fc, min(c1, n_cols - 1) // fc + 1):
+                cells[r][c] = max(cells[r][c], level)
+
+    kind = where.get("kind")
+    cols = where.get("cols") or {}
+    c0, c1 = (cols["first"], cols["last"]) if cols else (0, n_cols - 1)
+    if kind in ("every", "single"):
+        mark(0, n_rows - 1, 0, n_cols - 1)
+    elif kind == "elements":
+        mark(0, 0, c0, c1)
+    elif kind == "block":
+        for a, b in _row_ranges(where.get("rows"), n_rows):
+            mark(a, b, c0, c1)
+    elif kind == "whole_rows":
+        for r in where.get("ids") or ():
+            mark(r, r, 0, n_cols - 1)
+        unlocated["rows_not_located"] = max(where.get("n_bad", 0) - len(where.get("ids") or ()), 0)
+    elif kind == "runs":
+        for a, b in _row_ranges(where.get("rows"), n_rows):
+            mark(a, b, 0, n_cols - 1, SOME)
+    elif kind == "scattered":
+        first = list(where.get("first") or ())
+        if first:
+            r, c = _flat_row(first, shape), first[-1]
+            mark(r, r, c, c)
+        unlocated["elements_not_located"] = max(where.get("n_bad", 0) - 1, 0)
+    return cells, (fr, fc), n_rows, n_cols, unlocated
+
+
+def _flat_row(index: list[int], shape: list[int]) -> int:
+    """The row (every dim but the last flattened) of an index."""
+    row = 0
+    for i, n in zip(index[:-1], shape[:-1], strict=True):
+        row = row * n + i
+    return row
+
+
+def _ticks(n: int) -> list[int]:
+    """Element positions for an axis of n: whole numbers, at most about 8 of them."""
+    step, scale = 1, 1
+    while n / step > 8:                  # 1, 2, 5, 10, 20, 50, ...
+        step = next(m * scale for m in (1, 2, 5, 10) if m * scale > step)
+        scale *= 10 if step == 10 * scale else 1
+    return list(range(0, n, step))
+
+
+def error_map(where: dict | None, shape: list | None, worst: list | None, title: str) -> dict | None:
+    """{"png": data URI, "fold": [rows, cols], "unlocated": {...}} or None (nothing to draw)."""
+    if not where or not shape or not isinstance(shape, list) or not all(isinstance(n, int) for n in shape):
+        return None
+    cells, (fr, fc), n_rows, n_cols, unlocated = grid(where, shape)
+    plt = _plt()
+    from matplotlib.colors import ListedColormap
+    h, w = len(cells), len(cells[0])
+    fig, ax = plt.subplots(figsize=(min(9, 4 + w / 40), min(5, 2.2 + h / 40)))
+    fig.subplots_adjust(left=0.2, right=0.97, bottom=0.24, top=0.86)
+    ax.set_xticks(_ticks(n_cols))
+    ax.set_yticks(_ticks(n_rows))
+    ax.imshow(cells, cmap=ListedColormap(["#e8f1e4", "#f4b183", "#c0392b"]), vmin=0, vmax=2, aspect="auto",
+              interpolation="nearest", extent=(-0.5 * fc, w * fc - 0.5 * fc, h * fr - 0.5 * fr, -0.5 * fr))
+    note = (where.get("cols") or {}).get("tile_note")
+    if note:
+        _, tile, rem = note
+        edges = list(range(tile, n_cols, tile))
+        if len(edges) > MAX_TILE_LINES:         # too many to see: the one where the partial last tile starts
+            edges = [n_cols - rem] if rem else []
+        if edges:
+            ax.vlines([x - 0.5 for x in edges], -0.5, n_rows - 0.5, colors="#333", lw=0.8, linestyles=":")
+    if worst and len(worst) == len(shape):
+        ax.plot([worst[-1]], [_flat_row(worst, shape)], marker="x", ms=9, mew=2, color="black")
+    ax.set_xlabel(f"column (0..{n_cols - 1})" + (f", {fc} a cell" if fc > 1 else ""))
+    ax.set_ylabel(f"row (0..{n_rows - 1})" + (f", {fr} a cell" if fr > 1 else ""))
+    ax.set_title(_plain(title), fontsize=9)
+    return {"png": _png(fig), "fold": [fr, fc], "rows": n_rows, "cols": n_cols, "unlocated": unlocated,
+            "tile": note[1] if note else None}
+
+
+def rate_curve(curve: list, title: str) -> str | None:
+    """Rung 5's calls-to-see curve: P(a failure shows within N calls), with its interval."""
+    pts = [c for c in curve or () if isinstance(c, list) and len(c) == 4 and all(isinstance(v, (int, float)) for v in c)]
+    if not pts:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.5, 2.8))
+    fig.subplots_adjust(left=0.14, right=0.97, bottom=0.2, top=0.88)
+    n = [c[0] for c in pts]
+    ax.fill_between(n, [c[2] for c in pts], [c[3] for c in pts], color="#f4b183", alpha=0.6, label="interval")
+    ax.plot(n, [c[1] for c in pts], color="#c0392b", label="P(seen)")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("calls")
+    ax.set_ylabel("P(a wrong call among them)")
+    ax.set_title(_plain(title), fontsize=9)
+    ax.legend(fontsize=8, loc="lower right")
+    return _png(fig)

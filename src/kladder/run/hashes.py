@@ -1,0 +1,37 @@
+"""A hash of each output's bytes, taken in the worker where the output is in hand (the parent
+only sees the outcome): the history compares them between climbs ("the bits changed") and
+golden hashes keep them for a (device, toolchain). sha256 over the dtype, the shape and the
+raw bytes in row-major order; copied to the host in slices of CHUNK bytes, so that a 4 GiB
+output on a GPU never needs 4 GiB of host memory at once."""
+from __future__ import annotations
+
+import hashlib
+
+CHUNK = 1 << 26          # 64 MiB a copy to the host
+
+
+def output_hash(t) -> str | None:
+    """The sha256 (hex, first 32 digits) of tensor `t`'s dtype, shape and bytes; None for what
+    is not a tensor (a mode's None, a Python number is hashed by its repr)."""
+    import torch
+    if isinstance(t, (int, float, bool)):
+        return hashlib.sha256(repr(t).encode()).hexdigest()[:32]
+    if not isinstance(t, torch.Tensor):
+        return None
+    h = hashlib.sha256(f"{t.dtype}:{tuple(t.shape)}:".encode())
+    flat = t.detach().contiguous().reshape(-1)
+    if flat.numel():
+        raw = flat.view(torch.uint8)
+        for a in range(0, raw.numel(), CHUNK):
+            h.update(raw[a:a + CHUNK].cpu().numpy())            # the buffer itself, no bytes copy
+    return h.hexdigest()[:32]
+
+
+def output_hashes(outputs: dict, into: dict) -> None:
+    """Each output's hash into `into`, the first call's for each name (a mode's later calls
+    run on other inputs or states: the point's bits are its first call's)."""
+    for name, t in outputs.items():
+        if name not in into:
+            digest = output_hash(t)
+            if digest is not None:
+                into[name] = digest

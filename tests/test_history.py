@@ -1,0 +1,224 @@
+"""The history (SQLite): climbs recorded as they run, `kladder history`, `kladder diff`, golden
+hashes; a climb killed with SIGKILL, and many writers at once, lose nothing committed."""
+import json
+import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kladder.history.store import VERSION, History
+
+SPEC = '''
+import torch
+import kladder as kl
+
+def scale(x):
+    y = x * 2
+{edit}    return y
+
+spec = kl.Spec("scale", kernel=scale, reference=lambda x: x * 2,
+               args={{"x": kl.Tensor("M N", dtype=["float32"])}}, returns=kl.Tensor("M N", like="x"),
+               dims={{"M": kl.Dim(1, 4), "N": kl.Dim(1, 8)}})
+'''
+BREAK_ONE = "    if tuple(x.shape) == (1, 1):\n        y = y + 1\n"          # one point now fails
+NUDGE_BITS = "    if tuple(x.shape) == (4, 8):\n        y = y * (1 + 2 ** -23)\n"  # within tolerance, other bits
+
+
+def kladder(cwd, *args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd)
+
+
+def climb(tmp_path, edit, *extra):
+    (tmp_path / "spec.py").write_text(SPEC.format(edit=edit))
+    return kladder(tmp_path, "climb", "spec.py", "--device", "cpu", "--rungs", "1", "-j", "1", "--history", "h.sqlite",
+                   "--log", os.devnull, *extra)
+
+
+def test_diff_names_the_point_an_edit_broke_and_exits_1(tmp_path):
+    p = climb(tmp_path, "")
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = climb(tmp_path, BREAK_ONE + NUDGE_BITS, "--html", "r.html")
+    assert p.returncode == 1, p.stdout + p.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "r1-M=1-N=1" in page and 'class="error-map"' in page and 'id="ladder"' in page
+    h = kladder(tmp_path, "history", "--history", "h.sqlite")
+    lines = h.stdout.splitlines()
+    assert h.returncode == 0 and len(lines) == 2
+    assert lines[0].startswith("#2") and " failed " in lines[0] and lines[1].startswith("#1") and " passed " in lines[1]
+    d = kladder(tmp_path, "diff", "--history", "h.sqlite", "--json", "d.json")
+    assert d.returncode == 1, d.stdout + d.stderr
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert [r["id"] for r in doc["newly_failing"]] == ["r1-M=1-N=1"]
+    assert "r1-M=1-N=1: passed -> failed (values)" in d.stdout
+    assert [r["id"] for r in doc["bits_changed"]] == ["r1-M=4-N=8"]    # passed both times, other bits
+    assert doc["newly_passing"] == [] and doc["worse"]
+    back = kladder(tmp_path, "diff", "2", "1", "--history", "h.sqlite", "--html", "d.html")   # the other way round
+    assert back.returncode == 0 and "newly passing (1)" in back.stdout, back.stdout + back.stderr
+    assert "r1-M=1-N=1" in (tmp_path / "d.html").read_text()
+    point = json.dumps({"spec": "scale", "rung": 1, "dims": [["M", 1], ["N", 1]], "dtypes": [["x", "float32"]]})
+    r = kladder(tmp_path, "repro", "spec.py", point, "--device", "cpu", "--history", "h.sqlite")
+    assert r.returncode == 1, r.stdout + r.stderr
+    newest = kladder(tmp_path, "history", "--history", "h.sqlite").stdout.splitlines()[0]
+    assert newest.startswith("#3") and "scale [repro]  failed  (1 points, 1 failed)" in newest
+    assert kladder(tmp_path, "diff", "--history", "h.sqlite").returncode == 1     # the last two climbs, not the repro
+
+
+def test_golden_round_trips_and_names_the_changed_point(tmp_path):
+    assert climb(tmp_path, "").returncode == 0
+    g = kladder(tmp_path, "golden", "record", "scale", "--history", "h.sqlite")
+    assert g.returncode == 0 and "kept from climb #1" in g.stdout, g.stdout + g.stderr
+    same = climb(tmp_path, "", "--golden")
+    assert same.returncode == 0 and "bits equal to golden of" in same.stdout and "bits changed" not in same.stdout
+    nudged = climb(tmp_path, NUDGE_BITS, "--golden=strict")
+    assert nudged.returncode == 1, nudged.stdout + nudged.stderr                  # every point passed; strict fails it
+    assert "r1-M=4-N=8: bits changed since" in nudged.stdout
+    warned = climb(tmp_path, NUDGE_BITS, "--golden")
+    assert warned.returncode == 0 and "bits changed since" in warned.stdout
+
+
+SLOW = '''
+import time
+import torch
+import kladder as kl
+
+def slow(x):
+    time.sleep(0.3)
+    return x * 2
+
+spec = kl.Spec("slow", kernel=slow, reference=lambda x: x * 2,
+               args={"x": kl.Tensor("M N", dtype=["float32"])}, returns=kl.Tensor("M N", like="x"),
+               dims={"M": kl.Dim(1, 64), "N": kl.Dim(1, 256)})
+'''
+
+
+def test_history_survives_a_climb_killed_with_sigkill(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    h = History(path)
+    before = h.begin("climb", "earlier", "e.py", "cpu", "0", "2026-01-01T00:00:00", "run-1", {})
+    h.point(before, {"id": "r1-a", "rung": 1, "status": "passed", "hashes": {"out": "ab"}})
+    h.end(before, "2026-01-01T00:01:00", "passed", 0, None, "cpu", [])
+    (tmp_path / "slow.py").write_text(SLOW)
+    proc = subprocess.Popen([sys.executable, "-m", "kladder.cli", "climb", "slow.py", "--device", "cpu", "--rungs", "1",
+                             "-j", "1", "--history", path, "--log", os.devnull, "-q"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            n = h.db.execute("SELECT COUNT(*) FROM points p JOIN climbs c ON c.id = p.climb_id WHERE c.spec = 'slow'").fetchone()[0]
+            if n >= 2:
+                break
+            time.sleep(0.2)
+        assert n >= 2, "the climb recorded no point in time"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)          # the climb and its workers, mid-climb
+        proc.wait()
+    h.close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+    h = History(path)
+    climbs = h.climbs()
+    assert [c["spec"] for c in climbs] == ["slow", "earlier"]
+    assert climbs[1]["verdict"] == "passed" and h.points(climbs[1]["id"])[0]["hashes"] == {"out": "ab"}
+    assert climbs[0]["ended"] is None and len(h.points(climbs[0]["id"])) >= 2
+    h.close()
+    out = kladder(tmp_path, "history", "--history", path).stdout
+    assert "slow  unfinished" in out.splitlines()[0]
+
+
+def _writer(path: str, name: str, n: int) -> None:
+    h = History(path)
+    c = h.begin("climb", name, name + ".py", "cpu", "0", "2026-01-01T00:00:00", f"run-{name}", {})
+    for i in range(n):
+        h.point(c, {"id": f"p{i}", "rung": 1, "status": "passed", "seconds": 0.1, "hashes": {"out": f"{i:x}"}})
+    h.end(c, "2026-01-01T00:01:00", "passed", 0, None, "cpu", [{"rung": 1, "verdict": "passed", "seconds": 1.0}])
+    h.close()
+
+
+def test_processes_writing_one_history_at_once_lose_no_row(tmp_path):
+    path, n = str(tmp_path / "h.sqlite"), 150
+    ctx = multiprocessing.get_context("spawn")          # fresh processes, as xdist workers and parallel climbs are
+    procs = [ctx.Process(target=_writer, args=(path, f"w{k}", n)) for k in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * 4
+    h = History(path)
+    climbs = h.climbs()
+    assert sorted(c["spec"] for c in climbs) == ["w0", "w1", "w2", "w3"]
+    for c in climbs:
+        pts = h.points(c["id"])
+        assert [p["id"] for p in pts] == [f"p{i}" for i in range(n)] and c["verdict"] == "passed"
+        assert [p["hashes"]["out"] for p in pts] == [f"{i:x}" for i in range(n)]
+    assert h.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    h.close()
+
+
+def test_an_older_history_is_migrated_and_a_newer_one_refused(tmp_path):
+    from kladder.history.store import MIGRATIONS, HistoryError, _statements
+    path = str(tmp_path / "h.sqlite")
+    db = sqlite3.connect(path)
+    for s in _statements(MIGRATIONS[0]):
+        db.execute(s)
+    db.execute("INSERT INTO climbs (kind, spec, ref, started) VALUES ('climb', 'old', 'old.py', '2025-01-01T00:00:00')")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    h = History(path)
+    assert h.db.execute("PRAGMA user_version").fetchone()[0] == VERSION
+    assert [c["spec"] for c in h.climbs()] == ["old"]                  # version 1's rows kept
+    h.close()
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(HistoryError, match="newer kladder"):
+        History(path)
+
+
+def test_a_history_that_cannot_be_written_never_stops_the_climb(tmp_path):
+    (tmp_path / "h.sqlite").write_text("not a database, " * 100)
+    p = climb(tmp_path, "")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "history" in p.stderr and "goes on without it" in p.stderr
+
+
+def test_diff_with_too_few_climbs_is_a_usage_error(tmp_path):
+    p = kladder(tmp_path, "diff", "--history", str(tmp_path / "h.sqlite"))
+    assert p.returncode == 2 and "fewer than two climbs" in p.stderr
+
+
+def _pts(seconds, status="passed", hashes=None, nondet=False):
+    return [{"id": f"p{i}", "rung": 1, "status": status, "failure": None, "seconds": s, "stages": {},
+             "hashes": hashes or {"out": "a"}, "nondeterministic": nondet, "point": None} for i, s in enumerate(seconds)]
+
+
+def test_a_rung_is_slower_only_beyond_noise():
+    from kladder.history.diff import diff
+    a, b = {"id": 1, "toolchain": {}}, {"id": 2, "toolchain": {}}
+    base = [0.5, 0.6, 0.55, 0.7, 0.52, 0.61, 0.58, 0.66, 0.5, 0.63]
+    twice = diff(a, _pts(base), b, _pts([2 * s for s in base]))
+    assert [s["rung"] for s in twice["slower_rungs"]] == [1] and twice["worse"]
+    assert twice["slower_rungs"][0]["ratio"] > 1.9 and twice["slower_rungs"][0]["p"] < 0.01
+    noisy = [s * f for s, f in zip(base, [1.6, 0.7, 1.5, 0.8, 1.4, 0.75, 1.3, 0.9, 1.5, 0.8], strict=True)]
+    assert diff(a, _pts(base), b, _pts(noisy))["slower_rungs"] == []          # some slower, some faster: noise
+    one = base[:-1] + [base[-1] * 20]
+    assert diff(a, _pts(base), b, _pts(one))["slower_rungs"] == []            # one slow point is not a slower rung
+    few = diff(a, _pts(base[:4]), b, _pts([3 * s for s in base[:4]]))
+    assert few["slower_rungs"] == []                                           # too few pairs to tell
+
+
+def test_nondeterministic_outputs_are_never_compared_bit_for_bit():
+    from kladder.history.diff import diff
+    a, b = {"id": 1, "toolchain": {}}, {"id": 2, "toolchain": {}}
+    d = diff(a, _pts([0.1] * 3, nondet=True), b, _pts([0.1] * 3, hashes={"out": "b"}))
+    assert d["bits_changed"] == [] and d["nondeterministic"] == ["p0", "p1", "p2"] and not d["worse"]
+    d = diff(a, _pts([0.1] * 3), b, _pts([0.1] * 3, hashes={"out": "b"}))
+    assert [r["id"] for r in d["bits_changed"]] == ["p0", "p1", "p2"] and not d["worse"]

@@ -1,0 +1,193 @@
+"""The HTML report: one self-contained file rendered from the JSON report, every written
+string escaped, and the page checked in a real browser (headless Chromium: screenshots not
+blank, the ladder and the error map there, no console message)."""
+import base64
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from kladder.outcome import Status
+from kladder.report.data import ClimbReport, RungReport
+from kladder.report.html import report_html
+from kladder.report.jsonout import report_dict, strict
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "golden"))
+HOSTILE = '<script>alert("x")</script><b onmouseover="y()">bold</b>\x1b[31m\x00\x07&amp; $\\frac{1}{$'  # markup, a script, ANSI and C0 controls, mathtext
+
+
+def golden_doc(name: str) -> dict:
+    from make import report_of
+    with open(os.path.join(HERE, "golden", name + ".json")) as f:
+        return strict(report_dict(report_of(json.load(f))))
+
+
+def passing_doc() -> dict:
+    """A real climb's passing points (the zoo's rmsnorm climb, its passing points only)."""
+    from make import report_of
+    with open(os.path.join(HERE, "golden", "rmsnorm_n_tail.json")) as f:
+        report = report_of(json.load(f))
+    for r in report.rungs:
+        r.outcomes = [o for o in r.outcomes if o.status == Status.PASSED]
+    return strict(report_dict(report))
+
+
+def rate_doc() -> dict:
+    """Rung 5 for real: a launcher wrong every 10th call, and a clean one (tests/test_rung5.py's)."""
+    from test_rung5 import Calls, _double, _every_tenth_drops_the_tail, _repeat_point, _right
+
+    from kladder.run.trial import run_point
+    Calls.n = 0
+    bad = run_point(_double(_every_tenth_drops_the_tail), _repeat_point(), "cpu").outcome
+    good = run_point(_double(_right), _repeat_point(calls=40), "cpu").outcome
+    report = ClimbReport("double", "tests/test_rung5.py", "cpu", device_name="cpu", started="2026-12-02T00:00:00",
+                         kladder_version="0.1.0")
+    report.rungs.append(RungReport(5, "repetition", [bad, good], seconds=1.0))
+    return strict(report_dict(report))
+
+
+def _hostile_doc() -> dict:
+    doc = golden_doc("rmsnorm_n_tail")
+    doc["spec"], doc["ref"] = HOSTILE, HOSTILE
+    doc["fingerprint"] = {"env": {"TRITON_X": HOSTILE}, "torch": HOSTILE}
+    for r in doc["rungs"]:
+        for p in r["points"]:
+            p["id"], p["why"], p["output"], p["repro"], p["reason"] = HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE
+            p["warnings"] = [HOSTILE]
+            for f in p["findings"]:
+                f["message"], f["output"], f["pattern"], f["call"] = HOSTILE, HOSTILE, HOSTILE, HOSTILE
+                f["facts"] = {**f["facts"], "text": HOSTILE}
+            if p["status"] == "passed":
+                p["status"], p["reason"] = "skipped", HOSTILE
+    return doc
+
+
+@pytest.mark.filterwarnings("error")                         # no glyph warning: the maps' titles get no control character
+def test_every_string_a_user_or_a_kernel_wrote_is_escaped():
+    html = report_html(_hostile_doc())
+    assert html.count("<script") == 1                         # the page's own copy button, nothing else
+    assert "<b onmouseover" not in html and 'alert("x")' not in html
+    assert "&lt;script&gt;alert(" in html and "&lt;b onmouseover=" in html
+    assert "&amp;amp;" in html                                 # an entity written by the kernel stays text
+    assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", html)
+    assert "\\x1b[31m\\x00\\x07" in html                       # control characters shown, not passed on
+
+
+def test_the_page_is_self_contained():
+    html = report_html(golden_doc("rmsnorm_n_tail"))
+    links = re.findall(r'(?:src|href)="([^"]*)"', html)
+    assert links and all(u.startswith("data:image/png;base64,") for u in links)
+    assert "default-src 'none'" in html                        # the browser refuses any fetch the page might try
+    assert "http://" not in html and "https://" not in html
+
+
+def test_a_failure_has_its_error_maps_worst_element_and_repro():
+    doc = golden_doc("padding_scale_read")
+    html = report_html(doc)
+    failed = [p for r in doc["rungs"] for p in r["points"] if p["status"] in ("failed", "flaky")]
+    assert failed and all(p["id"] in html for p in failed)
+    assert html.count('class="error-map"') >= 1 and "worst element" in html
+    assert all(p["repro"].replace("'", "&#39;").replace('"', "&#34;") in html for p in failed)
+    assert html.count('class="copy"') == len(failed)
+    for uri in re.findall(r'class="error-map" alt="[^"]*" src="data:image/png;base64,([^"]+)"', html):
+        import matplotlib.image
+        img = matplotlib.image.imread(io.BytesIO(base64.b64decode(uri)), format="png")
+        assert img.shape[0] > 50 and img.shape[1] > 50
+
+
+def test_the_map_folds_a_big_output_and_marks_its_tile_grid():
+    from kladder.report.maps import MAX_COLS, MAX_ROWS, grid
+    where = {"kind": "block", "rows": ["every"], "cols": {"first": 4096 - 3, "last": 4095, "n": 4096, "tile_note": ["N", 8, 3]}}
+    cells, fold, n_rows, n_cols, _ = grid(where, [3, 1000, 4096])
+    assert (n_rows, n_cols) == (3000, 4096) and len(cells) <= MAX_ROWS and len(cells[0]) <= MAX_COLS
+    assert fold == [-(-3000 // MAX_ROWS), -(-4096 // MAX_COLS)] or tuple(fold) == (-(-3000 // MAX_ROWS), -(-4096 // MAX_COLS))
+    assert all(row[-1] == 2 and row[0] == 0 for row in cells)            # the last columns, every row
+    cells, *_ , unlocated = grid({"kind": "whole_rows", "ids": [1, 5], "n_bad": 9, "n_rows": 10}, [10, 4])
+    assert [r[0] for r in cells] == [0, 2, 0, 0, 0, 2, 0, 0, 0, 0] and unlocated == {"rows_not_located": 7}
+
+
+def test_rung5_shows_the_rate_with_its_interval_and_the_curve():
+    html = report_html(rate_doc())
+    assert "rate 0.1 (interval 0.0" in html and html.count('class="rate-curve"') == 2
+    assert "the rate of a wrong call is below" in html
+
+
+def test_kladder_report_renders_a_json_file(tmp_path):
+    src, out = tmp_path / "r.json", tmp_path / "r.html"
+    src.write_text(json.dumps(golden_doc("flaky")))
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "report", str(src), "--html", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "FLAKY" in out.read_text()
+    bad = subprocess.run([sys.executable, "-m", "kladder.cli", "report", str(tmp_path / "none.json"), "--html", str(out)],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "REPORT.json" in bad.stderr
+
+
+# ---------------------------------------------------------------------------- in a real browser
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+NEEDS = pytest.mark.skipif(not CHROMIUM and not os.environ.get("KLADDER_REQUIRE_BROWSER"),
+                           reason="headless Chromium not installed (Debian's chromium; .ci/run installs it)")
+FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+         "--window-size=1200,1800", "--force-device-scale-factor=1"]
+
+
+def _browse(html_path, *args) -> subprocess.CompletedProcess:
+    assert CHROMIUM, "KLADDER_REQUIRE_BROWSER is set and no chromium is installed: apt-get install -y chromium"
+    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={html_path.parent / 'profile'}", *args,
+                           html_path.as_uri()], capture_output=True, text=True, timeout=120)
+
+
+def _shoot(tmp_path, name: str, doc: dict):
+    """The page rendered: its DOM after the scripts ran, its screenshot (RGB array), and the
+    console's messages (none may come: a script error, a blocked fetch, a CSP violation)."""
+    import matplotlib.image
+    page = tmp_path / f"{name}.html"
+    page.write_text(report_html(doc))
+    dom = _browse(page, "--dump-dom")
+    shot = tmp_path / f"{name}.png"
+    run = _browse(page, f"--screenshot={shot}")
+    assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
+    console = [line for line in dom.stderr.splitlines() + run.stderr.splitlines() if ":CONSOLE" in line]
+    return dom.stdout, matplotlib.image.imread(str(shot))[..., :3], console, shot
+
+
+def _not_blank(img) -> None:
+    assert img.std() > 0.05                                   # not one colour
+    assert (img[:600].min(axis=2) < 0.5).mean() > 0.005       # dark pixels at the top: the title and the ladder's text
+
+
+@NEEDS
+def test_in_chromium_a_passing_climb(tmp_path):
+    dom, img, console, _ = _shoot(tmp_path, "passing", passing_doc())
+    assert console == []
+    _not_blank(img)
+    assert 'id="ladder"' in dom and "passed (exit 0)" in dom and "Failures" not in dom
+
+
+@NEEDS
+def test_in_chromium_a_zoo_failure_with_its_map(tmp_path):
+    dom, img, console, shot = _shoot(tmp_path, "failure", golden_doc("rmsnorm_n_tail"))
+    assert console == []
+    _not_blank(img)
+    assert 'id="ladder"' in dom and 'class="error-map"' in dom and "copy</button>" in dom
+    red = (abs(img[..., 0] - 0xc0 / 255) < 0.02) & (abs(img[..., 1] - 0x39 / 255) < 0.02) & (abs(img[..., 2] - 0x2b / 255) < 0.02)
+    assert red.sum() > 2000                                   # the map's wrong cells, on screen
+    if os.environ.get("KLADDER_SCREENSHOTS"):                 # docs/html/ keeps this one and the rate's (README)
+        shutil.copy(shot, os.path.join(os.environ["KLADDER_SCREENSHOTS"], "html-failure.png"))
+
+
+@NEEDS
+def test_in_chromium_a_rung5_rate(tmp_path):
+    dom, img, console, shot = _shoot(tmp_path, "rate", rate_doc())
+    assert console == []
+    _not_blank(img)
+    assert 'class="rate-curve"' in dom and "rate 0.1" in dom
+    if os.environ.get("KLADDER_SCREENSHOTS"):
+        shutil.copy(shot, os.path.join(os.environ["KLADDER_SCREENSHOTS"], "html-rate.png"))
