@@ -71,6 +71,7 @@ class ClimbReport:
     run_id: str = field(default_factory=new_run_id)      # in the log's name and in every record
     start_error: dict | None = None      # why the climb (or a worker it needed) could not start: facts, see below
     kladder_error: dict | None = None    # kladder's own error that ended the climb early: error, text, trace (exit 1)
+    shard: dict | None = None            # --shard I/N: which slice, the options, where each point stands (shard.py)
 
     @property
     def outcomes(self) -> list[Outcome]:
