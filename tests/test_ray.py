@@ -42,9 +42,17 @@ def test_a_climb_on_local_ray_gives_the_local_climbs_report(tmp_path):
     assert on_ray["device_name"] == local["device_name"] and on_ray["fingerprint"]["torch"] == local["fingerprint"]["torch"]
 
 
-def test_ray_with_a_cuda_device_on_a_cpu_cluster_is_a_usage_error():
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", SPEC, "--device", "cuda", "--ray", "local"],
-                       capture_output=True, text=True, timeout=300, cwd=HERE)
-    if "has no GPU" not in p.stderr:
-        pytest.skip("this machine's Ray instance has a GPU")
-    assert p.returncode == 2 and "--ray 'local'" in p.stderr and "Traceback" not in p.stderr
+def test_ray_with_a_cuda_device_on_a_cpu_cluster_is_a_usage_error(monkeypatch):
+    from kladder.ladder import UsageError
+    from kladder.run import ray_lanes
+
+    class CpuCluster:                   # what ray.cluster_resources() says of a cluster without GPUs
+        @staticmethod
+        def cluster_resources():
+            return {"CPU": 2.0}
+    monkeypatch.setattr(ray_lanes, "connect", lambda address: CpuCluster)
+    assert ray_lanes.cluster_device("local", "auto") == "cpu"
+    with pytest.raises(UsageError, match="--device cuda --ray 'local': the cluster has no GPU"):
+        ray_lanes.cluster_device("local", "cuda")
+    with pytest.raises(UsageError, match="--device 'gpu'"):
+        ray_lanes.cluster_device("local", "gpu")
