@@ -10,10 +10,10 @@ import sys
 import pytest
 from conftest import report_json
 
-from kladder.ladder import UsageError, rung_points
+from kladder.ladder import rung_points
 from kladder.load import load_spec
 from kladder.merge import MergeError, merge
-from kladder.shard import Shard, deal, parse_shard
+from kladder.shard import Shard, ShardError, deal, parse_shard
 from kladder.sizes import budget_for
 
 HERE = os.path.dirname(__file__)
@@ -27,7 +27,7 @@ def kladder(*args, timeout=900):
 
 @pytest.mark.parametrize("text", ["0/3", "4/3", "a/b", "3", "1/0", "-1/3"])
 def test_a_bad_shard_names_the_flag_and_the_fix(text):
-    with pytest.raises(UsageError) as e:
+    with pytest.raises(ShardError) as e:
         parse_shard(text)
     assert f"--shard {text!r}" in str(e.value) and "1 <= I <= N" in str(e.value)
 
@@ -129,3 +129,14 @@ def test_merge_warns_of_a_missing_shard_and_refuses_what_is_not_one_climb(climbe
         merge([runs["s2"][1], twice])
     p = kladder("merge", runs["s1"][1], seed)
     assert p.returncode == 2 and "seed" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_points_lists_a_shards_points_as_the_climb_deals_them(tmp_path):
+    out = tmp_path / "points.json"
+    p = kladder("points", CASE, "--rungs", "1-2", "--device", "cpu", "--shard", "2/3", "--json", str(out))
+    assert p.returncode == 0, p.stderr[-2000:]
+    listed = [pt["point"] for pt in json.loads(out.read_text())["points"]]
+    by_rung = {r: [q for q in _points() if q.rung == r] for r in (1, 2)}
+    expected = [by_rung[1][i] for i in deal(by_rung[1], Shard(2, 3))]
+    expected += [by_rung[2][i] for i in deal(by_rung[2], Shard(2, 3), start=len(by_rung[1]))]
+    assert listed == [q.to_dict() for q in expected]

@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     pts.add_argument("--device", default="auto", help=DEVICE_HELP + " (the budget the points are sized for)")
     pts.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
     pts.add_argument("--json", metavar="FILE", help="write the points as JSON to FILE")
+    pts.add_argument("--shard", metavar="I/N", help="only the points `kladder climb --shard I/N` deals to shard I")
     z = sub.add_parser("zoo", help="the bundled buggy kernels and their fixed twins")
     zsub = z.add_subparsers(dest="zoo_cmd", required=True)
     zsub.add_parser("list", help="list the cases")
@@ -388,8 +389,16 @@ def cmd_points(args) -> int:
         rungs = parse_rungs(args.rungs)
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None
+    from .shard import ShardError, Slicer, parse_shard
+    try:
+        shard = parse_shard(args.shard)
+    except ShardError as e:
+        raise UsageProblem(str(e)) from None
     budget = budget_for(device)
-    points = [p for r in rungs for p in rung_points(spec, r, budget, args.seed)]
+    slicer = Slicer(shard) if shard else None
+    points = [p for r in rungs
+              for p in (slicer.take(r, list(rung_points(spec, r, budget, args.seed))) if slicer
+                        else rung_points(spec, r, budget, args.seed))]
     sys.stdout.write(points_text(spec, args.ref, device, points))
     if args.json:
         from .report.jsonout import write_atomic

@@ -87,10 +87,10 @@ def climb_options(args, ref: str, device: str, keep: list | None = None):
     if args.replay and not os.path.exists(os.path.join(args.replay, "manifest.json")):
         raise UsageProblem(f"--replay {args.replay!r}: no manifest.json there; record calls first with "
                            "`with kladder.capture('pkg.mod:fn', to=DIR): run()`")
-    from .shard import parse_shard
+    from .shard import ShardError, parse_shard
     try:
         shard = parse_shard(getattr(args, "shard", None))
-    except usage_errors() as e:
+    except ShardError as e:
         raise UsageProblem(str(e)) from None
     address = getattr(args, "ray", None)
     if address:

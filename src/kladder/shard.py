@@ -34,18 +34,21 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
+class ShardError(ValueError):
+    """A bad --shard value: a usage error (exit 2)."""
+
+
 def parse_shard(text: str | None) -> Shard | None:
-    """'2/3' -> Shard(2, 3); a bad value is a UsageError naming the flag, what was given and the fix."""
+    """'2/3' -> Shard(2, 3); a bad value is a ShardError naming the flag, what was given and the fix."""
     if text is None:
         return None
-    from .ladder import UsageError
     i, sep, n = text.strip().partition("/")
     try:
         index, count = int(i), int(n)
     except ValueError:
         index = count = 0
     if not sep or count < 1 or not 1 <= index <= count:
-        raise UsageError(f"--shard {text!r}: give I/N with 1 <= I <= N, e.g. --shard 1/3 for the first of three "
+        raise ShardError(f"--shard {text!r}: give I/N with 1 <= I <= N, e.g. --shard 1/3 for the first of three "
                          "slices (run 1/3, 2/3 and 3/3, then `kladder merge` their --json reports)")
     return Shard(index, count)
 

@@ -2,8 +2,6 @@
 own fixture for the executors: a crash and a failure among passing points, cheap on the CPU)."""
 import os
 
-import torch
-
 import kladder as kl
 
 
