@@ -19,6 +19,9 @@ def climb(json_path, *extra):
     p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", SPEC, "--rungs", "1", "--device", "cpu", "-j", "2",
                         "-q", "--log", os.devnull, "--json", str(json_path), *extra],
                        capture_output=True, text=True, timeout=600, cwd=HERE)
+    if p.returncode == 2 and "Ray did not start" in p.stderr:
+        # Ray's node waits 30 s (fixed in ray/_private/node.py) for its raylet: a host loaded past that is not kladder's
+        pytest.skip("Ray's local node did not start on this loaded host: " + p.stderr.strip()[-300:])
     assert p.returncode in (0, 1), p.stderr[-3000:]
     assert "Traceback" not in p.stderr, p.stderr[-3000:]
     return p.returncode, report_json(json_path)

@@ -16,7 +16,9 @@ kernel's failure. The spec and kladder must be importable on every node at the s
 (an installed package, or a path on a shared file system)."""
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
 
 from ..outcome import Load, Outcome
@@ -54,10 +56,12 @@ def connect(address: str):
     extra = {"include_dashboard": False} if address == "local" else {}
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING, **extra)
-    except (ConnectionError, ValueError, RuntimeError, TimeoutError) as e:
-        raise UsageError(f"--ray {address!r}: cannot join a Ray cluster there ({str(e).splitlines()[0][:200]}); start "
-                         "one with `ray start --head` and give its address (auto, HOST:6379, ray://HOST:10001), or "
-                         "--ray local for one on this machine") from None
+    except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception when its node does not start in 30 s
+        with contextlib.suppress(Exception):   # what a half-started local node left running
+            ray.shutdown()
+        raise UsageError(f"--ray {address!r}: Ray did not start or join a cluster there ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0][:200]}); start one with `ray start --head` and give its address "
+                         "(auto, HOST:6379, ray://HOST:10001), or --ray local for one on this machine") from None
     _STATE["owned"] = True
     return ray
 
@@ -98,6 +102,15 @@ class LaneHost:
         self.pool.close()
 
 
+def absolute(ref: str) -> str:
+    """A spec file's reference made absolute: a Ray worker's working folder is not this process's."""
+    from ..load import split_ref
+    target, name = split_ref(ref)
+    if not (target.endswith(".py") and os.path.isfile(target)):
+        return ref                       # a module: imported from the node's installed packages
+    return os.path.abspath(target) + (f"::{name}" if name else "")
+
+
 class RayPool:
     """The Pool face the Runner uses, its lanes Ray actors: `slots` of them (one a GPU, or one a
     CPU slot), at most what the cluster has."""
@@ -109,7 +122,7 @@ class RayPool:
         have = int(ray.cluster_resources().get(resource, 0))
         if have < 1:
             raise UsageError(f"--ray {address!r}: the cluster has no {resource} for a worker")
-        self.ref, self.device, self.slots = ref, device, min(jobs or have, have)
+        self.ref, self.device, self.slots = absolute(ref), device, min(jobs or have, have)
         self.cls = ray.remote(LaneHost).options(num_cpus=1, num_gpus=1 if device == "cuda" else 0,
                                                 max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS)
         self._lock = threading.Lock()
