@@ -90,6 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("climb", help="climb a spec: PATH.py[::NAME] or module::NAME")
     c.add_argument("ref", metavar="PATH[::NAME]")
     _climb_options(c)
+    c.add_argument("--shard", metavar="I/N", help="run only the I-th of N disjoint slices of every rung's points "
+                   "(a CI matrix: one runner a shard, then `kladder merge` their --json reports)")
+    c.add_argument("--ray", metavar="ADDRESS", help="run the points on a Ray cluster's workers, one a GPU (or one a "
+                   "CPU slot on the CPU), each in kladder's own worker process: ADDRESS as ray.init takes it (auto, "
+                   "HOST:6379, ray://HOST:10001, local); needs `pip install kladder[ray]`")
+    m = sub.add_parser("merge", help="make the --json reports of a climb's shards (--shard I/N) one report")
+    m.add_argument("reports", nargs="+", metavar="REPORT.json")
+    m.add_argument("--json", metavar="PATH", help="write the merged report as JSON to PATH")
+    m.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     r = sub.add_parser("repro", help="re-run one point exactly, as a report printed it")
     r.add_argument("ref", metavar="PATH[::NAME]")
     r.add_argument("point", help="the point, as JSON or as the dict the report prints")
@@ -106,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     pts.add_argument("--device", default="auto", help=DEVICE_HELP + " (the budget the points are sized for)")
     pts.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
     pts.add_argument("--json", metavar="FILE", help="write the points as JSON to FILE")
+    pts.add_argument("--shard", metavar="I/N", help="only the points `kladder climb --shard I/N` deals to shard I")
     z = sub.add_parser("zoo", help="the bundled buggy kernels and their fixed twins")
     zsub = z.add_subparsers(dest="zoo_cmd", required=True)
     zsub.add_parser("list", help="list the cases")
@@ -176,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_climb(args.ref, args)
         if args.cmd == "repro":
             return cmd_repro(args)
+        if args.cmd == "merge":
+            return cmd_merge(args)
         if args.cmd == "points":
             return cmd_points(args)
         if args.cmd == "bisect":
@@ -282,7 +294,7 @@ def _new_report(ref: str, args):
 
 def _climb_started(ref: str, args, report, started: dict) -> None:
     from .ladder import climb
-    device = device_of(args.device)
+    device = _climb_device(args)
     report.device = device
     from .load import check_ref
     try:
@@ -298,6 +310,20 @@ def _climb_started(ref: str, args, report, started: dict) -> None:
         climb(ref, spec, opts, report=report)
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None
+
+
+def _climb_device(args) -> str:
+    """The device climbed: on a Ray cluster (--ray) the workers', chosen from the cluster's resources."""
+    if not getattr(args, "ray", None):
+        return device_of(args.device)
+    from .run.ray_lanes import cluster_device
+    try:
+        dev = cluster_device(args.ray, args.device)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    if dev == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    return dev
 
 
 def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
@@ -376,6 +402,24 @@ def _write_json(path: str, report) -> bool:
               "folder you can write to", file=sys.stderr)
         return False
     return True
+
+
+def cmd_merge(args) -> int:
+    """The shards' reports made one, printed as a climb prints its report; the exit status is
+    the merged report's (computed again from its points)."""
+    from .merge import merge
+    from .report.terminal import render_text
+    writable("--json", args.json)
+    try:
+        report, warnings = merge(args.reports)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    for w in warnings:
+        print(f"kladder: warning: {w}", file=sys.stderr)
+    if args.json and not _write_json(args.json, report):
+        return EXIT_USAGE
+    sys.stdout.write(render_text(report, color=_color(args.color)))
+    return report.exit_code
 
 
 def cmd_repro(args) -> int:
@@ -464,8 +508,16 @@ def cmd_points(args) -> int:
         rungs = parse_rungs(args.rungs)
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None
+    from .shard import ShardError, Slicer, parse_shard
+    try:
+        shard = parse_shard(args.shard)
+    except ShardError as e:
+        raise UsageProblem(str(e)) from None
     budget = budget_for(device)
-    points = [p for r in rungs for p in rung_points(spec, r, budget, args.seed)]
+    slicer = Slicer(shard) if shard else None
+    points = [p for r in rungs
+              for p in (slicer.take(r, list(rung_points(spec, r, budget, args.seed))) if slicer
+                        else rung_points(spec, r, budget, args.seed))]
     sys.stdout.write(points_text(spec, args.ref, device, points))
     if args.json:
         from .report.jsonout import write_atomic

@@ -26,7 +26,7 @@ from .point import Point
 from .report.data import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
 from .run import faults
-from .run.isolation import HOST_BUSY_CORES, Lane, Pool, device_load, stage_budget, worker_timeout
+from .run.isolation import HOST_BUSY_CORES, Lane, Pool, stage_budget, worker_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
 from .sizes import CPU_BUDGET, budget_for, is_big, numel_of, total_bytes
 from .spec import Spec
@@ -54,6 +54,8 @@ class Options:
     on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
     progress: Any = field(default=None, repr=False)   # report.progress.Progress, or None
     pool: Pool | None = field(default=None, repr=False)  # workers already started (the CLI warms them early)
+    shard: Any = None                    # shard.Shard: run only the I-th of N slices of every rung's points (--shard I/N)
+    ray: str | None = None               # a Ray cluster's address: the pool's lanes are Ray actors (run/ray_lanes.py)
 
 
 def resolve_device(device: str) -> str:
@@ -195,7 +197,7 @@ class Runner:
         with self._lanes_lock:
             if self._idle:
                 return self._idle.pop()
-            lane = Lane(self.pool)
+            lane = self.pool.lane()          # a local lane, or one on a Ray actor (run/ray_lanes.py)
             self._lanes.append(lane)
             return lane
 
@@ -213,17 +215,17 @@ class Runner:
                 outcome = lane.run(point, timeout, fresh=fresh, budget_s=stage_budget(self.spec, self.device, point,
                                                                                       self.timeout_s))
                 load = lane.load                   # read before another thread takes the lane
+                # asked after the fact: another climb's processes and memory are still there; the
+                # failed worker's are gone
+                held = lane.device_load() if faults.load_sensitive(outcome) and self.device == "cuda" else {}
             finally:
                 self._ended(seen)
                 self._checkin(lane)
         load.lanes = seen[0]
         if outcome.note is not None and outcome.note.kind == NoteKind.STAGE_OVERRUN and point.mode != "model":
             outcome.note.facts["elements"] = sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)
-        if faults.load_sensitive(outcome) and self.device == "cuda":
-            # asked after the fact: another climb's processes and memory are still there; the
-            # failed worker's are gone
-            for k, v in device_load(lane.gpu, self.pool.pids()).items():
-                setattr(load, k, v if v is not None else getattr(load, k))
+        for k, v in held.items():
+            setattr(load, k, v if v is not None else getattr(load, k))
         return outcome, load
 
     def _began(self) -> list[int]:
@@ -393,7 +395,8 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
     from .devicestart import DeviceStartError
     from .interrupts import Interrupts
     guard, owned = Interrupts.current()
-    device = resolve_device(opts.device)
+    # on a Ray cluster the device is the workers', chosen from the cluster's resources (run/ray_lanes.py)
+    device = opts.device if opts.ray and opts.device in ("cpu", "cuda") else resolve_device(opts.device)
     budget = budget_for(device)
     report = report or ClimbReport(spec.name, ref, device)
     report.spec, report.ref, report.device = spec.name, ref, device
@@ -401,6 +404,7 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
     report.kladder_version = __version__
     t0 = time.perf_counter()
     runner = Runner(ref, spec, device, opts.timeout_s, jobs=opts.jobs, pool=opts.pool)
+    slicer = _slicer(opts)
     log = None
     try:
         try:
@@ -411,7 +415,7 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
             plan_rungs(report, opts.rungs)
             for rr in report.rungs:
                 if rr.climbed:
-                    _climb_rung(rr, spec, budget, runner, report, log, opts)
+                    _climb_rung(rr, spec, budget, runner, report, log, opts, slicer)
             if opts.shrink_s > 0 and report.failures:
                 _shrink(report, runner, opts)
         finally:
@@ -424,6 +428,9 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
         runner.kill()
     finally:
         report.fingerprint = runner.fingerprint
+        if slicer is not None:
+            from .shard import options_record
+            report.shard = slicer.record(options_record(opts))
         runner.close()
         report.seconds = time.perf_counter() - t0
         end_climb(report, opts.rungs, guard.seen)
@@ -468,9 +475,19 @@ def end_climb(report: ClimbReport, rungs: tuple[int, ...], interrupted: bool) ->
             rr.climbed, rr.note = False, why
 
 
-def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options):
+def _slicer(opts: Options):
+    if opts.shard is None:
+        return None
+    from .shard import Slicer
+    return Slicer(opts.shard)
+
+
+def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options, slicer=None):
     t0 = time.perf_counter()
-    points = list(rung_points(spec, rr.rung, budget, opts.seed, **_rung_options(rr.rung, opts, runner)))
+    extra = _rung_options(rr.rung, opts, runner)
+    points = list(rung_points(spec, rr.rung, budget, opts.seed, **extra))
+    if slicer is not None:
+        points = _shard_points(slicer, rr.rung, points, spec, budget, opts, extra)
     progress = opts.progress
     if progress:
         progress.rung_started(rr, len(points))
@@ -491,6 +508,17 @@ def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts:
         rr.seconds = time.perf_counter() - t0
         if progress:
             progress.rung_done(rr)
+
+
+def _shard_points(slicer, rung: int, points: list[Point], spec, budget, opts: Options, extra: dict) -> list[Point]:
+    """The shard's slice of a rung's points (shard.py says how they are dealt). Points made from
+    earlier failures (rung 5's sanitizer runs) are this shard's own, never dealt: the other
+    shards' failures are not known here."""
+    if not extra.get("failed"):
+        return slicer.take(rung, points)
+    base = list(rung_points(spec, rung, budget, opts.seed, **{**extra, "failed": ()}))
+    known = set(base)
+    return slicer.take(rung, base, [p for p in points if p not in known])
 
 
 def _rung_options(rung: int, opts: Options, runner: Runner) -> dict:

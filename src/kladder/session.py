@@ -87,16 +87,42 @@ def climb_options(args, ref: str, device: str, keep: list | None = None):
     if args.replay and not os.path.exists(os.path.join(args.replay, "manifest.json")):
         raise UsageProblem(f"--replay {args.replay!r}: no manifest.json there; record calls first with "
                            "`with kladder.capture('pkg.mod:fn', to=DIR): run()`")
-    ids = gpus(args, device)
-    jobs = args.jobs or default_jobs(device, len(ids or [None]))
-    pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
-    if keep is not None:
-        keep.append(pool)
-    pool.warm(1 if device == "cpu" else jobs)
+    from .shard import ShardError, parse_shard
+    try:
+        shard = parse_shard(getattr(args, "shard", None))
+    except ShardError as e:
+        raise UsageProblem(str(e)) from None
+    address = getattr(args, "ray", None)
+    if address:
+        pool, jobs = _ray_pool(args, ref, device, address, keep)
+    else:
+        ids = gpus(args, device)
+        jobs = args.jobs or default_jobs(device, len(ids or [None]))
+        pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
+        if keep is not None:
+            keep.append(pool)
+        pool.warm(1 if device == "cpu" else jobs)
     return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
                    jobs=jobs, pool=pool, progress=_progress(args), repeat=getattr(args, "repeat", None),
-                   repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0),
+                   repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0), shard=shard, ray=address,
                    shrink_s=getattr(args, "shrink_s", 0.0))
+
+
+def _ray_pool(args, ref: str, device: str, address: str, keep: list | None):
+    """A pool whose lanes are Ray actors (run/ray_lanes.py): one a GPU of the cluster, or one a
+    CPU slot on the CPU; --jobs N asks for N of them (at most what the cluster has)."""
+    if getattr(args, "devices", None):
+        raise UsageProblem(f"--devices {args.devices!r} with --ray: Ray gives each worker its GPU; leave --devices out "
+                           "(--jobs N asks for N workers)")
+    from .run.ray_lanes import RayPool
+    try:
+        pool = RayPool(ref, device, address, jobs=args.jobs)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    if keep is not None:
+        keep.append(pool)
+    pool.warm(pool.slots)
+    return pool, pool.slots
 
 
 def log_path(args, spec, run_id: str | None = None) -> str:

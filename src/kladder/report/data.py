@@ -72,6 +72,7 @@ class ClimbReport:
     start_error: dict | None = None      # why the climb (or a worker it needed) could not start: facts, see below
     kladder_error: dict | None = None    # kladder's own error that ended the climb early: error, text, trace (exit 1)
     shrunk: list[dict] = field(default_factory=list)     # kladder.shrink's facts per rung's first failure (--shrink-s)
+    shard: dict | None = None            # --shard I/N: which slice, the options, where each point stands (shard.py)
 
     @property
     def outcomes(self) -> list[Outcome]:

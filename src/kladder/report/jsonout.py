@@ -86,7 +86,16 @@ def report_dict(report: ClimbReport) -> dict[str, Any]:
             "run_id": report.run_id, "start_error": report.start_error, "kladder_error": report.kladder_error, "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
             "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
-            "rungs": [rung_dict(r) for r in report.rungs], "shrunk": report.shrunk}
+            "rungs": [rung_dict(r) for r in report.rungs], "shrunk": report.shrunk,
+            "shard": shard_dict(report)}
+
+
+def shard_dict(report: ClimbReport) -> dict[str, Any] | None:
+    """--shard I/N: the slice and, per rung, its points' outcomes typed and lossless (Outcome.to_dict),
+    from which `kladder merge` rebuilds the one report (merge.py)."""
+    if report.shard is None:
+        return None
+    return {**report.shard, "outcomes": {str(r.rung): [o.to_dict() for o in r.outcomes] for r in report.rungs if r.outcomes}}
 
 
 def header_dict(report: ClimbReport, opts, fingerprint: dict) -> dict[str, Any]:

@@ -350,6 +350,10 @@ class Pool:
         with self._lock:
             return [w.proc.pid for w in self._all if w.proc.poll() is None]
 
+    def lane(self) -> "Lane":
+        """A new lane on this pool (run/ray_lanes.RayPool gives lanes on Ray actors instead)."""
+        return Lane(self)
+
     def give_back(self, w: Worker) -> None:
         """A worker that ran nothing goes back to the spares."""
         with self._lock:
@@ -414,6 +418,10 @@ class Lane:
             if faults.looks_like_heap_damage(outcome):
                 outcome = heap_checked_rerun(self.pool, point, timeout_s, outcome, self.ran - 1)
         return outcome
+
+    def device_load(self) -> dict:
+        """Other processes on this lane's CUDA device and their memory, now (device_load)."""
+        return device_load(self.gpu, self.pool.pids())
 
     def close(self) -> None:
         if self.worker is not None:

@@ -1,0 +1,142 @@
+"""`kladder climb --shard I/N` and `kladder merge`: the shards' points are one climb's, each once,
+and their merged report has one climb's verdicts and exit status."""
+import copy
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+from conftest import report_json
+
+from kladder.ladder import rung_points
+from kladder.load import load_spec
+from kladder.merge import MergeError, merge
+from kladder.shard import Shard, ShardError, deal, parse_shard
+from kladder.sizes import budget_for
+
+HERE = os.path.dirname(__file__)
+CASE = "kladder.zoo.nan_blind::spec"        # its buggy kernel fails rung 1; rungs 1-2 on the CPU are cheap
+
+
+def kladder(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=HERE)
+
+
+@pytest.mark.parametrize("text", ["0/3", "4/3", "a/b", "3", "1/0", "-1/3"])
+def test_a_bad_shard_names_the_flag_and_the_fix(text):
+    with pytest.raises(ShardError) as e:
+        parse_shard(text)
+    assert f"--shard {text!r}" in str(e.value) and "1 <= I <= N" in str(e.value)
+
+
+def test_a_bad_shard_exits_2_before_any_point_runs():
+    p = kladder("climb", os.path.join("specs", "trivial.py"), "--device", "cpu", "--shard", "4/3")
+    assert p.returncode == 2
+    assert "--shard '4/3'" in p.stderr and "--shard 1/3" in p.stderr
+    assert "passed" not in p.stdout
+
+
+def _points():
+    spec = load_spec(CASE)
+    return [p for r in (1, 2) for p in rung_points(spec, r, budget_for("cpu"))]
+
+
+def test_the_deal_is_disjoint_whole_balanced_and_independent_of_the_order():
+    points = _points()
+    slices = [deal(points, Shard(i, 3)) for i in (1, 2, 3)]
+    taken = sorted(i for s in slices for i in s)
+    assert taken == list(range(len(points)))                       # every point once
+    assert max(map(len, slices)) - min(map(len, slices)) <= 1
+    shuffled = points[:]
+    random.Random(1).shuffle(shuffled)                             # a generator's order (a set's) never moves a point
+    for i, s in zip((1, 2, 3), slices, strict=True):
+        again = {shuffled[j] for j in deal(shuffled, Shard(i, 3))}
+        assert again == {points[j] for j in s}
+    assert parse_shard("2/3") == Shard(2, 3)
+
+
+@pytest.fixture(scope="module")
+def climbed(tmp_path_factory):
+    """One climb of the case at rungs 1-2 and its three shards, each with its --json report."""
+    d = tmp_path_factory.mktemp("shards")
+    runs = {}
+    for name, extra in [("all", []), ("s1", ["--shard", "1/3"]), ("s2", ["--shard", "2/3"]), ("s3", ["--shard", "3/3"])]:
+        path = str(d / f"{name}.json")
+        p = kladder("climb", CASE, "--rungs", "1-2", "--device", "cpu", "-q", "--json", path, "--log", os.devnull, *extra)
+        assert p.returncode in (0, 1), p.stderr[-2000:]
+        runs[name] = (p, path, report_json(path))
+    return d, runs
+
+
+def _statuses(doc) -> dict:
+    return {json.dumps(pt["point"], sort_keys=True): pt["status"] for r in doc["rungs"] for pt in r["points"]}
+
+
+def test_the_shards_points_are_one_climbs_points_each_once(climbed):
+    _, runs = climbed
+    one = _statuses(runs["all"][2])
+    shards = [_statuses(runs[s][2]) for s in ("s1", "s2", "s3")]
+    assert sum(map(len, shards)) == len(one)                         # disjoint ...
+    assert set().union(*shards) == set(one)                          # ... and whole
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1
+    assert runs["all"][2]["shard"] is None and runs["s2"][2]["shard"]["index"] == 2
+
+
+def test_merge_gives_one_climbs_verdicts_and_exit_status(climbed):
+    d, runs = climbed
+    out = str(d / "merged.json")
+    p = kladder("merge", runs["s3"][1], runs["s1"][1], runs["s2"][1], "--json", out)
+    one, merged = runs["all"][2], report_json(out)
+    assert p.returncode == one["exit_code"] == merged["exit_code"] == 1, p.stderr[-2000:]
+    assert merged["lowest_failing_rung"] == one["lowest_failing_rung"] == 1
+    assert [(r["rung"], r["verdict"], r["counts"]) for r in merged["rungs"]] == \
+        [(r["rung"], r["verdict"], r["counts"]) for r in one["rungs"]]
+    assert _statuses(merged) == _statuses(one)
+    # in one climb's order
+    assert [pt["id"] for r in merged["rungs"] for pt in r["points"]] == [pt["id"] for r in one["rungs"] for pt in r["points"]]
+    def summary(text):                  # "7 failed, 56 passed, 0 skipped of 63 points in 116.6 s; ..."
+        return next(line for line in text.splitlines() if " points in " in line).split(" in ")[0]
+    assert summary(p.stdout) == summary(runs["all"][0].stdout)
+    assert "FAILED r1-" in p.stdout and "warning" not in p.stderr
+
+
+def test_merge_warns_of_a_missing_shard_and_refuses_what_is_not_one_climb(climbed, tmp_path):
+    d, runs = climbed
+    p = kladder("merge", runs["s1"][1], runs["s3"][1])
+    assert p.returncode == 1 and "shard 2/3 missing" in p.stderr
+    with pytest.raises(MergeError, match="both shard 1/3"):
+        merge([runs["s1"][1], runs["s1"][1]])
+    with pytest.raises(MergeError, match="not a shard's report"):
+        merge([runs["all"][1], runs["s1"][1]])
+
+    def edited(name, change):
+        doc = copy.deepcopy(runs[name][2])
+        change(doc)
+        path = tmp_path / f"{name}-{len(os.listdir(tmp_path))}.json"
+        path.write_text(json.dumps(doc))
+        return str(path)
+    seed = edited("s2", lambda doc: doc["shard"]["options"].update(seed=1))
+    with pytest.raises(MergeError, match="with seed 1"):
+        merge([runs["s1"][1], seed])
+    other = edited("s2", lambda doc: doc.update(spec="other"))
+    with pytest.raises(MergeError, match="spec 'other'"):
+        merge([runs["s1"][1], other])
+    twice = edited("s2", lambda doc: doc["shard"].update(index=3, count=3))      # shard 2's points as shard 3's
+    with pytest.raises(MergeError, match="is in both"):
+        merge([runs["s2"][1], twice])
+    p = kladder("merge", runs["s1"][1], seed)
+    assert p.returncode == 2 and "seed" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_points_lists_a_shards_points_as_the_climb_deals_them(tmp_path):
+    out = tmp_path / "points.json"
+    p = kladder("points", CASE, "--rungs", "1-2", "--device", "cpu", "--shard", "2/3", "--json", str(out))
+    assert p.returncode == 0, p.stderr[-2000:]
+    listed = [pt["point"] for pt in json.loads(out.read_text())["points"]]
+    by_rung = {r: [q for q in _points() if q.rung == r] for r in (1, 2)}
+    expected = [by_rung[1][i] for i in deal(by_rung[1], Shard(2, 3))]
+    expected += [by_rung[2][i] for i in deal(by_rung[2], Shard(2, 3), start=len(by_rung[1]))]
+    assert listed == [q.to_dict() for q in expected]
