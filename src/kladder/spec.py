@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from .notation import ImportName
 from .problems import Problem, SpecError, friendly as _friendly, mean as _mean, shown as _shown, where_text  # noqa: F401
 
 DTYPES = (
@@ -465,8 +466,11 @@ def _is_slot(v) -> bool:
 
 
 def _is_import(v) -> bool:
-    mod, _, attr = v.partition(":") if isinstance(v, str) else ("", "", "")
-    return bool(mod and attr and all(p.isidentifier() for p in mod.split(".") + attr.split(".")))
+    try:
+        ImportName.parse(v)
+    except ValueError:
+        return False
+    return True
 
 
 REFERENCE_FIX = "pass a reference callable (plain torch), taking the non-Out args in order."

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
+from ..notation import Padding
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, moderate
@@ -65,7 +66,7 @@ def padding_points(spec: Spec, dtypes: tuple, shapes: list[dict]) -> Iterator[Po
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
                             f"{name}: padding past the {t.valid} valid elements of each row poisoned, {PADDING_WHY[fill]}; "
                             f"the outputs must stay bit for bit those of zero padding; {sizes_text(sizes)}",
-                            kind="padding", mode="padding", values=((name, f"pad:{fill}"),))
+                            kind="padding", mode="padding", values=((name, Padding(fill).format()),))
 
 
 def independence_point(spec: Spec, dtypes: tuple, shape: dict) -> Point:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
+from ..notation import DtypeFactor
 from ..point import Point
 from ..rungs import number
 from ..sizes import CPU_BUDGET, ITEMSIZE, Budget, cheap, dtype_of, fits, human_bytes, shape_of
@@ -80,7 +81,7 @@ def _config_values(spec: Spec) -> list:
 
 def _split(row: dict, spec: Spec) -> tuple[dict, dict, tuple]:
     sizes = {d: row[d] for d in spec.dims if d in row}
-    dtypes = {k.split(":", 1)[1]: v for k, v in row.items() if k.startswith("dtype:")}
+    dtypes = {DtypeFactor.parse(k).tensor: v for k, v in row.items() if DtypeFactor.is_one(k)}
     cfg = row.get("config", LAUNCHER_DEFAULT)
     config = () if cfg == LAUNCHER_DEFAULT else tuple(spec.configs[cfg].items())
     return sizes, dtypes, config

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..notation import ValueKind, Values
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, dtype_of, fits, moderate
@@ -35,14 +36,15 @@ WHY = {
 
 
 def kind_labels(kind: str) -> list[str]:
-    """A value kind's points: peaked at each temperature, the others once."""
-    return [f"peaked/{t}" for t in TEMPERATURES] if kind == "peaked" else [kind]
+    """A value kind's points (as Point.values holds them): peaked at each temperature, the others once."""
+    kinds = [ValueKind(Values.PEAKED, str(t)) for t in TEMPERATURES] if kind == Values.PEAKED else [ValueKind(kind)]
+    return [k.format() for k in kinds]
 
 
 def why_of(spec: Spec, name: str, label: str) -> str:
-    kind, _, arg = label.partition("/")
-    text = WHY.get(kind, kind).format(t=arg, policy=spec.nonfinite)
-    return f"{name}: {kind}{'/' + arg if arg else ''}, {text}"
+    kind = ValueKind.parse(label)
+    text = WHY.get(kind.kind, kind.kind).format(t=kind.arg, policy=spec.nonfinite)
+    return f"{name}: {kind.format()}, {text}"
 
 
 def long_shape(spec: Spec, budget: Budget, start: dict[str, int]) -> dict[str, int]:
