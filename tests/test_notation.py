@@ -6,7 +6,8 @@ import json
 import pytest
 
 from kladder.notation import (
-    DtypeFactor, ImportName, Inputs, Launch, Mode, Needs, Padding, PointKind, SpecRef, ValueKind, Values, input_kind,
+    DtypeFactor, ImportName, Inputs, Launch, Layout, Mode, Needs, Nonfinite, Padding, PointKind, SpecRef, ValueKind, Values,
+    input_kind,
 )
 from kladder.point import Point
 from kladder.run.modes.base import PostGraph
@@ -132,3 +133,50 @@ def test_a_point_with_a_value_kind_that_does_not_parse_is_refused():
         Point("s", 2, (("N", 3),), values=(("x", "peaked/"),))
     with pytest.raises(ValueError, match="Point: repeat's launch"):
         Point("s", 5, (("N", 3),), repeat=(("launch", "graphs"),))
+
+
+# ---- the spec's closed sets: a member once valid, the value as given (and one SpecError) when not
+def _spec(**over):
+    import kladder as kl
+    d = dict(kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("N", dtype="float32", values=["peaked", "ties"])},
+             returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 64)})
+    d.update(over)
+    return kl.Spec("t", **d)
+
+
+def test_spec_words_are_members():
+    import kladder as kl
+    s = _spec(nonfinite="raise")
+    assert s.nonfinite is Nonfinite.RAISE and s.args["x"].values == (Values.PEAKED, Values.TIES)
+    assert all(type(v) is Values for v in s.args["x"].values)
+    assert kl.Collective(needs="cuda").needs is Needs.CUDA and kl.Collective().needs is Needs.NOTHING
+    assert _spec().nonfinite is None
+    t = kl.Tensor("M N", dtype="float32", layouts="sliced")
+    assert t.layouts == (Layout.SLICED,) and type(t.layouts[0]) is Layout and t.layout_list() == ("sliced",)
+
+
+@pytest.mark.parametrize("over, where, fix", [
+    ({"nonfinite": "propogate"}, "Spec('t').nonfinite", "did you mean 'propagate'?"),
+    ({"nonfinite": 3}, "Spec('t').nonfinite", "use one of ('propagate', 'ignore', 'raise')"),
+])
+def test_spec_word_outside_its_set_is_one_spec_error(over, where, fix):
+    import kladder as kl
+    with pytest.raises(kl.SpecError) as e:
+        _spec(**over)
+    assert e.value.where == where and fix in e.value.fix and repr(over["nonfinite"]) in str(e.value)
+
+
+def test_value_kind_outside_its_set_is_one_spec_error():
+    import kladder as kl
+    with pytest.raises(kl.SpecError) as e:
+        _spec(args={"x": kl.Tensor("N", dtype="float32", values=["peakd", "ties"])})
+    assert e.value.where == "Spec('t').args['x'].values" and "did you mean 'peaked'?" in e.value.fix
+    assert "('normal', 'peaked'," in e.value.fix              # the choices print as the words, not as enum reprs
+
+
+def test_collective_needs_outside_its_set_is_one_spec_error():
+    import kladder as kl
+    with pytest.raises(kl.SpecError) as e:
+        kl.Spec("ar", kernel=lambda c, x: x, reference=None, args={"x": kl.Tensor("N", dtype="float32")},
+                returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 64)}, collective=kl.Collective(needs="gpu"))
+    assert e.value.where == "Spec('ar').collective.needs" and "'cuda'" in e.value.fix

@@ -113,6 +113,17 @@ class Values(Word):
     ONES = "ones"
 
 
+class Layout(Word):
+    """Rung 3's layouts of an input (fill.layout_plan places them); contiguous is the default."""
+    SLICED = "sliced"
+    EVERY_OTHER = "every_other"
+    TRANSPOSED = "transposed"
+    OFFSET = "offset"
+    SHIFTED = "shifted"
+    BROADCAST = "broadcast"
+    CHANNELS_LAST = "channels_last"
+
+
 @dataclass(frozen=True)
 class ValueKind:
     """A value kind with its argument: "peaked/10" is ValueKind("peaked", "10"), "ties" is

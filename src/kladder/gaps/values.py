@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..notation import ValueKind, Values
+from ..notation import PointKind, ValueKind, Values
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, dtype_of, fits, moderate
@@ -101,7 +101,7 @@ def value_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dict]) 
                 for sizes in shapes:
                     yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
                                 f"{why_of(spec, name, label)}; {sizes_text(sizes)}",
-                                kind="values", values=((name, label),))
+                                kind=PointKind.VALUES, values=((name, label),))
 
 
 def chunk_points(spec: Spec, budget: Budget, dtypes: tuple, base: dict) -> Iterator[Point]:
@@ -121,7 +121,7 @@ def chunk_points(spec: Spec, budget: Budget, dtypes: tuple, base: dict) -> Itera
                 values = tuple((n, "lengths") for n, t in spec.input_args.items()
                                if "lengths" in t.value_kinds(dtype_of(spec, n, dict(dtypes)), spec.nonfinite))
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"{d} = {v}: {why}; {sizes_text(sizes)}",
-                            kind="chunk", values=values)
+                            kind=PointKind.CHUNK, values=values)
 
 
 def invariant_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dict]) -> Iterator[Point]:
@@ -142,7 +142,7 @@ def invariant_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dic
             for sizes in shapes:
                 what = ", ".join(f"{n}: {k}" for n, k in fixed + extra)
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
-                            f"invariant '{inv.name}' with {what}; {sizes_text(sizes)}", kind="invariant", values=fixed + extra)
+                            f"invariant '{inv.name}' with {what}; {sizes_text(sizes)}", kind=PointKind.INVARIANT, values=fixed + extra)
 
 
 def points(spec: Spec, budget: Budget, replay: str | None = None) -> Iterator[Point]:
