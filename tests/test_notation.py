@@ -180,3 +180,8 @@ def test_collective_needs_outside_its_set_is_one_spec_error():
         kl.Spec("ar", kernel=lambda c, x: x, reference=None, args={"x": kl.Tensor("N", dtype="float32")},
                 returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 64)}, collective=kl.Collective(needs="gpu"))
     assert e.value.where == "Spec('ar').collective.needs" and "'cuda'" in e.value.fix
+
+
+def test_word_has():
+    assert Values.has("peaked") and Values.has(Values.TIES) and not Values.has("peakd")
+    assert not Values.has(None) and not Values.has(3) and Needs.has("")

@@ -20,6 +20,11 @@ class Word(enum.StrEnum):
         return repr(self.value)
 
     @classmethod
+    def has(cls, v) -> bool:
+        """Whether `v` is one of the set's words (a member or its text)."""
+        return isinstance(v, str) and v in cls._value2member_map_
+
+    @classmethod
     def of(cls, v, field: str):
         """`v` as a member, or a ValueError naming `field`, what was given and the choices."""
         try:

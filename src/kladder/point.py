@@ -28,7 +28,7 @@ class Point:
     mode: Mode = Mode.EAGER
     seed: int = 0
     partner: Pairs = ()      # rung 4's A-B-A: the B point's dims and config, (("dims", ...), ("config", ...))
-    values: Pairs = ()       # rung 2: input name -> value kind ("peaked/10", "ties", "pad:0xFF": notation.input_kind reads it); others normal
+    values: Pairs = ()       # rung 2: input name -> value kind ("peaked/10", "ties", "pad:0xFF"; see `kinds`); others normal
     layouts: Pairs = ()      # rung 3: input name -> layout ("sliced", "transposed", ...); others contiguous
     replay: str = ""         # rung 2: a captured call (DIR/entry) whose tensors are the inputs
     variant: str = ""        # rung 7: what a flags / cachekey point varies ("USE_TMA", "$MYLIB_FAST", "config", "compiler")

@@ -46,7 +46,7 @@ def _seq(v):
 def _word(words: type[Word]):
     """A converter to a closed set's member; a value outside the set (or None) stays as given."""
     def convert(v):
-        return words(v) if isinstance(v, str) and v in words._value2member_map_ else v
+        return words(v) if words.has(v) else v
     return convert
 
 
@@ -54,7 +54,7 @@ def _words(words: type[Word]):
     """`_tuple`, then each name a member of the closed set; a tuple with one outside it stays as given."""
     def convert(v):
         v = _tuple(v)
-        ok = isinstance(v, tuple) and all(isinstance(x, str) and x in words._value2member_map_ for x in v)
+        ok = isinstance(v, tuple) and all(map(words.has, v))
         return tuple(map(words, v)) if ok else v
     return convert
 
