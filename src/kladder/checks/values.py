@@ -32,6 +32,7 @@ class Expected:
     refs: dict[str, Any]
     refs_lo: dict[str, Any] = field(default_factory=dict)
 
+
 CHUNK = 1 << 22               # elements a slab: 16 MiB a float32 temporary
 # float32 decides when |difference - allowed| is past this many units of the magnitudes
 # involved: the float32 rounding of the reference, the difference and the threshold is at most
