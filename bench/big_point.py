@@ -64,7 +64,7 @@ def stages(spec, point, device: str, force_peers: bool) -> dict:
                                                                    interpreter.rounding_touched(h.touched)))
         asked = needs if needs else ({n: "values" for n in spec.outputs} if force_peers else {})
         if asked:
-            found, t["peers"] = _timed(device, lambda: h.peers(prep, asked, expected["refs"]))
+            found, t["peers"] = _timed(device, lambda: h.peers(prep, asked, expected.refs))
             if needs:
                 _, t["settle"] = _timed(device, lambda: judge.settle(found))
     finally:

@@ -24,7 +24,7 @@ def main(shift: int) -> None:
     pt = Point.from_dict(d).shifted(shift)
     h = Harness(sdpa, pt, "cuda")
     prep = h.prepare()
-    ref = h.expected(prep)["refs"]["out"]
+    ref = h.expected(prep).refs["out"]
     out = sdpa.kernel(*prep.inputs.args).double()
     peers = h.peers(prep, {"out": "values"}, {"out": ref})
     err = (out - ref).abs()

@@ -48,7 +48,7 @@ def _judged_with_draws(spec, monkeypatch):
     expected = h.expected(prep)
     needs = judge.call(prep, h.outputs(prep, returned), returned, expected)
     assert needs == {"out": "values"}          # the float32 shift fails the default: the peer decides
-    judge.settle(h.peers(prep, needs, expected["refs"]))
+    judge.settle(h.peers(prep, needs, expected.refs))
     return len(drawn), judge.findings
 
 
@@ -135,7 +135,7 @@ def test_the_harness_makes_more_runs_of_another_order_and_fresh_roundings():
     point = Point(spec.name, 1, (("M", 2), ("N", 4096)))
     h = Harness(spec, point, "cpu")
     prep = h.prepare()
-    refs = h.expected(prep)["refs"]
+    refs = h.expected(prep).refs
     p = h.peers(prep, {"out": "bias"}, refs)["out"]
     runs = p.more()
     assert len(runs) == 1 + peer.PEER_RUNS

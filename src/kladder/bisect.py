@@ -65,7 +65,9 @@ def subject(repo: str, sha: str) -> str:
 
 def spec_location(ref: str) -> tuple[str, str, str]:
     """(repository root, the spec file's path inside it, '::NAME' or '') for a PATH.py[::NAME]."""
-    target, _, name = ref.partition("::")
+    from .notation import SpecRef
+    where = SpecRef.parse(ref)
+    target, name = where.target, where.name or ""
     if not target.endswith(".py"):
         raise BisectProblem(f"SPEC {ref!r}: give the spec's file, PATH.py[::NAME], inside the kernel's git "
                             "repository (bisect imports that file at each commit).")

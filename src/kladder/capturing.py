@@ -171,6 +171,7 @@ def load_entry(ref: str, device) -> dict:
 
 def replay_points(spec, directory: str, rung: int):
     """One point per recorded call: dims read off the captured shapes, dtypes as captured."""
+    from .notation import PointKind
     from .point import Point
     doc = read_manifest(directory)
     for e in doc["entries"]:
@@ -208,5 +209,5 @@ def replay_points(spec, directory: str, rung: int):
         if problem:
             raise ValueError(f"--replay {directory}: {e['entry']} does not fit spec {spec.name!r}: {problem}.")
         yield Point(spec.name, rung, tuple((d, dims[d]) for d in spec.dims),
-                    tuple((n, dtypes[n]) for n in spec.all_tensors if n in dtypes), why, kind="captured",
+                    tuple((n, dtypes[n]) for n in spec.all_tensors if n in dtypes), why, kind=PointKind.CAPTURED,
                     replay=os.path.join(os.path.abspath(directory), e["entry"]))

@@ -78,6 +78,7 @@ def point_strategy(spec, budget, rungs):
 
     from .gaps.common import chosen_dtypes
     from .gaps.values import kind_labels
+    from .notation import PointKind
     from .point import Point
     from .sizes import dtype_of
 
@@ -112,7 +113,7 @@ def point_strategy(spec, budget, rungs):
                 layouts = (v,) if v else ()
         rung = 3 if layouts else 2 if values else 1
         return Point(spec.name, rung, tuple(sizes.items()), dtypes, "drawn by kladder explore (Hypothesis)",
-                     config, kind="explore", values=values, layouts=layouts)
+                     config, kind=PointKind.EXPLORE, values=values, layouts=layouts)
     return draw_point()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from .notation import Padding, ValueKind
 from .sizes import as_rows
 from .spec import FLOAT_DTYPES
 
@@ -23,10 +24,12 @@ def _torch():
     return torch
 
 
-def fill_kind(t, kind: str, dtype: str, gen, rng: tuple | None = None, chunks=()) -> None:
-    """Write value kind `kind` ("peaked/10", "ties", ...) into the contiguous tensor `t`."""
+def fill_kind(t, kind: ValueKind | str, dtype: str, gen, rng: tuple | None = None, chunks=()) -> None:
+    """Write value kind `kind` (ValueKind("peaked", "10"), or its text "peaked/10") into the
+    contiguous tensor `t`."""
     torch = _torch()
-    base, _, arg = kind.partition("/")
+    kind = ValueKind.parse(kind) if isinstance(kind, str) else kind
+    base, arg = kind.kind, kind.arg
     is_float = dtype in FLOAT_DTYPES
     if base == "normal" or (not is_float and base not in ("lengths", "masked", "ones")):
         fill_normal(t, dtype, gen, rng)
@@ -75,7 +78,7 @@ def fill_kind(t, kind: str, dtype: str, gen, rng: tuple | None = None, chunks=()
         for i in range(0, rows.shape[0], 4):
             rows[i].fill_(-math.inf if is_float else 0)
     else:
-        raise ValueError(f"unknown value kind {kind!r}")
+        raise ValueError(f"unknown value kind {kind.format()!r}")
 
 
 def huge_value(dtype: str, row_len: int, rng: tuple | None) -> float:
@@ -171,11 +174,11 @@ def layout_plan(shape: tuple[int, ...], layout: str) -> tuple[tuple, tuple, int,
     return shape, tuple(stride), offset, length
 
 
-def pad_bytes(nbytes: int, fill: str, gen, device):
+def pad_bytes(nbytes: int, fill: Padding, gen, device):
     """The bytes of a padding fill: 0x00, 0xFF, 0x7F, 0x80, a per-byte pattern, random."""
     torch = _torch()
-    if fill == "bytes":
+    if fill.byte == "bytes":
         return (torch.arange(nbytes, device=device) % 251).to(torch.uint8)
-    if fill == "random":
+    if fill.byte == "random":
         return torch.randint(0, 256, (nbytes,), generator=gen, device=device, dtype=torch.uint8)
-    return torch.full((nbytes,), int(fill, 16), dtype=torch.uint8, device=device)
+    return torch.full((nbytes,), fill.value, dtype=torch.uint8, device=device)

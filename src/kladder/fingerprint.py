@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 
+from .notation import SpecRef
 from .version import __version__
 
 STEERING_PREFIXES = ("TRITON_", "PYTORCH_", "CUDA_", "TORCHINDUCTOR_", "TORCH_COMPILE_", "HIP_", "ROCM_", "HSA_")
@@ -90,7 +91,7 @@ def steering_env(env) -> dict[str, str]:
 
 def source_file(ref: str) -> str | None:
     """The file a spec reference names ('path.py::name', or 'package.module::name')."""
-    target = ref.partition("::")[0]
+    target = SpecRef.parse(ref).target
     if target.endswith(".py") or os.sep in target:
         return os.path.abspath(target)
     try:

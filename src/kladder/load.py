@@ -10,6 +10,7 @@ import os
 import sys
 import traceback
 
+from .notation import SpecRef
 from .spec import Spec, SpecError
 
 
@@ -18,8 +19,8 @@ class LoadError(ValueError):
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:
-    target, _, name = ref.partition("::")
-    return target, (name or None)
+    r = SpecRef.parse(ref)
+    return r.target, r.name
 
 
 def _is_path(target: str) -> bool:

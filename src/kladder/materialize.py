@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .fill import fill_kind, layout_plan, pad_bytes
+from .notation import ZERO_PADDING, Padding, ValueKind, Values
 from .point import Point
 from .sizes import dtype_of, shape_of
 from .spec import Spec
@@ -132,7 +133,7 @@ def materialize(spec: Spec, point: Point, device, reuse: Inputs | None = None, g
     if point.replay:
         from .capturing import load_entry
         built = {**load_entry(point.replay, device), **built}
-    kinds, layouts = dict(point.values), dict(point.layouts)
+    kinds, layouts = point.kinds, dict(point.layouts)
     args, guarded, outs = [], {}, {}
     for name, decl in spec.args.items():
         if name not in spec.tensor_args:
@@ -152,7 +153,7 @@ def materialize(spec: Spec, point: Point, device, reuse: Inputs | None = None, g
                 poison(g.view, dtype)
             outs[name] = g.view
         elif not (point.replay and name in built):
-            _write_input(spec, name, g, dtype, shape, built.get(name), kinds.get(name, "normal"), sizes, gen)
+            _write_input(spec, name, g, dtype, shape, built.get(name), kinds.get(name, NORMAL), sizes, gen)
         args.append(g.view)
     return Inputs(args, guarded, outs)
 
@@ -179,12 +180,16 @@ def guarded_like(name: str, t, device, guard: int = GUARD_BYTES) -> Guarded:
     return Guarded(name, g.buf, view, guard)
 
 
-def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, kind: str, sizes, gen) -> None:
+NORMAL = ValueKind(Values.NORMAL)
+
+
+def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, kind: ValueKind | Padding, sizes,
+                 gen) -> None:
     import torch
     view = g.view
-    pad = kind.removeprefix("pad:") if kind.startswith("pad:") else ""
-    if pad:
-        kind = "normal"
+    pad = kind if isinstance(kind, Padding) else ZERO_PADDING
+    if isinstance(kind, Padding):
+        kind = NORMAL                      # the valid elements are normal; the padding is poisoned below
     in_place = built is None and view.is_contiguous()
     if built is not None:
         vals = built.to(view.device, torch_dtype(dtype))
@@ -212,7 +217,7 @@ def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, ki
         nbytes = padding.numel() * padding.element_size()
         # padding bytes draw from their own generator: the valid data stay those of zero padding
         pad_gen = type(gen)(device=view.device).manual_seed(gen.initial_seed() ^ 0x5A5A5A5A)
-        raw = pad_bytes(nbytes, pad or "0x00", pad_gen, view.device)
+        raw = pad_bytes(nbytes, pad, pad_gen, view.device)
         padding.copy_(raw.view(torch_dtype(dtype)).view(padding.shape))
 
 

@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .notation import Inputs, Launch, Mode, Needs, Padding, PointKind, ValueKind, input_kind
+
 Pairs = tuple  # tuple[tuple[str, Any], ...], ordered as the spec declares them
 
 
@@ -21,12 +23,12 @@ class Point:
     dtypes: Pairs = ()       # the chosen dtype of every tensor that has a choice
     why: str = ""
     config: Pairs = ()
-    kind: str = "edge"
-    needs: str = ""          # "cuda" for points that only a GPU can run (big tensors)
-    mode: str = "eager"
+    kind: PointKind = PointKind.EDGE
+    needs: Needs = Needs.NOTHING   # Needs.CUDA for points that only a GPU can run (big tensors)
+    mode: Mode = Mode.EAGER
     seed: int = 0
     partner: Pairs = ()      # rung 4's A-B-A: the B point's dims and config, (("dims", ...), ("config", ...))
-    values: Pairs = ()       # rung 2: input name -> value kind ("peaked/10", "ties", "pad:0xFF"); others normal
+    values: Pairs = ()       # rung 2: input name -> value kind ("peaked/10", "ties", "pad:0xFF"; see `kinds`); others normal
     layouts: Pairs = ()      # rung 3: input name -> layout ("sliced", "transposed", ...); others contiguous
     replay: str = ""         # rung 2: a captured call (DIR/entry) whose tensors are the inputs
     variant: str = ""        # rung 7: what a flags / cachekey point varies ("USE_TMA", "$MYLIB_FAST", "config", "compiler")
@@ -36,6 +38,12 @@ class Point:
     def __post_init__(self):
         for f in PAIRS:
             object.__setattr__(self, f, tuple((str(k), _freeze(v)) for k, v in getattr(self, f)))
+        for f, words in CLOSED.items():
+            object.__setattr__(self, f, words.of(getattr(self, f), f"Point: {f}"))
+        object.__setattr__(self, "repeat", tuple((k, REPEAT_WORDS[k].of(v, f"Point: repeat's {k}") if k in REPEAT_WORDS else v)
+                                                 for k, v in self.repeat))
+        for _, v in self.values:
+            input_kind(v)                # a point holds only value kinds that parse
         if not self.seed:
             object.__setattr__(self, "seed", self._default_seed())
 
@@ -66,6 +74,17 @@ class Point:
     @property
     def dtype_of(self) -> dict[str, str]:
         return dict(self.dtypes)
+
+    @property
+    def kinds(self) -> dict[str, ValueKind | Padding]:
+        """The value kind of every input that has one (the others are normal)."""
+        return {n: input_kind(v) for n, v in self.values}
+
+    @property
+    def padding(self) -> tuple[str, Padding] | None:
+        """(input, fill) of a padding point's poisoned input, None elsewhere."""
+        pads = [(n, k) for n, k in self.kinds.items() if isinstance(k, Padding)]
+        return pads[0] if pads else None
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -144,6 +163,8 @@ class Point:
 
 PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts", "ranks", "repeat")
 TEXTS = ("spec", "why", "kind", "needs", "mode", "replay", "variant")
+CLOSED = {"kind": PointKind, "needs": Needs, "mode": Mode}
+REPEAT_WORDS = {"inputs": Inputs, "launch": Launch}
 
 
 def _check_field(name: str, v) -> None:
@@ -155,6 +176,8 @@ def _check_field(name: str, v) -> None:
     elif name in TEXTS:
         if not isinstance(v, str):
             raise ValueError(f"Point: {name} is {v!r}, a {type(v).__name__}; give a string (as the report prints it).")
+        if name in CLOSED:
+            CLOSED[name].of(v, f"Point: {name}")
     elif name in PAIRS and not _pairs(v):
         raise ValueError(f"Point: {name} is {v!r}; give a list of [name, value] pairs, e.g. "
                          f"{name}: [[\"N\", 64]] (as the report prints it).")

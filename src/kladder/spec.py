@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from .notation import ImportName, Layout, Needs, Nonfinite, Values, Word
 from .problems import Problem, SpecError, friendly as _friendly, mean as _mean, shown as _shown, where_text  # noqa: F401
 
 DTYPES = (
@@ -42,6 +43,22 @@ def _seq(v):
     return tuple(v) if isinstance(v, list) else v
 
 
+def _word(words: type[Word]):
+    """A converter to a closed set's member; a value outside the set (or None) stays as given."""
+    def convert(v):
+        return words(v) if words.has(v) else v
+    return convert
+
+
+def _words(words: type[Word]):
+    """`_tuple`, then each name a member of the closed set; a tuple with one outside it stays as given."""
+    def convert(v):
+        v = _tuple(v)
+        ok = isinstance(v, tuple) and all(map(words.has, v))
+        return tuple(map(words, v)) if ok else v
+    return convert
+
+
 def _convert(obj, **converters) -> None:
     for name, convert in converters.items():
         object.__setattr__(obj, name, convert(getattr(obj, name)))
@@ -67,11 +84,10 @@ class Dim:
         return self.tile
 
 
-VALUE_KINDS = ("normal", "peaked", "ties", "identical", "distinct", "tiny", "huge", "nonfinite",
-               "lengths", "masked", "ones")
-DEFAULT_FLOAT_VALUES = ("peaked", "ties", "identical", "distinct", "tiny", "huge")
-LAYOUTS = ("sliced", "every_other", "transposed", "offset", "shifted", "broadcast", "channels_last")
-NONFINITE_POLICIES = ("propagate", "ignore", "raise")
+VALUE_KINDS = tuple(Values)
+DEFAULT_FLOAT_VALUES = (Values.PEAKED, Values.TIES, Values.IDENTICAL, Values.DISTINCT, Values.TINY, Values.HUGE)
+LAYOUTS = tuple(Layout)
+NONFINITE_POLICIES = tuple(Nonfinite)
 
 
 @_friendly("kl.Tensor")
@@ -101,7 +117,7 @@ class Tensor:
 
     def __post_init__(self):
         dtypes = lambda v: tuple(map(_dtype_name, v)) if isinstance(v, (list, tuple)) else _tuple(_dtype_name(v))
-        _convert(self, dtype=dtypes, values=_tuple, layouts=_tuple, range=_seq)
+        _convert(self, dtype=dtypes, values=_words(Values), layouts=_words(Layout), range=_seq)
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -116,8 +132,8 @@ class Tensor:
         if self.values is not None:
             return self.values
         if dtype in FLOAT_DTYPES:
-            return DEFAULT_FLOAT_VALUES + (("nonfinite",) if nonfinite else ())
-        return ("lengths",) if self.range is not None else ()
+            return DEFAULT_FLOAT_VALUES + ((Values.NONFINITE,) if nonfinite else ())
+        return (Values.LENGTHS,) if self.range is not None else ()
 
     def layout_list(self) -> tuple[str, ...]:
         """The rung-3 layouts of this input: as declared, or every one its rank allows."""
@@ -225,14 +241,14 @@ class Collective:
     op: str = "sum"
     queued: int = 64
     setup: Callable[..., Any] | None = None
-    needs: str = ""
+    needs: Needs = Needs.NOTHING
     share_device: bool = False
     world_dim: str | None = None
     lag_us: int | None = None
     watchdog_s: float | None = None
 
     def __post_init__(self):
-        _convert(self, world=lambda v: _tuple(v, int), switches=_seq)
+        _convert(self, world=lambda v: _tuple(v, int), switches=_seq, needs=_word(Needs))
 
     @property
     def worlds(self) -> tuple[int, ...]:
@@ -295,7 +311,7 @@ class Spec:
     def __post_init__(self):
         expect = lambda v: tuple(Expect(e) if isinstance(e, str) else e for e in v) if isinstance(v, (list, tuple)) else v
         _convert(self, configs=_seq, production=_seq, tuned=_seq, rows=_tuple, invariants=_seq, expect=expect,
-                 flags=_seq, imports=_seq)
+                 flags=_seq, imports=_seq, nonfinite=_word(Nonfinite))
         validate(self)
         from .chain import Chain
         if isinstance(self.kernel, Chain):       # chains are called positionally: give them the names
@@ -465,8 +481,11 @@ def _is_slot(v) -> bool:
 
 
 def _is_import(v) -> bool:
-    mod, _, attr = v.partition(":") if isinstance(v, str) else ("", "", "")
-    return bool(mod and attr and all(p.isidentifier() for p in mod.split(".") + attr.split(".")))
+    try:
+        ImportName.parse(v)
+    except ValueError:
+        return False
+    return True
 
 
 REFERENCE_FIX = "pass a reference callable (plain torch), taking the non-Out args in order."
@@ -552,7 +571,7 @@ COLLECTIVE_FIELDS = {
     "queued": [Rule(lambda v: _int(v) and v >= 1, "give the number of calls queued before one synchronisation, e.g. 64.")],
     "setup": [Rule(lambda v: v is None or callable(v), "pass a callable (group, device) -> communicator, or leave it out (the "
                    "kernel then gets the torch.distributed group).")],
-    "needs": [Rule(lambda v: v in ("", "cuda"), "give 'cuda' for a protocol that runs only on CUDA ranks, or leave it out.")],
+    "needs": [Rule(lambda v: v in tuple(Needs), "give 'cuda' for a protocol that runs only on CUDA ranks, or leave it out.")],
     "share_device": [Rule(lambda v: isinstance(v, bool), "give True to let ranks share a GPU (CUDA IPC between processes) "
                           "when there are fewer GPUs than ranks, or leave it out.")],
     "dim": [Rule(lambda v: v is None or isinstance(v, str), "name the dim that sets the message size.")],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..notation import ValueKind, Values
 from ..outcome import Cause, Check, Finding, Note, NoteKind, SpecBroken
 from ..sizes import ITEMSIZE, dtype_of, shape_of
 from . import (
@@ -84,9 +85,10 @@ class Judge:
     unjudged: Note | None = None       # a failure that Triton's interpreter explains (run/interpreter.py)
     _open: _Open | None = None
 
-    def call(self, prep, outputs: dict, returned, expected: dict, label: str = "", rounding: dict | None = None) -> dict:
+    def call(self, prep, outputs: dict, returned, expected: values.Expected, label: str = "",
+             rounding: dict | None = None) -> dict:
         """One call of the kernel: guards, contract, NaN-aware values against the reference at
-        the dtype's default, invariants; `expected` is {"refs": {name: tensor}}. Returns the
+        the dtype's default (`expected`), invariants. Returns the
         outputs whose verdict the honest peer decides ({name: "values" | "bias"}): the caller
         fetches their peers (run/harness.py Harness.peers) and hands them to `settle`.
         `rounding`: the interpreter's probe evidence when the call converted float32 to
@@ -97,11 +99,11 @@ class Judge:
         wrong_arity = contract.arity(spec, returned)
         if wrong_arity:
             head.append(wrong_arity)
-        policy = spec.nonfinite if any(k == "nonfinite" for _, k in pt.values) else None
+        policy = spec.nonfinite if any(k == ValueKind(Values.NONFINITE) for k in pt.kinds.values()) else None
         if policy == "raise":
             head.append(Finding(Check.NONFINITE))
-        slots = self._outputs(pt, outputs, expected["refs"], prep, policy, expected.get("refs_lo", {}))
-        slots += self._mutated(pt, prep, expected["refs"], policy)
+        slots = self._outputs(pt, outputs, expected.refs, prep, policy, expected.refs_lo)
+        slots += self._mutated(pt, prep, expected.refs, policy)
         tail = []
         if pt.rung <= 3:
             given = {n: a for n, a in zip(spec.args, prep.inputs.args, strict=True) if n not in spec.out_args}
@@ -171,7 +173,7 @@ class Judge:
     def ranks(self, seen) -> None:
         """Every call of every rank of a collective, and how the run ended (rung 6)."""
         self.findings += collective.judge(self.spec, self.point, seen, self.device)
-    def repeats(self, r, expected: dict | None, peers=None) -> None:
+    def repeats(self, r, expected: values.Expected | None, peers=None) -> None:
         """Many calls of one point (rung 5); `expected` is the reference on the worst call's inputs,
         `peers(names)` their honest peers."""
         self._add(*repetition.judge(self.spec, self.point, r, expected, peers))

@@ -2,6 +2,7 @@
 sum to one; V = 1 gives 1), checked where they apply."""
 from __future__ import annotations
 
+from ..notation import ValueKind
 from ..outcome import Check, Finding, NoteKind, SpecBroken, error_facts
 from .pattern import Where, describe
 
@@ -11,9 +12,9 @@ def invariants(spec, point, inputs: dict, outputs: dict) -> list[Finding]:
     where the point gives the inputs those values."""
     import torch
     findings = []
-    given = dict(point.values)
+    given = point.kinds
     for inv in spec.invariants:
-        if inv.values and any(given.get(a) != k for a, k in inv.values.items()):
+        if inv.values and any(given.get(a) != ValueKind.parse(k) for a, k in inv.values.items()):
             continue
         try:
             held = inv.check(inputs, outputs)

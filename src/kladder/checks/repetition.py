@@ -49,7 +49,7 @@ def _facts(spec, r, compared: int, differ, wrong) -> dict:
     return {"calls": r.calls, "compared": compared, "firsts": r.firsts, "differ": int(differ.sum()),
             "wrong": int(wrong.sum()), "deterministic": spec.deterministic, "launch": r.launch, "inputs": r.inputs,
             "load": r.load, "seconds": round(r.seconds, 3), "stopped": r.stopped, "fallback": r.fallback,
-            "post_graph": r.post_graph,
+            "post_graph": r.post_graph.format(),
             "calls_s": round(r.looped / r.seconds, 1) if r.seconds > 0 else 0.0}
 
 
@@ -69,8 +69,8 @@ def _worst_against_reference(spec, point, r, expected, peers=None) -> Finding | 
     return found if found is not None and _against(spec, point, r.worst_first, expected, peers) is None else None
 
 
-def _against(spec, point, outputs: dict, expected: dict, peers=None) -> Finding | None:
-    refs, refs_lo = expected["refs"], expected.get("refs_lo", {})
+def _against(spec, point, outputs: dict, expected: values.Expected, peers=None) -> Finding | None:
+    refs, refs_lo = expected.refs, expected.refs_lo
     for name, out in outputs.items():
         dtype = dtype_of(spec, name, point.dtype_of)
         about = {"dtype": dtype, "shape": list(shape_of(spec, name, point.sizes)), "mode": point.mode}

@@ -22,6 +22,17 @@ from . import fast
 from . import peer as peers
 from .pattern import Where, describe, original_index, unravel
 
+
+@dataclass(frozen=True)
+class Expected:
+    """What a call's outputs are judged against (run/harness.py Harness.expected): the
+    reference's outputs by name, and on a GPU, for floating outputs of 32 bits or fewer, their
+    copies rounded to the output's dtype, which the comparison's fast pass reads (as many bytes
+    as the output) before the float64 reference where it cannot decide (checks/fast.py)."""
+    refs: dict[str, Any]
+    refs_lo: dict[str, Any] = field(default_factory=dict)
+
+
 CHUNK = 1 << 22               # elements a slab: 16 MiB a float32 temporary
 # float32 decides when |difference - allowed| is past this many units of the magnitudes
 # involved: the float32 rounding of the reference, the difference and the threshold is at most

@@ -2,13 +2,14 @@
 move values, layouts and modes around. Never runs a kernel."""
 from __future__ import annotations
 
+from ..notation import DtypeFactor
 from ..sizes import Budget, fits
 from ..spec import Spec
 
 
 def dtype_factors(spec: Spec) -> list[tuple[str, list[str]]]:
-    """("dtype:NAME", choices) for every tensor with more than one dtype."""
-    return [(f"dtype:{n}", list(spec.dtype_choices(n))) for n in spec.all_tensors
+    """("dtype:NAME" (a DtypeFactor's text), choices) for every tensor with more than one dtype."""
+    return [(DtypeFactor(n).format(), list(spec.dtype_choices(n))) for n in spec.all_tensors
             if len(spec.dtype_choices(n)) > 1]
 
 
@@ -24,7 +25,7 @@ def dtype_rows(spec: Spec) -> list[dict]:
     if not factors:
         return [{}]
     width = max(len(v) for _, v in factors)
-    return [{n.split(":", 1)[1]: v[i % len(v)] for n, v in factors} for i in range(width)]
+    return [{DtypeFactor.parse(n).tensor: v[i % len(v)] for n, v in factors} for i in range(width)]
 
 
 def base_shapes(spec: Spec, budget: Budget) -> list[dict[str, int]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
+from ..notation import Mode, Padding, PointKind
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, moderate
@@ -42,7 +43,7 @@ def layout_points(spec: Spec, dtypes: tuple, shapes: list[dict]) -> Iterator[Poi
         for lay in t.layout_list():
             for sizes in shapes:
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
-                            f"{name}: {lay}, {LAYOUT_WHY[lay]}; {sizes_text(sizes)}", kind="layout", layouts=((name, lay),))
+                            f"{name}: {lay}, {LAYOUT_WHY[lay]}; {sizes_text(sizes)}", kind=PointKind.LAYOUT, layouts=((name, lay),))
 
 
 def dtype_points(spec: Spec, shape: dict) -> Iterator[Point]:
@@ -53,7 +54,7 @@ def dtype_points(spec: Spec, shape: dict) -> Iterator[Point]:
     for combo in itertools.product(*(spec.dtype_choices(n) for n in names)):
         dtypes = tuple(zip(names, combo, strict=True))
         text = ", ".join(f"{n} {d}" for n, d in dtypes)
-        yield Point(spec.name, RUNG, tuple(shape.items()), dtypes, f"dtype sweep: {text}; {sizes_text(shape)}", kind="dtype")
+        yield Point(spec.name, RUNG, tuple(shape.items()), dtypes, f"dtype sweep: {text}; {sizes_text(shape)}", kind=PointKind.DTYPE)
 
 
 def padding_points(spec: Spec, dtypes: tuple, shapes: list[dict]) -> Iterator[Point]:
@@ -65,13 +66,13 @@ def padding_points(spec: Spec, dtypes: tuple, shapes: list[dict]) -> Iterator[Po
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
                             f"{name}: padding past the {t.valid} valid elements of each row poisoned, {PADDING_WHY[fill]}; "
                             f"the outputs must stay bit for bit those of zero padding; {sizes_text(sizes)}",
-                            kind="padding", mode="padding", values=((name, f"pad:{fill}"),))
+                            kind=PointKind.PADDING, mode=Mode.PADDING, values=((name, Padding(fill).format()),))
 
 
 def independence_point(spec: Spec, dtypes: tuple, shape: dict) -> Point:
     return Point(spec.name, RUNG, tuple(shape.items()), dtypes,
                  "reference independence: the reference must not run the kernel under test (two paths, one kernel)",
-                 kind="independence", mode="independence")
+                 kind=PointKind.INDEPENDENCE, mode=Mode.INDEPENDENCE)
 
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:

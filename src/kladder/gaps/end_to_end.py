@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..notation import Mode, PointKind
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget
@@ -47,7 +48,7 @@ def points(spec: Spec, budget: Budget) -> Iterator[Point]:
             yield Point(spec.name, RUNG, (), dtypes,
                         f"the kernel in the `{slot}` slot of kladder's trained model ({dt}): exact match on {n} "
                         f"held-out additions (prefill, then token-by-token decode over a KV cache) against the model's own ops",
-                        config=(("model_dtype", dt), ("problems", n)), kind="model", mode="model")
+                        config=(("model_dtype", dt), ("problems", n)), kind=PointKind.MODEL, mode=Mode.MODEL)
     else:
         yield Point(spec.name, RUNG, (), (), f"the kernel in {getattr(slot, 'target', 'the user model')}: the user's "
-                    "evaluation with and without it", kind="model", mode="model")
+                    "evaluation with and without it", kind=PointKind.MODEL, mode=Mode.MODEL)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..notation import Mode, PointKind
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, moderate
@@ -40,10 +41,10 @@ def points(spec: Spec, budget: Budget) -> Iterator[Point]:
         for sizes in shapes:
             for config in _configs(spec):
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"{mode}: {WHY[mode]}; {_text(sizes, config)}",
-                            config=config, kind="mode", mode=mode)
+                            config=config, kind=PointKind.MODE, mode=mode)
     for sizes in shapes[:1]:
         yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"compiled: {WHY['compiled']}; {_text(sizes, ())}",
-                    kind="mode", mode="compiled")
+                    kind=PointKind.MODE, mode=Mode.COMPILED)
     yield from _aba_points(spec, shapes, dtypes)
     yield from _jitcache_points(spec, shapes, dtypes)
 
@@ -60,7 +61,7 @@ def _jitcache_points(spec: Spec, shapes: list[dict], dtypes: tuple) -> Iterator[
         why = (f"jitcache: a process on an empty cache runs A = {_text(sa, ca)}, then B = {_text(sb, cb)}; a process on "
                "the cache it left (a restart) runs A: both A right, and equal bit for bit")
         partner = (("dims", tuple(sb.items())),) + ((("config", cb),) if spec.configs else ())
-        yield Point(spec.name, RUNG, tuple(sa.items()), dtypes, why, config=ca, kind="mode", mode="jitcache", partner=partner)
+        yield Point(spec.name, RUNG, tuple(sa.items()), dtypes, why, config=ca, kind=PointKind.MODE, mode=Mode.JITCACHE, partner=partner)
 
 
 def _aba_points(spec: Spec, shapes: list[dict], dtypes: tuple) -> Iterator[Point]:
@@ -87,4 +88,4 @@ def _small(spec: Spec) -> dict[str, int]:
 def _aba(spec, sa, ca, sb, cb, dtypes) -> Point:
     why = f"A-B-A in one process: A = {_text(sa, ca)}; B = {_text(sb, cb)}; A again must match A bit for bit"
     partner = (("dims", tuple(sb.items())),) + ((("config", cb),) if spec.configs else ())
-    return Point(spec.name, RUNG, tuple(sa.items()), dtypes, why, config=ca, kind="mode", mode="aba", partner=partner)
+    return Point(spec.name, RUNG, tuple(sa.items()), dtypes, why, config=ca, kind=PointKind.MODE, mode=Mode.ABA, partner=partner)

@@ -20,6 +20,7 @@ import itertools
 import math
 from typing import Iterator
 
+from ..notation import Mode, Needs, PointKind
 from ..point import Point
 from ..rungs import number
 from ..sizes import ITEMSIZE, Budget, dtype_of, fits, human_bytes
@@ -51,11 +52,11 @@ def points(spec: Spec, budget: Budget) -> Iterator[Point]:
             seq = size_sequence(regs, c.queued)
             dims = {**fixed, spec.message_dim: max(seq)}
             # a CUDA-only protocol is skipped by the mode, with that reason; a big one, as a GPU point
-            needs = "cuda" if c.needs != "cuda" and not fits(spec, dims, budget) else ""
+            needs = Needs.CUDA if c.needs != Needs.CUDA and not fits(spec, dims, budget) else Needs.NOTHING
             ranks = (("world", world), ("lag", lag), ("lag_us", lag_us), ("sizes", tuple(seq)))
             yield Point(spec.name, RUNG, tuple((d, dims[d]) for d in spec.dims), dtypes,
                         _why(spec, world, lag, lag_us, regs, unit, c.queued), config=configs[i % len(configs)],
-                        kind="collective", needs=needs, mode="collective", ranks=ranks)
+                        kind=PointKind.COLLECTIVE, needs=needs, mode=Mode.COLLECTIVE, ranks=ranks)
             i += 1
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator
 
+from ..notation import Inputs, Launch, Mode, PointKind
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, CallBudget, call_budget, fits, repetition, total_bytes
@@ -40,15 +41,15 @@ def points(spec: Spec, budget: Budget, repeat: int | None = None, repeat_s: floa
     room = repetition(budget)
     dtypes = chosen_dtypes(spec, dtype_rows(spec)[0])
     wide, base = widest(spec, room), tailed(spec, room)
-    launch = "graph" if budget.device == "cuda" else "eager"
+    launch = Launch.GRAPH if budget.device == "cuda" else Launch.EAGER
     for config in [()] + [tuple(c.items()) for c in spec.configs]:
-        yield _repeat(spec, wide, dtypes, config, calls, "same", launch, "the widest rows the budget allows")
-    yield _repeat(spec, wide, dtypes, (), calls, "fresh", launch, "the widest rows the budget allows")
+        yield _repeat(spec, wide, dtypes, config, calls, Inputs.SAME, launch, "the widest rows the budget allows")
+    yield _repeat(spec, wide, dtypes, (), calls, Inputs.FRESH, launch, "the widest rows the budget allows")
     if budget.device == "cuda":
-        yield _repeat(spec, wide, dtypes, (), calls, "same", "eager", "the widest rows the budget allows")
-    yield _repeat(spec, wide, dtypes, (), calls, "same", launch, "the widest rows the budget allows", load=True)
+        yield _repeat(spec, wide, dtypes, (), calls, Inputs.SAME, Launch.EAGER, "the widest rows the budget allows")
+    yield _repeat(spec, wide, dtypes, (), calls, Inputs.SAME, launch, "the widest rows the budget allows", load=True)
     if base != wide:
-        for inputs in ("same", "fresh"):
+        for inputs in Inputs:
             yield _repeat(spec, base, dtypes, (), calls, inputs, launch, "a tail in every tiled dim")
     small = smallest(spec, room)
     for tool in TOOLS:
@@ -114,27 +115,27 @@ def smallest(spec: Spec, budget: Budget) -> dict[str, int]:
 
 def sanitized(point: Point, tool: str) -> Point:
     """`point`'s calls under compute-sanitizer's `tool` (kladder repro --sanitize TOOL)."""
-    return dataclasses.replace(point, mode="sanitize", kind="sanitize", repeat=(("tool", tool), ("seconds", SANITIZE_S)),
+    return dataclasses.replace(point, mode=Mode.SANITIZE, kind=PointKind.SANITIZE, repeat=(("tool", tool), ("seconds", SANITIZE_S)),
                                why=f"compute-sanitizer {tool} ({WHY_TOOL[tool]}) on this point's calls: {point.why}")
 
 
-def _repeat(spec, sizes: dict, dtypes: tuple, config: tuple, calls: CallBudget, inputs: str, launch: str,
+def _repeat(spec, sizes: dict, dtypes: tuple, config: tuple, calls: CallBudget, inputs: Inputs, launch: Launch,
             where: str, load: bool = False) -> Point:
     plan = (("calls", calls.calls), ("seconds", calls.seconds), ("inputs", inputs), ("launch", launch))
     plan += (("load", True),) if load else ()
-    how = {"graph": "captured in a CUDA graph and replayed", "eager": "called eagerly, the launcher's host code on every call"}
-    what = ("the same inputs every call: every output bit for bit the first call's" if inputs == "same" else
+    how = {Launch.GRAPH: "captured in a CUDA graph and replayed", Launch.EAGER: "called eagerly, the launcher's host code on every call"}
+    what = ("the same inputs every call: every output bit for bit the first call's" if inputs == Inputs.SAME else
             "fresh inputs each call from a pool: every output bit for bit the first call's on its inputs")
     budget = f"{calls.calls:,} calls or {calls.seconds:g} s" if calls.calls else f"{calls.seconds:g} s of calls"
     why = (f"repeat: {budget}, {how[launch]}{', beside a second stream of work' if load else ''}; {what}; {where}: "
            f"{sizes_text(sizes)}" + (f", {config_text(config)}" if config else ""))
-    return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, config=config, kind="repeat", mode="repeat",
+    return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, config=config, kind=PointKind.REPEAT, mode=Mode.REPEAT,
                  repeat=plan)
 
 
 def _sanitize(spec, sizes: dict, dtypes: tuple, tool: str) -> Point:
     why = f"compute-sanitizer {tool}: {WHY_TOOL[tool]}; a partial last tile in every tiled dim: {sizes_text(sizes)}"
-    return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, kind="sanitize", mode="sanitize",
+    return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, kind=PointKind.SANITIZE, mode=Mode.SANITIZE,
                  repeat=(("tool", tool), ("seconds", SANITIZE_S)))
 
 

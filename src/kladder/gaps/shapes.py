@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
+from ..notation import DtypeFactor, Needs, PointKind
 from ..point import Point
 from ..rungs import number
 from ..sizes import CPU_BUDGET, ITEMSIZE, Budget, cheap, dtype_of, fits, human_bytes, shape_of
@@ -80,7 +81,7 @@ def _config_values(spec: Spec) -> list:
 
 def _split(row: dict, spec: Spec) -> tuple[dict, dict, tuple]:
     sizes = {d: row[d] for d in spec.dims if d in row}
-    dtypes = {k.split(":", 1)[1]: v for k, v in row.items() if k.startswith("dtype:")}
+    dtypes = {DtypeFactor.parse(k).tensor: v for k, v in row.items() if DtypeFactor.is_one(k)}
     cfg = row.get("config", LAUNCHER_DEFAULT)
     config = () if cfg == LAUNCHER_DEFAULT else tuple(spec.configs[cfg].items())
     return sizes, dtypes, config
@@ -109,7 +110,7 @@ def tile_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
         if spec.configs:
             why += f"; {config_text(config, LAUNCHER_CHOOSES)}"
         yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, dtypes),
-                    why or "every dim at an edge", config=config, kind="edge")
+                    why or "every dim at an edge", config=config, kind=PointKind.EDGE)
 
 
 def dear_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
@@ -123,7 +124,7 @@ def dear_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
             if fits(spec, sizes, budget) and not cheap(spec, sizes, budget):
                 yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, {}),
                             f"{why}; every other dim at its smallest (too dear to pair with every other edge)",
-                            kind="edge")
+                            kind=PointKind.EDGE)
 
 
 def unreachable_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
@@ -135,7 +136,7 @@ def unreachable_edge_points(spec: Spec, budget: Budget) -> Iterator[Point]:
             sizes = _cheapest(spec, {d: v})
             if not fits(spec, sizes, budget):
                 yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, {}),
-                            f"{why}; every other dim at its smallest", kind="edge", needs="cuda")
+                            f"{why}; every other dim at its smallest", kind=PointKind.EDGE, needs=Needs.CUDA)
 
 
 def config_points(spec: Spec, budget: Budget) -> Iterator[Point]:
@@ -151,7 +152,7 @@ def config_points(spec: Spec, budget: Budget) -> Iterator[Point]:
         for dt in dtype_rows(spec):
             yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, dt),
                         f"{config_text(tuple(cfg.items()), LAUNCHER_CHOOSES)}: every config the launcher accepts runs, "
-                        "tuned or not", config=tuple(cfg.items()), kind="config")
+                        "tuned or not", config=tuple(cfg.items()), kind=PointKind.CONFIG)
 
 
 def production_points(spec: Spec, budget: Budget) -> Iterator[Point]:
@@ -167,7 +168,7 @@ def production_points(spec: Spec, budget: Budget) -> Iterator[Point]:
             need = "" if fits(spec, sizes, budget) else "cuda"
             yield Point(spec.name, RUNG, tuple(sizes.items()), chosen_dtypes(spec, dt),
                         f"production shape {text} has no tuned entry: the launcher's fallback config runs",
-                        kind="production", needs=need)
+                        kind=PointKind.PRODUCTION, needs=need)
 
 
 # ---------------------------------------------------------------------------- big points
@@ -274,7 +275,7 @@ def _big_points_for(spec: Spec, name: str) -> Iterator[Point]:
                f"{rows * row_elems:,} elements; " + "; ".join(roles[rows])
                + f"; {human_bytes(rows * row_elems * itemsize)}")
         yield Point(spec.name, RUNG, tuple(pt_sizes.items()), chosen_dtypes(spec, dtypes), why,
-                    kind="big", needs="cuda")
+                    kind=PointKind.BIG, needs=Needs.CUDA)
 
 
 def points(spec: Spec, budget: Budget = CPU_BUDGET) -> Iterator[Point]:

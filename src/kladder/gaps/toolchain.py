@@ -19,6 +19,7 @@ import dataclasses
 import itertools
 from typing import Iterator
 
+from ..notation import Mode, Needs, PointKind
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, fits, moderate
@@ -45,14 +46,14 @@ def points(spec: Spec, budget: Budget) -> Iterator[Point]:
                        "imports: the names downstream code imports resolve to what is tested"
                        + (f" ({', '.join(spec.imports)})" if spec.imports else " (none declared)")
                        + "; the kernel's modules imported afresh, every ImportError they catch reported",
-                       kind="toolchain", mode="imports"))
+                       kind=PointKind.TOOLCHAIN, mode=Mode.IMPORTS))
     for p in found:          # a base shape over the budget (a spec whose smallest shape is big) is a GPU point
-        yield p if fits(spec, p.sizes, budget) else dataclasses.replace(p, needs="cuda")
+        yield p if fits(spec, p.sizes, budget) else dataclasses.replace(p, needs=Needs.CUDA)
 
 
 def _dispatch(spec, sizes, dtypes, config, why, layouts=()) -> Point:
-    return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"dispatch: {why}", config=config, kind="dispatch",
-                 mode="dispatch", layouts=layouts)
+    return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"dispatch: {why}", config=config, kind=PointKind.DISPATCH,
+                 mode=Mode.DISPATCH, layouts=layouts)
 
 
 def _dispatch_points(spec: Spec, budget: Budget, shapes: list[dict], dtypes: tuple) -> Iterator[Point]:
@@ -113,7 +114,7 @@ def _flag_points(spec: Spec, sizes: dict, dtypes: tuple) -> Iterator[Point]:
         what = f"the launcher keyword {f.name}" if f.name is not None else f"the environment variable {f.env}"
         yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
                     f"flags: {what} must change the code: run with each of {values} at {sizes_text(sizes)}",
-                    kind="toolchain", mode="flags", variant=f.key)
+                    kind=PointKind.TOOLCHAIN, mode=Mode.FLAGS, variant=f.key)
 
 
 def _cachekey_points(spec: Spec, sizes: dict, dtypes: tuple) -> Iterator[Point]:
@@ -124,11 +125,11 @@ def _cachekey_points(spec: Spec, sizes: dict, dtypes: tuple) -> Iterator[Point]:
     if len(configs) > 1:
         a, b = configs[0], configs[1]
         yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why(config_text(b) + f" (A: {config_text(a)})"),
-                    config=a, kind="toolchain", mode="cachekey", partner=(("config", b),), variant="config")
+                    config=a, kind=PointKind.TOOLCHAIN, mode=Mode.CACHEKEY, partner=(("config", b),), variant="config")
     for f in spec.flags:
         other = f"{f.name}={f.values[1]!r}" if f.name is not None else f"{f.env}={f.values[1]}"
-        yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why(other), kind="toolchain", mode="cachekey",
+        yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why(other), kind=PointKind.TOOLCHAIN, mode=Mode.CACHEKEY,
                     variant=f.key)
     yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
                 why("a compiler setting that changes the code (TRITON_DEFAULT_FP_FUSION=0)"),
-                kind="toolchain", mode="cachekey", variant="compiler")
+                kind=PointKind.TOOLCHAIN, mode=Mode.CACHEKEY, variant="compiler")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..notation import PointKind, ValueKind, Values
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, dtype_of, fits, moderate
@@ -35,14 +36,15 @@ WHY = {
 
 
 def kind_labels(kind: str) -> list[str]:
-    """A value kind's points: peaked at each temperature, the others once."""
-    return [f"peaked/{t}" for t in TEMPERATURES] if kind == "peaked" else [kind]
+    """A value kind's points (as Point.values holds them): peaked at each temperature, the others once."""
+    kinds = [ValueKind(Values.PEAKED, str(t)) for t in TEMPERATURES] if kind == Values.PEAKED else [ValueKind(kind)]
+    return [k.format() for k in kinds]
 
 
 def why_of(spec: Spec, name: str, label: str) -> str:
-    kind, _, arg = label.partition("/")
-    text = WHY.get(kind, kind).format(t=arg, policy=spec.nonfinite)
-    return f"{name}: {kind}{'/' + arg if arg else ''}, {text}"
+    kind = ValueKind.parse(label)
+    text = WHY.get(kind.kind, kind.kind).format(t=kind.arg, policy=spec.nonfinite)
+    return f"{name}: {kind.format()}, {text}"
 
 
 def long_shape(spec: Spec, budget: Budget, start: dict[str, int]) -> dict[str, int]:
@@ -99,7 +101,7 @@ def value_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dict]) 
                 for sizes in shapes:
                     yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
                                 f"{why_of(spec, name, label)}; {sizes_text(sizes)}",
-                                kind="values", values=((name, label),))
+                                kind=PointKind.VALUES, values=((name, label),))
 
 
 def chunk_points(spec: Spec, budget: Budget, dtypes: tuple, base: dict) -> Iterator[Point]:
@@ -119,7 +121,7 @@ def chunk_points(spec: Spec, budget: Budget, dtypes: tuple, base: dict) -> Itera
                 values = tuple((n, "lengths") for n, t in spec.input_args.items()
                                if "lengths" in t.value_kinds(dtype_of(spec, n, dict(dtypes)), spec.nonfinite))
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"{d} = {v}: {why}; {sizes_text(sizes)}",
-                            kind="chunk", values=values)
+                            kind=PointKind.CHUNK, values=values)
 
 
 def invariant_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dict]) -> Iterator[Point]:
@@ -140,7 +142,7 @@ def invariant_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dic
             for sizes in shapes:
                 what = ", ".join(f"{n}: {k}" for n, k in fixed + extra)
                 yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
-                            f"invariant '{inv.name}' with {what}; {sizes_text(sizes)}", kind="invariant", values=fixed + extra)
+                            f"invariant '{inv.name}' with {what}; {sizes_text(sizes)}", kind=PointKind.INVARIANT, values=fixed + extra)
 
 
 def points(spec: Spec, budget: Budget, replay: str | None = None) -> Iterator[Point]:

@@ -22,6 +22,7 @@ from ..outcome import (
     Status,
     error_facts,
 )
+from ..notation import ValueKind, Values
 from ..point import Point
 from . import interpreter
 
@@ -65,7 +66,7 @@ def kernel_error(spec, point: Point, k: KernelError) -> Result:
     if point.layouts and not is_device_fault(e) and not is_oom(e):
         # refusing a layout loudly is allowed; reading the wrong elements silently is not
         return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.LAYOUT_REFUSED, error_facts(e))))
-    if spec.nonfinite == "raise" and any(kd == "nonfinite" for _, kd in point.values) and not is_device_fault(e):
+    if spec.nonfinite == "raise" and any(kd == ValueKind(Values.NONFINITE) for kd in point.kinds.values()) and not is_device_fault(e):
         return Result(Outcome(point, Status.PASSED, note=Note(NoteKind.RAISED_AS_ASKED, {"error": type(e).__name__})))
     if is_oom(e):
         return Result(Outcome(point, Status.OOM, note=Note(NoteKind.KERNEL_OOM, {"call": k.label, "text": str(e)})))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..checks import inputs as input_check
 from ..checks import peer as peer_math
+from ..checks.values import Expected
 from ..materialize import GUARD_BYTES, Inputs, materialize, reference_args, reference_dtypes
 from ..outcome import KernelError, NoteKind, RowsChecked, SpecBroken, error_facts
 from ..point import Point
@@ -132,11 +133,11 @@ class Harness:
         return outputs
 
     @timed(Stage.REFERENCE)
-    def expected(self, prep: Prepared) -> dict:
-        """The reference's outputs by name ("refs"), and on a GPU (Triton not interpreted), for
-        floating outputs of 32 bits or fewer, their copies rounded to the output's dtype
-        ("refs_lo"): the comparison's fast pass reads those (as many bytes as the output) and the
-        float64 reference only where it cannot decide (checks/fast.py)."""
+    def expected(self, prep: Prepared) -> Expected:
+        """The reference's outputs by name, and on a GPU, for floating outputs of 32 bits or
+        fewer, their copies rounded to the output's dtype: the comparison's fast pass reads those
+        (as many bytes as the output) and the float64 reference only where it cannot decide
+        (checks/fast.py)."""
         import torch
         args, mutated = self._mutable_args(prep)
         try:
@@ -152,7 +153,7 @@ class Harness:
                 dt = dtype_of(self.spec, n, prep.point.dtype_of) if n in self.spec.outputs else ""
                 if dt in ("float32", "float16", "bfloat16") and isinstance(r, torch.Tensor) and r.is_cuda:
                     lo[n] = r.detach().to(getattr(torch, dt))
-        return {"refs": refs, "refs_lo": lo}
+        return Expected(refs, lo)
 
     def _mutable_args(self, prep: Prepared) -> tuple[list, dict]:
         """The reference's arguments, with a fresh copy of each input the spec declares mutated

@@ -53,7 +53,7 @@ def judge_call(h: Harness, judge: Judge, seen: Call, hashes: dict | None = None)
     expected = h.expected(seen.prep)
     needs = judge.call(seen.prep, outputs, seen.returned, expected, seen.label, interpreter.rounding_touched(h.touched))
     if needs:
-        judge.settle(h.peers(seen.prep, needs, expected["refs"]))
+        judge.settle(h.peers(seen.prep, needs, expected.refs))
 
 
 def _judge_repeats(h: Harness, judge: Judge, seen: Repeats) -> None:
@@ -62,7 +62,7 @@ def _judge_repeats(h: Harness, judge: Judge, seen: Repeats) -> None:
         judge.repeats(seen, None)
         return
     expected = h.expected(seen.worst_prep)
-    judge.repeats(seen, expected, lambda names: h.peers(seen.worst_prep, {n: "values" for n in names}, expected["refs"]))
+    judge.repeats(seen, expected, lambda names: h.peers(seen.worst_prep, {n: "values" for n in names}, expected.refs))
 
 
 def _made_up(point: Point, h: Harness) -> Result | None:

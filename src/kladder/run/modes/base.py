@@ -4,9 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
+from ...notation import Inputs, Launch, Mode
 from ...outcome import Cause, Note
 
-MODES_NEEDING_CUDA = ("graph", "stream", "sanitize")
+MODES_NEEDING_CUDA = (Mode.GRAPH, Mode.STREAM, Mode.SANITIZE)
 
 
 @dataclass
@@ -120,6 +121,42 @@ class Ranks:
     ended: dict
 
 
+@dataclass(frozen=True)
+class PostGraph:
+    """Rung 5's fused comparison under a graph launch (each batch's comparison captured as one
+    graph): not tried, captured, or the capture's error (the batches then run op by op). Its
+    text, as a report's facts hold it: "" (not tried), "captured", or the error."""
+    tried: bool = False
+    error: str = ""
+
+    CAPTURED = "captured"
+
+    def __post_init__(self):
+        if self.error and not self.tried:
+            raise ValueError(f"PostGraph: an error ({self.error!r}) means a capture was tried.")
+        if self.error == self.CAPTURED:
+            raise ValueError(f"PostGraph: {self.CAPTURED!r} is not an error; give PostGraph(tried=True).")
+
+    @property
+    def captured(self) -> bool:
+        return self.tried and not self.error
+
+    @classmethod
+    def failed(cls, error: str) -> "PostGraph":
+        return cls(True, error)
+
+    @classmethod
+    def parse(cls, text: str) -> "PostGraph":
+        if not text:
+            return cls()
+        return cls(True) if text == cls.CAPTURED else cls(True, text)
+
+    def format(self) -> str:
+        if not self.tried:
+            return ""
+        return self.error or self.CAPTURED
+
+
 @dataclass
 class Repeats:
     """Many calls of one point (rung 5), each compared on the device with the first call on the
@@ -132,13 +169,13 @@ class Repeats:
     calls: int                      # calls made, the first call on each input set included
     firsts: int                     # input sets: one first call each, the others compared with them
     seconds: float                  # the repetition loop's wall time (after capture and the first calls)
-    launch: str                     # "graph" (replays of captured calls) or "eager"
-    inputs: str                     # "same" or "fresh" (a pool of input sets, cycled)
+    launch: Launch                  # GRAPH (replays of captured calls) or EAGER
+    inputs: Inputs                  # SAME or FRESH (a pool of input sets, cycled)
     load: bool                      # a second stream of work ran beside the calls
     stopped: str                    # "calls" or "seconds": which budget ended the loop
     fallback: dict | None = None    # why the calls ran eagerly though a graph was asked for (error facts)
     looped: int = 0                 # the calls made in those `seconds` (the first calls came before)
-    post_graph: str = ""            # graph launch: "captured" (each batch's comparison one graph) or why not
+    post_graph: PostGraph = PostGraph()  # graph launch: each batch's comparison one graph, or why not
     worst_call: int = 0             # the worst call's number, counting from 1 over every call made
     worst: dict | None = None
     worst_prep: Any = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ...notation import Mode
 from ...outcome import Cause, Note, NoteKind, Skip
 from .base import Call, Measured, Same
 from .flags import declared_flag
@@ -24,7 +25,7 @@ COMPILER_ENV = {"TRITON_DEFAULT_FP_FUSION": "0"}
 def _variants(h):
     """(A's point, A's environment, B's point, B's environment, what B changed)."""
     pt = h.point
-    a = dataclasses.replace(pt, mode="eager", partner=(), variant="", seed=pt.seed)
+    a = dataclasses.replace(pt, mode=Mode.EAGER, partner=(), variant="", seed=pt.seed)
     if pt.variant == "config":
         config = dict(pt.partner)["config"]
         return a, {}, dataclasses.replace(a, config=config), {}, "config " + (", ".join(f"{k}={v}" for k, v in config) or "the launcher's own")

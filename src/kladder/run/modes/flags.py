@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ...notation import Mode
 from ...outcome import NoteKind, Skip, SpecBroken
 from .base import Call, Flagged, Ran
 from .jitcache import Process, returned_from, run_processes
@@ -41,7 +42,7 @@ class Flags:
     def _keyword(self, h, flag) -> list:
         out = []
         for value in flag.values:
-            point = dataclasses.replace(h.point, mode="eager", variant="", config=h.point.config + ((flag.name, value),),
+            point = dataclasses.replace(h.point, mode=Mode.EAGER, variant="", config=h.point.config + ((flag.name, value),),
                                         seed=h.point.seed)
             prep = h.prepare(point)
             label = f"{flag.name}={value!r}"
@@ -50,7 +51,7 @@ class Flags:
         return out
 
     def _env(self, h, flag) -> list:
-        point = dataclasses.replace(h.point, mode="eager", variant="", seed=h.point.seed)
+        point = dataclasses.replace(h.point, mode=Mode.EAGER, variant="", seed=h.point.seed)
         procs = [Process(f"{flag.env}={v}", [point], cache=f"empty{i}", env={flag.env: v}) for i, v in enumerate(flag.values)]
         out = []
         for value, proc, result in zip(flag.values, procs, run_processes(h, procs), strict=True):

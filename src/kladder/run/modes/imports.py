@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 
+from ...notation import ImportName
 from ...outcome import NoteKind, SpecBroken, error_facts
 from .base import Call, Imported
 from .tracing import Launches, Tracer, is_machinery
@@ -24,10 +25,10 @@ from .tracing import Launches, Tracer, is_machinery
 
 def resolve(name: str) -> tuple:
     """(name, the object, None) or (name, None, the error's facts)."""
-    mod, _, attr = name.partition(":")
+    where = ImportName.parse(name)
     try:
-        obj = importlib.import_module(mod)
-        for part in attr.split("."):
+        obj = importlib.import_module(where.module)
+        for part in where.attr.split("."):
             obj = getattr(obj, part)
     except Exception as e:  # noqa: BLE001 - an import that fails is the finding
         return name, None, error_facts(e)
@@ -39,7 +40,7 @@ def kernel_modules(spec) -> list[str]:
     the declared imports name, by module name, or by file for a spec loaded from a path."""
     from ...chain import Chain
     fns = spec.kernel.functions() if isinstance(spec.kernel, Chain) else [spec.kernel]
-    names = [getattr(f, "__module__", None) for f in fns] + [i.partition(":")[0] for i in spec.imports]
+    names = [getattr(f, "__module__", None) for f in fns] + [ImportName.parse(i).module for i in spec.imports]
     out = []
     for name in names:
         mod = sys.modules.get(name or "")

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
+from ...notation import Mode
 from ...outcome import Cause, KernelError, Note, NoteKind, Skip, SpecBroken
 from .base import Call, Measured, Same
 
@@ -81,7 +82,7 @@ class JitCache:
     name = "jitcache"
 
     def observe(self, h):
-        a = dataclasses.replace(h.point, mode="eager", partner=())
+        a = dataclasses.replace(h.point, mode=Mode.EAGER, partner=())
         partner = dict(h.point.partner)
         b = dataclasses.replace(a, dims=partner.get("dims", a.dims), config=partner.get("config", a.config), seed=0)
         cold, warm = run_processes(h, [Process("cold cache: A then B", [a, b]), Process("warm cache: A", [a])])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ...notation import ZERO_PADDING
 from ...outcome import Cause
 from .base import Call, Same
 
@@ -17,17 +18,17 @@ class Padding:
     def observe(self, h):
         import torch
         pt = h.point
-        (arg, fill), = [(n, k) for n, k in pt.values if k.startswith("pad:")]
-        clean_pt = dataclasses.replace(pt, values=tuple((n, "pad:0x00" if n == arg else k) for n, k in pt.values))
+        arg, fill = pt.padding
+        clean_pt = dataclasses.replace(pt, values=tuple((n, ZERO_PADDING.format() if n == arg else k) for n, k in pt.values))
         clean = h.prepare(point=clean_pt, seed=pt.seed)
         base_ret = h.call(clean, "call with zero padding")
         base_out = {n: t.clone() for n, t in h.outputs(clean, base_ret).items() if isinstance(t, torch.Tensor)}
         prep = h.prepare()
-        label = f"call with {arg}'s padding {fill.removeprefix('pad:')}"
+        label = f"call with {arg}'s padding {fill.byte}"
         ret = h.call(prep, label)
         yield Call(prep, ret, label)
         yield Same(base_out, h.outputs(prep, ret), Cause.PADDING, label,
-                   {"arg": arg, "fill": fill.removeprefix("pad:"), "valid": h.spec.all_tensors[arg].valid})
+                   {"arg": arg, "fill": fill.byte, "valid": h.spec.all_tensors[arg].valid})
 
 
 MODE = Padding()

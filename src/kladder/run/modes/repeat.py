@@ -27,13 +27,14 @@ from collections import deque
 from dataclasses import dataclass
 
 from ...outcome import Hung, KernelError, NoteKind, Skip, error_facts
+from ...notation import Inputs, Launch
 from ..settings import torch_setting
-from .base import Call, Repeats, call_raw, heal_failed_capture
+from .base import Call, PostGraph, Repeats, call_raw, heal_failed_capture
 from .differ import Differ
 
 POOL = {"cpu": 4, "cuda": 8}          # input sets for fresh inputs
 RING_BYTES = 1 << 30                  # at most this much ring (and as much again of captured outputs)
-SLOTS = {"graph": (8, 256), "eager": (8, 64), "cpu": (8, 8)}   # (fewest, most) calls a batch
+SLOTS = {Launch.GRAPH: (8, 256), Launch.EAGER: (8, 64), "cpu": (8, 8)}   # (fewest, most) calls a batch
 IN_FLIGHT = 4                         # batches queued ahead of the one the host waits on
 WATCHDOG_MIN_S = 10.0                 # a batch may take this long, or 50x what its first calls took
 WATCHDOG_FACTOR = 50.0
@@ -44,8 +45,8 @@ class Plan:
     """The point's repetition plan (Point.repeat): the budget and how the calls run."""
     calls: int
     seconds: float
-    inputs: str
-    launch: str
+    inputs: Inputs
+    launch: Launch
     load: bool
 
     @classmethod
@@ -54,9 +55,7 @@ class Plan:
         d = dict(point.repeat)
         budget = call_budget(device)
         plan = cls(int(d.get("calls", budget.calls)), float(d.get("seconds", budget.seconds)),
-                   d.get("inputs", "same"), d.get("launch", "graph"), bool(d.get("load", False)))
-        if plan.inputs not in ("same", "fresh") or plan.launch not in ("graph", "eager"):
-            raise ValueError(f"point.repeat {d}: inputs is 'same' or 'fresh', launch is 'graph' or 'eager'.")
+                   Inputs(d.get("inputs", Inputs.SAME)), Launch(d.get("launch", Launch.GRAPH)), bool(d.get("load", False)))
         return plan
 
 
@@ -71,10 +70,10 @@ class Repeat:
             raise Skip(NoteKind.INPUTS_MUTATED, args=list(h.spec.mutated_args))
         if plan.load and h.device != "cuda":
             raise Skip(NoteKind.MODE_NEEDS_CUDA, mode="repeat under load")
-        sets = [h.prepare()] if plan.inputs == "same" else [h.prepare(seed=h.point.seed + i)
+        sets = [h.prepare()] if plan.inputs == Inputs.SAME else [h.prepare(seed=h.point.seed + i)
                                                             for i in range(POOL[_kind(h.device)])]
         runner, fallback = None, None
-        if h.device == "cuda" and plan.launch == "graph":
+        if h.device == "cuda" and plan.launch == Launch.GRAPH:
             runner = Graphed(h, sets, plan)
             try:
                 runner.capture()
@@ -137,7 +136,7 @@ class Ring:
         return hasattr(t, "shape") and tuple(t.shape) == tuple(slot.shape) and t.dtype == slot.dtype
 
 
-def _slots(h, sets: int, launch: str) -> int:
+def _slots(h, sets: int, launch: Launch) -> int:
     """Calls a batch: as many as RING_BYTES holds, within SLOTS, a multiple of the input sets."""
     from ...sizes import nbytes_of
     lo, hi = SLOTS["cpu" if h.device != "cuda" else launch]
@@ -158,7 +157,7 @@ def _returned_value(h, outs: dict):
 class Loop:
     """What the graph and eager runners share: the batches, the budget, the watchdog, the
     history of counts and the worst call. A runner's `made` counts its calls so far."""
-    launch = ""
+    launch: Launch
 
     def __init__(self, h, sets: list, plan: Plan):
         self.h, self.sets, self.plan = h, sets, plan
@@ -211,7 +210,7 @@ class Loop:
             r.worst_first = {n: differ.base[n][at].view_as(t) for n, t in r.worst.items()}
         return r
 
-    post_graph = ""                   # graph: "" (not tried), "captured", or why the capture failed
+    post_graph = PostGraph()          # graph launch: not tried, captured, or why the capture failed
 
     def fuse(self, differ: Differ, worst: "Worst"):
         """A function that compares the batch just run and keeps its worst call on the device in
@@ -238,7 +237,7 @@ class Loop:
 
 class Eager(Loop):
     """Every call through the launcher, as an engine that does not capture graphs calls it."""
-    launch = "eager"
+    launch = Launch.EAGER
 
     def first_calls(self) -> list:
         firsts, t0 = [], time.perf_counter()
@@ -263,7 +262,7 @@ class Eager(Loop):
 
 class Graphed(Loop):
     """K calls captured in one CUDA graph and replayed: the kernel at the device's pace."""
-    launch = "graph"
+    launch = Launch.GRAPH
 
     def capture(self) -> None:
         import torch
@@ -343,9 +342,9 @@ class Graphed(Loop):
                     self._poison()
             except Exception as e:  # noqa: BLE001 - an op here that cannot be captured: the batches run op by op
                 heal_failed_capture()
-                self.post_graph = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]
+                self.post_graph = PostGraph.failed(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200])
                 return None
-        self.post, self.post_graph = post, "captured"
+        self.post, self.post_graph = post, PostGraph(tried=True)
 
         def fused():
             post.replay()

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 
+from ...notation import Mode
 from ...outcome import KernelError, NoteKind, Skip, SpecBroken
 from .base import Sanitized
 
@@ -70,7 +71,7 @@ def find_sanitizer() -> tuple[str | None, list[str]]:
 
 def _run(exe: str, tool: str, ref: str, h) -> tuple[str, int, str]:
     from ..isolation import point_timeout, worker_env
-    point = dataclasses.replace(h.point, mode="eager", repeat=())
+    point = dataclasses.replace(h.point, mode=Mode.EAGER, repeat=())
     env = {**worker_env(h.device), "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
     timeout = float(dict(h.point.repeat).get("seconds", 0)) or point_timeout(h.spec, h.device) * 3
     with tempfile.TemporaryDirectory(prefix="kladder-sanitize-") as d:
