@@ -3,6 +3,7 @@ sum to one; V = 1 gives 1), checked where they apply."""
 from __future__ import annotations
 
 from ..outcome import Check, Finding, NoteKind, SpecBroken, error_facts
+from ..facts import InvariantFacts
 from .pattern import Where, describe
 
 
@@ -24,7 +25,7 @@ def invariants(spec, point, inputs: dict, outputs: dict) -> list[Finding]:
             n_bad = int(bad.sum())
             if n_bad:
                 findings.append(Finding(Check.INVARIANT, inv.name, pattern=describe(bad, Where()), mismatched=n_bad,
-                                        total=bad.numel(), facts={"name": inv.name}))
+                                        total=bad.numel(), facts=InvariantFacts(name=inv.name)))
         elif not bool(held):
-            findings.append(Finding(Check.INVARIANT, inv.name, facts={"name": inv.name}))
+            findings.append(Finding(Check.INVARIANT, inv.name, facts=InvariantFacts(name=inv.name)))
     return findings
