@@ -11,7 +11,7 @@ float, bool, lists, dicts): the same facts go from a worker to its parent as JSO
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 Json = Any          # a JSON value: str, int, float, bool, None, a list or a dict of them
 
@@ -25,13 +25,19 @@ def opt(default: Any = None) -> Any:
 class Facts:
     """The base of every facts class: JSON out (`to_dict`) and back in (`from_dict`)."""
     def to_dict(self) -> dict[str, Json]:
-        out = {}
+        out, left_out = {}, self.left_out()
         for f in fields(self):
             v = getattr(self, f.name)
-            if v is None and f.metadata.get("omit"):
+            if (v is None and f.metadata.get("omit")) or f.name in left_out:
                 continue
             out[f.name] = v
         return out
+
+    sometimes: ClassVar[tuple[str, ...]] = ()     # fields left_out may drop (not required in the schema)
+
+    def left_out(self) -> tuple[str, ...]:
+        """Fields this instance does not write at all (a class whose shape depends on a value)."""
+        return ()
 
     @classmethod
     def from_dict(cls, d: dict[str, Json] | None) -> "Facts":
@@ -338,7 +344,12 @@ class SanitizerFacts(Facts):
     thread: str | None = opt()
     block: str | None = opt()
     severity: str | None = opt()
-    second: dict[str, Json] | None = opt()   # a race's other access
+    second: dict[str, Json] | None = None    # a race's other access (None for another kind)
+
+    sometimes: ClassVar[tuple[str, ...]] = ("second",)
+
+    def left_out(self) -> tuple[str, ...]:
+        return ("second",) if self.kind == "unread" else ()     # a report kladder could not read: tool, kind, count
 
 
 @dataclass(frozen=True, kw_only=True)

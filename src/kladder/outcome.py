@@ -61,7 +61,8 @@ KLADDER_STAGES = tuple(s for s in Stage if s != Stage.KERNEL)
 
 
 class Check(_Words):
-    """What failed. The facts each kind carries are listed beside it."""
+    """What failed. The facts each kind carries are listed beside it, and typed in facts.py
+    (CHECK_FACTS: one frozen dataclass per member)."""
     CONTRACT = "contract"                    # problems [[what, got, expected]] | not_tensor | returned+declared | reference_shape
     VALUES = "values"                        # pattern, mismatched/total, largest; nonfinite, dtype, shape, mode, sampled,
                                              # rtol, atol; when a peer was asked (checks/peer.py): budget (which set the
@@ -123,7 +124,8 @@ class Cause(_Words):
 
 
 class NoteKind(_Words):
-    """Why a point was skipped, broken or out of memory, or what a passing mode measured."""
+    """Why a point was skipped, broken or out of memory, or what a passing mode measured. Its
+    facts: facts.py's NOTE_FACTS (one frozen dataclass per member)."""
     GPU_POINT = "gpu_point"                        # need_bytes, budget
     NO_DEVICE_MEMORY = "no_device_memory"          # need_bytes, free_bytes
     MODE_NEEDS_CUDA = "mode_needs_cuda"            # mode
@@ -199,7 +201,7 @@ class Span:
 
 @dataclass(frozen=True)
 class Pattern:
-    """The shape of the wrong elements (checks/pattern.py finds it, report/words.py says it).
+    """The shape of the wrong elements (checks/pattern.py finds it, report/words/base.py says it).
 
     kind: single | every | elements (a 1-d run: cols) | block (cols of rows; cols None: whole
           rows) | whole_rows (count of n_rows, ids) | runs (most/scattered elements of rows) |

@@ -50,7 +50,7 @@ def facts_schema(cls: type) -> dict:
     props, required = {}, []
     for f in dataclasses.fields(cls):
         props[f.name] = type_schema(hints[f.name])
-        if not f.metadata.get("omit"):
+        if not f.metadata.get("omit") and f.name not in cls.sometimes:
             required.append(f.name)
     doc = (cls.__doc__ or "").strip()
     made = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")   # what dataclass writes for none
