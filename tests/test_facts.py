@@ -3,6 +3,7 @@ key; they go through a worker's JSON and back unchanged; a dict or a misspelt ke
 where the facts are made; the generated schema types each check's facts."""
 import json
 import pathlib
+import re
 
 import jsonschema
 import pytest
@@ -11,6 +12,7 @@ from kladder.facts import CHECK_FACTS, NOTE_FACTS, CrashedFacts, RaisedFacts, Sa
 from kladder.outcome import Check, Finding, Largest, Note, NoteKind, Outcome, Pattern, Status
 from kladder.point import Point
 from kladder.report.jsonout import outcome_dict
+from kladder.report.words import message, note_text
 
 HERE = pathlib.Path(__file__).resolve().parent
 SAMPLES = json.loads((HERE / "facts_json" / "main_facts.json").read_text())
@@ -33,6 +35,27 @@ def test_a_notes_facts_as_main_wrote_them_come_back_the_same(s):
     typed = NOTE_FACTS[s["kind"]].from_dict(s["facts"])
     assert typed.to_dict() == s["facts"]
     _valid(s["facts"], f"note_facts_{s['kind']}")
+
+
+@pytest.mark.parametrize("s", SAMPLES["notes"], ids=lambda s: f"{s['kind']}-{len(s['facts'])}")
+def test_a_notes_words_are_mains(s):
+    assert note_text(Note.from_dict({"kind": s["kind"], "facts": s["facts"]})) == s["reason"]
+
+
+WITH_PATTERN = {"values", "repeats", "nondeterministic", "input_changed", "invariant", "padding"}   # not in the JSON
+
+
+def _fold(text: str) -> str:
+    """A message with its separators (". ", "; ", a new line) folded: split over lines, the same words."""
+    return re.sub(r"[.;]?\s+", " ", text)
+
+
+@pytest.mark.parametrize("s", [s for s in SAMPLES["findings"] if s["kind"] not in WITH_PATTERN],
+                         ids=lambda s: f"{s['kind']}-{len(s['facts'])}")
+def test_a_findings_words_are_mains(s):
+    f = Finding(Check(s["kind"]), s["output"], s["call"], mismatched=s["mismatched"], total=s["total"],
+                facts=CHECK_FACTS[s["kind"]].from_dict(s["facts"]))
+    assert _fold(message(f)) == _fold(s["message"])
 
 
 def test_the_samples_cover_the_common_kinds():
