@@ -28,7 +28,7 @@ def walk(a, b, where, diffs, reworded):
     elif isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             diffs.append(f"{where}: {len(a)} items before, {len(b)} after")
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
             walk(x, y, f"{where}[{i}]", diffs, reworded)
     elif isinstance(a, str) and isinstance(b, str):
         if a != b:
