@@ -1,6 +1,7 @@
 """The climb as data: rungs, each with its outcomes, counted and timed."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import time
@@ -135,12 +136,23 @@ def pattern_shape(f: Finding) -> tuple:
     return tuple(str(getattr(x, k, None)) for k in _SHAPE_FIELDS.get(f.check, ()))
 
 
+def note_key(n: Note | None) -> tuple:
+    """A note as data: notes with one key say the same."""
+    if n is None:
+        return ()
+    return (n.kind, tuple(sorted((k, str(v)) for k, v in n.facts.to_dict().items())))
+
+
 def note_group(n: Note) -> tuple:
     """Skips whose notes differ only in a point's size are one group."""
-    facts = n.facts.to_dict()
     if isinstance(n.facts, GpuPointFacts):
-        facts.pop("need_bytes")
-    return (n.kind, tuple(sorted((k, str(v)) for k, v in facts.items())))
+        return note_key(Note(n.kind, dataclasses.replace(n.facts, need_bytes=0)))
+    return note_key(n)
+
+
+def reason_group(o: Outcome) -> tuple:
+    """Points that could not be judged for one reason (a replay's, else the note's) are one group."""
+    return (o.status, o.replay, o.replay_status, () if o.replay is not None else note_key(o.note))
 
 
 def bias_group(w: Finding) -> tuple:

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from ..outcome import Check, NoteKind, Outcome, Replay, Status
 from . import words
-from .data import ClimbReport, RungReport, bias_group, note_group, pattern_shape
+from .data import ClimbReport, RungReport, bias_group, note_group, note_key, pattern_shape, reason_group
 
 PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN = (Status.PASSED, Status.FAILED, Status.FLAKY, Status.SKIPPED, Status.OOM,
                                                Status.BROKEN)
@@ -221,11 +221,11 @@ def _not_judged(other: list[Outcome]) -> list:
     one message, however many points it broke)."""
     groups: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in other:
-        groups[(o.status, words.reason(o))].append(o)
+        groups[reason_group(o)].append(o)
     parts = []
-    for (status, why), group in groups.items():
+    for group in groups.values():
         o = group[0]
-        lines = [_text(f"  {words.status_word(status).upper():7} {o.point.id}: {why}")]
+        lines = [_text(f"  {words.status_word(o.status).upper():7} {o.point.id}: {words.reason(o)}")]
         if len(group) > 1:
             lines.append(_text(f"          and {_count(len(group) - 1, 'more point')} with the same reason: "
                                + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else "")))
@@ -269,13 +269,13 @@ def _warnings(warned: list[Outcome]):
 
 def _ran(ran: list[Outcome]):
     """Rung 7's dispatch points: what ran at each, points that ran the same shown together."""
-    by_text: dict[str, list[Outcome]] = defaultdict(list)
+    by_note: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in ran:
-        by_text[words.note_text(o.note)].append(o)
+        by_note[note_key(o.note)].append(o)
     lines = [_text(("\nWhat ran", "bold"), f" (rung 7, {_count(len(ran), 'dispatch point')}):")]
-    for text, group in by_text.items():
+    for group in by_note.values():
         ids = ", ".join(o.point.id for o in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
-        lines.append(_text(f"  {ids}: {text}"))
+        lines.append(_text(f"  {ids}: {words.note_text(group[0].note)}"))
     return _joined(lines)
 
 
