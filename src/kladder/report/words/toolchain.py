@@ -80,12 +80,13 @@ _WRONG_KIND = {"values": "wrong values", "guard": "writes past its tensors (guar
 
 @says(CollectiveFacts)
 def _collective(f, x: CollectiveFacts) -> str:
+    """The verdict, each rank's wrong calls, then what the collective returned: a line each."""
     ranks = "; ".join(f"rank {r}{' (lagging)' if int(r) == x.lag else ''} in {_calls_text(calls, x.queued)}"
                       for r, calls in x.ranks.items())
     where = (f"at every size of {x.dim}" if x.sizes_wrong == x.sizes else
              f"only at {x.dim} = {ints(x.sizes_wrong)} (of {ints(x.sizes)})")
     return (f"{f.mismatched:,} of {f.total:,} outputs wrong ({_ratio(f.mismatched, f.total)}) over {x.world} ranks "
-            f"and {x.queued} calls queued before one synchronisation, {where}: {ranks}. The collective completed "
+            f"and {x.queued} calls queued before one synchronisation, {where}:\n{ranks}.\nThe collective completed "
             f"and returned {' and '.join(_WRONG_KIND.get(k, k) for k in x.kinds)}; the first wrong call of each "
             "rank follows")
 
