@@ -164,8 +164,8 @@ def test_a_call_wrong_now_and_then_fails_with_its_rate_and_the_calls_it_was_wron
     f = o.headline
     assert f.check == Check.REPEATS and f.call == "call 10 of 41"
     x = f.facts
-    assert (x["wrong"], x["compared"], x["first_calls"]) == (4, 40, [10, 20, 30, 40])
-    assert (x["lo"], x["hi"]) == pytest.approx(stats.interval(4, 40))
+    assert (x.wrong, x.compared, x.first_calls) == (4, 40, [10, 20, 30, 40])
+    assert (x.lo, x.hi) == pytest.approx(stats.interval(4, 40))
     assert pattern_label(f) == "4 of 40 calls wrong; the worst: the last column of every row"
     assert "4 of 40 calls were wrong" in message(f) and "95% CI 0.028 to 0.24" in message(f)
     json.dumps(outcome_dict(o), allow_nan=False)                       # strict JSON, the curve included
@@ -370,7 +370,7 @@ def test_the_fused_batch_finds_what_the_op_by_op_batch_finds(out, monkeypatch):
     def run():
         counter.zero_()
         o = run_point(_double(every_seventh, out=out), _repeat_point(calls=3000, launch="graph"), "cuda").outcome
-        return o.headline.facts
+        return o.headline.facts.to_dict()
     fused = run()
     assert fused["post_graph"] == "captured"
     monkeypatch.setattr(rep.Graphed, "fuse", lambda self, differ, worst: None)
