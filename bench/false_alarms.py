@@ -107,7 +107,7 @@ def main() -> int:
                     seconds[name] += 0 if o is None else o.seconds
                     if o is not None and (o.status not in ("passed", "skipped") or o.warnings):
                         entry = {"spec": name, "seed": seed, "id": p.id, "status": status,
-                                 "text": render_outcome(o), "warnings": [w.facts for w in o.warnings]}
+                                 "text": render_outcome(o), "warnings": [w.facts.to_dict() for w in o.warnings]}
                         known = KNOWN.get((name, next(iter(p.dtype_of.values()), ""))) if args.device == "cuda" else None
                         if status == "failed" and known is not None and known[2](p.id):
                             twin = run_point(dataclasses.replace(spec, kernel=known[1]), p, args.device).outcome

@@ -91,7 +91,7 @@ def measure(name: str) -> dict:
     return {"case": name, "point": point.id, "status": str(outcome.status), "seconds": round(seconds, 1),
             "own_bytes": own, "peak_bytes": peak, "peak_over_own": round(peak / own, 3),
             "rows_checked": None if outcome.rows is None else vars(outcome.rows),
-            "note": None if outcome.note is None else {"kind": str(outcome.note.kind), **outcome.note.facts}}
+            "note": None if outcome.note is None else {"kind": str(outcome.note.kind), **outcome.note.facts.to_dict()}}
 
 
 def main() -> int:

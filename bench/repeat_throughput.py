@@ -73,7 +73,7 @@ def kladder_rate(seconds: float) -> tuple[float, dict]:
     point = Point("affine", 5, (("N", N),), kind="repeat", mode="repeat",
                   repeat=(("calls", 0), ("seconds", seconds), ("inputs", "same"), ("launch", "graph")))
     out = run_point(spec, point, "cuda").outcome
-    x = out.note.facts if out.note is not None else out.findings[0].facts
+    x = (out.note.facts if out.note is not None else out.findings[0].facts).to_dict()
     torch.use_deterministic_algorithms(False)
     torch.utils.deterministic.fill_uninitialized_memory = False
     return x["calls_s"], {"status": str(out.status), "calls": x["calls"], "seconds": x["seconds"],

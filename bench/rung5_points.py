@@ -19,7 +19,8 @@ from kladder.sizes import budget_for
 
 def line(o) -> str:
     f = o.headline or (o.warnings[0] if o.warnings else None)
-    x = f.facts if f is not None and "compared" in f.facts else (o.note.facts if o.note is not None else {})
+    facts = f.facts.to_dict() if f is not None else {}
+    x = facts if "compared" in facts else (o.note.facts.to_dict() if o.note is not None else {})
     if "compared" not in x:
         return f"{o.point.id}: {o.status}" + (f" ({f.check})" if f is not None else "")
     k = x["differ"] if x.get("bitwise") or (f is not None and f.check == "nondeterministic") else x["wrong"]

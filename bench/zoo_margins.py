@@ -35,7 +35,7 @@ def main() -> int:
         n += 1
         for f in run_point(spec, p, "cpu").outcome.findings:
             if f.check == "values" and f.largest is not None and f.largest.allowed:
-                margins.append({"point": p.id, "budget": f.facts.get("budget", "default"),
+                margins.append({"point": p.id, "budget": f.facts.to_dict().get("budget", "default"),
                                 "margin": abs(f.largest.kernel - f.largest.reference) / f.largest.allowed})
         if n >= args.limit or time.time() - t0 > args.budget_s:
             break

@@ -2,6 +2,7 @@
 named to the parent; a kernel silent past the timeout hangs, a stage of kladder's own past its
 budget is not judged; a point that hangs, crashes or runs out of memory while other work uses
 the host or the device is re-run alone before it is blamed."""
+import dataclasses
 import os
 import subprocess
 import sys
@@ -120,7 +121,7 @@ def _passed_alone_with_the_warning(o, tmp_path):
     assert o.status == Status.PASSED, o
     assert o.load is not None and o.load.alone == Status.PASSED
     (w,) = [w for w in o.warnings if w.check == Check.UNDER_LOAD]
-    assert w.facts["first"] == "hang"
+    assert w.facts.first == "hang"
     log = tmp_path / "l.jsonl"
     log.write_text(dumps({"record": "point", "run_id": "20261201-000000-1-abcd", **outcome_dict(o)}) + "\n")
     (rec,) = report_json(log)
@@ -169,7 +170,7 @@ def _hang():
 
 
 def _oom(kind=NoteKind.KERNEL_OOM):
-    return Outcome(PT, Status.OOM, note=Note(kind, {"call": "", "text": "CUDA out of memory"}))
+    return Outcome(PT, Status.OOM, note=Note.of(kind, call="", text="CUDA out of memory"))
 
 
 def test_failing_alone_too_stands():
@@ -180,7 +181,7 @@ def test_failing_alone_too_stands():
 def test_an_oom_that_passes_alone_is_not_judged_the_device_was_full():
     out = faults.under_load(_oom(), Outcome(PT, Status.PASSED, seconds=2.9), Load(processes=3))
     assert out.status == Status.NOT_JUDGED and out.note.kind == NoteKind.DEVICE_FULL
-    assert out.note.facts["alone"] == "passed" and out.note.facts["processes"] == 3
+    assert out.note.facts.alone == "passed" and out.note.facts.processes == 3
 
 
 def test_an_oom_while_others_hold_the_memory_is_not_judged_even_alone():
@@ -191,8 +192,8 @@ def test_an_oom_while_others_hold_the_memory_is_not_judged_even_alone():
 
 
 def test_not_judged_is_not_a_pass_nor_a_failure():
-    o = Outcome(PT, Status.NOT_JUDGED, note=Note(NoteKind.STAGE_OVERRUN, {"stage": "peers", "seconds": 131.0,
-                                                                          "budget_s": 600.0, "timeout_s": 120.0}))
+    o = Outcome(PT, Status.NOT_JUDGED, note=Note.of(NoteKind.STAGE_OVERRUN, stage="peers", seconds=131.0,
+                                                                    budget_s=600.0, timeout_s=120.0))
     rr = RungReport(1, "shapes", [o, Outcome(PT, Status.PASSED)])
     rep = ClimbReport("s", "ref", "cpu", rungs=[rr])
     assert rr.verdict == "incomplete" and rep.exit_code == 1 and rep.lowest_failing_rung is None and not rep.failures
@@ -215,7 +216,7 @@ def test_a_segfault_under_load_that_passes_alone_is_flaky_not_cleared():
 
 def test_rung5s_own_watchdog_is_not_re_run():
     watched = _hang()
-    watched.headline.facts["watchdog"] = True       # a rung-5 batch that outlived 50x its calls' own time
+    watched.headline.facts = dataclasses.replace(watched.headline.facts, watchdog=True)   # a rung-5 batch that outlived 50x its calls' own time
     assert not faults.load_sensitive(watched) and faults.load_sensitive(_hang()) and faults.load_sensitive(_oom())
 
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import kladder as kl
+from kladder.facts import CaptureFacts, UncapturedFacts
 from kladder.gaps import modes as mode_points
 from kladder.outcome import Check, Finding, Note, NoteKind
 from kladder.report.words import message, note_text
@@ -69,11 +70,11 @@ def test_graphs_defaults_to_not_said():
 
 def test_the_words_of_each_state():
     facts = {"error": "AcceleratorError", "text": "operation not permitted when stream is capturing"}
-    warned = message(Finding(Check.UNCAPTURED, facts=facts))
+    warned = message(Finding(Check.UNCAPTURED, facts=UncapturedFacts(**facts)))
     assert "not failed" in warned and "operation not permitted" in warned and "graphs=True" in warned
-    claimed = message(Finding(Check.CAPTURE, call="capture", facts={**facts, "claimed": True}))
+    claimed = message(Finding(Check.CAPTURE, call="capture", facts=CaptureFacts(**facts, claimed=True)))
     assert "cannot be captured" in claimed and "Spec(graphs=True)" in claimed
-    skipped = note_text(Note(NoteKind.GRAPHS_NOT_CLAIMED, facts))
+    skipped = note_text(Note.of(NoteKind.GRAPHS_NOT_CLAIMED, **facts))
     assert "graphs=False" in skipped and "never passed" in skipped and "operation not permitted" in skipped
 
 
@@ -94,13 +95,13 @@ def test_a_launcher_that_reads_a_count_back_is_judged_by_its_claim(graphs):
         if graphs is None:       # the warning, with the capture's error; the eager call judged and right
             assert o.status == "passed", [message(f) for f in o.findings]
             assert [w.check for w in o.warnings] == [Check.UNCAPTURED]
-            assert o.warnings[0].facts["text"]
+            assert o.warnings[0].facts.text
         elif graphs is False:    # skipped with the capture's error, never passed
             assert o.status == "skipped" and o.note.kind == NoteKind.GRAPHS_NOT_CLAIMED
-            assert o.note.facts["text"]
+            assert o.note.facts.text
         else:                    # claimed: the failed capture is the kernel's failure
             assert o.status == "failed" and o.findings[0].check == Check.CAPTURE
-            assert o.findings[0].facts.get("claimed") is True
+            assert o.findings[0].facts.claimed is True
 
 
 def masked_nll_graphable(logits, target):

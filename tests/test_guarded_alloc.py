@@ -57,9 +57,9 @@ def test_a_write_past_a_returned_output_names_it_and_one_past_scratch_names_the_
         torch.as_strided(scratch, (1,), (1,), scratch.storage_offset() - 1).fill_(0)   # 1 half before the start
         del scratch                                                  # freed during the call: checked when freed
     found = _allocation_findings(allocated, {"out": out})
-    assert [(f.output, f.facts["n_after"], f.facts["n_before"]) for f in found] == [("out", 12, 0), ("", 0, 2)]
-    assert found[0].facts["allocated"] == {"op": "empty_like", "shape": [10], "dtype": "float32", "returned": True}
-    assert found[1].facts["allocated"] == {"op": "empty", "shape": [6], "dtype": "float16", "returned": False}
+    assert [(f.output, f.facts.n_after, f.facts.n_before) for f in found] == [("out", 12, 0), ("", 0, 2)]
+    assert found[0].facts.allocated == {"op": "empty_like", "shape": [10], "dtype": "float32", "returned": True}
+    assert found[1].facts.allocated == {"op": "empty", "shape": [6], "dtype": "float16", "returned": False}
     assert allocated[1].freed and allocated[1].g.buf.numel() == 2 * KERNEL_GUARD_BYTES   # the buffer was let go
 
 
@@ -102,10 +102,10 @@ def test_a_point_fails_with_the_guard_finding_for_the_kernels_own_output_and_scr
     pt = Point("k", 1, (("N", 7),), (("a", "float32"),), seed=3)
     o = run_point(_spec(_overrun), pt, "cpu").outcome
     assert o.status == "failed" and [(f.check, f.output) for f in o.findings] == [("guard", "out")]
-    assert o.findings[0].facts["n_after"] == 20
+    assert o.findings[0].facts.n_after == 20
     o = run_point(_spec(_scratch_overrun), pt, "cpu").outcome
     assert o.status == "failed" and [(f.check, f.output) for f in o.findings] == [("guard", "")]
-    assert o.findings[0].facts["allocated"]["op"] == "new_empty"
+    assert o.findings[0].facts.allocated["op"] == "new_empty"
 
 
 def test_the_zoo_kernel_is_caught_at_its_tail_and_not_elsewhere():
@@ -156,7 +156,7 @@ def test_capture_and_replay_work_with_the_hook_on_cuda():
     assert run_point(fixed, pt, "cuda").outcome.status == "passed"
     pt = Point("add", 1, (("N", 1000),), (("a", "float32"),), seed=1)
     o = run_point(empty_like_overrun.spec, pt, "cuda").outcome
-    assert o.status == "failed" and o.findings[0].check == "guard" and o.findings[0].facts["n_after"] == 96
+    assert o.status == "failed" and o.findings[0].check == "guard" and o.findings[0].facts.n_after == 96
 
 
 HEAP = os.path.join(os.path.dirname(__file__), "specs", "heap_damage.py")
@@ -167,15 +167,15 @@ def test_a_crash_left_by_an_earlier_point_is_re_run_alone_with_malloc_checks_and
     assert report.outcomes and all(o.status == "passed" for o in report.outcomes)
     warned = [w for o in report.outcomes for w in o.warnings if w.check == "crashed_not_alone"]
     assert warned, "every point after a worker's first crashes there"
-    assert all(w.facts["earlier"] >= 1 and w.facts["signal"] == "SIGABRT" and w.facts["alone"] == "passed"
-               and w.facts["heap_words"] == "free(): invalid pointer" for w in warned)
+    assert all(w.facts.earlier >= 1 and w.facts.signal == "SIGABRT" and w.facts.alone == "passed"
+               and w.facts.heap_words == "free(): invalid pointer" for w in warned)
     assert "as damage to its heap does" in message(warned[0])
 
 
 def test_a_crash_that_recurs_alone_with_malloc_checks_is_the_kernels():
     report = kl.climb(HEAP + "::always", rungs=1, device="cpu", log_path=os.devnull)
     o = report.outcomes[0]
-    assert o.status == "failed" and o.headline.check == "crashed" and o.headline.facts["heap_checked"]
+    assert o.status == "failed" and o.headline.check == "crashed" and o.headline.facts.heap_checked
     assert "MALLOC_CHECK_=3" in o.output                     # the re-run's worker had the checks on
     assert "with glibc's malloc checks on" in message(o.headline)
 

@@ -53,7 +53,7 @@ def test_a_kernel_that_zeroes_its_input_fails_naming_it_and_its_elements():
     assert outs and all(o.status == "failed" for o in outs)
     for o in outs:
         f = o.findings[0]
-        assert f.check == Check.INPUT_CHANGED and f.output == "a" and f.facts["how"] == "copy"
+        assert f.check == Check.INPUT_CHANGED and f.output == "a" and f.facts.how == "copy"
         assert 0 < f.mismatched <= f.total
         assert "changed its input `a`" in message(f) and "mutated=True" in message(f)
     assert all(len(o.findings) == 1 for o in outs)          # the output is right: only the input is wrong
@@ -96,7 +96,7 @@ def test_a_write_between_a_strided_views_elements_is_seen_as_gap_bytes():
     assert outs
     for o in outs:
         f = o.findings[0]
-        assert f.check == Check.INPUT_CHANGED and f.mismatched == 0 and f.facts["gap_bytes"] > 0
+        assert f.check == Check.INPUT_CHANGED and f.mismatched == 0 and f.facts.gap_bytes > 0
         assert "between its elements" in message(f)
 
 
@@ -105,8 +105,8 @@ def test_above_the_copy_limit_a_hash_per_slab_sees_it_and_a_correct_kernel_passe
     monkeypatch.setattr(input_check, "HASH_SLAB_BYTES", 64)
     bad = run(make(scales_first_row), shapes, 8)
     hit = [o for o in bad if o.status == "failed"]
-    assert hit and all(o.findings[0].facts["how"] == "hash" and o.findings[0].output == "a" for o in hit)
-    assert all(o.findings[0].facts["slabs"] >= 1 for o in hit)
+    assert hit and all(o.findings[0].facts.how == "hash" and o.findings[0].output == "a" for o in hit)
+    assert all(o.findings[0].facts.slabs >= 1 for o in hit)
     assert "slabs of rows hashed" in message(hit[0].findings[0])
     good = run(make(lambda a, b: a + b), contracts)
     assert all(o.status in ("passed", "skipped") for o in good)
@@ -154,7 +154,7 @@ def test_a_declared_mutation_is_judged_against_the_references_copy():
     assert all(o.status == "failed" for o in bad)
     for o in bad:
         f = o.findings[0]
-        assert f.check == Check.VALUES and f.output == "a" and f.facts["mutated"] is True
+        assert f.check == Check.VALUES and f.output == "a" and f.facts.mutated is True
     # undeclared, the same right kernel fails the contract
     undeclared = run(make(add_into_a, add_into_a_ref, a=kl.Tensor("M N", dtype="float32")), shapes, 3)
     assert all(o.findings[0].check == Check.INPUT_CHANGED for o in undeclared)
@@ -219,7 +219,7 @@ def test_a_dim_used_only_in_a_value_range_and_build_is_accepted_and_climbed():
     bad = paged(paged_sum_scribbles)
     p = next(iter(shapes.points(bad, CPU_BUDGET)))
     f = run_point(bad, p, "cpu").outcome.findings[0]
-    assert f.check == Check.INPUT_CHANGED and f.output == "table" and f.facts["how"] == "values"
+    assert f.check == Check.INPUT_CHANGED and f.output == "table" and f.facts.how == "values"
 
 
 def test_a_dim_used_in_rows_or_valid_only_counts_as_used_and_one_used_nowhere_does_not():
@@ -244,7 +244,7 @@ def test_the_copies_of_a_point_share_one_budget_and_the_rest_is_hashed(monkeypat
     shots = input_check.snapshot(spec, prep.inputs, p)
     assert [(s.name, s.how) for s in shots] == [("a", "hash"), ("b", "copy")]     # the smaller input copied
     o = run_point(spec, p, "cpu").outcome
-    assert o.findings[0].output == "a" and o.findings[0].facts["how"] == "hash"
+    assert o.findings[0].output == "a" and o.findings[0].facts.how == "hash"
 
 
 def test_rung_5_does_not_repeat_a_kernel_with_a_declared_mutated_input():

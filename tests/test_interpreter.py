@@ -32,7 +32,7 @@ def test_a_bfloat16_double_is_not_judged_on_the_cpu_never_failed():
     spec, pts = _points("double_bf16")
     outs = [run_point(spec, p, "cpu").outcome for p in pts]
     assert {o.status for o in outs} == {"skipped"}
-    assert all(o.note.kind == "interpreter_defect" and o.note.facts["feature"] == "bf16_arithmetic" for o in outs)
+    assert all(o.note.kind == "interpreter_defect" and o.note.facts.feature == "bf16_arithmetic" for o in outs)
     assert reason(outs[0]).startswith("not judged on the CPU: the Triton interpreter computes bfloat16 arithmetic")
 
 
@@ -69,5 +69,5 @@ def test_an_interpreter_error_is_the_interpreters_with_its_message():
     spec, pts = _points("exp_libdevice", 2)
     o = run_point(spec, pts[0], "cpu").outcome
     assert o.status == "skipped" and o.note.kind == "interpreter_error"
-    assert o.note.facts["error"] == "InterpreterError" and o.note.facts.get("probe") == "libdevice"
+    assert o.note.facts.error == "InterpreterError" and o.note.facts.probe == "libdevice"
     assert "raised InterpreterError" in reason(o) and "(its probe of a libdevice call raised the same)" in reason(o)

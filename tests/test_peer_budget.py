@@ -155,7 +155,7 @@ def test_a_reference_that_returns_nan_on_finite_inputs_breaks_the_point():
     spec = _nan_spec(lambda x: x * 2 + float("nan"))
     o = run_point(spec, Point("nanref", 1, (("M", 3), ("N", 5))), "cpu").outcome
     assert o.status == "broken" and o.note.kind == NoteKind.REFERENCE_NAN
-    assert o.note.facts["count"] == 15 and o.note.facts["total"] == 15 and o.note.facts["at"] == [0, 0]
+    assert o.note.facts.count == 15 and o.note.facts.total == 15 and o.note.facts.at == [0, 0]
     assert "the reference returned NaN at 15 of 15 elements of `out` (the first at (0, 0))" in note_text(o.note)
     # one NaN of its own formula (0/0 at one element), where the kernel gives a number
 
@@ -164,7 +164,7 @@ def test_a_reference_that_returns_nan_on_finite_inputs_breaks_the_point():
         y[1, 2] = y[1, 2] * 0 / 0
         return y
     o = run_point(_nan_spec(one_nan), Point("nanref", 1, (("M", 3), ("N", 5))), "cpu").outcome
-    assert o.status == "broken" and o.note.facts["count"] == 1 and o.note.facts["at"] == [1, 2]
+    assert o.status == "broken" and o.note.facts.count == 1 and o.note.facts.at == [1, 2]
 
 
 def test_a_nan_both_give_passes_and_an_infinity_is_an_answer():

@@ -164,8 +164,8 @@ def test_a_call_wrong_now_and_then_fails_with_its_rate_and_the_calls_it_was_wron
     f = o.headline
     assert f.check == Check.REPEATS and f.call == "call 10 of 41"
     x = f.facts
-    assert (x["wrong"], x["compared"], x["first_calls"]) == (4, 40, [10, 20, 30, 40])
-    assert (x["lo"], x["hi"]) == pytest.approx(stats.interval(4, 40))
+    assert (x.wrong, x.compared, x.first_calls) == (4, 40, [10, 20, 30, 40])
+    assert (x.lo, x.hi) == pytest.approx(stats.interval(4, 40))
     assert pattern_label(f) == "4 of 40 calls wrong; the worst: the last column of every row"
     assert "4 of 40 calls were wrong" in message(f) and "95% CI 0.028 to 0.24" in message(f)
     json.dumps(outcome_dict(o), allow_nan=False)                       # strict JSON, the curve included
@@ -175,18 +175,18 @@ def test_a_clean_run_passes_and_says_the_bound_it_proves(calls):
     o = run_point(_double(_right), _repeat_point(calls=40), "cpu").outcome
     assert o.status == "passed" and not o.warnings
     assert o.note.kind == NoteKind.REPEATS_CLEAN
-    assert o.note.facts["bound"] == pytest.approx(stats.upper_bound(0, 40))
+    assert o.note.facts.bound == pytest.approx(stats.upper_bound(0, 40))
     assert note_text(o.note).startswith("0 of 40 calls differ from the first call on the same inputs: p < 0.072 at 95%")
 
 
 def test_differences_within_the_tolerance_warn_unless_the_spec_declares_determinism(calls):
     o = run_point(_double(_one_ulp_every_third, out=False), _repeat_point(), "cpu").outcome
     assert o.status == "passed" and [w.check for w in o.warnings] == [Check.NONDETERMINISTIC]
-    assert o.warnings[0].facts["differ"] == 13 and o.warnings[0].facts["wrong"] == 0
+    assert o.warnings[0].facts.differ == 13 and o.warnings[0].facts.wrong == 0
     assert "0 of 40 calls wrong (13 differ within the tolerance)" in note_text(o.note)
     calls.n = 0
     o = run_point(_double(_one_ulp_every_third, out=False, deterministic=True), _repeat_point(), "cpu").outcome
-    assert o.status == "failed" and o.headline.check == Check.REPEATS and o.headline.facts["bitwise"]
+    assert o.status == "failed" and o.headline.check == Check.REPEATS and o.headline.facts.bitwise
     assert "although the spec declares deterministic=True" in message(o.headline)
 
 
@@ -238,13 +238,13 @@ def test_the_parser_reads_each_tool_in_both_layouts(log, tool, n, kind, kernel, 
 def test_findings_group_the_errors_name_the_line_and_say_what_the_tool_cannot_see():
     errors, summary = sanitize.parse(_sample("memcheck_overrun.log"), "memcheck")
     found, warned, note = sanitizer_check.judge(Sanitized("memcheck", errors, summary, 2))
-    assert len(found) == 1 and found[0].facts["count"] == 2 and note is None
+    assert len(found) == 1 and found[0].facts.count == 2 and note is None
     msg = message(found[0])
     assert "out-of-bounds write of 2 bytes in `_store_kernel` at /work/kladder/src/kladder/zoo/small_overrun.py:41" in msg
     assert "0 bytes after the nearest allocation" in msg and "cannot see a store that lands inside another" in msg
     errors, summary = sanitize.parse(_sample("racecheck_race.log"), "racecheck")
     found, _, _ = sanitizer_check.judge(Sanitized("racecheck", errors, summary, 2))
-    assert len(found) == 2 and found[0].facts["count"] == 248
+    assert len(found) == 2 and found[0].facts.count == 248
     assert "a write in `shift_race` at /work/kladder/bench/planted.cu:9 and a read" in message(found[0])
     assert "racecheck covers shared memory only" in message(found[0])
     assert pattern_label(found[0]) == "racecheck: a write-read race in shared memory"
@@ -257,7 +257,7 @@ def test_racecheck_warnings_warn_a_clean_run_notes_and_an_unread_report_still_fa
     found, _, note = sanitizer_check.judge(Sanitized("memcheck", [], 0, 2))
     assert not found and "no errors in 2 calls" in note_text(note)
     found, _, note = sanitizer_check.judge(Sanitized("initcheck", [], 3, 2))
-    assert found and found[0].facts["kind"] == "unread" and note is None
+    assert found and found[0].facts.kind == "unread" and note is None
 
 
 def test_the_child_runs_under_the_tool_with_the_caching_allocator_off(monkeypatch, tmp_path):
@@ -336,7 +336,7 @@ def test_the_cpu_case_twin_is_clean_and_says_what_it_proved(tmp_path):
 def test_graph_path_replays_captured_calls_and_finds_a_rare_difference(calls):
     spec = _double(_right)
     o = run_point(spec, _repeat_point(calls=5000, launch="graph"), "cuda").outcome
-    assert o.status == "passed" and o.note.facts["launch"] == "graph" and o.note.facts["calls"] >= 5000
+    assert o.status == "passed" and o.note.facts.launch == "graph" and o.note.facts.calls >= 5000
 
 
 @needs_cuda
@@ -345,7 +345,7 @@ def test_a_kernel_that_cannot_be_captured_falls_back_to_eager_and_says_so(calls)
         out.copy_(2 * x)
         torch.cuda.synchronize()          # not allowed while capturing
     o = run_point(_double(syncs), _repeat_point(calls=200, launch="graph"), "cuda")
-    assert o.outcome.status == "passed" and o.outcome.note.facts["fallback"] is not None
+    assert o.outcome.status == "passed" and o.outcome.note.facts.fallback is not None
     assert o.fatal and "cannot be captured" in note_text(o.outcome.note)
 
 
@@ -370,7 +370,7 @@ def test_the_fused_batch_finds_what_the_op_by_op_batch_finds(out, monkeypatch):
     def run():
         counter.zero_()
         o = run_point(_double(every_seventh, out=out), _repeat_point(calls=3000, launch="graph"), "cuda").outcome
-        return o.headline.facts
+        return o.headline.facts.to_dict()
     fused = run()
     assert fused["post_graph"] == "captured"
     monkeypatch.setattr(rep.Graphed, "fuse", lambda self, differ, worst: None)
@@ -465,7 +465,7 @@ def test_the_graph_runner_numbers_replayed_calls_and_keeps_the_worst(fake_cuda, 
     assert r.worst_call == wrong_kernel_calls[0] - 12 and r.worst is not None
     judge = Judge(spec, point, "cpu")
     judge.repeats(r, None)
-    assert judge.findings and judge.findings[0].facts["wrong"] == len([n for n in wrong_kernel_calls if n - 12 > 4])
+    assert judge.findings and judge.findings[0].facts.wrong == len([n for n in wrong_kernel_calls if n - 12 > 4])
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")   # the interpreter computes inf - inf in numpy

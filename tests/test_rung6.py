@@ -140,7 +140,7 @@ def test_a_correct_collective_passes_with_what_it_ran():
 def test_the_watchdog_turns_a_hang_into_a_failure_naming_rank_and_call():
     o = run(load("hang"))                         # rank 1 never returns from its 3rd call; watchdog 2 s
     assert o.status == "failed" and o.headline.check == "ranks_hung"
-    places = {p["rank"]: p for p in o.headline.facts["ranks"]}
+    places = {p["rank"]: p for p in o.headline.facts.ranks}
     assert places[1]["finished"] == 2 and places[1]["launched"] == 3
     text = message(o.headline)
     assert "rank 1 (lagging) stopped in call 3 of 12" in text and "2 finished" in text
@@ -160,7 +160,7 @@ def test_wrong_calls_are_counted_by_rank_and_the_first_of_each_is_located():
     o = run(load("local"))                       # rank 0 skips the reduction from its 5th call on
     head = o.headline
     assert head.check == "collective" and head.mismatched == 8 and head.total == 24
-    assert head.facts["ranks"] == {"0": list(range(5, 13)), "1": []}
+    assert head.facts.ranks == {"0": list(range(5, 13)), "1": []}
     detail = o.findings[1]
     assert detail.check == "values" and detail.call.startswith("rank 0, call 5 of 12")
     assert "8 of 24 outputs wrong" in message(head) and "rank 1 (lagging) in none of its calls" in message(head)
@@ -220,4 +220,4 @@ def test_the_repro_line_carries_the_calls_and_reruns_them():
     again = Point.parse(argv[3])
     assert again == dataclasses.replace(point, why="")           # the repro line leaves out only the why
     o = run(spec, again)
-    assert o.headline.check == "collective" and o.headline.facts["ranks"] == {"0": list(range(5, 13)), "1": []}
+    assert o.headline.check == "collective" and o.headline.facts.ranks == {"0": list(range(5, 13)), "1": []}

@@ -146,7 +146,7 @@ def test_a_launch_expectation_needs_the_tuned_values_and_a_bool_is_not_an_int():
 def test_a_flag_whose_values_ran_the_same_code_fails():
     same = Flagged("TWICE", [(False, _ran(("_k", {"TWICE": False}))), (True, _ran(("_k", {"TWICE": False})))])
     f, note = flags_check.no_effect(same)
-    assert f.check == Check.FLAG_NO_EFFECT and note.facts["codes"] == 1
+    assert f.check == Check.FLAG_NO_EFFECT and note.facts.codes == 1
     assert "TWICE=True ran _k(TWICE=False)" in message(f)
     other = Flagged("TWICE", [(False, _ran(("_k", {}))), (True, _ran(("_k2", {})))])
     f, note = flags_check.no_effect(other)
@@ -220,7 +220,7 @@ def test_import_contracts_need_a_name_that_resolves_to_what_runs():
                          ("toolchain:gone", None, {"error": "AttributeError", "text": "no attribute 'gone'"})],
                         called, [fx._short_kernel], [], [])
     found = imports_check.contracts(spec, imported)
-    assert [(f.facts["name"], f.facts["problem"]) for f in found] == [("toolchain:double_ref", "untested"),
+    assert [(f.facts.name, f.facts.problem) for f in found] == [("toolchain:double_ref", "untested"),
                                                                       ("toolchain:gone", "missing")]
     assert "never runs it" in message(found[0]) and "does not resolve" in message(found[1])
 
@@ -286,7 +286,7 @@ def test_every_report_header_shows_the_fingerprint_and_its_warnings():
 
 # ---------------------------------------------------------------------------- runs that test nothing
 def _report(*statuses):
-    gpu = Note(NoteKind.GPU_POINT, {"need_bytes": 1 << 30, "budget": CPU_BUDGET.text()})
+    gpu = Note.of(NoteKind.GPU_POINT, need_bytes=1 << 30, budget=CPU_BUDGET.text())
     rr = RungReport(1, "shapes", [Outcome(Point("s", 1, (("N", i),)), s, note=gpu if s == Status.SKIPPED else None)
                                   for i, s in enumerate(statuses)])
     return ClimbReport("s", "x.py::s", "cpu", rungs=[rr])
@@ -341,5 +341,5 @@ def test_a_cache_key_that_leaves_a_flag_out_hands_the_restart_the_last_processs_
     outcome = run_point(fx.disk_planned, point, "cpu").outcome          # its three processes, from this one
     assert outcome.status == Status.FAILED
     (f,) = outcome.findings
-    assert f.check == Check.NOT_BITWISE and f.facts["cause"] == "cachekey" and 0 < f.mismatched < f.total
+    assert f.check == Check.NOT_BITWISE and f.facts.cause == "cachekey" and 0 < f.mismatched < f.total
     assert "B (TWICE=True) in a process on the cache A left differs from B on an empty cache" in message(f)

@@ -8,6 +8,7 @@ pytest plugin all run points through it."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import json
 import os
@@ -106,9 +107,9 @@ def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> 
     need = total_bytes(spec, point.sizes, point.dtype_of)
     # a point past every small budget is a GPU point by its sizes, whatever its `needs` says
     if device != "cuda" and (point.needs == "cuda" or is_big(spec, point.sizes)):
-        return Note(NoteKind.GPU_POINT, {"need_bytes": need, "budget": CPU_BUDGET.text()})
+        return Note.of(NoteKind.GPU_POINT, need_bytes=need, budget=CPU_BUDGET.text())
     if device == "cuda" and free_bytes is not None and need > MEMORY_HEADROOM * free_bytes:
-        return Note(NoteKind.NO_DEVICE_MEMORY, {"need_bytes": need, "free_bytes": free_bytes})
+        return Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=need, free_bytes=free_bytes)
     return None
 
 
@@ -223,7 +224,8 @@ class Runner:
                 self._checkin(lane)
         load.lanes = seen[0]
         if outcome.note is not None and outcome.note.kind == NoteKind.STAGE_OVERRUN and point.mode != "model":
-            outcome.note.facts["elements"] = sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)
+            outcome.note = dataclasses.replace(outcome.note, facts=dataclasses.replace(
+                outcome.note.facts, elements=sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)))
         for k, v in held.items():
             setattr(load, k, v if v is not None else getattr(load, k))
         return outcome, load

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from .facts import CHECK_FACTS, NOTE_FACTS, Facts
 from .point import Point
 
 
@@ -60,7 +61,8 @@ KLADDER_STAGES = tuple(s for s in Stage if s != Stage.KERNEL)
 
 
 class Check(_Words):
-    """What failed. The facts each kind carries are listed beside it."""
+    """What failed. The facts each kind carries are listed beside it, and typed in facts.py
+    (CHECK_FACTS: one frozen dataclass per member)."""
     CONTRACT = "contract"                    # problems [[what, got, expected]] | not_tensor | returned+declared | reference_shape
     VALUES = "values"                        # pattern, mismatched/total, largest; nonfinite, dtype, shape, mode, sampled,
                                              # rtol, atol; when a peer was asked (checks/peer.py): budget (which set the
@@ -122,7 +124,8 @@ class Cause(_Words):
 
 
 class NoteKind(_Words):
-    """Why a point was skipped, broken or out of memory, or what a passing mode measured."""
+    """Why a point was skipped, broken or out of memory, or what a passing mode measured. Its
+    facts: facts.py's NOTE_FACTS (one frozen dataclass per member)."""
     GPU_POINT = "gpu_point"                        # need_bytes, budget
     NO_DEVICE_MEMORY = "no_device_memory"          # need_bytes, free_bytes
     MODE_NEEDS_CUDA = "mode_needs_cuda"            # mode
@@ -198,7 +201,7 @@ class Span:
 
 @dataclass(frozen=True)
 class Pattern:
-    """The shape of the wrong elements (checks/pattern.py finds it, report/words.py says it).
+    """The shape of the wrong elements (checks/pattern.py finds it, report/words/base.py says it).
 
     kind: single | every | elements (a 1-d run: cols) | block (cols of rows; cols None: whole
           rows) | whole_rows (count of n_rows, ids) | runs (most/scattered elements of rows) |
@@ -216,10 +219,37 @@ class Pattern:
     first: tuple = ()
 
 
+def _typed(table: dict, kind, facts):
+    """`facts` checked against its kind's class (facts.py): the kind's empty facts for None; a
+    dict, or another kind's class, is refused (a misspelt key fails here, not when it renders)."""
+    cls = table[str(kind)]
+    if facts is None:
+        return cls()
+    if type(facts) is not cls:
+        raise TypeError(f"{kind}'s facts must be a facts.{cls.__name__}, not {type(facts).__name__}")
+    return facts
+
+
 @dataclass(frozen=True)
 class Note:
     kind: NoteKind
-    facts: dict = field(default_factory=dict, hash=False, compare=True)
+    facts: Facts = field(default=None, hash=False, compare=True)    # facts.NOTE_FACTS[kind]
+
+    def __post_init__(self):
+        object.__setattr__(self, "facts", _typed(NOTE_FACTS, self.kind, self.facts))
+
+    @classmethod
+    def of(cls, kind: NoteKind, **facts) -> "Note":
+        """The note with its kind's facts made from keywords."""
+        return cls(kind, NOTE_FACTS[str(kind)](**facts))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": str(self.kind), "facts": self.facts.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Note":
+        kind = NoteKind(d["kind"])
+        return cls(kind, NOTE_FACTS[str(kind)].from_dict(d.get("facts")))
 
 
 @dataclass(frozen=True)
@@ -265,21 +295,25 @@ class Finding:
     total: int = 0
     largest: Largest | None = None
     max_abs_err: float | None = None
-    facts: dict = field(default_factory=dict)
+    facts: Facts = None             # facts.CHECK_FACTS[check]; None: the check's empty facts
+
+    def __post_init__(self):
+        self.facts = _typed(CHECK_FACTS, self.check, self.facts)
 
     def to_dict(self) -> dict[str, Any]:
         return {"check": str(self.check), "output": self.output, "call": self.call,
                 "pattern": _pattern_dict(self.pattern), "mismatched": self.mismatched, "total": self.total,
                 "largest": None if self.largest is None else {**vars(self.largest), "index": list(self.largest.index)},
-                "max_abs_err": self.max_abs_err, "facts": self.facts}
+                "max_abs_err": self.max_abs_err, "facts": self.facts.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Finding":
         big = d.get("largest")
-        return cls(Check(d["check"]), d.get("output", ""), d.get("call", ""), _pattern_from(d.get("pattern")),
+        check = Check(d["check"])
+        return cls(check, d.get("output", ""), d.get("call", ""), _pattern_from(d.get("pattern")),
                    d.get("mismatched", 0), d.get("total", 0),
                    None if big is None else Largest(tuple(big["index"]), big["kernel"], big["reference"], big["allowed"]),
-                   d.get("max_abs_err"), dict(d.get("facts") or {}))
+                   d.get("max_abs_err"), CHECK_FACTS[str(check)].from_dict(d.get("facts")))
 
 
 def _pattern_dict(p: Pattern | None):
@@ -328,7 +362,7 @@ class Outcome:
         """Typed and lossless: what a worker sends its parent (report/jsonout.py writes the user's JSON)."""
         return {"point": self.point.to_dict(), "status": str(self.status),
                 "findings": [f.to_dict() for f in self.findings],
-                "note": None if self.note is None else {"kind": str(self.note.kind), "facts": self.note.facts},
+                "note": None if self.note is None else self.note.to_dict(),
                 "seconds": self.seconds, "rows": None if self.rows is None else dict(vars(self.rows)),
                 "repro": self.repro, "warnings": [w.to_dict() for w in self.warnings],
                 "replay": None if self.replay is None else str(self.replay),
@@ -340,7 +374,7 @@ class Outcome:
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
         note, rows = d.get("note"), d.get("rows")
         return cls(Point.from_dict(d["point"]), Status(d["status"]), [Finding.from_dict(f) for f in d.get("findings", [])],
-                   None if note is None else Note(NoteKind(note["kind"]), dict(note.get("facts") or {})),
+                   None if note is None else Note.from_dict(note),
                    d.get("seconds", 0.0), None if rows is None else RowsChecked(**rows), d.get("repro", ""),
                    [Finding.from_dict(w) for w in d.get("warnings", [])],
                    None if d.get("replay") is None else Replay(d["replay"]),
@@ -355,7 +389,7 @@ class Skip(Exception):
 
     def __init__(self, kind: NoteKind, **facts):
         super().__init__(str(kind))
-        self.note = Note(kind, facts)
+        self.note = Note.of(kind, **facts)
 
 
 class SpecBroken(Exception):
@@ -363,7 +397,7 @@ class SpecBroken(Exception):
 
     def __init__(self, kind: NoteKind, **facts):
         super().__init__(f"{kind}: {facts}")
-        self.note = Note(kind, facts)
+        self.note = Note.of(kind, **facts)
 
 
 class KernelError(Exception):

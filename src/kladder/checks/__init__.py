@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ..notation import ValueKind, Values
 from ..outcome import Cause, Check, Finding, Note, NoteKind, SpecBroken
+from ..facts import RanFacts, UncapturedFacts, ValuesFacts
 from ..sizes import ITEMSIZE, dtype_of, shape_of
 from . import (
     bias,
@@ -138,7 +139,7 @@ class Judge:
 
     def uncaptured(self, facts: dict) -> None:
         """A capture that failed where the spec does not say production graphs the kernel: a warning."""
-        self.warnings.append(Finding(Check.UNCAPTURED, facts=dict(facts)))
+        self.warnings.append(Finding(Check.UNCAPTURED, facts=UncapturedFacts(**facts)))
 
     def traces(self, traces) -> None:
         f = independence.shared_code(traces)
@@ -157,7 +158,7 @@ class Judge:
         f = dispatch.dispatch(self.spec, self.point, ran)
         if f:
             self.findings.append(f)
-        self.note = Note(NoteKind.RAN, dispatch.ran_facts(ran))
+        self.note = Note(NoteKind.RAN, RanFacts(**dispatch.ran_facts(ran)))
 
     def flagged(self, flagged) -> None:
         f, self.note = flags.no_effect(flagged)
@@ -167,8 +168,8 @@ class Judge:
     def imported(self, imported) -> None:
         self.findings += imports.contracts(self.spec, imported)
         self.warnings += imports.caught(imported)
-        self.note = Note(NoteKind.IMPORTS_CHECKED, {"names": [n for n, _, _ in imported.resolved],
-                                                    "traced": list(imported.traced)})
+        self.note = Note.of(NoteKind.IMPORTS_CHECKED, names=[n for n, _, _ in imported.resolved],
+                                   traced=list(imported.traced))
 
     def ranks(self, seen) -> None:
         """Every call of every rank of a collective, and how the run ended (rung 6)."""
@@ -240,7 +241,7 @@ class Judge:
                 if bad is not None and bool(bad.any()):
                     found.append(Finding(Check.VALUES, name, pattern=pattern_describe(bad.cpu(), where_of(self.spec, name)),
                                          mismatched=int(bad.sum()), total=bad.numel(),
-                                         facts={"dtype": dtype, "shape": list(got.shape), "mode": pt.mode, "mutated": True}))
+                                         facts=ValuesFacts(dtype=dtype, shape=list(got.shape), mode=pt.mode, mutated=True)))
                 continue
             sel = prep.select.get(next(i for i, n in enumerate(self.spec.args) if n == name))
             if sel is not None:
@@ -266,7 +267,7 @@ class Judge:
             m = values.settle_with(m, p.out, p.ref, p.tol, peer)
             if (m is not None and rounding is not None and p.dtype == "bfloat16"
                     and values.settle(m, p.out, p.ref, p.tol, slack_ulps=1) is None):
-                self.unjudged = Note(NoteKind.INTERPRETER_DEFECT, {"feature": "bf16_rounding", **rounding})
+                self.unjudged = Note.of(NoteKind.INTERPRETER_DEFECT, feature="bf16_rounding", **rounding)
                 return None
             if m is not None:
                 return values.finding(p.name, m, p.out, p.ref, p.tol, p.where, p.about)

@@ -12,6 +12,7 @@ the same way."""
 from __future__ import annotations
 
 from ..outcome import Check, Finding
+from ..facts import BiasFacts
 
 BIAS_P = 1e-6              # the sign test's threshold: chance would lean this way once in a million
 BIAS_ULPS = 0.1            # and the mean error must be at least a tenth of the output's rounding unit
@@ -74,6 +75,6 @@ def bias(name: str, out, ref, peer=None) -> Finding | None:
         if against is None or against[0] != lean[0] or (against[1] > against[2]) != (lean[1] > lean[2]):
             return None
     kind, up, down, p, mean_ulps, rel = lean
-    return Finding(Check.BIAS, name, facts={"lean": kind, "up": up, "down": down, "p": max(p, 1e-300),
-                                           "mean_ulps": mean_ulps, "rel": rel, "peer": with_peer,
-                                           "dtype": str(out.dtype).removeprefix("torch.")})
+    return Finding(Check.BIAS, name, facts=BiasFacts(lean=kind, up=up, down=down, p=max(p, 1e-300),
+                                                   mean_ulps=mean_ulps, rel=rel, peer=with_peer,
+                                                   dtype=str(out.dtype).removeprefix("torch.")))

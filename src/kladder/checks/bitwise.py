@@ -2,6 +2,7 @@
 warm cache; zero and poisoned padding). One comparison and one finding for every mode."""
 from __future__ import annotations
 
+from ..facts import NotBitwiseFacts, PaddingFacts
 from ..outcome import Cause, Check, Finding
 from .pattern import Where, describe
 
@@ -31,6 +32,7 @@ def same(before: dict, after: dict, cause: Cause, call: str, where: dict[str, Wh
             continue
         pattern = describe(differ, where[name]) if where else None
         check = Check.PADDING if cause == Cause.PADDING else Check.NOT_BITWISE
+        facts_class = PaddingFacts if cause == Cause.PADDING else NotBitwiseFacts
         findings.append(Finding(check, name, call=call, pattern=pattern, mismatched=n, total=differ.numel(),
-                                facts={"cause": str(cause), **(facts or {})}))
+                                facts=facts_class(cause=str(cause), **(facts or {}))))
     return findings

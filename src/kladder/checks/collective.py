@@ -10,6 +10,7 @@ naming the rank and the call."""
 from __future__ import annotations
 
 from ..outcome import Check, Finding
+from ..facts import CollectiveFacts, ContractFacts, CrashedFacts, DeviceFaultFacts, RaisedFacts, RanksHungFacts
 from ..sizes import ITEMSIZE, dtype_of, shape_of
 from . import contract, guards, values
 from .pattern import where_of
@@ -45,14 +46,14 @@ def call_findings(spec, point, rc, device: str) -> list[Finding]:
     for name in spec.outputs:
         dtype, shape = dtype_of(spec, name, point.dtype_of), shape_of(spec, name, sizes)
         if name in rc.returned:
-            found.append(Finding(Check.CONTRACT, name, facts={"not_tensor": rc.returned[name]}))
+            found.append(Finding(Check.CONTRACT, name, facts=ContractFacts(not_tensor=rc.returned[name])))
             continue
         out = rc.outputs[name]
         bad = contract.contract(name, out, shape, dtype, "cpu")      # read back to the CPU; its device is below
         got = rc.devices.get(name, "cpu")
-        if got.split(":")[0] != device and (bad is None or "problems" in bad.facts):
-            problems = (bad.facts["problems"] if bad else []) + [["device", got, device]]
-            bad = Finding(Check.CONTRACT, name, facts={"problems": problems})
+        if got.split(":")[0] != device and (bad is None or bad.facts.problems is not None):
+            problems = (bad.facts.problems if bad else []) + [["device", got, device]]
+            bad = Finding(Check.CONTRACT, name, facts=ContractFacts(problems=problems))
         if bad:
             found.append(bad)
             continue
@@ -68,8 +69,8 @@ def _summary(spec, seen, wrong) -> Finding:
     for rc, _ in wrong:
         by_rank[str(rc.rank)].append(rc.call + 1)
     kinds = sorted({str(f.check) for _, found in wrong for f in found})
-    facts = {"ranks": by_rank, "sizes_wrong": sorted({rc.size for rc, _ in wrong}), "sizes": sorted(set(seen.sizes)),
-             "dim": spec.message_dim, "world": seen.world, "lag": seen.lag, "queued": len(seen.sizes), "kinds": kinds}
+    facts = CollectiveFacts(ranks=by_rank, sizes_wrong=sorted({rc.size for rc, _ in wrong}), sizes=sorted(set(seen.sizes)),
+                            dim=spec.message_dim, world=seen.world, lag=seen.lag, queued=len(seen.sizes), kinds=kinds)
     return Finding(Check.COLLECTIVE, next(iter(spec.outputs)), mismatched=len(wrong), total=len(seen.calls),
                    facts=facts)
 
@@ -85,16 +86,15 @@ def _first_of_each_rank(wrong) -> list[Finding]:
 
 def _hung(seen) -> Finding:
     e = seen.ended
-    facts = {"watchdog_s": e["watchdog_s"], "waited_s": e["waited_s"], "queued": e["queued"], "dim": e["dim"],
-             "lag": seen.lag, "ranks": e["ranks"]}
+    facts = RanksHungFacts(watchdog_s=e["watchdog_s"], waited_s=e["waited_s"], queued=e["queued"], dim=e["dim"],
+                           lag=seen.lag, ranks=e["ranks"])
     return Finding(Check.RANKS_HUNG, call=e["label"], facts=facts)
 
 
 def _stopped(e: dict) -> Finding:
     """A rank that raised, faulted the device or died while the others waited for it."""
     if e["how"] == "died":
-        return Finding(Check.CRASHED, call=e["label"], facts={"signal": e["signal"], "frames": [], "rank": e["rank"]})
-    facts = {"error": e["error"], "text": e["text"]}
+        return Finding(Check.CRASHED, call=e["label"], facts=CrashedFacts(signal=e["signal"], frames=[], rank=e["rank"]))
     if e["kind"] == "device_fault":
-        return Finding(Check.DEVICE_FAULT, call=e["label"], facts={**facts, "in_call": True})
-    return Finding(Check.RAISED, call=e["label"], facts=facts)
+        return Finding(Check.DEVICE_FAULT, call=e["label"], facts=DeviceFaultFacts(error=e["error"], text=e["text"], in_call=True))
+    return Finding(Check.RAISED, call=e["label"], facts=RaisedFacts(error=e["error"], text=e["text"]))

@@ -4,12 +4,13 @@ contract failure with its own message, not a tolerance miss."""
 from __future__ import annotations
 
 from ..outcome import Check, Finding
+from ..facts import ContractFacts
 
 
 def contract(name: str, out, expect_shape, expect_dtype: str, expect_device: str) -> Finding | None:
     import torch
     if not isinstance(out, torch.Tensor):
-        return Finding(Check.CONTRACT, name, facts={"not_tensor": type(out).__name__})
+        return Finding(Check.CONTRACT, name, facts=ContractFacts(not_tensor=type(out).__name__))
     problems = []
     if tuple(out.shape) != tuple(expect_shape):
         problems.append(["shape", list(out.shape), list(expect_shape)])
@@ -17,7 +18,7 @@ def contract(name: str, out, expect_shape, expect_dtype: str, expect_device: str
         problems.append(["dtype", str(out.dtype).removeprefix("torch."), expect_dtype])
     if out.device.type != torch.device(expect_device).type:
         problems.append(["device", str(out.device), expect_device])
-    return Finding(Check.CONTRACT, name, facts={"problems": problems}) if problems else None
+    return Finding(Check.CONTRACT, name, facts=ContractFacts(problems=problems)) if problems else None
 
 
 def arity(spec, returned) -> Finding | None:
@@ -27,4 +28,4 @@ def arity(spec, returned) -> Finding | None:
         return None
     if isinstance(returned, (tuple, list)) and len(returned) == len(names):
         return None
-    return Finding(Check.CONTRACT, ",".join(names), facts={"returned": type(returned).__name__, "declared": names})
+    return Finding(Check.CONTRACT, ",".join(names), facts=ContractFacts(returned=type(returned).__name__, declared=names))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from ..outcome import Check, Finding
+from ..facts import DispatchFacts
 
 SHOWN = 12          # names of each kind kept in a finding or a note
 
@@ -58,4 +59,4 @@ def dispatch(spec, point, ran) -> Finding | None:
     missing = [e for e in spec.expectations if applies(e, point) and not holds(e, ran)]
     if not missing:
         return None
-    return Finding(Check.DISPATCH, facts={"expected": [expect_facts(e) for e in missing], "ran": ran_facts(ran)})
+    return Finding(Check.DISPATCH, facts=DispatchFacts(expected=[expect_facts(e) for e in missing], ran=ran_facts(ran)))

@@ -5,6 +5,7 @@ the same code never reached code generation (FlyDSL #1153, #1177)."""
 from __future__ import annotations
 
 from ..outcome import Check, Finding, Note, NoteKind
+from ..facts import FlagChangedFacts, FlagNoEffectFacts
 
 
 def code_of(ran) -> tuple:
@@ -22,10 +23,10 @@ def no_effect(flagged) -> tuple[Finding | None, Note]:
     runs = flagged.runs
     codes = {code_of(ran) for _, ran in runs}
     values = [v for v, _ in runs]
-    note = Note(NoteKind.FLAG_CHANGED, {"flag": flagged.flag, "values": values, "how": how(runs), "codes": len(codes)})
+    note = Note(NoteKind.FLAG_CHANGED, FlagChangedFacts(flag=flagged.flag, values=values, how=how(runs), codes=len(codes)))
     if len(codes) > 1:
         return None, note
-    return Finding(Check.FLAG_NO_EFFECT, facts={
-        "flag": flagged.flag, "values": values, "how": how(runs),
-        "runs": [{"value": v, "launches": [{"name": x["name"], "params": x["params"]} for x in ran.launches[:4]],
-                  "gpu": list(ran.gpu)[:4]} for v, ran in runs]}), note
+    return Finding(Check.FLAG_NO_EFFECT, facts=FlagNoEffectFacts(
+        flag=flagged.flag, values=values, how=how(runs),
+        runs=[{"value": v, "launches": [{"name": x["name"], "params": x["params"]} for x in ran.launches[:4]],
+               "gpu": list(ran.gpu)[:4]} for v, ran in runs])), note

@@ -4,6 +4,7 @@ compute-sanitizer's memcheck sees nothing; the sentinels see it, bit for bit."""
 from __future__ import annotations
 
 from ..outcome import Check, Finding
+from ..facts import GuardFacts
 
 
 def guards(name: str, damaged_before: list[int], damaged_after: list[int], itemsize: int,
@@ -19,7 +20,7 @@ def guards(name: str, damaged_before: list[int], damaged_after: list[int], items
         facts.update(after_lo=min(damaged_after), after_hi=max(damaged_after))
     if damaged_before:
         facts.update(before_lo=min(damaged_before), before_hi=max(damaged_before))
-    return Finding(Check.GUARD, name, mismatched=len(damaged_before) + len(damaged_after), facts=facts)
+    return Finding(Check.GUARD, name, mismatched=len(damaged_before) + len(damaged_after), facts=GuardFacts(**facts))
 
 
 def returned_by(allocation, outputs: dict) -> str:

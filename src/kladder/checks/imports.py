@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 
 from ..outcome import Check, Finding
+from ..facts import CaughtImportFacts, ImportContractFacts
 
 
 def _kernels(spec) -> list:
@@ -51,12 +52,12 @@ def contracts(spec, imported) -> list[Finding]:
     found = []
     for name, obj, error in imported.resolved:
         if error is not None:
-            found.append(Finding(Check.IMPORT_CONTRACT, facts={"name": name, "problem": "missing", **error}))
+            found.append(Finding(Check.IMPORT_CONTRACT, facts=ImportContractFacts(name=name, problem="missing", **error)))
         elif not tested(spec, obj, imported):
-            found.append(Finding(Check.IMPORT_CONTRACT, facts={"name": name, "problem": "untested",
-                                                               "object": repr(obj)[:120]}))
+            found.append(Finding(Check.IMPORT_CONTRACT, facts=ImportContractFacts(name=name, problem="untested",
+                                                                              object=repr(obj)[:120])))
     return found
 
 
 def caught(imported) -> list[Finding]:
-    return [Finding(Check.CAUGHT_IMPORT, facts=dict(c)) for c in imported.caught]
+    return [Finding(Check.CAUGHT_IMPORT, facts=CaughtImportFacts(**c)) for c in imported.caught]

@@ -5,6 +5,7 @@ kernel's own code, makes the reference invalid."""
 from __future__ import annotations
 
 from ..outcome import Check, Finding
+from ..facts import InvalidReferenceFacts
 
 # GPU kernels every torch program runs (copies, fills, casts, reductions): sharing them says nothing
 GENERIC_GPU_KERNELS = ("elementwise", "copy", "fill", "memcpy", "memset", "reduce_kernel", "catarray",
@@ -20,4 +21,4 @@ def shared_code(traces) -> Finding | None:
     gpu = sorted(n for n in traces.kernel_gpu & traces.reference_gpu if not any(g in n.lower() for g in GENERIC_GPU_KERNELS))
     if not functions and not gpu:
         return None
-    return Finding(Check.INVALID_REFERENCE, facts={"functions": functions, "gpu_kernels": gpu})
+    return Finding(Check.INVALID_REFERENCE, facts=InvalidReferenceFacts(functions=functions, gpu_kernels=gpu))

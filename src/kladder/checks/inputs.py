@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..outcome import Check, Finding
+from ..facts import InputChangedFacts
 from .bitwise import bits_differ
 from .pattern import Where, describe
 
@@ -140,13 +141,13 @@ def _finding(name: str, bad, where: Where, facts: dict) -> Finding | None:
     if not n and not facts.get("gap_bytes"):
         return None
     pattern = describe(bad, where) if n else None
-    return Finding(Check.INPUT_CHANGED, name, pattern=pattern, mismatched=n, total=bad.numel(), facts=facts)
+    return Finding(Check.INPUT_CHANGED, name, pattern=pattern, mismatched=n, total=bad.numel(), facts=InputChangedFacts(**facts))
 
 
 def _by_values(spec, s: Snapshot, t) -> Finding | None:
     if t.shape != s.data.shape or t.dtype != s.data.dtype:
-        return Finding(Check.INPUT_CHANGED, s.name, facts={"how": "values", "gap_bytes": 0,
-                                                           "resized": [list(s.data.shape), list(t.shape)]})
+        return Finding(Check.INPUT_CHANGED, s.name, facts=InputChangedFacts(how="values", gap_bytes=0,
+                                                                          resized=[list(s.data.shape), list(t.shape)]))
     return _finding(s.name, bits_differ(t, s.data).cpu(), _where(spec, s.name), {"how": "values", "gap_bytes": 0})
 
 
@@ -185,4 +186,4 @@ def _by_hash(spec, s: Snapshot, g, point) -> Finding | None:
     where = _where(spec, s.name)
     where = Where(where.symbols[:1], where.tiles)
     return Finding(Check.INPUT_CHANGED, s.name, pattern=describe(bad, where), mismatched=int(bad.sum()), total=rows,
-                   facts={"how": "hash", "gap_bytes": 0, "slabs": int(differ.sum()), "of": len(s.slabs)})
+                   facts=InputChangedFacts(how="hash", gap_bytes=0, slabs=int(differ.sum()), of=len(s.slabs)))

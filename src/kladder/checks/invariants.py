@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..notation import ValueKind
 from ..outcome import Check, Finding, NoteKind, SpecBroken, error_facts
+from ..facts import InvariantFacts
 from .pattern import Where, describe
 
 
@@ -25,7 +26,7 @@ def invariants(spec, point, inputs: dict, outputs: dict) -> list[Finding]:
             n_bad = int(bad.sum())
             if n_bad:
                 findings.append(Finding(Check.INVARIANT, inv.name, pattern=describe(bad, Where()), mismatched=n_bad,
-                                        total=bad.numel(), facts={"name": inv.name}))
+                                        total=bad.numel(), facts=InvariantFacts(name=inv.name)))
         elif not bool(held):
-            findings.append(Finding(Check.INVARIANT, inv.name, facts={"name": inv.name}))
+            findings.append(Finding(Check.INVARIANT, inv.name, facts=InvariantFacts(name=inv.name)))
     return findings

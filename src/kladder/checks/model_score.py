@@ -5,6 +5,7 @@ holds (errors that lean one way and compound through the layers)."""
 from __future__ import annotations
 
 from ..outcome import Check, Finding, Note, NoteKind
+from ..facts import ModelFacts
 
 
 def judge(spec, scores: dict) -> tuple[list[Finding], Note]:
@@ -17,11 +18,11 @@ def judge(spec, scores: dict) -> tuple[list[Finding], Note]:
         s["rise"] = rise
         if rise > spec.model_nll_tolerance and b - k <= spec.model_tolerance:
             return [Finding(Check.MODEL, "nll", call="model run with the kernel", max_abs_err=rise,
-                            facts={**s, "metric": "nll", "allowed": spec.model_nll_tolerance,
-                                   "baseline": s["nll_baseline"], "kernel": s["nll_kernel"],
-                                   "baseline_score": b, "kernel_score": k})], Note(NoteKind.MODEL_SCORES, s)
+                            facts=ModelFacts(**{**s, "metric": "nll", "allowed": spec.model_nll_tolerance,
+                                                "baseline": s["nll_baseline"], "kernel": s["nll_kernel"],
+                                                "baseline_score": b, "kernel_score": k}))], Note.of(NoteKind.MODEL_SCORES, **s)
     drop = b - k
     if drop > spec.model_tolerance:
         return [Finding(Check.MODEL, "score", call="model run with the kernel", max_abs_err=drop,
-                        facts={**s, "metric": "score", "allowed": spec.model_tolerance})], Note(NoteKind.MODEL_SCORES, s)
-    return [], Note(NoteKind.MODEL_SCORES, s)
+                        facts=ModelFacts(**s, metric="score", allowed=spec.model_tolerance))], Note.of(NoteKind.MODEL_SCORES, **s)
+    return [], Note.of(NoteKind.MODEL_SCORES, **s)

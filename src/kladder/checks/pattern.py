@@ -1,5 +1,5 @@
 """Where the wrong elements are: the shape of a boolean mask, as a typed Pattern that
-report/words.py says in the words a kernel engineer reads at a glance ("the last 3 columns
+report/words/ says in the words a kernel engineer reads at a glance ("the last 3 columns
 (N % 8 = 3) of every row", "rows 0..201 (whole rows)", "scattered, 3 of 2^20")."""
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ run proves.
 from __future__ import annotations
 
 from ..outcome import Check, Finding, Note, NoteKind
+from ..facts import CHECK_FACTS
 from ..sizes import dtype_of, shape_of
 from ..stats import summary
 from . import bitwise, values
@@ -39,7 +40,7 @@ def judge(spec, point, r, expected: dict | None, peers=None) -> tuple[list[Findi
         return [_finding(spec, point, r, Check.REPEATS, facts, differ, against, bitwise_only=True)], [], None
     if facts["wrong"]:
         return [_finding(spec, point, r, Check.REPEATS, facts, wrong, against)], [], None
-    note = Note(NoteKind.REPEATS_CLEAN, {**facts, **_rate(0, compared)})
+    note = Note.of(NoteKind.REPEATS_CLEAN, **facts, **_rate(0, compared))
     if facts["differ"]:
         return [], [_finding(spec, point, r, Check.NONDETERMINISTIC, facts, differ, None, bitwise_only=True)], note
     return [], [], note
@@ -98,15 +99,15 @@ def _finding(spec, point, r, check: Check, facts: dict, calls, against: Finding 
     if against is not None and not bitwise_only:
         return Finding(check, against.output, call=label, pattern=against.pattern, mismatched=against.mismatched,
                        total=against.total, largest=against.largest, max_abs_err=against.max_abs_err,
-                       facts={**facts, "nonfinite": against.facts.get("nonfinite", 0), "against": "reference"})
+                       facts=CHECK_FACTS[str(check)](**facts, nonfinite=getattr(against.facts, "nonfinite", None) or 0, against="reference"))
     name, differ = _bits_of_worst(spec, r)
     if name is None:
-        return Finding(check, next(iter(r.bits)), call=label, facts={**facts, "against": "first call"})
+        return Finding(check, next(iter(r.bits)), call=label, facts=CHECK_FACTS[str(check)](**facts, against="first call"))
     worst, first = r.worst[name], r.worst_first[name]
     largest = float((worst.double() - first.double()).abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0).max())
     return Finding(check, name, call=label, pattern=describe(differ, where_of(spec, name)),
                    mismatched=int(differ.sum()), total=differ.numel(), max_abs_err=largest,
-                   facts={**facts, "against": "first call"})
+                   facts=CHECK_FACTS[str(check)](**facts, against="first call"))
 
 
 def _bits_of_worst(spec, r):

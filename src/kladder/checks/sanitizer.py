@@ -5,6 +5,7 @@ threads writing the same value) are warnings here too; every other error fails t
 from __future__ import annotations
 
 from ..outcome import Check, Finding, Note, NoteKind
+from ..facts import SanitizerFacts
 
 KEYS = ("tool", "kind", "text", "kernel", "file", "line", "access", "size", "address", "detail", "thread", "block",
         "severity")
@@ -23,10 +24,10 @@ def judge(s) -> tuple[list[Finding], list[Finding], Note | None]:
     label = f"compute-sanitizer {s.tool}"
     findings, warnings = [], []
     for facts in groups.values():
-        f = Finding(Check.SANITIZER, call=label, facts=facts)
+        f = Finding(Check.SANITIZER, call=label, facts=SanitizerFacts(**facts))
         (warnings if facts["severity"] in ("warning", "info") else findings).append(f)
     if not groups and s.summary:
         # the tool counted errors kladder could not read: still a failure, never a pass
-        findings.append(Finding(Check.SANITIZER, call=label, facts={"tool": s.tool, "kind": "unread", "count": s.summary}))
-    note = None if findings else Note(NoteKind.SANITIZER_CLEAN, {"tool": s.tool, "calls": s.calls})
+        findings.append(Finding(Check.SANITIZER, call=label, facts=SanitizerFacts(tool=s.tool, kind="unread", count=s.summary)))
+    note = None if findings else Note.of(NoteKind.SANITIZER_CLEAN, tool=s.tool, calls=s.calls)
     return findings, warnings, note

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..outcome import Check, Finding, Largest
+from ..facts import ContractFacts, ValuesFacts
 from ..sizes import as_rows
 from ..spec import Tolerance
 from . import fast
@@ -393,7 +394,7 @@ def finding(name: str, m: Mismatch, out, ref, tol: Tolerance, where: Where, abou
              **(about or {}), **m.facts}
     return Finding(Check.VALUES, name, pattern=describe(m.bad, where), mismatched=m.n_bad, total=m.bad.numel(),
                    largest=Largest(shown, oi, ri, allowed), max_abs_err=abs(oi - ri) if _finite(oi) else float("inf"),
-                   facts=facts)
+                   facts=ValuesFacts(**facts))
 
 
 def _allowed_at(m: Mismatch, at: int, ref_value: float, tol: Tolerance) -> float:
@@ -410,7 +411,7 @@ def shape_finding(name: str, out, ref) -> Finding | None:
     """The reference returned another shape than the kernel: a contract problem, not values."""
     if tuple(ref.shape) == tuple(out.shape):
         return None
-    return Finding(Check.CONTRACT, name, facts={"reference_shape": list(ref.shape), "kernel_shape": list(out.shape)})
+    return Finding(Check.CONTRACT, name, facts=ContractFacts(reference_shape=list(ref.shape), kernel_shape=list(out.shape)))
 
 
 def compare(name: str, out, ref, tol: Tolerance, where: Where, about: dict | None = None,

@@ -1,4 +1,4 @@
-"""The report: its data (data.py), the words for typed facts (words.py), and renderers that
+"""The report: its data (data.py), the words for typed facts (words/), and renderers that
 return text (terminal.py, jsonout.py). Renderers never compute and never parse English;
 the ladder never formats."""
 from .data import ClimbReport, RungReport

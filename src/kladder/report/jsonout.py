@@ -130,7 +130,7 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
         "failure": str(head.check) if head else None,
         "pattern": words.pattern_label(head) if head else None,
         "max_abs_err": head.max_abs_err if head else None,
-        "reason": words.reason(o), "note": None if o.note is None else {"kind": str(o.note.kind), "facts": o.note.facts},
+        "reason": words.reason(o), "note": None if o.note is None else o.note.to_dict(),
         "replay": None if o.replay is None else str(o.replay),
         "seconds": round(o.seconds, 4),
         "rows_checked": words.rows_text(o.rows) if o.rows else "", "repro": o.repro,
@@ -150,4 +150,4 @@ def finding_dict(f: Finding) -> dict[str, Any]:
             "max_abs_err": f.max_abs_err, "index": list(big.index) if big else None,
             "allowed": big.allowed if big else None, "mismatched": f.mismatched, "total": f.total,
             "kernel": big.kernel if big else None, "reference": big.reference if big else None,
-            "facts": f.facts, "call": f.call, "where": f.to_dict()["pattern"]}
+            "facts": f.facts.to_dict(), "call": f.call, "where": f.to_dict()["pattern"]}

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from ..outcome import Check, NoteKind, Outcome, Replay, Status
 from . import words
-from .data import ClimbReport, RungReport
+from .data import ClimbReport, RungReport, bias_group, note_group, note_key, pattern_shape, reason_group
 
 PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN = (Status.PASSED, Status.FAILED, Status.FLAKY, Status.SKIPPED, Status.OOM,
                                                Status.BROKEN)
@@ -138,7 +138,7 @@ def failure_groups(failures: list[Outcome]) -> list[list[Outcome]]:
     for o in failures:
         head = o.headline
         key = (o.status, o.point.rung, o.point.mode) + (
-            (head.check, head.output, head.call, words.pattern_shape(head)) if head else (id(o),))
+            (head.check, head.output, head.call, pattern_shape(head)) if head else (id(o),))
         groups[key].append(o)
     return list(groups.values())
 
@@ -196,15 +196,20 @@ def _output_lines(o: Outcome) -> list:
 
 def _finding_lines(f) -> list[str]:
     if f.check != Check.VALUES:
-        return [f"  {f.check + ':':9} {words.message(f)}"]
+        return [f"  {f.check + ':':9} {_indented(words.message(f), 12)}"]
     x, big = f.facts, f.largest
-    nonfinite = f"; {x['nonfinite']:,} non-finite where the reference is finite" if x.get("nonfinite") else ""
+    nonfinite = f"; {x.nonfinite:,} non-finite where the reference is finite" if x.nonfinite else ""
     lines = [f"  largest:  kernel {big.kernel:.6g} vs reference {big.reference:.6g} at {big.index} "
              f"(up to {big.allowed:.3g} allowed)",
-             f"  wrong:    {f.mismatched:,} / {f.total:,}{' checked' if x.get('sampled') else ''} elements ({_pct(f.mismatched, f.total)}) "
+             f"  wrong:    {f.mismatched:,} / {f.total:,}{' checked' if x.sampled else ''} elements ({_pct(f.mismatched, f.total)}) "
              f"of `{f.output}` ({words.describe(f)}){nonfinite}"]
     budget = words.budget_text(x)
     return lines + ([f"  budget:   {budget}"] if budget else [])
+
+
+def _indented(text: str, indent: int) -> str:
+    """A message of several lines with its later lines indented under its first."""
+    return text.replace("\n", "\n" + " " * indent)
 
 
 def _pct(n: int, total: int) -> str:
@@ -218,11 +223,11 @@ def _not_judged(other: list[Outcome]) -> list:
     one message, however many points it broke)."""
     groups: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in other:
-        groups[(o.status, words.reason(o))].append(o)
+        groups[reason_group(o)].append(o)
     parts = []
-    for (status, why), group in groups.items():
+    for group in groups.values():
         o = group[0]
-        lines = [_text(f"  {words.status_word(status).upper():7} {o.point.id}: {why}")]
+        lines = [_text(f"  {words.status_word(o.status).upper():7} {o.point.id}: {words.reason(o)}")]
         if len(group) > 1:
             lines.append(_text(f"          and {_count(len(group) - 1, 'more point')} with the same reason: "
                                + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else "")))
@@ -234,7 +239,7 @@ def _not_judged(other: list[Outcome]) -> list:
 def _skips(skipped: list[Outcome]):
     by_note: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in skipped:
-        by_note[words.note_group(o.note)].append(o)
+        by_note[note_group(o.note)].append(o)
     lines = [_text(("\nSkipped (" + str(len(skipped)) + ")", "bold"), ", each with its reason:")]
     for group in by_note.values():
         lines.append(_text(f"  {len(group)} x {words.note_text(group[0].note, sized=len(group) == 1)}"))
@@ -253,11 +258,11 @@ def _warnings(warned: list[Outcome]):
     shown: dict[tuple, object] = {}                 # each group's first warning (a point may have several kinds)
     for o in warned:
         for w in o.warnings:
-            shown.setdefault(words.bias_group(w), w)
-            by_kind[words.bias_group(w)].append(o)
+            shown.setdefault(bias_group(w), w)
+            by_kind[bias_group(w)].append(o)
     for key, group in by_kind.items():
         o = group[0]
-        lines.append(_text(f"  {o.point.id}: {words.message(shown[key])}"))
+        lines.append(_text(f"  {o.point.id}: {_indented(words.message(shown[key]), 6)}"))
         if len(group) > 1:
             lines.append(_text(f"      and {len(group) - 1} more point{'s' if len(group) > 2 else ''} like it: "
                                + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else "")))
@@ -266,13 +271,13 @@ def _warnings(warned: list[Outcome]):
 
 def _ran(ran: list[Outcome]):
     """Rung 7's dispatch points: what ran at each, points that ran the same shown together."""
-    by_text: dict[str, list[Outcome]] = defaultdict(list)
+    by_note: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in ran:
-        by_text[words.note_text(o.note)].append(o)
+        by_note[note_key(o.note)].append(o)
     lines = [_text(("\nWhat ran", "bold"), f" (rung 7, {_count(len(ran), 'dispatch point')}):")]
-    for text, group in by_text.items():
+    for group in by_note.values():
         ids = ", ".join(o.point.id for o in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
-        lines.append(_text(f"  {ids}: {text}"))
+        lines.append(_text(f"  {ids}: {words.note_text(group[0].note)}"))
     return _joined(lines)
 
 

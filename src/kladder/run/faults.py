@@ -4,10 +4,20 @@ exactly that; a device fault or a failed capture also means the worker must be r
 (after an illegal memory access every later CUDA call in that process fails)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 from dataclasses import dataclass
 
+from ..facts import (
+    CaptureFacts,
+    CrashedFacts,
+    CrashedNotAloneFacts,
+    DeviceFaultFacts,
+    HangFacts,
+    RaisedFacts,
+    UnderLoadFacts,
+)
 from ..outcome import (
     Check,
     Finding,
@@ -58,54 +68,54 @@ def kernel_error(spec, point: Point, k: KernelError) -> Result:
     e = k.error
     if isinstance(e, SystemExit):            # sys.exit() in the kernel: it ends the process, as in production
         return Result(Outcome(point, Status.FAILED, [Finding(Check.CRASHED, call=k.label,
-                                                             facts={"exit_status": _status(e.code)})]), fatal=True)
+                                                             facts=CrashedFacts(exit_status=_status(e.code)))]), fatal=True)
     theirs = interpreter.explains(e)
     if theirs is not None:       # Triton's interpreter failed, not the kernel: not judged on the CPU
         _, facts = theirs
-        return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.INTERPRETER_ERROR, facts)))
+        return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.INTERPRETER_ERROR, **facts)))
     if point.layouts and not is_device_fault(e) and not is_oom(e):
         # refusing a layout loudly is allowed; reading the wrong elements silently is not
-        return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.LAYOUT_REFUSED, error_facts(e))))
+        return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.LAYOUT_REFUSED, **error_facts(e))))
     if spec.nonfinite == "raise" and any(kd == ValueKind(Values.NONFINITE) for kd in point.kinds.values()) and not is_device_fault(e):
-        return Result(Outcome(point, Status.PASSED, note=Note(NoteKind.RAISED_AS_ASKED, {"error": type(e).__name__})))
+        return Result(Outcome(point, Status.PASSED, note=Note.of(NoteKind.RAISED_AS_ASKED, error=type(e).__name__)))
     if is_oom(e):
-        return Result(Outcome(point, Status.OOM, note=Note(NoteKind.KERNEL_OOM, {"call": k.label, "text": str(e)})))
+        return Result(Outcome(point, Status.OOM, note=Note.of(NoteKind.KERNEL_OOM, call=k.label, text=str(e))))
     if isinstance(e, Hung):
         # a batch's watchdog gave up on it: the kernel still runs on the device, so the worker goes
-        return Result(Outcome(point, Status.FAILED, [Finding(Check.HANG, call=k.label, facts={"timeout_s": e.timeout_s,
-                                                                                             "watchdog": True})]),
+        return Result(Outcome(point, Status.FAILED, [Finding(Check.HANG, call=k.label, facts=HangFacts(timeout_s=e.timeout_s,
+                                                                                                     watchdog=True))]),
                       fatal=True)
     if k.label == "capture":
         # a failed capture can leave the context unusable: the worker is replaced as after a fault
-        facts = {**error_facts(e), **({"claimed": True} if getattr(spec, "graphs", None) else {})}
+        facts = CaptureFacts(**error_facts(e), claimed=True if getattr(spec, "graphs", None) else None)
         return Result(Outcome(point, Status.FAILED, [Finding(Check.CAPTURE, call=k.label, facts=facts)]), fatal=True)
     if is_device_fault(e):
         return Result(Outcome(point, Status.FAILED, [Finding(Check.DEVICE_FAULT, call=k.label,
-                                                             facts={**error_facts(e), "in_call": True})]), fatal=True)
-    return Result(Outcome(point, Status.FAILED, [Finding(Check.RAISED, call=k.label, facts=error_facts(e))]))
+                                                             facts=DeviceFaultFacts(**error_facts(e), in_call=True))]), fatal=True)
+    return Result(Outcome(point, Status.FAILED, [Finding(Check.RAISED, call=k.label, facts=RaisedFacts(**error_facts(e)))]))
 
 
 def outside_call(point: Point, e: BaseException) -> Result | None:
     """Out of memory while preparing, or a fault outside the kernel's call; None: kladder's own bug."""
     if is_oom(e):
-        return Result(Outcome(point, Status.OOM, note=Note(NoteKind.INPUTS_OOM, {"text": error_facts(e)["text"]})))
+        return Result(Outcome(point, Status.OOM, note=Note.of(NoteKind.INPUTS_OOM, text=error_facts(e)["text"])))
     if is_device_fault(e):
-        return Result(Outcome(point, Status.FAILED, [Finding(Check.DEVICE_FAULT, facts={**error_facts(e), "in_call": False})]),
+        return Result(Outcome(point, Status.FAILED, [Finding(Check.DEVICE_FAULT, facts=DeviceFaultFacts(**error_facts(e), in_call=False))]),
                       fatal=True)
     return None
 
 
 def hang(point: Point, timeout_s: float) -> Outcome:
     """No answer in time: the parent killed the worker's process group."""
-    return Outcome(point, Status.FAILED, [Finding(Check.HANG, facts={"timeout_s": timeout_s})], seconds=timeout_s)
+    return Outcome(point, Status.FAILED, [Finding(Check.HANG, facts=HangFacts(timeout_s=timeout_s))], seconds=timeout_s)
 
 
 def overrun(point: Point, stage: Stage, seconds: float, budget_s: float, timeout_s: float) -> Outcome:
     """kladder's own stage of the point (building the inputs, the reference, the peers, the
     checks) was silent past its budget: the parent killed the worker. Not judged: the kernel's
     calls were not what was slow, and nothing says whether they were right."""
-    return Outcome(point, Status.NOT_JUDGED, note=Note(NoteKind.STAGE_OVERRUN, {
-        "stage": str(stage), "seconds": round(seconds, 1), "budget_s": budget_s, "timeout_s": timeout_s}),
+    return Outcome(point, Status.NOT_JUDGED, note=Note.of(
+        NoteKind.STAGE_OVERRUN, stage=str(stage), seconds=round(seconds, 1), budget_s=budget_s, timeout_s=timeout_s),
         seconds=seconds)
 
 
@@ -119,7 +129,7 @@ def load_sensitive(o: Outcome) -> bool:
     if o.status == Status.OOM:
         return True
     head = o.headline
-    return o.status == Status.FAILED and head.check in LOAD_SENSITIVE and not head.facts.get("watchdog")
+    return o.status == Status.FAILED and head.check in LOAD_SENSITIVE and not getattr(head.facts, "watchdog", None)
 
 
 def _load_excuses(first: Outcome) -> bool:
@@ -129,7 +139,7 @@ def _load_excuses(first: Outcome) -> bool:
     or a device fault is the process's own (no other process can cause one in it): passing
     alone makes it FLAKY, a failure with its rate, as any failure that does not recur."""
     head = first.headline
-    return head.check == Check.HANG or (head.check == Check.CRASHED and head.facts.get("signal") == "SIGKILL")
+    return head.check == Check.HANG or (head.check == Check.CRASHED and head.facts.signal == "SIGKILL")
 
 
 def others_memory(load: Load) -> bool:
@@ -149,13 +159,13 @@ def under_load(first: Outcome, alone: Outcome, load: Load) -> Outcome:
     what = str(first.headline.check) if first.status == Status.FAILED else str(first.status)
     if first.status == Status.OOM and (alone.status in (Status.PASSED, Status.OOM) and
                                        (alone.status == Status.PASSED or others_memory(load))):
-        out = Outcome(first.point, Status.NOT_JUDGED, note=Note(NoteKind.DEVICE_FULL, {
-            "first": str(first.note.kind) if first.note else "", "text": (first.note.facts.get("text", "") if first.note
-                                                                         else ""), **load.facts()}),
+        out = Outcome(first.point, Status.NOT_JUDGED, note=Note.of(
+            NoteKind.DEVICE_FULL, first=str(first.note.kind) if first.note else "",
+            text=getattr(first.note.facts, "text", "") if first.note else "", **load.facts()),
             seconds=first.seconds + alone.seconds, stages=first.stages)
     elif first.status == Status.FAILED and alone.status == Status.PASSED and _load_excuses(first):
         out = alone
-        out.warnings = [Finding(Check.UNDER_LOAD, facts={"first": what, **load.facts()}), *out.warnings]
+        out.warnings = [Finding(Check.UNDER_LOAD, facts=UnderLoadFacts(first=what, **load.facts())), *out.warnings]
     elif first.status == Status.FAILED and alone.status == Status.PASSED:
         out = first                          # its own crash: flaky, reported with the run alone's status
         out.status, out.replay, out.replay_status = Status.FLAKY, Replay.FLAKY, alone.status
@@ -173,17 +183,17 @@ def died(point: Point, code: int | None, stderr_tail: str) -> Outcome:
     so a worker that ends in the middle of a point was ended by the kernel: a signal is a
     crash (SIGSEGV), an exit status is the kernel ending the process (os._exit)."""
     if code is not None and code < 0:
-        return Outcome(point, Status.FAILED, [Finding(Check.CRASHED, facts={"signal": signal.Signals(-code).name,
-                                                                            "frames": python_frames(stderr_tail)})])
-    return Outcome(point, Status.FAILED, [Finding(Check.CRASHED, facts={"exit_status": code,
-                                                                        "frames": python_frames(stderr_tail)})])
+        return Outcome(point, Status.FAILED, [Finding(Check.CRASHED, facts=CrashedFacts(signal=signal.Signals(-code).name,
+                                                                                         frames=python_frames(stderr_tail)))])
+    return Outcome(point, Status.FAILED, [Finding(Check.CRASHED, facts=CrashedFacts(exit_status=code,
+                                                                                     frames=python_frames(stderr_tail)))])
 
 
 def kladder_error(point: Point, e: BaseException) -> Outcome:
     """kladder's own bug while running a point: broken, never the kernel's fault."""
     import traceback
     trace = "".join(traceback.format_exception(type(e), e, e.__traceback__)[-6:])
-    return Outcome(point, Status.BROKEN, note=Note(NoteKind.KLADDER_ERROR, {**error_facts(e), "trace": trace}))
+    return Outcome(point, Status.BROKEN, note=Note.of(NoteKind.KLADDER_ERROR, **error_facts(e), trace=trace))
 
 
 def _status(code) -> int | str:
@@ -235,7 +245,7 @@ def looks_like_heap_damage(outcome: Outcome) -> bool:
     """A worker that died of a signal heap damage raises: re-run the point alone with malloc's
     checks on (isolation.heap_checked_rerun) before it is blamed."""
     crash = next((f for f in outcome.findings if f.check == Check.CRASHED), None)
-    return crash is not None and crash.facts.get("signal") in HEAP_SIGNALS and "rank" not in crash.facts
+    return crash is not None and crash.facts.signal in HEAP_SIGNALS and crash.facts.rank is None
 
 
 def after_heap_check(crashed: Outcome, alone: Outcome, earlier: int) -> Outcome:
@@ -245,10 +255,10 @@ def after_heap_check(crashed: Outcome, alone: Outcome, earlier: int) -> Outcome:
     crash = next(f for f in crashed.findings if f.check == Check.CRASHED)
     again = next((f for f in alone.findings if f.check == Check.CRASHED), None)
     if again is not None:
-        again.facts["heap_checked"] = True
+        again.facts = dataclasses.replace(again.facts, heap_checked=True)
         alone.output = alone.output or crashed.output
         return alone
-    facts = {"signal": crash.facts.get("signal"), "frames": crash.facts.get("frames", []),
-             "heap_words": heap_words(crashed.output or ""), "earlier": earlier, "alone": str(alone.status)}
+    facts = CrashedNotAloneFacts(signal=crash.facts.signal, frames=crash.facts.frames or [],
+                                 heap_words=heap_words(crashed.output or ""), earlier=earlier, alone=str(alone.status))
     alone.warnings.append(Finding(Check.CRASHED_NOT_ALONE, call=crash.call, facts=facts))
     return alone

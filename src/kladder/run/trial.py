@@ -73,7 +73,7 @@ def _made_up(point: Point, h: Harness) -> Result | None:
     if defect is None:
         return None
     feature, evidence = defect
-    return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.INTERPRETER_DEFECT, {"feature": feature, **evidence})))
+    return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.INTERPRETER_DEFECT, feature=feature, **evidence)))
 
 
 def _run(spec: Spec, point: Point, device: str) -> Result:
@@ -91,7 +91,7 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
             elif isinstance(seen, Uncaptured):
                 fatal = device == "cuda"             # a failed capture may leave the context unusable
                 if seen.skip:
-                    return Result(Outcome(point, Status.SKIPPED, note=Note(NoteKind.GRAPHS_NOT_CLAIMED, seen.facts)), fatal=fatal)
+                    return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.GRAPHS_NOT_CLAIMED, **seen.facts)), fatal=fatal)
                 judge.uncaptured(seen.facts)
             elif isinstance(seen, Same):
                 judge.same(seen.before, seen.after, seen.cause, seen.call, seen.facts)

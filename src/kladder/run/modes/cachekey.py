@@ -54,8 +54,8 @@ class CacheKey:
         prep = h.prepare(b)
         yield Same(fresh.outputs, warm.outputs, Cause.CACHEKEY, label, {"variant": changed})
         yield Call(prep, returned_from(h, prep, warm.outputs), label)
-        yield Measured(Note(NoteKind.CACHE_MISSED, {"variant": changed, "files_cold": cold.files,
-                                                    "files_added": warm.files - cold.files}))
+        yield Measured(Note.of(NoteKind.CACHE_MISSED, variant=changed, files_cold=cold.files,
+                                     files_added=warm.files - cold.files))
 
 
 MODE = CacheKey()

@@ -60,10 +60,10 @@ class CollectiveMode:
         ended.update(_labels(ended, sizes, spec.message_dim))
         yield from _judged_on_one_thread(Ranks(world, r["lag"], sizes, calls, ended))
         if ended["how"] == "done":
-            yield Measured(Note(NoteKind.COLLECTIVE_CALLS, {
-                "world": world, "queued": len(sizes), "lag": r["lag"], "lag_us": r["lag_us"], "dim": spec.message_dim,
-                "sizes": sorted(set(sizes)), "backend": "nccl" if _own_gpus(device, world) else "gloo",
-                "seconds": round(time.monotonic() - t0, 2)}))
+            yield Measured(Note.of(
+                NoteKind.COLLECTIVE_CALLS, world=world, queued=len(sizes), lag=r["lag"], lag_us=r["lag_us"],
+                dim=spec.message_dim, sizes=sorted(set(sizes)), backend="nccl" if _own_gpus(device, world) else "gloo",
+                seconds=round(time.monotonic() - t0, 2)))
 
 
 def _judged_on_one_thread(seen: Ranks):

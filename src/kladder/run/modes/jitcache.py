@@ -90,7 +90,7 @@ class JitCache:
         label = "A in a process on the warm cache"
         yield Same(cold.outputs, warm.outputs, Cause.JITCACHE, label)
         yield Call(prep, returned_from(h, prep, warm.outputs), label)
-        yield Measured(Note(NoteKind.CACHE_FILES, {"files": cold.files}))
+        yield Measured(Note.of(NoteKind.CACHE_FILES, files=cold.files))
 
 
 def _load(path: str) -> dict:

@@ -11,7 +11,7 @@ initcheck counts memory as written once anything wrote it: the child leaves torc
 fill_uninitialized_memory off, so a workspace the launcher takes from torch.empty and the kernel
 reads before writing is reported. The child makes CALLS calls (two input draws) and exits.
 
-What each tool cannot see is said with its result (report/words.py): racecheck covers shared
+What each tool cannot see is said with its result (report/words/modes.py): racecheck covers shared
 memory only, never a handshake between programs through global memory (rung 5's repetition is
 the check for that)."""
 from __future__ import annotations

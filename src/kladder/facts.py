@@ -1,0 +1,619 @@
+"""The facts a Finding or a Note carries: one frozen dataclass per Check and per NoteKind.
+
+Each class names its fields, their types and what they mean; checks/ (and run/faults.py,
+run/modes/ for notes) build them, report/words/ says them, report/jsonout.py writes them with
+`to_dict`, and docs/report.schema.json is generated from them (report/schema.py). A field made
+with `opt()` is left out of the JSON when it is None: the JSON then holds exactly the keys a
+finding of that shape has (a crash by a signal has `signal`, one by an exit status
+`exit_status`); every other field is always written. Values stay JSON's own types (str, int,
+float, bool, lists, dicts): the same facts go from a worker to its parent as JSON.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Literal
+
+Json = Any          # a JSON value: str, int, float, bool, None, a list or a dict of them
+
+
+def opt(default: Any = None) -> Any:
+    """A field left out of the JSON while it is None."""
+    return field(default=default, metadata={"omit": True})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Facts:
+    """The base of every facts class: JSON out (`to_dict`) and back in (`from_dict`)."""
+    def to_dict(self) -> dict[str, Json]:
+        out, left_out = {}, self.left_out()
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if (v is None and f.metadata.get("omit")) or f.name in left_out:
+                continue
+            out[f.name] = v
+        return out
+
+    sometimes: ClassVar[tuple[str, ...]] = ()     # fields left_out may drop (not required in the schema)
+
+    def left_out(self) -> tuple[str, ...]:
+        """Fields this instance does not write at all (a class whose shape depends on a value)."""
+        return ()
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Json] | None) -> "Facts":
+        return cls(**(d or {}))
+
+
+# ---------------------------------------------------------------------------- pieces shared by several kinds
+@dataclass(frozen=True, kw_only=True)
+class ErrorFacts(Facts):
+    error: str = ""             # the exception's type name
+    text: str = ""              # its message's first line (300 characters), or the whole message
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadFacts(Facts):
+    """outcome.Load's fields, as a Note or Finding about a run under load carries them."""
+    lanes: int = 0
+    processes: int = 0
+    device_used_bytes: int | None = None
+    device_total_bytes: int | None = None
+    host_cpu_s: float = 0.0
+    seconds: float = 0.0
+    alone: str | None = None    # the alone run's Status
+    alone_s: float = 0.0
+
+
+# ---------------------------------------------------------------------------- findings
+@dataclass(frozen=True, kw_only=True)
+class ContractFacts(Facts):
+    """One of: problems; not_tensor; returned and declared; reference_shape and kernel_shape."""
+    problems: list[list[Json]] | None = opt()   # [[what ("shape" | "dtype" | "device"), got, expected]]
+    not_tensor: str | None = opt()              # the type the kernel returned in an output's place
+    returned: str | None = opt()                # the kernel's return value's type, when the outputs cannot be read
+    declared: list[str] | None = opt()          # from it: the outputs the spec declares
+    reference_shape: list[int] | None = opt()   # the reference returned another shape than the kernel
+    kernel_shape: list[int] | None = opt()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValuesFacts(Facts):
+    """A value comparison that failed (checks/values.py; a mutated input's bits: mutated)."""
+    nonfinite: int | None = opt()      # non-finite outputs where the reference is finite
+    sampled: bool | None = opt()       # a big point judged on some rows
+    rtol: float | None = opt()
+    atol: float | None = opt()
+    dtype: str | None = opt()          # the output's dtype, shape and the point's mode
+    shape: list[int] | None = opt()
+    mode: str | None = opt()
+    mutated: bool | None = opt()       # a declared-mutated input compared bit for bit
+    budget: Literal["default", "spread", "peer"] | None = opt()   # which set the allowed error at the worst element
+    c: float | None = opt()            # checks/peer.py's C
+    spread: dict[str, float] | None = opt()   # {draws, at, terms}: the rounding spread s at the worst element
+    peer: dict[str, Json] | None = opt()      # {dtype, factor, capped, cap, half_digits, runs} | {error, text} | {skipped}
+    slack_ulps: int | None = opt()     # ulps of slack granted (the interpreter's bfloat16 truncation)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuardFacts(Facts):
+    itemsize: int
+    n_after: int                       # guard bytes overwritten after the end, and before the start
+    n_before: int
+    after: list[int] = field(default_factory=list)    # the first 64 of them (byte offsets)
+    before: list[int] = field(default_factory=list)
+    after_lo: int | None = opt()
+    after_hi: int | None = opt()
+    before_lo: int | None = opt()
+    before_hi: int | None = opt()
+    allocated: dict[str, Json] | None = opt()   # {op, shape, dtype, returned}: a tensor the kernel allocated itself
+
+
+@dataclass(frozen=True, kw_only=True)
+class RaisedFacts(ErrorFacts):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrashedFacts(Facts):
+    """The worker (or a rank's process) died: by a signal, or the kernel's exit status."""
+    signal: str | None = opt()
+    exit_status: int | str | None = opt()
+    frames: list[str] | None = opt()       # the innermost Python frames
+    rank: int | None = opt()               # rung 6: the rank whose process died
+    heap_checked: bool | None = opt()      # crashed again alone with glibc's malloc checks on
+
+
+@dataclass(frozen=True, kw_only=True)
+class HangFacts(Facts):
+    timeout_s: float
+    watchdog: bool | None = opt()          # a batch's watchdog gave up (rung 5), not the point's timeout
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceFaultFacts(ErrorFacts):
+    in_call: bool = True                   # during the kernel's call, or outside it
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptureFacts(ErrorFacts):
+    claimed: bool | None = opt()           # Spec(graphs=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UncapturedFacts(ErrorFacts):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputChangedFacts(Facts):
+    how: Literal["copy", "hash", "values"]
+    gap_bytes: int = 0                     # bytes between a strided view's elements that changed
+    resized: list[list[int]] | None = opt()   # [[shape before], [shape after]]
+    slabs: int | None = opt()              # hash: slabs of rows that differ, of how many
+    of: int | None = opt()
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotBitwiseFacts(Facts):
+    cause: str                             # outcome.Cause's value
+    variant: str | None = opt()            # cachekey: what B changed
+
+
+@dataclass(frozen=True, kw_only=True)
+class PaddingFacts(Facts):
+    cause: str = "padding"
+    arg: str
+    fill: str
+    valid: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class InvalidReferenceFacts(Facts):
+    functions: list[str] = field(default_factory=list)   # the kernel's functions and GPU kernels the reference ran
+    gpu_kernels: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InvariantFacts(Facts):
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NonfiniteFacts(Facts):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelScoresFacts(Facts):
+    """What the model mode measured (run/modes/in_model.py): kladder's model (where "slot") or
+    the user's adapter (where "adapter")."""
+    where: Literal["slot", "adapter"]
+    baseline: float
+    kernel: float
+    samples: list[list[str]] = field(default_factory=list)
+    slot: str | None = opt()
+    target: str | None = opt()
+    nll_baseline: float | None = opt()
+    nll_kernel: float | None = opt()
+    gain: float | None = opt()
+    drift: float | None = opt()
+    n: int | None = opt()
+    dtype: str | None = opt()
+    rise: float | None = opt()             # nll_kernel / nll_baseline - 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelFacts(ModelScoresFacts):
+    """The model's answers got worse: metric "score" (baseline, kernel are scores) or "nll"
+    (baseline, kernel are the NLLs; baseline_score, kernel_score the scores)."""
+    metric: Literal["nll", "score"]
+    allowed: float
+    baseline_score: float | None = opt()
+    kernel_score: float | None = opt()
+
+
+@dataclass(frozen=True, kw_only=True)
+class BiasFacts(Facts):
+    lean: Literal["offset", "scale"]
+    up: int
+    down: int
+    p: float
+    mean_ulps: float
+    rel: float
+    peer: bool
+    dtype: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RanFacts(Facts):
+    """What a call ran (checks/dispatch.ran_facts): up to 12 of each, and how many in all."""
+    launches: list[dict[str, Json]] = field(default_factory=list)   # [{name, params}]
+    n_launches: int = 0
+    gpu: list[str] = field(default_factory=list)
+    n_gpu: int = 0
+    functions: list[str] = field(default_factory=list)
+    n_functions: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class DispatchFacts(Facts):
+    expected: list[dict[str, Json]]        # [{kernel, launch, label, when}] that did not run
+    ran: dict[str, Json]                   # RanFacts' dict
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlagNoEffectFacts(Facts):
+    flag: str
+    values: list[Json]
+    how: Literal["binary", "source", "names"]
+    runs: list[dict[str, Json]]            # [{value, launches, gpu}]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportContractFacts(Facts):
+    name: str
+    problem: Literal["missing", "untested"]
+    error: str | None = opt()              # missing: why it does not resolve
+    text: str | None = opt()
+    object: str | None = opt()             # untested: what it resolves to
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaughtImportFacts(ErrorFacts):
+    module: str
+    where: str                             # file:line
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectiveFacts(Facts):
+    ranks: dict[str, list[int]]            # {rank: its wrong calls, 1-based}
+    sizes_wrong: list[int]
+    sizes: list[int]
+    dim: str
+    world: int
+    lag: int
+    queued: int
+    kinds: list[str]                       # the checks the wrong calls failed
+
+
+@dataclass(frozen=True, kw_only=True)
+class RanksHungFacts(Facts):
+    watchdog_s: float
+    waited_s: float
+    queued: int
+    dim: str
+    lag: int
+    ranks: list[dict[str, Json]]           # [{rank, phase, launched, finished, size}]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepeatsCleanFacts(Facts):
+    """Rung 5 (checks/repetition.py): calls compared with the first call on the same inputs,
+    and the rate's statistics (stats.summary)."""
+    calls: int
+    compared: int
+    firsts: int
+    differ: int
+    wrong: int
+    deterministic: bool
+    launch: str
+    inputs: str
+    load: bool
+    seconds: float
+    stopped: str
+    fallback: dict[str, Json] | None = None    # the capture's error, when graph replays fell back to eager calls
+    post_graph: str | None = None
+    calls_s: float = 0.0
+    rate: float = 0.0
+    lo: float = 0.0
+    hi: float = 0.0
+    conf: float = 0.0
+    bound: float = 0.0
+    calls_50: int | float | None = None
+    calls_95: int | float | None = None
+    curve: list[list[float]] = field(default_factory=list)   # [[N, p, lo, hi]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepeatsFacts(RepeatsCleanFacts):
+    first_calls: list[int] = field(default_factory=list)
+    worst_call: int = 0
+    bitwise: bool = False                  # counted bitwise differences (nondeterministic), not wrong calls
+    against: Literal["reference", "first call"] = "first call"
+    nonfinite: int | None = opt()
+
+
+@dataclass(frozen=True, kw_only=True)
+class NondeterministicFacts(RepeatsFacts):
+    """A warning: calls that differ bit for bit, within the tolerance (Check.REPEATS's facts)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SanitizerFacts(Facts):
+    tool: str
+    kind: str                              # invalid | uninitialized | misaligned | race | unread | ...
+    count: int = 1
+    text: str | None = opt()
+    kernel: str | None = opt()
+    file: str | None = opt()
+    line: int | str | None = opt()
+    access: str | None = opt()
+    size: int | str | None = opt()
+    address: str | None = opt()
+    detail: str | None = opt()
+    thread: str | None = opt()
+    block: str | None = opt()
+    severity: str | None = opt()
+    second: dict[str, Json] | None = None    # a race's other access (None for another kind)
+
+    sometimes: ClassVar[tuple[str, ...]] = ("second",)
+
+    def left_out(self) -> tuple[str, ...]:
+        return ("second",) if self.kind == "unread" else ()     # a report kladder could not read: tool, kind, count
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnderLoadFacts(LoadFacts):
+    first: str                             # the check or status of the run under load
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrashedNotAloneFacts(Facts):
+    signal: str | None
+    frames: list[str]
+    heap_words: str                        # glibc's message, or ''
+    earlier: int                           # other points that ran in the worker before it
+    alone: str                             # the point's status alone
+
+
+# ---------------------------------------------------------------------------- notes
+@dataclass(frozen=True, kw_only=True)
+class NoOutArgsFacts(Facts):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotTorchOpFacts(Facts):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuPointFacts(Facts):
+    need_bytes: int
+    budget: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoDeviceMemoryFacts(Facts):
+    need_bytes: int
+    free_bytes: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModeNeedsCudaFacts(Facts):
+    mode: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutsideClimbFacts(Facts):
+    mode: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class GraphsNotClaimedFacts(ErrorFacts):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayoutRefusedFacts(ErrorFacts):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputsFailedFacts(ErrorFacts):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReferenceRaisedFacts(ErrorFacts):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputsMutatedFacts(Facts):
+    args: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RaceNotSetUpFacts(Facts):
+    attempts: int
+    delay_cycles: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class RaisedAsAskedFacts(Facts):
+    error: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReferenceNanFacts(Facts):
+    output: str
+    count: int
+    total: int
+    at: list[int]                          # the first, as the kernel's index
+
+
+@dataclass(frozen=True, kw_only=True)
+class InvariantRaisedFacts(ErrorFacts):
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProcessFailedFacts(Facts):
+    label: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoSuchSlotFacts(Facts):
+    slot: str
+    slots: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineFailedFacts(ErrorFacts):
+    user: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class KladderErrorFacts(ErrorFacts):
+    trace: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelOomFacts(Facts):
+    call: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputsOomFacts(Facts):
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheFilesFacts(Facts):
+    files: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlagChangedFacts(Facts):
+    flag: str
+    values: list[Json]
+    how: Literal["binary", "source", "names"]
+    codes: int                             # distinct code objects over the values
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlagNotVisibleFacts(Facts):
+    flag: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotCompiledFacts(Facts):
+    variant: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportsCheckedFacts(Facts):
+    names: list[str]
+    traced: list[str]                      # the modules whose import was traced
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheMissedFacts(Facts):
+    variant: str
+    files_cold: int
+    files_added: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectiveNeedsCudaFacts(Facts):
+    world: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotEnoughGpusFacts(Facts):
+    world: int
+    gpus: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankFailedFacts(ErrorFacts):
+    rank: int
+    phase: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectiveCallsFacts(Facts):
+    world: int
+    queued: int
+    lag: int
+    lag_us: float
+    dim: str
+    sizes: list[int]
+    backend: str
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SanitizerCleanFacts(Facts):
+    tool: str
+    calls: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoSanitizerFacts(Facts):
+    tool: str
+    searched: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterpreterDefectFacts(Facts):
+    feature: str                           # run/interpreter.py's feature, and its probe's evidence
+    what: str
+    x: list[float]
+    got: list[float]
+    want: list[float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterpreterErrorFacts(ErrorFacts):
+    probe: str | None = opt()              # the feature whose probe raised the same
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageOverrunFacts(Facts):
+    stage: str                             # outcome.Stage's value
+    seconds: float
+    budget_s: float
+    timeout_s: float
+    elements: int | None = opt()           # the point's tensors, when known
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceFullFacts(LoadFacts):
+    first: str                             # the run under load's NoteKind
+    text: str                              # its OOM's text
+
+
+# ---------------------------------------------------------------------------- the tables
+CHECK_FACTS: dict[str, type[Facts]] = {
+    "contract": ContractFacts, "values": ValuesFacts, "guard": GuardFacts, "raised": RaisedFacts,
+    "crashed": CrashedFacts, "hang": HangFacts, "device_fault": DeviceFaultFacts, "capture": CaptureFacts,
+    "uncaptured": UncapturedFacts, "input_changed": InputChangedFacts, "not_bitwise": NotBitwiseFacts,
+    "padding": PaddingFacts, "invalid_reference": InvalidReferenceFacts, "invariant": InvariantFacts,
+    "nonfinite": NonfiniteFacts, "model": ModelFacts, "bias": BiasFacts, "dispatch": DispatchFacts,
+    "flag_no_effect": FlagNoEffectFacts, "import_contract": ImportContractFacts, "caught_import": CaughtImportFacts,
+    "collective": CollectiveFacts, "ranks_hung": RanksHungFacts, "repeats": RepeatsFacts,
+    "nondeterministic": NondeterministicFacts, "sanitizer": SanitizerFacts, "under_load": UnderLoadFacts,
+    "crashed_not_alone": CrashedNotAloneFacts,
+}
+
+NOTE_FACTS: dict[str, type[Facts]] = {
+    "gpu_point": GpuPointFacts, "no_device_memory": NoDeviceMemoryFacts, "mode_needs_cuda": ModeNeedsCudaFacts,
+    "graphs_not_claimed": GraphsNotClaimedFacts, "no_out_args": NoOutArgsFacts, "inputs_mutated": InputsMutatedFacts,
+    "not_torch_op": NotTorchOpFacts, "outside_climb": OutsideClimbFacts, "race_not_set_up": RaceNotSetUpFacts,
+    "layout_refused": LayoutRefusedFacts, "raised_as_asked": RaisedAsAskedFacts, "inputs_failed": InputsFailedFacts,
+    "reference_raised": ReferenceRaisedFacts,
+    "reference_nan": ReferenceNanFacts, "invariant_raised": InvariantRaisedFacts, "process_failed": ProcessFailedFacts,
+    "no_such_slot": NoSuchSlotFacts, "baseline_failed": BaselineFailedFacts, "kladder_error": KladderErrorFacts,
+    "kernel_oom": KernelOomFacts, "inputs_oom": InputsOomFacts, "model_scores": ModelScoresFacts,
+    "cache_files": CacheFilesFacts, "ran": RanFacts, "flag_changed": FlagChangedFacts, "flag_not_visible": FlagNotVisibleFacts,
+    "not_compiled": NotCompiledFacts, "imports_checked": ImportsCheckedFacts, "cache_missed": CacheMissedFacts,
+    "collective_needs_cuda": CollectiveNeedsCudaFacts, "not_enough_gpus": NotEnoughGpusFacts, "rank_failed": RankFailedFacts,
+    "collective_calls": CollectiveCallsFacts, "repeats_clean": RepeatsCleanFacts,
+    "sanitizer_clean": SanitizerCleanFacts, "no_sanitizer": NoSanitizerFacts,
+    "interpreter_defect": InterpreterDefectFacts, "interpreter_error": InterpreterErrorFacts,
+    "stage_overrun": StageOverrunFacts, "device_full": DeviceFullFacts,
+}

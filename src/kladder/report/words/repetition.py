@@ -1,0 +1,75 @@
+"""The words of rung 5: calls repeated on the same inputs, against the first call (and the
+reference), with the rate's statistics."""
+from __future__ import annotations
+
+from ...facts import NondeterministicFacts, RepeatsCleanFacts, RepeatsFacts
+from .base import cap, notes, pattern_text, says
+
+
+def count_text(x: RepeatsFacts) -> str:
+    return f"{x.differ if x.bitwise else x.wrong:,}"
+
+
+def rate_text(x: RepeatsFacts) -> str:
+    """"rate 7.0e-05 (95% CI 2.8e-05 to 1.4e-04); even odds of seeing it take 9,903 calls, 95% 42,796"."""
+    conf = f"{x.conf:.0%}"
+    return (f"rate {x.rate:.2g} ({conf} CI {x.lo:.2g} to {x.hi:.2g}); a rate like it is seen with even odds "
+            f"in {x.calls_50:,} calls and with 95% odds in {x.calls_95:,}")
+
+
+def how_text(x: RepeatsCleanFacts) -> str:
+    """How the calls ran: "graph replays, fresh inputs from a pool of 8, under load"."""
+    parts = ["graph replays" if x.launch == "graph" else "eager calls"]
+    if x.fallback:
+        parts[0] = "eager calls (the kernel cannot be captured in a CUDA graph: " \
+                   f"{x.fallback['error']}: {x.fallback['text']})"
+    parts.append(f"fresh inputs from a pool of {x.firsts}" if x.inputs == "fresh" else "the same inputs")
+    if x.load:
+        parts.append("beside a second stream of work")
+    parts.append(f"{x.calls:,} calls in {x.seconds:.3g} s" + (" (the time budget ended it)" if x.stopped == "seconds" else ""))
+    return ", ".join(parts)
+
+
+@says(RepeatsFacts)
+def _repeats(f, x: RepeatsFacts) -> str:
+    """The verdict, then how the calls ran, the rate, and where the worst call is off: a line each."""
+    n = f"{x.compared:,}"
+    if x.bitwise:
+        head = (f"{x.differ:,} of {n} calls differ bit for bit from the first call on the same inputs"
+                + (", although the spec declares deterministic=True" if x.deterministic else ""))
+    else:
+        head = (f"{x.wrong:,} of {n} calls were wrong: beyond the tolerance of the first call on the same inputs, "
+                "itself judged against the reference")
+    return f"{head}.\n{cap(how_text(x))}.\n{cap(rate_text(x))}\n{worst_text(f, x)}"
+
+
+def worst_text(f, x: RepeatsFacts) -> str:
+    first = ", ".join(f"{c:,}" for c in x.first_calls)
+    if x.against == "reference" and f.pattern is not None:
+        big = f.largest
+        return (f"first at calls {first}; the worst, call {x.worst_call:,}, against the reference: "
+                f"{f.mismatched:,} / {f.total:,} elements of `{f.output}` wrong, {pattern_text(f.pattern)}; greatest "
+                f"difference at index {big.index}: kernel {big.kernel!r}, reference {big.reference!r} "
+                f"(up to {big.allowed:.3g} allowed)")
+    if f.pattern is not None:
+        return (f"first at calls {first}; the worst, call {x.worst_call:,}: {f.mismatched:,} / {f.total:,} elements "
+                f"of `{f.output}` differ from the first call's, {pattern_text(f.pattern)}, by up to {f.max_abs_err:.3g}")
+    return f"first at calls {first}"
+
+
+@says(NondeterministicFacts)
+def _nondeterministic(f, x: NondeterministicFacts) -> str:
+    return (f"`{f.output}` is not bit for bit reproducible: {x.differ:,} of {x.compared:,} calls differ from the "
+            f"first call on the same inputs, all within the tolerance (nondeterminism, not a failure: the spec leaves "
+            f"deterministic=False).\n{cap(how_text(x))}.\n{cap(rate_text(x))}\n"
+            f"{worst_text(f, x)}")
+
+
+@notes(RepeatsCleanFacts)
+def repeats_clean_text(x: RepeatsCleanFacts, sized: bool = True) -> str:
+    """What a passing rung-5 point proved: "0 of 200,000 calls differ ...: p < 1.5e-05 at 95%"."""
+    bound = f"p < {x.bound:.2g} at {x.conf:.0%}"
+    if not x.differ:
+        return f"0 of {x.compared:,} calls differ from the first call on the same inputs: {bound} that a call does; {how_text(x)}"
+    return (f"0 of {x.compared:,} calls wrong ({x.differ:,} differ within the tolerance): {bound} that a call is "
+            f"wrong; {how_text(x)}")

@@ -1,0 +1,125 @@
+"""The words of rung 7 (what ran, flags, imports) and rung 6 (collectives)."""
+from __future__ import annotations
+
+from ...facts import (
+    CaughtImportFacts,
+    CollectiveFacts,
+    DispatchFacts,
+    FlagNoEffectFacts,
+    ImportContractFacts,
+    RanksHungFacts,
+)
+from .base import ints, says
+
+
+def launch_text(x: dict) -> str:
+    """A Triton launch: `_decode_kernel(BLOCK_N=64, num_warps=4)`."""
+    params = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in x["params"].items())
+    return f"{x['name']}({params})"
+
+
+def _some(names: list, total: int) -> str:
+    more = f", ... ({total} in all)" if total > len(names) else ""
+    return ", ".join(names) + more
+
+
+def ran_text(x: dict) -> str:
+    """What a call ran (facts.RanFacts' dict): its Triton launches, GPU kernels and Python functions."""
+    parts = []
+    if x["launches"]:
+        parts.append("Triton " + _some([launch_text(one) for one in x["launches"]], x["n_launches"]))
+    if x["gpu"]:
+        parts.append("GPU kernels " + _some([g[:80] for g in x["gpu"]], x["n_gpu"]))
+    if x["functions"]:
+        parts.append("Python " + _some(x["functions"], x["n_functions"]))
+    return "; ".join(parts) or "no Triton kernel, GPU kernel or Python function of the kernel's own"
+
+
+def expect_text(e: dict) -> str:
+    what = f"`{e['kernel']}`" + (f" launched with {', '.join(f'{k}={v}' for k, v in e['launch'].items())}" if e["launch"] else "")
+    return f"{e['label']} ({what})" if e["label"] else what
+
+
+@says(DispatchFacts)
+def _dispatch(f, x: DispatchFacts) -> str:
+    wanted = "; ".join(expect_text(e) for e in x.expected)
+    return (f"expected {wanted} to run here, and it did not: the call took another path. Ran instead: "
+            f"{ran_text(x.ran)}")
+
+
+@says(FlagNoEffectFacts)
+def _flag_no_effect(f, x: FlagNoEffectFacts) -> str:
+    seen = {"binary": "the same compiled binaries", "source": "the same code (kernel source and the constexprs it "
+            "reads, argument specialisation, launch options: Triton's interpreter compiles nothing)",
+            "names": "the same GPU kernels"}[x.how]
+    ran = "; ".join(f"{x.flag}={r['value']!r} ran " + (", ".join(launch_text(one) for one in r["launches"])
+                                                       or ", ".join(g[:80] for g in r["gpu"])) for r in x.runs)
+    return (f"the flag {x.flag} changes nothing: its values {', '.join(map(repr, x.values))} all ran {seen}. "
+            f"{ran}. The flag never reaches code generation, so no test can tell it on from off")
+
+
+@says(ImportContractFacts)
+def _import_contract(f, x: ImportContractFacts) -> str:
+    if x.problem == "missing":
+        return (f"downstream code imports {x.name}, and it does not resolve: {x.error}: {x.text}. "
+                "A copy that imports it breaks, or falls back quietly")
+    return (f"downstream code imports {x.name}, which resolves to {x.object}, and the kernel's call never runs it: "
+            "the spec tests another object than the one downstream code uses")
+
+
+@says(CaughtImportFacts)
+def _caught_import(f, x: CaughtImportFacts) -> str:
+    return (f"importing `{x.module}` raised {x.error} at {x.where} ({x.text}) and caught it: the module "
+            "took another path and said nothing; rung 7's dispatch points show which kernels ran instead")
+
+
+# ---------------------------------------------------------------------------- rung 6
+_WRONG_KIND = {"values": "wrong values", "guard": "writes past its tensors (guard bytes)",
+               "contract": "outputs of the wrong dtype, shape or device"}
+
+
+@says(CollectiveFacts)
+def _collective(f, x: CollectiveFacts) -> str:
+    """The verdict, each rank's wrong calls, then what the collective returned: a line each."""
+    ranks = "; ".join(f"rank {r}{' (lagging)' if int(r) == x.lag else ''} in {_calls_text(calls, x.queued)}"
+                      for r, calls in x.ranks.items())
+    where = (f"at every size of {x.dim}" if x.sizes_wrong == x.sizes else
+             f"only at {x.dim} = {ints(x.sizes_wrong)} (of {ints(x.sizes)})")
+    return (f"{f.mismatched:,} of {f.total:,} outputs wrong ({_ratio(f.mismatched, f.total)}) over {x.world} ranks "
+            f"and {x.queued} calls queued before one synchronisation, {where}:\n{ranks}.\nThe collective completed "
+            f"and returned {' and '.join(_WRONG_KIND.get(k, k) for k in x.kinds)}; the first wrong call of each "
+            "rank follows")
+
+
+def _calls_text(calls: list, queued: int) -> str:
+    if not calls:
+        return "none of its calls"
+    shown = ", ".join(map(str, calls[:8])) + (f" and {len(calls) - 8} more" if len(calls) > 8 else "")
+    return f"{len(calls)} of {queued} calls ({shown})"
+
+
+def _ratio(n: int, total: int) -> str:
+    return f"{100 * n / max(total, 1):.0f}%"
+
+
+@says(RanksHungFacts)
+def _ranks_hung(f, x: RanksHungFacts) -> str:
+    places = "; ".join(_place_text(p, x) for p in x.ranks)
+    return (f"the collective hung: no rank made progress for {x.waited_s:g} s (watchdog {x.watchdog_s:g} s), "
+            f"and the ranks were killed: {places}")
+
+
+def _place_text(p: dict, x: RanksHungFacts) -> str:
+    who = f"rank {p['rank']}{' (lagging)' if p['rank'] == x.lag else ''}"
+    n, phase, done = x.queued, p["phase"], p["finished"]
+    size = f" ({x.dim} = {p['size']:,})" if p.get("size") is not None else ""
+    if phase == "calls":
+        where = f"in call {done + 1} of {n}{size}" if p["launched"] > done else f"before call {done + 1} of {n}{size}"
+        return f"{who} stopped {where}, {done} finished"
+    if phase == "sync":
+        return f"{who} had queued all {n} calls; call {done + 1}{size} never finished"
+    if phase == "done":
+        return f"{who} had finished every call"
+    if phase == "setup":
+        return f"{who} stopped in setup (building its communicator)"
+    return f"{who} stopped in its {phase} phase"

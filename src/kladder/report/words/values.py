@@ -1,0 +1,130 @@
+"""The words of the value checks: a comparison that failed, a bias inside the tolerance, an
+invariant, NaN/Inf accepted, the model's score (rungs 1-3 and 8)."""
+from __future__ import annotations
+
+from ...facts import BiasFacts, InvariantFacts, ModelFacts, ModelScoresFacts, NonfiniteFacts, ValuesFacts
+from .base import notes, pattern_text, says
+
+
+def describe(f) -> str:
+    """The output's dtype, shape and mode: "bfloat16, 1 x 4095, eager"."""
+    x = f.facts
+    if getattr(x, "dtype", None) is None or getattr(x, "shape", None) is None:
+        return ""
+    return f"{x.dtype}, {' x '.join(map(str, x.shape))}, {x.mode}"
+
+
+def largest_text(f) -> str:
+    big = f.largest
+    return (f"Greatest difference at index {big.index}: kernel {big.kernel!r}, reference {big.reference!r} "
+            f"(up to {big.allowed:.3g} allowed)")
+
+
+@says(ValuesFacts)
+def _values(f, x: ValuesFacts) -> str:
+    """As torch.testing says it: the verdict first, then one statistic a line."""
+    checked = " checked" if x.sampled else ""
+    lines = [f"Mismatched elements: {f.mismatched:,} / {f.total:,}{checked} ({100 * f.mismatched / max(f.total, 1):.1f}%) "
+             f"in `{f.output}` ({describe(f)}): {pattern_text(f.pattern)}.", largest_text(f)]
+    if x.nonfinite:
+        lines.append(f"{x.nonfinite:,} non-finite where the reference is finite")
+    budget = budget_text(x)
+    return "\n".join(lines + ([budget] if budget else []))
+
+
+def budget_text(x: ValuesFacts) -> str:
+    """Which error budget applied at the greatest difference, when an honest peer was asked
+    (checks/peer.py): the dtype's default, or C x a peer's error."""
+    if x.budget is None:
+        return ""
+    default = f"the {x.dtype + ' ' if x.dtype else ''}default (rtol {x.rtol:g} x max(|ref|, the row's RMS) + atol {x.atol:g})"
+    seen = "; ".join(t for t in (_spread_text(x.spread), _peer_text(x.peer)) if t)
+    if x.budget == "default":
+        return f"allowed: {default}; the honest peers allow no more ({seen})" if seen else f"allowed: {default}"
+    what = {"spread": "the default at the scale of the terms that make the element (the rounding spread s over "
+                      "the inputs' unit roundoff)",
+            "peer": f"{x.c:g} x K x s (K: the largest error of the reference run in the kernel's own precision, "
+                    "in units of s)"}
+    return f"allowed: {what[x.budget]}, more than {default} ({seen})"
+
+
+def _spread_text(sp: dict | None) -> str:
+    if not sp:
+        return ""
+    draws = f", {sp['draws']} draws" if sp.get("draws") else ", the output's rounding alone"
+    terms = f", terms of size {sp['terms']:.3g}" if sp.get("terms") else ""
+    return f"s = {sp['at']:.3g} there (the float64 reference under rounding of every input{draws}{terms})"
+
+
+def _peer_text(p: dict | None) -> str:
+    if not p:
+        return ""
+    if "skipped" in p:
+        return f"{p['skipped']:,} elements fail: no peer is asked for that many"
+    if "error" in p:
+        return f"the reference cannot run in the kernel's precision ({p['error']}: {p['text']})"
+    if "factor" not in p:
+        return ""
+    most = (f"the larger of {p['cap']:g} x what the default or s allows and sqrt(u) of the element's scale "
+            f"(half its {p['dtype']} digits)" if "half_digits" in p else f"{p['cap']:g} x what the default or s allows")
+    capped = f", counted up to {most}" if p.get("capped") else ""
+    return f"the reference run in {p['dtype']} is off by up to K = {p['factor']:.3g} x s{capped}"
+
+
+@says(InvariantFacts)
+def _invariant(f, x: InvariantFacts) -> str:
+    if f.pattern is None:
+        return f"the invariant '{x.name}' does not hold"
+    return f"the invariant '{x.name}' fails at {f.mismatched:,} of {f.total:,} positions: {pattern_text(f.pattern)}"
+
+
+@says(NonfiniteFacts)
+def _nonfinite(f, x: NonfiniteFacts) -> str:
+    return "the kernel accepted NaN/Inf inputs and returned; the spec's policy is nonfinite='raise'"
+
+
+@says(ModelFacts)
+def _model(f, x: ModelFacts) -> str:
+    detail = model_detail(x)
+    if x.metric == "nll":
+        return (f"the model's answers lost likelihood: the right answers' negative log-likelihood rose {x.rise:+.1%} "
+                f"({x.nll_baseline:.3e} -> {x.nll_kernel:.3e} nats/token; {x.allowed:.0%} allowed) with the "
+                f"kernel in `{x.slot}`, while exact match stayed {x.kernel_score:.4f} (baseline "
+                f"{x.baseline_score:.4f}): the errors lean one way and compound through the layers.\n{detail}")
+    b, k = x.baseline, x.kernel
+    msg = (f"the model's score fell from {b:.4f} to {k:.4f} (a drop of {b - k:.4f}; {x.allowed} allowed) with the "
+           f"kernel in its slot.\n{detail}")
+    rows = model_samples(x)
+    return msg + (".\nAnswers: " + "; ".join(rows) if rows else "")
+
+
+def model_samples(x: ModelScoresFacts) -> list[str]:
+    if x.where == "slot":
+        return [f"{p}{want} got {got}" + ("" if got == want else "  <- wrong") for p, want, got in x.samples]
+    return [" ".join(s) for s in x.samples]
+
+
+@notes(ModelScoresFacts)
+def model_detail(x: ModelScoresFacts, sized: bool = True) -> str:
+    """What the model mode measured, with or without a failure."""
+    if x.where != "slot":
+        return f"score {x.kernel:.4f} with the kernel vs {x.baseline:.4f} baseline ({x.target})"
+    rise = x.rise
+    ratio = x.nll_kernel / x.nll_baseline if x.nll_baseline else 0.0
+    rise_text = f"{rise:+.1%}" if abs(rise) < 10 else f"x{ratio:.3g}"
+    score_k = x.kernel if getattr(x, "kernel_score", None) is None else x.kernel_score
+    score_b = x.baseline if getattr(x, "baseline_score", None) is None else x.baseline_score
+    return (f"exact match {score_k:.4f} with the kernel vs {score_b:.4f} baseline; the right answers' NLL "
+            f"{x.nll_kernel:.3e} vs {x.nll_baseline:.3e} nats/token ({rise_text}); {x.n} problems, {x.dtype}; "
+            f"logits {x.gain:+.2%} along the baseline's, drift {x.drift:.2e}")
+
+
+@says(BiasFacts)
+def _bias(f, x: BiasFacts) -> str:
+    words = {"offset": ("above", "below"), "scale": ("away from zero from", "toward zero from")}[x.lean]
+    side = words[0] if x.up > x.down else words[1]
+    return (f"`{f.output}` leans {side} the reference: {max(x.up, x.down):,} of {x.up + x.down:,} differing "
+            f"rows (sign test p = {x.p:.1e})\nmean error {x.mean_ulps:+.2f} ulps of {x.dtype} "
+            f"({x.rel:+.2e} relative)" + (", and the same way against the reference run in the kernel's own precision "
+                                          "(not that precision's rounding)" if x.peer else "")
+            + ".\nInside the tolerance, but errors that lean one way compound through a model's layers")

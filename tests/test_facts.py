@@ -1,0 +1,106 @@
+"""The typed facts (src/kladder/facts.py): the JSON they write is the JSON main wrote, key for
+key; they go through a worker's JSON and back unchanged; a dict or a misspelt key is refused
+where the facts are made; the generated schema types each check's facts."""
+import json
+import pathlib
+import re
+
+import jsonschema
+import pytest
+
+from kladder.facts import CHECK_FACTS, NOTE_FACTS, CrashedFacts, RaisedFacts, SanitizerFacts, ValuesFacts
+from kladder.outcome import Check, Finding, Largest, Note, NoteKind, Outcome, Pattern, Status
+from kladder.point import Point
+from kladder.report.jsonout import outcome_dict
+from kladder.report.words import message, note_text
+
+HERE = pathlib.Path(__file__).resolve().parent
+SAMPLES = json.loads((HERE / "facts_json" / "main_facts.json").read_text())
+SCHEMA = json.loads((HERE.parent / "docs" / "report.schema.json").read_text())
+
+
+def _valid(facts: dict, name: str) -> None:
+    jsonschema.validate(facts, {**SCHEMA, "oneOf": [{"$ref": f"#/$defs/{name}"}]})
+
+
+@pytest.mark.parametrize("s", SAMPLES["findings"], ids=lambda s: f"{s['kind']}-{len(s['facts'])}")
+def test_a_findings_facts_as_main_wrote_them_come_back_the_same(s):
+    typed = CHECK_FACTS[s["kind"]].from_dict(s["facts"])
+    assert typed.to_dict() == s["facts"]
+    _valid(s["facts"], f"facts_{s['kind']}")
+
+
+@pytest.mark.parametrize("s", SAMPLES["notes"], ids=lambda s: f"{s['kind']}-{len(s['facts'])}")
+def test_a_notes_facts_as_main_wrote_them_come_back_the_same(s):
+    typed = NOTE_FACTS[s["kind"]].from_dict(s["facts"])
+    assert typed.to_dict() == s["facts"]
+    _valid(s["facts"], f"note_facts_{s['kind']}")
+
+
+@pytest.mark.parametrize("s", SAMPLES["notes"], ids=lambda s: f"{s['kind']}-{len(s['facts'])}")
+def test_a_notes_words_are_mains(s):
+    assert note_text(Note.from_dict({"kind": s["kind"], "facts": s["facts"]})) == s["reason"]
+
+
+WITH_PATTERN = {"values", "repeats", "nondeterministic", "input_changed", "invariant", "padding"}   # not in the JSON
+
+
+def _fold(text: str) -> str:
+    """A message with its separators (". ", "; ", a new line) folded: split over lines, the same words."""
+    return re.sub(r"[.;]?\s+", " ", text)
+
+
+@pytest.mark.parametrize("s", [s for s in SAMPLES["findings"] if s["kind"] not in WITH_PATTERN],
+                         ids=lambda s: f"{s['kind']}-{len(s['facts'])}")
+def test_a_findings_words_are_mains(s):
+    f = Finding(Check(s["kind"]), s["output"], s["call"], mismatched=s["mismatched"], total=s["total"],
+                facts=CHECK_FACTS[s["kind"]].from_dict(s["facts"]))
+    assert _fold(message(f)) == _fold(s["message"])
+
+
+def test_the_samples_cover_the_common_kinds():
+    kinds = {s["kind"] for s in SAMPLES["findings"]} | {s["kind"] for s in SAMPLES["notes"]}
+    assert {"values", "guard", "repeats", "device_fault", "dispatch", "gpu_point", "repeats_clean", "ran"} <= kinds
+
+
+def test_a_dict_or_another_kinds_facts_or_a_misspelt_key_is_refused():
+    with pytest.raises(TypeError):
+        Finding(Check.RAISED, facts={"error": "E", "text": ""})
+    with pytest.raises(TypeError):
+        Finding(Check.RAISED, facts=CrashedFacts(signal="SIGSEGV"))
+    with pytest.raises(TypeError):
+        RaisedFacts(eror="E")
+    with pytest.raises(TypeError):
+        Note.of(NoteKind.KERNEL_OOM, call="", txt="out of memory")
+
+
+def test_an_optional_field_is_left_out_while_none_and_a_required_one_always_written():
+    assert CrashedFacts(signal="SIGSEGV", frames=[]).to_dict() == {"signal": "SIGSEGV", "frames": []}
+    assert CrashedFacts(exit_status=3).to_dict() == {"exit_status": 3}
+    unread = SanitizerFacts(tool="memcheck", kind="unread", count=4)
+    assert unread.to_dict() == {"tool": "memcheck", "kind": "unread", "count": 4}
+    assert "second" in SanitizerFacts(tool="memcheck", kind="invalid", text="x").to_dict()
+    assert Finding(Check.NONFINITE).facts.to_dict() == {} and Note(NoteKind.NO_OUT_ARGS).facts.to_dict() == {}
+
+
+def test_an_outcome_goes_through_a_workers_json_and_back_unchanged():
+    f = Finding(Check.VALUES, "out", pattern=Pattern("single"), mismatched=1, total=9, largest=Largest((0, 8), float("nan"), 1.0, 0.01),
+                facts=ValuesFacts(nonfinite=1, sampled=False, rtol=0.016, atol=1e-5, dtype="bfloat16", shape=[1, 9],
+                                  mode="eager"))
+    o = Outcome(Point("s", 1, (("N", 9),)), Status.FAILED, [f],
+                note=Note.of(NoteKind.GPU_POINT, need_bytes=1 << 30, budget="64 MiB"),
+                warnings=[Finding(Check.RAISED, facts=RaisedFacts(error="E", text="t"))])
+    back = Outcome.from_dict(json.loads(json.dumps(o.to_dict())))
+    assert back.findings[0].facts == f.facts and type(back.findings[0].facts) is ValuesFacts
+    assert back.note == o.note and back.warnings[0].facts == o.warnings[0].facts
+    d = outcome_dict(back)
+    assert d["findings"][0]["facts"] == {"nonfinite": 1, "sampled": False, "rtol": 0.016, "atol": 1e-5,
+                                         "dtype": "bfloat16", "shape": [1, 9], "mode": "eager"}
+    assert d["note"] == {"kind": "gpu_point", "facts": {"need_bytes": 1 << 30, "budget": "64 MiB"}}
+
+
+def test_the_schema_types_a_findings_facts_by_its_check():
+    bad = {"check": "values", "facts": {"nonfinte": 1}}
+    finding = {**SCHEMA, "oneOf": [{"$ref": "#/$defs/finding"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, finding)
