@@ -28,6 +28,10 @@ def fill_kind(t, kind: str, dtype: str, gen, rng: tuple | None = None, chunks=()
     torch = _torch()
     base, _, arg = kind.partition("/")
     is_float = dtype in FLOAT_DTYPES
+    if base == "ids" and not is_float:
+        from .idfill import fill_ids
+        fill_ids(t, kind, gen, rng)
+        return
     if base == "normal" or (not is_float and base not in ("lengths", "masked", "ones")):
         fill_normal(t, dtype, gen, rng)
         return

@@ -16,7 +16,7 @@ from typing import Any
 from .fill import fill_kind, layout_plan, pad_bytes
 from .point import Point
 from .sizes import dtype_of, shape_of
-from .spec import Spec
+from .spec import Size, Spec
 
 GUARD_BYTES = 512                       # a multiple of 16: keeps every tensor 16-byte aligned
 GUARD_PATTERN = bytes([0xDE, 0xAD, 0xBE, 0xEF])
@@ -136,7 +136,7 @@ def materialize(spec: Spec, point: Point, device, reuse: Inputs | None = None, g
     args, guarded, outs = [], {}, {}
     for name, decl in spec.args.items():
         if name not in spec.tensor_args:
-            args.append(built.get(name, decl))
+            args.append(built.get(name, sizes[decl.dim] if isinstance(decl, Size) else decl))
             continue
         dtype = dtype_of(spec, name, chosen)
         shape = shape_of(spec, name, sizes)
@@ -193,7 +193,7 @@ def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, ki
         vals = view if in_place else torch.empty(shape, dtype=torch_dtype(dtype), device=view.device)
         t = spec.all_tensors[name]
         chunks = ()
-        if t.range is not None and isinstance(t.range[1], str):
+        if t.range is not None and isinstance(t.range[1], str) and t.range[1] in spec.dims:
             chunks = tuple(spec.dims[t.range[1]].chunks)
         fill_kind(vals, kind, dtype, gen, spec.range_of(name, sizes), chunks)
     if in_place:

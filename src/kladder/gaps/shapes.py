@@ -30,12 +30,13 @@ def edge_values(name: str, dim) -> dict[int, str]:
     yields 1; tile-1, tile, tile+1 (the only tile partial, exactly full, a second tile
     holding one element); 3 x tile + 1 (a first, a middle and a last, partial tile: state
     carried from tile to tile, a scan or a split reduction, is wrong from the third tile on
-    in ways one and two tiles never show); the maximum; each model width and its neighbours.
+    in ways one and two tiles never show); the maximum; each model width and its neighbours;
+    with `sizes`, each declared size.
     """
     out: dict[int, str] = {}
 
     def add(v: int, why: str) -> None:
-        if dim.min <= v <= dim.max and v not in out:
+        if dim.allows(v) and v not in out:
             out[v] = why
 
     low = max(dim.min, 1)
@@ -56,6 +57,8 @@ def edge_values(name: str, dim) -> dict[int, str]:
         for v in (w - 1, w + 1):
             add(v, _width_why(name, v, w, dim.tiles))
     add(dim.max, f"{name} = {dim.max}: the declared maximum" + _tail_note(dim.max, dim.tiles))
+    for v in dim.sizes:
+        add(v, f"{name} = {v}: one of the declared sizes {list(dim.sizes)}" + _tail_note(v, dim.tiles))
     return dict(sorted(out.items()))
 
 
@@ -144,7 +147,7 @@ def config_points(spec: Spec, budget: Budget) -> Iterator[Point]:
     sizes = {}
     for d, dim in spec.dims.items():
         t = max(dim.tiles) if dim.tiles else 1
-        sizes[d] = min(dim.max, max(dim.min, 2 * t + 1 if dim.tiles else dim.min))
+        sizes[d] = dim.snap(2 * t + 1 if dim.tiles else dim.min)
     if not fits(spec, sizes, budget):
         sizes = _cheapest(spec, {})
     for cfg in spec.configs:
@@ -212,7 +215,7 @@ def _base_sizes(spec: Spec, name: str, grow: str) -> dict[str, int]:
         if d in syms:
             sizes[d] = max(dim.widths) if dim.widths else dim.max
         else:
-            sizes[d] = min(dim.max, max(dim.min, dim.tiles[0] if dim.tiles else 1))
+            sizes[d] = dim.snap(dim.tiles[0] if dim.tiles else 1)
     sizes[grow] = 1
     return sizes
 
@@ -264,7 +267,7 @@ def _big_points_for(spec: Spec, name: str) -> Iterator[Point]:
             rows = at[role]
             if role == "padded" and rows == at["below"]:
                 continue
-            if max(dim.min, 1) <= rows <= dim.max:
+            if rows >= 1 and dim.allows(rows):
                 roles.setdefault(rows, []).append(f"{'above' if role == 'above' else 'below'} 2^{bits} {unit}: "
                                                   + _cliff_text(bits, unit, role, rows, per_row, tile, itemsize))
     for rows in sorted(roles):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from .. import idfill
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, dtype_of, fits, moderate
@@ -35,13 +36,15 @@ WHY = {
 
 
 def kind_labels(kind: str) -> list[str]:
-    """A value kind's points: peaked at each temperature, the others once."""
+    """A value kind's points: peaked at each temperature, ids at each id kind, the others once."""
+    if kind == idfill.KIND:
+        return list(idfill.LABELS)
     return [f"peaked/{t}" for t in TEMPERATURES] if kind == "peaked" else [kind]
 
 
 def why_of(spec: Spec, name: str, label: str) -> str:
     kind, _, arg = label.partition("/")
-    text = WHY.get(kind, kind).format(t=arg, policy=spec.nonfinite)
+    text = idfill.why(label) if kind == idfill.KIND else WHY.get(kind, kind).format(t=arg, policy=spec.nonfinite)
     return f"{name}: {kind}{'/' + arg if arg else ''}, {text}"
 
 
@@ -76,7 +79,7 @@ def long_shape(spec: Spec, budget: Budget, start: dict[str, int]) -> dict[str, i
                     lo = mid
                 else:
                     hi = mid - 1
-            sizes[d] = lo
+            sizes[d] = dim.snap(lo)
     return sizes
 
 
@@ -110,7 +113,7 @@ def chunk_points(spec: Spec, budget: Budget, dtypes: tuple, base: dict) -> Itera
         for c in dim.chunks:
             for v, why in ((1, "shorter than any chunk"), (c - 1, f"one short of the chunk ({c})"),
                            (c, f"exactly one chunk ({c})"), (c + 1, f"one past the chunk ({c}): a second chunk of one")):
-                if not dim.min <= v <= dim.max or v in seen:
+                if not dim.allows(v) or v in seen:
                     continue
                 seen.add(v)
                 sizes = {**base, d: v}
