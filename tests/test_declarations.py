@@ -184,3 +184,75 @@ def test_a_correct_torch_kernel_passes_rungs_1_to_4_with_the_new_fields():
     ran = {dict(o.point.values).get("ids") for o in outcomes if str(o.status) == "passed"}
     assert {"ids/same", "ids/distinct", "ids/ends", "ids/unused", "ids/sorted", "ids/reversed"} <= ran
     assert {4} <= {o.point.rung for o in outcomes if str(o.status) == "passed"}
+
+
+# ---------------------------------------------------------------------------- rung 1's top tails
+def _rung1(spec):
+    from kladder.run.trial import run_point
+    return [run_point(spec, p, "cpu").outcome for p in rung_points(spec, 1, CPU_BUDGET) if p.needs != "cuda"]
+
+
+def test_a_kernel_right_only_below_the_top_tail_fails_rung_1_and_its_twin_passes(monkeypatch):
+    from kladder.gaps import shapes
+    from specs.top_tail import fixed, spec
+    n = {p.sizes["N"] for p in rung_points(spec, 1, CPU_BUDGET)}
+    assert {4095, 4089} <= n                       # the largest size with a tail, max - tile + 1
+    assert all(str(o.status) == "passed" for o in _rung1(fixed))
+    failed = [o.point.sizes["N"] for o in _rung1(spec) if str(o.status) == "failed"]
+    assert failed and set(failed) <= {4095, 4089}, failed
+    monkeypatch.setattr(shapes, "top_tails", lambda name, dim: {})     # rung 1 as it was
+    assert all(str(o.status) == "passed" for o in _rung1(spec))
+
+
+@pytest.mark.parametrize("dim, want", [
+    (kl.Dim(1, 4096, tile=8), {4095, 4089}),
+    (kl.Dim(1, 4100, tile=8), {4100, 4093}),          # the maximum has a tail already: it is the largest
+    (kl.Dim(1, 8192, tile=(64, 128)), {8191, 8065}),
+    (kl.Dim(1, 64, tile=32), set()),                  # a range of two tiles: the low edges cover it
+    (kl.Dim(1, 4096), set()),                         # no tile, no tail
+    (kl.Dim(sizes=[64, 100, 127, 128], tile=32), {127}),
+])
+def test_top_tails(dim, want):
+    from kladder.gaps.shapes import edge_values, top_tails
+    assert set(top_tails("N", dim)) == want
+    assert want <= set(edge_values("N", dim))
+    assert all(v % max(dim.tiles) for v in want)
+
+
+def test_top_tails_stay_inside_the_budget():
+    """M up to 65536 rows: its top tails are GPU points on the CPU, as M's maximum is."""
+    spec = kl.Spec("rows", kernel=lambda x: 2 * x, reference=lambda x: 2 * x,
+                   args={"x": kl.Tensor("M N", dtype="float32")}, returns=kl.Tensor("M N", like="x"),
+                   dims={"M": kl.Dim(1, 1 << 16, tile=16), "N": kl.Dim(1, 64)})
+    at = {p.sizes["M"]: p.needs for p in rung_points(spec, 1, CPU_BUDGET) if p.kind == "edge"}
+    assert at[65535] == at[65521] == at[65536] == "cuda"
+
+
+# ---------------------------------------------------------------------------- rung 4's integer poison
+def test_the_poison_is_stated_and_no_integer_a_kernel_computes():
+    from kladder.materialize import poison, poison_word
+    from kladder.run.modes.graph import replay_label
+    t = torch.zeros(4, dtype=torch.int32)
+    poison(t, "int32")
+    assert t.tolist() == [-1515870811] * 4 and poison_word("int32") == "0xA5A5A5A5 (-1515870811)"
+    assert poison_word("float32") == "a signalling NaN (0x7FA00000)"
+    label = replay_label(2, {"out": poison_word("int32")})
+    assert label == "replay 2 of 3 (outputs poisoned before it: out = 0xA5A5A5A5 (-1515870811))"
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: graph capture has no CPU equivalent")
+
+
+@needs_cuda
+def test_a_replay_that_writes_nothing_to_an_int32_output_fails_rung_4():
+    from kladder.gaps import modes
+    from kladder.run.trial import run_point
+    from specs.graph_int import fixed, spec
+    from kladder.sizes import GPU_BUDGET
+    pts = [p for p in modes.points(spec, GPU_BUDGET) if p.mode == "graph"]
+    assert pts
+    for p in pts:
+        bad = run_point(spec, p, "cuda").outcome
+        assert str(bad.status) == "failed", bad
+        assert any("0xA5A5A5A5" in f.call for f in bad.findings), [f.call for f in bad.findings]
+        assert str(run_point(fixed, p, "cuda").outcome.status) == "passed"

@@ -112,6 +112,20 @@ def poison(t, dtype: str) -> None:
         t.view(torch.uint8).fill_(INT_POISON_BYTE)
 
 
+def poison_word(dtype: str) -> str:
+    """What poison(t, dtype) writes, as a finding states it: a signalling NaN's bits in a float,
+    0xA5 in every byte of an integer (-1515870811 in an int32: no count, index or length a kernel
+    computes by accident)."""
+    import torch
+    if dtype in SNAN_BITS:
+        return f"a signalling NaN (0x{SNAN_BITS[dtype]:X})"
+    t = torch.empty(1, dtype=torch_dtype(dtype))
+    poison(t, dtype)
+    value = t.item()
+    size = t.element_size()
+    return f"0x{'A5' * size} ({value})" if dtype != "bool" else "0xA5 (a byte neither False nor True)"
+
+
 @dataclass
 class Inputs:
     """Everything one call needs: the kernel's args (in declared order) and the guards."""
