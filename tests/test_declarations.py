@@ -169,6 +169,7 @@ def test_each_id_kind_holds_what_it_says(n):
     assert v == sorted(v)
     v = fill("ids/reversed")
     assert v == sorted(v, reverse=True)
+    fill("ids")                                    # bare, as an invariant's values= names it: in range
 
 
 def test_a_correct_torch_kernel_passes_rungs_1_to_4_with_the_new_fields():

@@ -43,6 +43,8 @@ def fill_ids(t, label: str, gen, rng: tuple | None) -> None:
         vals[0], vals[-1] = lo, hi
     elif how == "unused":
         vals = lo + draw(max(span - 1, 1))       # never hi: the last expert, what `ids.max() + 1` sizing misses
+    elif how == "":                                  # bare "ids" (an invariant's values=): uniform ids
+        vals = lo + draw(span)
     elif how in ("sorted", "reversed"):
         vals = (lo + draw(span)).sort(descending=how == "reversed").values
     else:
