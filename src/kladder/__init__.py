@@ -16,6 +16,7 @@ from .spec import (
     Flag,
     Invariant,
     Out,
+    Size,
     Spec,
     SpecError,
     Tensor,
@@ -23,7 +24,7 @@ from .spec import (
 )
 from .version import __version__
 
-__all__ = ["Spec", "Tensor", "Out", "Dim", "Tolerance", "Invariant", "Expect", "Flag", "Collective", "SpecError", "Point", "Link", "chain",
+__all__ = ["Spec", "Tensor", "Out", "Dim", "Size", "Tolerance", "Invariant", "Expect", "Flag", "Collective", "SpecError", "Point", "Link", "chain",
            "capture", "DEFAULT_TOLERANCES", "climb", "__version__"]
 
 

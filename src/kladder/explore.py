@@ -59,6 +59,8 @@ def dim_strategy(dim, lo: int, hi: int):
 
     def clamp(v: int) -> int:
         return min(hi, max(lo, v))
+    if dim.sizes:                                   # Dim(sizes=[...]): only those
+        return st.sampled_from([v for v in dim.sizes if lo <= v <= hi] or [dim.snap(hi)])
     anywhere = st.integers(lo, hi)
     branches = [anywhere, anywhere]
     if dim.tiles:

@@ -31,6 +31,10 @@ def fill_kind(t, kind: ValueKind | str, dtype: str, gen, rng: tuple | None = Non
     kind = ValueKind.parse(kind) if isinstance(kind, str) else kind
     base, arg = kind.kind, kind.arg
     is_float = dtype in FLOAT_DTYPES
+    if base == "ids" and not is_float:
+        from .idfill import fill_ids
+        fill_ids(t, kind, gen, rng)
+        return
     if base == "normal" or (not is_float and base not in ("lengths", "masked", "ones")):
         fill_normal(t, dtype, gen, rng)
         return

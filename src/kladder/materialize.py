@@ -17,7 +17,7 @@ from .fill import fill_kind, layout_plan, pad_bytes
 from .notation import ZERO_PADDING, Padding, ValueKind, Values
 from .point import Point
 from .sizes import dtype_of, shape_of
-from .spec import Spec
+from .spec import Size, Spec
 
 GUARD_BYTES = 512                       # a multiple of 16: keeps every tensor 16-byte aligned
 GUARD_PATTERN = bytes([0xDE, 0xAD, 0xBE, 0xEF])
@@ -113,6 +113,20 @@ def poison(t, dtype: str) -> None:
         t.view(torch.uint8).fill_(INT_POISON_BYTE)
 
 
+def poison_word(dtype: str) -> str:
+    """What poison(t, dtype) writes, as a finding states it: a signalling NaN's bits in a float,
+    0xA5 in every byte of an integer (-1515870811 in an int32: no count, index or length a kernel
+    computes by accident)."""
+    import torch
+    if dtype in SNAN_BITS:
+        return f"a signalling NaN (0x{SNAN_BITS[dtype]:X})"
+    t = torch.empty(1, dtype=torch_dtype(dtype))
+    poison(t, dtype)
+    value = t.item()
+    size = t.element_size()
+    return f"0x{'A5' * size} ({value})" if dtype != "bool" else "0xA5 (a byte neither False nor True)"
+
+
 @dataclass
 class Inputs:
     """Everything one call needs: the kernel's args (in declared order) and the guards."""
@@ -137,7 +151,7 @@ def materialize(spec: Spec, point: Point, device, reuse: Inputs | None = None, g
     args, guarded, outs = [], {}, {}
     for name, decl in spec.args.items():
         if name not in spec.tensor_args:
-            args.append(built.get(name, decl))
+            args.append(built.get(name, sizes[decl.dim] if isinstance(decl, Size) else decl))
             continue
         dtype = dtype_of(spec, name, chosen)
         shape = shape_of(spec, name, sizes)
@@ -198,7 +212,7 @@ def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, ki
         vals = view if in_place else torch.empty(shape, dtype=torch_dtype(dtype), device=view.device)
         t = spec.all_tensors[name]
         chunks = ()
-        if t.range is not None and isinstance(t.range[1], str):
+        if t.range is not None and isinstance(t.range[1], str) and t.range[1] in spec.dims:
             chunks = tuple(spec.dims[t.range[1]].chunks)
         fill_kind(vals, kind, dtype, gen, spec.range_of(name, sizes), chunks)
     if in_place:

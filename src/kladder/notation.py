@@ -116,6 +116,7 @@ class Values(Word):
     LENGTHS = "lengths"
     MASKED = "masked"
     ONES = "ones"
+    IDS = "ids"                 # an integer tensor with a range: idfill.py's id kinds (ids/same, ids/ends, ...)
 
 
 class Layout(Word):

@@ -42,6 +42,9 @@ def _check_dims(spec: Spec, point: Point) -> None:
         if isinstance(v, bool) or not isinstance(v, int):
             raise PointError(f"POINT dims: {name!r} is {v!r}, a {type(v).__name__}; give an integer from {dim.min} to "
                              f"{dim.max}, e.g. [\"{name}\", {dim.min}].")
+        if dim.sizes and v not in dim.sizes:
+            raise PointError(f"POINT dims: {name!r} is {v}, not one of the spec's sizes {list(dim.sizes)}; give one of "
+                             "them (the spec's kl.Dim(sizes=...)).")
         if not dim.min <= v <= dim.max:
             raise PointError(f"POINT dims: {name!r} is {v}, outside the spec's range {dim.min}..{dim.max}; give a size "
                              "within it (the spec's kl.Dim).")

@@ -91,10 +91,12 @@ def _sizes(state, fails, spec, passes_at: dict) -> bool:
             sizes = state["best"].sizes
             if d not in sizes:
                 continue
-            lo, hi = dim.min, sizes[d]
+            # the sizes d takes up to the failing one: a range, or a Dim(sizes=[...])'s own (bisected by index)
+            vals = [v for v in dim.sizes if v <= sizes[d]] if dim.sizes else range(dim.min, sizes[d] + 1)
+            lo, hi = 0, len(vals) - 1
             if hi <= lo:
                 continue
-            got = fails(with_dims(state["best"], {**sizes, d: lo}, f"shrunk: {d} = {lo}"))
+            got = fails(with_dims(state["best"], {**sizes, d: vals[lo]}, f"shrunk: {d} = {vals[lo]}"))
             if got is None:
                 return False
             if got:
@@ -103,13 +105,13 @@ def _sizes(state, fails, spec, passes_at: dict) -> bool:
                 continue
             while hi - lo > 1:                               # lo passes (or fails otherwise), hi fails the same way
                 mid = (lo + hi) // 2
-                got = fails(with_dims(state["best"], {**state["best"].sizes, d: mid}, f"shrunk: {d} = {mid}"))
+                got = fails(with_dims(state["best"], {**state["best"].sizes, d: vals[mid]}, f"shrunk: {d} = {vals[mid]}"))
                 if got is None:
                     return False
                 lo, hi = (lo, mid) if got else (mid, hi)
-            moved |= hi != sizes[d]
-            below = with_dims(state["best"], {**state["best"].sizes, d: lo}, "").dims
-            passes_at[d] = {"size": lo, "status": state["seen"].get(below, "unknown")}
+            moved |= vals[hi] != sizes[d]
+            below = with_dims(state["best"], {**state["best"].sizes, d: vals[lo]}, "").dims
+            passes_at[d] = {"size": vals[lo], "status": state["seen"].get(below, "unknown")}
         if not moved:
             return True
     return True

@@ -8,6 +8,7 @@ collected, and one SpecError lists them all, each naming the field, what was giv
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -64,6 +65,18 @@ def _convert(obj, **converters) -> None:
         object.__setattr__(obj, name, convert(getattr(obj, name)))
 
 
+def _sized(dim) -> None:
+    """Dim(sizes=[...]): sorted and deduplicated; min and max left at their defaults become
+    the least and the largest size (a min or max given as well is validated against them)."""
+    if not isinstance(dim.sizes, (list, tuple)) or not all(_int(v) and v >= 1 for v in dim.sizes):
+        return                                                   # left as given: DIM_FIELDS["sizes"] names it
+    object.__setattr__(dim, "sizes", tuple(sorted(set(dim.sizes))))
+    object.__setattr__(dim, "_range", (dim.min, dim.max))       # as given, for the conflict rule (_dims)
+    if dim.sizes:
+        object.__setattr__(dim, "min", dim.sizes[0])
+        object.__setattr__(dim, "max", dim.sizes[-1])
+
+
 @_friendly("kl.Dim")
 @dataclass(frozen=True)
 class Dim:
@@ -75,13 +88,30 @@ class Dim:
     tile: int | tuple[int, ...] | list[int] | None = None
     widths: tuple[int, ...] | list[int] = ()
     chunks: tuple[int, ...] | list[int] = ()   # chunk / top-k sizes: rung 2 puts lengths at c-1, c, c+1
+    sizes: tuple[int, ...] | list[int] = ()    # the only sizes the dim takes (experts in {8, 16, 64}); () = any in range
 
     def __post_init__(self):
-        _convert(self, tile=lambda v: () if v is None else _tuple(v, int), widths=_seq, chunks=_seq)
+        _convert(self, tile=lambda v: () if v is None else _tuple(v, int), widths=_seq, chunks=_seq, sizes=_seq)
+        _sized(self)
 
     @property
     def tiles(self) -> tuple[int, ...]:
         return self.tile
+
+    # ---- a dim with a set of sizes (sizes=[8, 16, 64]): every generator asks these
+    def allows(self, v: int) -> bool:
+        """v is a size this dim takes: within [min, max] and, with `sizes`, one of them."""
+        return self.min <= v <= self.max and (not self.sizes or v in self.sizes)
+
+    def snap(self, v: int) -> int:
+        """The largest size this dim takes that is <= v (its least above it when none is): a
+        generator's target size made one the dim takes, never larger than the target (so a
+        size that fitted the budget still fits)."""
+        v = min(self.max, max(self.min, v))
+        if not self.sizes:
+            return v
+        below = [s for s in self.sizes if s <= v]
+        return below[-1] if below else self.sizes[0]
 
 
 VALUE_KINDS = tuple(Values)
@@ -96,7 +126,9 @@ class Tensor:
     """A tensor argument or output: shape as symbols ("M N"), and a dtype list or `like`.
 
     values:  the rung-2 value kinds this input admits (VALUE_KINDS); None = by dtype.
-    range:   (lo, hi) inclusive; hi may name a dim. Values are drawn within it at every rung.
+    range:   (lo, hi), both inclusive; each a number or an expression over dims with + - * // and
+             integers: range=(0, "E-1") for expert ids, (1, "2*S"). Values are drawn within it at
+             every rung; an integer tensor with a range also gets rung 2's id kinds ("ids").
     valid:   packed rows: only the first `valid` elements of the last dim are data (int or dim).
     layouts: the rung-3 layouts this input accepts (LAYOUTS); None = all that its rank allows.
     mutated: the kernel writes this input in place, as production means it to (an in-place
@@ -133,7 +165,7 @@ class Tensor:
             return self.values
         if dtype in FLOAT_DTYPES:
             return DEFAULT_FLOAT_VALUES + ((Values.NONFINITE,) if nonfinite else ())
-        return (Values.LENGTHS,) if self.range is not None else ()
+        return (Values.LENGTHS, Values.IDS) if self.range is not None and dtype != "bool" else ()
 
     def layout_list(self) -> tuple[str, ...]:
         """The rung-3 layouts of this input: as declared, or every one its rank allows."""
@@ -199,6 +231,15 @@ class Flag:
     def key(self) -> str:
         """How points and reports name it: the keyword, or $VAR for an environment variable."""
         return self.name if self.name is not None else f"${self.env}"
+
+
+@_friendly("kl.Size")
+@dataclass(frozen=True)
+class Size:
+    """An argument that is a dim's size at the point, passed as a Python int to the kernel and
+    to the reference: `expert_counts(ids, E)` is args={"ids": kl.Tensor("T", ...), "E": kl.Size("E")}."""
+
+    dim: str
 
 
 @_friendly("kl.Out")
@@ -329,7 +370,8 @@ class Spec:
         r = self.all_tensors[name].range
         if r is None:
             return None
-        return tuple(sizes[v] if isinstance(v, str) else v for v in r)
+        from .dimexpr import evaluate
+        return tuple(evaluate(v, sizes) if isinstance(v, str) else v for v in r)
 
     def valid_of(self, name: str, sizes: dict[str, int]) -> int | None:
         v = self.all_tensors[name].valid
@@ -544,7 +586,7 @@ TENSOR_FIELDS = {
     "values": [Rule(lambda v: v is None or _names(v), "give a list of names, e.g. values=['peaked', 'ties'] or [] for none.")],
     "range": [Rule(lambda v: v is None or (isinstance(v, tuple) and len(v) == 2 and all(_number(x) or isinstance(x, str)
                                                                                        for x in v)),
-                   "give (lo, hi), inclusive, numbers or dim names, e.g. range=(1, 'S').")],
+                   "give (lo, hi), inclusive, numbers or dim expressions, e.g. range=(1, 'S') or (0, 'E-1').")],
     "valid": [Rule(lambda v: v is None or isinstance(v, str) or (_int(v) and v >= 0),
                    "give the number of valid elements of the last dim (an int or a dim name); the rest is padding.")],
     "layouts": [Rule(lambda v: v is None or _names(v), "give a list of layout names, e.g. layouts=['sliced'], or [] for none.")],
@@ -558,7 +600,30 @@ DIM_FIELDS = {
     "widths": [Rule(lambda v: isinstance(v, tuple), _list_fix("widths", "[2880, 4096]"))],
     "chunks": [Rule(lambda v: isinstance(v, tuple), _list_fix("chunks", "[256]")),
                Rule(lambda v: all(_int(c) and c > 0 for c in v), "give positive int chunk sizes, e.g. chunks=[256].")],
+    "sizes": [Rule(lambda v: isinstance(v, tuple), _list_fix("sizes", "[8, 16, 64]")),
+              Rule(lambda v: all(_int(c) and c >= 1 for c in v), "give the sizes the dim takes as ints >= 1, e.g. "
+                   "sizes=[8, 16, 64].")],
 }
+
+
+def _takes(d: Dim) -> str:
+    """The sizes a dim takes, as a fix says them."""
+    return f"one of its sizes {list(d.sizes)}" if d.sizes else f"an int within [{d.min}, {d.max}]"
+
+
+def _sizes_rules(found, key: str, d: Dim) -> None:
+    """Dim(sizes=[...]): min and max, if given, are the least and largest size; widths and
+    chunks are among the sizes (a width the dim never takes is no width of it)."""
+    if not d.sizes or not found.clean("dims", key, "sizes"):
+        return
+    lo, hi = getattr(d, "_range", (d.min, d.max))
+    if (lo != 1 and lo != d.sizes[0]) or (hi != 1 << 16 and hi != d.sizes[-1]):
+        found.add(("dims", key, "sizes"), f"min={lo}, max={hi}, sizes={list(d.sizes)}", "give either min/max or sizes: "
+                  f"with sizes the range is the least and the largest size, e.g. kl.Dim(sizes={list(d.sizes)}).")
+    bad = [w for w in d.widths if _int(w) and w not in d.sizes]
+    if bad:
+        found.add(("dims", key, "widths"), d.widths, f"{bad} are not among the sizes {list(d.sizes)}: give widths the dim "
+                  "takes, or drop widths= (every size is tested).")
 
 COLLECTIVE_FIELDS = {
     "world": [Rule(lambda v: isinstance(v, tuple) and len(v) > 0 and all(_int(w) and w >= 2 for w in v),
@@ -660,6 +725,8 @@ def _entries(found: _Found) -> dict[str, tuple[tuple, Tensor]]:
                 found.add(("args", key), v, "call it: kl.Tensor('M N', dtype='bfloat16') (or kl.Out(...)), not the class itself.")
             elif isinstance(v, Tensor):
                 tensors[key] = (("args", key), v)
+            elif isinstance(v, (Dim, Size)):
+                _size_arg(found, key, v)
     if found.clean("returns") and spec.returns is not None:
         for key, t in ({"out": spec.returns} if isinstance(spec.returns, Tensor) else spec.returns).items():
             problem = _returned_problem(spec, key, t)
@@ -670,6 +737,20 @@ def _entries(found: _Found) -> dict[str, tuple[tuple, Tensor]]:
     if found.clean("args") and found.clean("returns") and not (spec.out_args or spec.returns):
         found.add(("returns",), spec.returns, "declare the outputs: returns=kl.Tensor('M N', like='x'), or an kl.Out(...) argument.")
     return tensors
+
+
+def _size_arg(found: _Found, key: str, v) -> None:
+    """kl.Size("E") names a declared dim; a kl.Dim is no argument (it would reach the kernel as
+    the Dim object): the dim goes in dims, and kl.Size(name) passes its size."""
+    declared = _declared(found)
+    if isinstance(v, Dim):
+        dim = key if key in declared else "E"
+        found.add(("args", key), v, f"an argument that is a dim's size is kl.Size({dim!r}): declare the dim in dims "
+                  f"({dim!r}: kl.Dim(...)) and pass args={{{key!r}: kl.Size({dim!r})}}; the kernel then gets the point's "
+                  "size as a Python int.")
+    elif not isinstance(v.dim, str) or (isinstance(found.spec.dims, Mapping) and v.dim not in declared):
+        found.add(("args", key, "dim"), v.dim, f"{_mean(v.dim, declared) if isinstance(v.dim, str) else ''}name a dim "
+                  f"declared in dims ({', '.join(declared) or 'none declared'}).")
 
 
 def _returned_problem(spec: Spec, key, t) -> tuple | None:
@@ -701,6 +782,7 @@ def _dims(found: _Found) -> dict[str, Dim]:
             found.add(("dims", key), d, "use kl.Dim(min, max, tile=..., widths=[...]), e.g. kl.Dim(1, 8192, tile=64).")
         else:
             found.fields(d, DIM_FIELDS, ("dims", key))
+            _sizes_rules(found, key, d)
             if found.clean("dims", key, "min/max") and found.clean("dims", key, "widths") \
                     and not all(_int(w) and d.min <= w <= d.max for w in d.widths):
                 found.add(("dims", key, "widths"), d.widths, f"give integer widths within [{d.min}, {d.max}], or widen the range.")
@@ -757,16 +839,32 @@ def _dim_name_rules(found: _Found, where: tuple, t: Tensor, output: bool) -> Non
         found.add(where + ("shape",), t.shape, f"{_mean(bad, declared)}declare {bad!r} in dims, e.g. dims={{{bad!r}: "
                   "kl.Dim(1, 4096, tile=64)}, or use a literal size.")
     if clean("range") and t.range is not None and not output:
-        bad = next((v for v in t.range if isinstance(v, str) and v not in declared), None)
-        if bad is not None:
-            found.add(where + ("range",), t.range, f"{_mean(bad, declared)}give (lo, hi), inclusive, numbers or dim names, "
-                      "e.g. range=(1, 'S').")
+        _range_rules(found, where, t, declared)
     if clean("valid") and t.valid is not None:
         if isinstance(t.valid, str) and t.valid not in declared:
             found.add(where + ("valid",), t.valid, f"{_mean(t.valid, declared)}give the number of valid elements of the last "
                       "dim (an int or a dim name); the rest is padding.")
         elif clean("shape") and not t.symbols:
             found.add(where + ("valid",), t.valid, "a 0-d tensor has no rows to pad; drop `valid`.")
+
+
+def _range_rules(found: _Found, where: tuple, t: Tensor, declared: tuple) -> None:
+    """A range's bounds: numbers, or dim expressions over declared dims ("E-1", "2*S")."""
+    from .dimexpr import DimExprError, names
+    for v in t.range:
+        if not isinstance(v, str):
+            continue
+        try:
+            read = names(v)
+        except DimExprError as e:
+            found.add(where + ("range",), t.range, f"{e}: give (lo, hi), inclusive, each a number or an expression over "
+                      "dim names with + - * // and integers, e.g. range=(0, 'E-1') or (1, '2*S').")
+            return
+        bad = next((n for n in read if n not in declared), None)
+        if bad is not None:
+            found.add(where + ("range",), t.range, f"{_mean(bad, declared)}give (lo, hi), inclusive, numbers or expressions "
+                      f"over declared dims ({', '.join(declared)}), e.g. range=(0, 'E-1').")
+            return
 
 
 def _kind_rules(found: _Found, where: tuple, t: Tensor) -> None:
@@ -831,13 +929,13 @@ def _shape_lists(found: _Found, dims: dict) -> None:
         if not found.clean(fname) or not _named(found):
             continue
         for shape in getattr(spec, fname):
-            bad = next((d for d, v in shape.items() if d in dims and not (_int(v) and dims[d].min <= v <= dims[d].max)), None)
+            bad = next((d for d, v in shape.items() if d in dims and not (_int(v) and dims[d].allows(v))), None)
             if not set(declared) <= set(shape):
                 missing = [d for d in declared if d not in shape]
                 extra = next((k for k in shape if k not in declared), None)      # a misspelt dim: did you mean
                 found.add((fname,), dict(shape), f"{_mean(extra, missing)}give a size for every dim: {', '.join(declared)}.")
             elif bad is not None:
-                found.add((fname,), dict(shape), f"{bad} must be an int within [{dims[bad].min}, {dims[bad].max}].")
+                found.add((fname,), dict(shape), f"{bad} must be {_takes(dims[bad])}.")
     if found.clean("configs") and found.clean("args"):
         clash = [k for c in spec.configs for k in c if k in spec.args]
         if clash:
@@ -867,12 +965,23 @@ def _dims_used(spec: Spec, tensors: dict) -> set:
     (valid="V"), or `rows`. A dim no shape uses is a size the points choose and that the spec's
     values or its build= function read (a paged cache's max_len: lens in 1..L, a page table of
     ceil(L / 16) columns)."""
-    used = set(spec.row_dims)
+    used = set(spec.row_dims) | {v.dim for v in spec.args.values() if isinstance(v, Size) and isinstance(v.dim, str)}
     for _, t in tensors.values():
-        used |= set(t.symbols) | {v for v in t.range or () if isinstance(v, str)}
+        used |= set(t.symbols) | _range_dims(t)
         if isinstance(t.valid, str):
             used.add(t.valid)
     return used
+
+
+def _range_dims(t: Tensor) -> set:
+    """The dims a tensor's range reads (range=(0, "E-1") reads E); none of a malformed one."""
+    from .dimexpr import DimExprError, names
+    out = set()
+    for v in t.range or ():
+        if isinstance(v, str):
+            with contextlib.suppress(DimExprError):          # a malformed one: _range_rules names it
+                out |= set(names(v))
+    return out
 
 
 def _use(found: _Found, tensors: dict) -> None:
@@ -946,8 +1055,8 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
             found.add(where, dict(when), f"{_mean(k, list(declared) + keys)}{k!r} is neither a dim ({', '.join(declared)}) nor "
                       f"a config key ({', '.join(keys) or 'no configs'}).")
             return
-        if k in dims and not all(_int(x) and dims[k].min <= x <= dims[k].max for x in (v if isinstance(v, (list, tuple)) else [v])):
-            found.add(where, dict(when), f"{k} must be an int within [{dims[k].min}, {dims[k].max}] (or a list of them).")
+        if k in dims and not all(_int(x) and dims[k].allows(x) for x in (v if isinstance(v, (list, tuple)) else [v])):
+            found.add(where, dict(when), f"{k} must be {_takes(dims[k])} (or a list of them).")
             return
 
 

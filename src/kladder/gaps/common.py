@@ -37,7 +37,7 @@ def base_shapes(spec: Spec, budget: Budget) -> list[dict[str, int]]:
         return max(units) if units else None
 
     def clamp(dim, v: int) -> int:
-        return min(dim.max, max(dim.min, v))
+        return dim.snap(v)
 
     shapes = []
     for extra in (1, 0):

@@ -69,7 +69,7 @@ def fixed_dims(spec: Spec, world: int) -> dict[str, int]:
             out[d] = world
         elif d != spec.message_dim:
             v = dim.widths[0] if dim.widths else dim.tiles[0] if dim.tiles else max(dim.min, 1)
-            out[d] = min(dim.max, max(dim.min, v))
+            out[d] = dim.snap(v)
     return out
 
 

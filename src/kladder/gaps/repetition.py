@@ -70,7 +70,7 @@ def widest(spec: Spec, budget: Budget) -> dict[str, int]:
     while grew:
         grew = False
         for d in width:
-            v = min(spec.dims[d].max, sizes[d] * 2)
+            v = spec.dims[d].snap(sizes[d] * 2)
             if v > sizes[d] and fits(spec, {**sizes, d: v}, budget):
                 sizes[d], grew = v, True
     for d in width + [d for d in spec.dims if d not in width]:
@@ -85,7 +85,7 @@ def _largest(spec: Spec, sizes: dict, d: str, budget: Budget) -> int:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(spec, {**sizes, d: mid}, budget) else (lo, mid - 1)
     tile = max(dim.tiles, default=0)
-    return lo - lo % tile if tile and lo >= tile and lo - lo % tile >= dim.min else lo
+    return dim.snap(lo - lo % tile if tile and lo >= tile and lo - lo % tile >= dim.min else lo)
 
 
 def tailed(spec: Spec, budget: Budget) -> dict[str, int]:
@@ -107,7 +107,7 @@ def smallest(spec: Spec, budget: Budget) -> dict[str, int]:
     """A partial last tile in every tiled dim (tile + 1) and two of everything else: masks at
     work, at the size a sanitizer (tens of times slower than the kernel) gets through."""
     def clamp(dim, v: int) -> int:
-        return min(dim.max, max(dim.min, v))
+        return dim.snap(v)
     sizes = {d: clamp(dim, max(tuple(dim.tiles) + tuple(dim.chunks)) + 1 if dim.tiles or dim.chunks else 2)
              for d, dim in spec.dims.items()}
     return sizes if fits(spec, sizes, budget) else {d: max(dim.min, 1) for d, dim in spec.dims.items()}

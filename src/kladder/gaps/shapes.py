@@ -31,12 +31,14 @@ def edge_values(name: str, dim) -> dict[int, str]:
     yields 1; tile-1, tile, tile+1 (the only tile partial, exactly full, a second tile
     holding one element); 3 x tile + 1 (a first, a middle and a last, partial tile: state
     carried from tile to tile, a scan or a split reduction, is wrong from the third tile on
-    in ways one and two tiles never show); the maximum; each model width and its neighbours.
+    in ways one and two tiles never show); the maximum; each model width and its neighbours;
+    tails at the top of the range (top_tails: 4095 and 4089 for max 4096, tile 8), where a
+    launcher's looped path for rows past one block runs; with `sizes`, each declared size.
     """
     out: dict[int, str] = {}
 
     def add(v: int, why: str) -> None:
-        if dim.min <= v <= dim.max and v not in out:
+        if dim.allows(v) and v not in out:
             out[v] = why
 
     low = max(dim.min, 1)
@@ -57,7 +59,31 @@ def edge_values(name: str, dim) -> dict[int, str]:
         for v in (w - 1, w + 1):
             add(v, _width_why(name, v, w, dim.tiles))
     add(dim.max, f"{name} = {dim.max}: the declared maximum" + _tail_note(dim.max, dim.tiles))
+    for v, why in top_tails(name, dim).items():
+        add(v, why)
+    for v in dim.sizes:
+        add(v, f"{name} = {v}: one of the declared sizes {list(dim.sizes)}" + _tail_note(v, dim.tiles))
     return dict(sorted(out.items()))
+
+
+def top_tails(name: str, dim) -> dict[int, str]:
+    """Tails at the top of a tiled range, where a launcher takes its looped path (a row that no
+    longer fits one block): the largest size the tile does not divide (max - 1 when it divides
+    the maximum), and max - tile + 1, a last tile of one element past the largest whole tiles
+    below the maximum. With `sizes`, the largest declared sizes with a tail instead."""
+    if not dim.tiles:
+        return {}
+    t = max(dim.tiles)
+    if dim.sizes:
+        tailed = [v for v in dim.sizes if any(v % u for u in dim.tiles)]
+        return {v: f"{name} = {v}: the largest declared size with a tail" + _tail_note(v, dim.tiles) for v in tailed[-1:]}
+    out = {}
+    top = dim.max if any(dim.max % u for u in dim.tiles) else dim.max - 1
+    out[top] = f"{name} = {top}: the largest size with a tail" + _tail_note(top, dim.tiles)
+    one = dim.max - t + 1
+    out.setdefault(one, f"{name} = {one}: the top of the range with a last tile of one element (max - tile + 1)"
+                   + _tail_note(one, dim.tiles))
+    return {v: why for v, why in out.items() if v > 3 * t + 1}
 
 
 def _width_why(name: str, v: int, w: int, tiles: tuple[int, ...]) -> str:
@@ -145,7 +171,7 @@ def config_points(spec: Spec, budget: Budget) -> Iterator[Point]:
     sizes = {}
     for d, dim in spec.dims.items():
         t = max(dim.tiles) if dim.tiles else 1
-        sizes[d] = min(dim.max, max(dim.min, 2 * t + 1 if dim.tiles else dim.min))
+        sizes[d] = dim.snap(2 * t + 1 if dim.tiles else dim.min)
     if not fits(spec, sizes, budget):
         sizes = _cheapest(spec, {})
     for cfg in spec.configs:
@@ -213,7 +239,7 @@ def _base_sizes(spec: Spec, name: str, grow: str) -> dict[str, int]:
         if d in syms:
             sizes[d] = max(dim.widths) if dim.widths else dim.max
         else:
-            sizes[d] = min(dim.max, max(dim.min, dim.tiles[0] if dim.tiles else 1))
+            sizes[d] = dim.snap(dim.tiles[0] if dim.tiles else 1)
     sizes[grow] = 1
     return sizes
 
@@ -265,7 +291,7 @@ def _big_points_for(spec: Spec, name: str) -> Iterator[Point]:
             rows = at[role]
             if role == "padded" and rows == at["below"]:
                 continue
-            if max(dim.min, 1) <= rows <= dim.max:
+            if rows >= 1 and dim.allows(rows):
                 roles.setdefault(rows, []).append(f"{'above' if role == 'above' else 'below'} 2^{bits} {unit}: "
                                                   + _cliff_text(bits, unit, role, rows, per_row, tile, itemsize))
     for rows in sorted(roles):

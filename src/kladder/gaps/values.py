@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from .. import idfill
 from ..notation import PointKind, ValueKind, Values
 from ..point import Point
 from ..rungs import number
@@ -36,13 +37,18 @@ WHY = {
 
 
 def kind_labels(kind: str) -> list[str]:
-    """A value kind's points (as Point.values holds them): peaked at each temperature, the others once."""
+    """A value kind's points (as Point.values holds them): peaked at each temperature, ids at each id kind,
+    the others once."""
+    if kind == idfill.KIND:
+        return list(idfill.LABELS)
     kinds = [ValueKind(Values.PEAKED, str(t)) for t in TEMPERATURES] if kind == Values.PEAKED else [ValueKind(kind)]
     return [k.format() for k in kinds]
 
 
 def why_of(spec: Spec, name: str, label: str) -> str:
     kind = ValueKind.parse(label)
+    if kind.kind == idfill.KIND:
+        return f"{name}: {kind.format()}, {idfill.why(label)}"
     text = WHY.get(kind.kind, kind.kind).format(t=kind.arg, policy=spec.nonfinite)
     return f"{name}: {kind.format()}, {text}"
 
@@ -78,7 +84,7 @@ def long_shape(spec: Spec, budget: Budget, start: dict[str, int]) -> dict[str, i
                     lo = mid
                 else:
                     hi = mid - 1
-            sizes[d] = lo
+            sizes[d] = dim.snap(lo)
     return sizes
 
 
@@ -112,7 +118,7 @@ def chunk_points(spec: Spec, budget: Budget, dtypes: tuple, base: dict) -> Itera
         for c in dim.chunks:
             for v, why in ((1, "shorter than any chunk"), (c - 1, f"one short of the chunk ({c})"),
                            (c, f"exactly one chunk ({c})"), (c + 1, f"one past the chunk ({c}): a second chunk of one")):
-                if not dim.min <= v <= dim.max or v in seen:
+                if not dim.allows(v) or v in seen:
                     continue
                 seen.add(v)
                 sizes = {**base, d: v}

@@ -1,5 +1,6 @@
 """CUDA graph: capture once, then replay three times with new inputs copied into the static
-buffers and every output poisoned before each replay. A host decision frozen at capture (a
+buffers and every output, integer ones too, poisoned before each replay (a signalling NaN
+in floats, 0xA5 bytes in integers: 0xA5A5A5A5 = -1515870811 in an int32, no count or index). A host decision frozen at capture (a
 counter zeroed once, a result read from the eager warm-up's output) fails a replay, whatever
 the spec says about graphs: the kernel captured and then broke silently.
 
@@ -24,7 +25,7 @@ class Graph:
     def observe(self, h):
         import torch
 
-        from ...materialize import poison
+        from ...materialize import poison, poison_word
         claimed = h.spec.graphs
         static = h.prepare()
         side = torch.cuda.Stream()
@@ -55,14 +56,24 @@ class Graph:
                 if isinstance(dst, torch.Tensor) and dst is not src:
                     dst.copy_(src)
             outputs = h.outputs(static, returned)
-            for t in outputs.values():
-                if isinstance(t, torch.Tensor) and t.is_floating_point():
-                    poison(t, str(t.dtype).removeprefix("torch."))
+            poisoned = {}
+            for name, t in outputs.items():         # every output, integer ones too: an element a
+                if isinstance(t, torch.Tensor):     # replay leaves unwritten holds the poison
+                    dtype = str(t.dtype).removeprefix("torch.")
+                    poison(t, dtype)
+                    poisoned[name] = poison_word(dtype)
             graph.replay()
             torch.cuda.synchronize()
             static.ref_args = fresh.ref_args
             static.snapshot = fresh.snapshot        # the inputs the replay got (checks/inputs.py)
-            yield Call(static, returned, f"replay {r} of {REPLAYS}")
+            yield Call(static, returned, replay_label(r, poisoned))
+
+
+def replay_label(r: int, poisoned: dict[str, str]) -> str:
+    """Which call a finding is about, and the poison every output held before it: an element
+    that equals it was never written by the replay."""
+    held = ", ".join(f"{n} = {w}" for n, w in poisoned.items())
+    return f"replay {r} of {REPLAYS}" + (f" (outputs poisoned before it: {held})" if held else "")
 
 
 MODE = Graph()
