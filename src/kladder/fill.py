@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from .notation import Padding, ValueKind
+from .notation import Padding, ValueKind, Values
 from .sizes import as_rows
 from .spec import FLOAT_DTYPES
 
@@ -31,9 +31,9 @@ def fill_kind(t, kind: ValueKind | str, dtype: str, gen, rng: tuple | None = Non
     kind = ValueKind.parse(kind) if isinstance(kind, str) else kind
     base, arg = kind.kind, kind.arg
     is_float = dtype in FLOAT_DTYPES
-    if base == "ids" and not is_float:
+    if base == Values.IDS and not is_float:
         from .idfill import fill_ids
-        fill_ids(t, kind, gen, rng)
+        fill_ids(t, kind.format(), gen, rng)
         return
     if base == "normal" or (not is_float and base not in ("lengths", "masked", "ones")):
         fill_normal(t, dtype, gen, rng)
