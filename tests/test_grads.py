@@ -72,7 +72,8 @@ def test_every_listed_gradient_is_judged():
     o = run_point(ln_spec(_planted(wrong_x)), _point(), "cpu").outcome
     by = {f.output: f for f in o.findings}
     assert set(by) == {"grad of x", "grad of b"}
-    assert by["grad of x"].pattern.kind == "whole_rows" and by["grad of x"].pattern.ids == (3,)
+    p = by["grad of x"].pattern
+    assert p.kind == "block" and p.rows == ("one", 3) and p.cols is None      # row 3, every column
 
 
 def test_a_gradient_the_kernel_does_not_compute_is_a_contract_failure():

@@ -67,7 +67,7 @@ def fill_upstream(t, kind: str, dtype: str, gen) -> None:
     elif kind == "scaled":
         # 2^16, or in float16 (max 65504) 2^15: a scaled loss's gradient the dtype can hold
         fill_kind(t, "ones", dtype, gen)
-        t.mul_(min(LOSS_SCALE, 2.0 ** (math.floor(math.log2(torch.finfo(t.dtype).max)) - 1)))
+        t.mul_(min(LOSS_SCALE, 2.0 ** math.floor(math.log2(torch.finfo(t.dtype).max))))
     elif kind == "sparse":
         fill_kind(t, "normal", dtype, gen)
         keep = torch.rand(t.shape, generator=gen, device=t.device) >= SPARSE_ZEROS
