@@ -21,7 +21,7 @@ WHY = {
     "huge": "a quarter of the elements +-big",
     "tiny": "a quarter of the elements subnormal, smallest-normal or +-0",
     "normal": "random normal (a weighted loss), not the 1.0 every other point hands a loss",
-    "scaled": "2^16, a loss scaler's gradient (torch.amp.GradScaler's initial scale)",
+    "scaled": "2^16 (2^15 in float16, the largest power of two it holds), a loss scaler's gradient (torch.amp.GradScaler's initial scale)",
     "broadcast": "an expand-ed tensor (stride 0 on the first dim), as out.sum()'s backward hands it",
     "transposed": "a transposed view (the stride of the last dim is not 1)",
 }
