@@ -90,7 +90,9 @@ def _make_function(mul_kernel):
     class CrossEntropy(torch.autograd.Function):
         @staticmethod
         def forward(ctx, logits, target):
+            # the kernel walks rows with unit inner stride and reads target[row]: other layouts copied first
             logits = logits if logits.stride(-1) == 1 else logits.contiguous()
+            target = target.contiguous()
             M, V = logits.shape
             loss = torch.empty(M, dtype=torch.float32, device=logits.device)
             grad = torch.empty((M, V), dtype=torch.float32, device=logits.device)
