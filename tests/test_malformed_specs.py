@@ -61,7 +61,7 @@ CASES = [
     ("Spec keyword typo (refrence)", lambda: kl.Spec("t", **{**base(), "refrence": _k}), ".refrence", "did you mean"),
     ("Spec unknown keyword", lambda: kl.Spec("t", **{**base(), "grid": 4}), ".grid", "has no field"),
     ("Spec missing reference", lambda: kl.Spec("t", kernel=_k, args=args(), dims=dims()), ".reference", "needs"),
-    ("Spec too many positionals", lambda: kl.Spec(*(["t"] + [None] * 25)), "kl.Spec", "positional"),
+    ("Spec too many positionals", lambda: kl.Spec(*(["t"] + [None] * 40)), "kl.Spec", "positional"),
     ("Tensor keyword typo", lambda: kl.Tensor("M N", dtyp="float32"), "kl.Tensor.dtyp", "did you mean 'dtype'"),
     ("Tensor shape misspelt", lambda: kl.Tensor(shap="M N"), "kl.Tensor.shap", "did you mean 'shape'"),
     ("Tensor without shape", lambda: kl.Tensor(dtype="float32"), "kl.Tensor.shape", "needs"),

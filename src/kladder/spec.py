@@ -348,11 +348,15 @@ class Spec:
                                           # point whose capture fails is skipped with a note; None (not said): a
                                           # failed capture is a warning. A capture that replays wrong fails whatever
                                           # it says.
+    grads: str | tuple[str, ...] | list[str] = ()   # the inputs whose gradients the kernel computes (its launcher is
+                                          # differentiable: a torch.autograd.Function); each point then runs forward
+                                          # and backward, and judges every listed input's gradient ("grad of w")
+                                          # against the float64 reference's autograd
 
     def __post_init__(self):
         expect = lambda v: tuple(Expect(e) if isinstance(e, str) else e for e in v) if isinstance(v, (list, tuple)) else v
         _convert(self, configs=_seq, production=_seq, tuned=_seq, rows=_tuple, invariants=_seq, expect=expect,
-                 flags=_seq, imports=_seq, nonfinite=_word(Nonfinite))
+                 flags=_seq, imports=_seq, nonfinite=_word(Nonfinite), grads=_tuple)
         validate(self)
         from .chain import Chain
         if isinstance(self.kernel, Chain):       # chains are called positionally: give them the names
@@ -418,7 +422,21 @@ class Spec:
 
     @property
     def all_tensors(self) -> dict[str, Tensor]:
-        return {**self.tensor_args, **self.returned}
+        return {**self.tensor_args, **self.returned, **self.grad_outputs}
+
+    # ---- gradients (Spec.grads): each listed input's gradient is one more output ----
+    @property
+    def grad_outputs(self) -> dict[str, Tensor]:
+        """'grad of w' -> a tensor of w's shape and dtype, for each input in `grads`."""
+        if not isinstance(self.grads, tuple) or not isinstance(self.args, Mapping):
+            return {}
+        return {grad_name(n): Tensor(self.args[n].shape, like=n) for n in self.grads if isinstance(self.args.get(n), Tensor)}
+
+    @property
+    def upstream(self) -> dict[str, str]:
+        """The upstream gradient of each output, by the name points give it ('upstream y' -> 'y'):
+        an input of the backward like any other (rung 2 chooses its values, rung 3 its layout)."""
+        return {upstream_name(n): n for n in self.outputs} if self.grads else {}
 
     @property
     def row_dims(self) -> tuple[str, ...]:
@@ -451,6 +469,16 @@ class Spec:
         if dtype in tol:
             return Tolerance(*tol[dtype]) if isinstance(tol[dtype], tuple) else tol[dtype]
         return DEFAULT_TOLERANCES.get(dtype, Tolerance(0.0, 0.0))
+
+
+def grad_name(arg: str) -> str:
+    """How outputs and reports name an input's gradient: 'grad of w'."""
+    return f"grad of {arg}"
+
+
+def upstream_name(output: str) -> str:
+    """How points name an output's upstream gradient (the backward's grad_output): 'upstream y'."""
+    return f"upstream {output}"
 
 
 # --------------------------------------------------------------------------- validation
@@ -710,6 +738,7 @@ def validate(spec: Spec) -> None:
     if isinstance(spec.collective, Collective):
         _collective(found, tensors)
     _toolchain(found, dims)
+    _grads(found, tensors)
     if found.problems:
         raise SpecError("", problems=found.problems)
 
@@ -1075,3 +1104,39 @@ def _flag(found: _Found, f: Flag) -> None:
     elif f.name is not None and not all(isinstance(v, (bool, int, float, str)) or v is None for v in f.values):
         found.add(where + ("values",), f.values, "give plain values (bool, int, float, str or None): they go into a point and "
                   "its repro command.")
+
+
+# ---- Spec.grads: the inputs whose gradients the kernel computes ----
+GRADS_FIX = "name the tensor inputs whose gradients the kernel's backward computes, e.g. grads=['x', 'w']"
+
+
+def _grads(found: _Found, tensors: dict) -> None:
+    """Each name in `grads` is a floating tensor input (not an Out, not a scalar), named once;
+    a collective is judged on its ranks, not differentiated."""
+    spec, g = found.spec, found.spec.grads
+    if not (isinstance(g, tuple) and all(isinstance(n, str) for n in g)):
+        found.add(("grads",), g, GRADS_FIX + ".")
+        return
+    if not g or not found.clean("args"):
+        return
+    if spec.collective is not None:
+        found.add(("grads",), list(g), "a collective is judged on its ranks' outputs: drop grads=.")
+        return
+    inputs = list(spec.input_args)
+    for n in g:
+        if n not in inputs:
+            kind = "an output" if n in spec.outputs else "a scalar argument" if n in spec.args else ""
+            why = f"{n!r} is {kind}; " if kind else _mean(n, inputs)
+            found.add(("grads",), n, f"{why}{GRADS_FIX} (the tensor inputs: {', '.join(inputs) or 'none'}).")
+        elif found.clean(*tensors[n][0]) and not _floating(spec, n):
+            found.add(("grads",), n, f"{n!r} is not of a floating dtype: no gradient flows to it; drop it from grads.")
+    if len(set(g)) != len(g):
+        found.add(("grads",), list(g), "name each input once.")
+
+
+def _floating(spec: Spec, name: str) -> bool:
+    t, seen = spec.args[name], {name}
+    while t.like is not None and t.like in spec.all_tensors and t.like not in seen:
+        seen.add(t.like)
+        t = spec.all_tensors[t.like]
+    return bool(t.dtypes) and all(d in FLOAT_DTYPES for d in t.dtypes)

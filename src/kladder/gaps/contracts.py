@@ -18,6 +18,7 @@ from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, moderate
 from ..spec import Spec
+from . import backward
 from .common import base_shapes, chosen_dtypes, dtype_rows, sizes_text
 
 RUNG = number("contracts")
@@ -85,4 +86,5 @@ def points(spec: Spec, budget: Budget) -> Iterator[Point]:
     for dtypes in rows:
         yield from layout_points(spec, dtypes, shapes)
         yield from padding_points(spec, dtypes, shapes)
+        yield from backward.contract_points(spec, RUNG, dtypes, shapes)
     yield from dtype_points(spec, shapes[0])

@@ -18,6 +18,7 @@ from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, dtype_of, fits, moderate
 from ..spec import Spec
+from . import backward
 from .common import base_shapes, chosen_dtypes, dtype_rows, sizes_text
 
 RUNG = number("values")
@@ -160,7 +161,7 @@ def points(spec: Spec, budget: Budget, replay: str | None = None) -> Iterator[Po
     for row in dtype_rows(spec):
         dtypes = chosen_dtypes(spec, row)
         for gen in (value_points(spec, budget, dtypes, shapes), chunk_points(spec, budget, dtypes, shapes[0]),
-                    invariant_points(spec, budget, dtypes, shapes)):
+                    invariant_points(spec, budget, dtypes, shapes), backward.value_points(spec, RUNG, dtypes, shapes)):
             for p in gen:
                 key = (p.dims, p.dtypes, p.values)
                 if key not in seen:

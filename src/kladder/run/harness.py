@@ -19,7 +19,8 @@ from ..outcome import KernelError, NoteKind, RowsChecked, SpecBroken, error_fact
 from ..point import Point
 from ..rows import plan_rows
 from ..sizes import ITEMSIZE, dtype_of, is_big, numel_of, shape_of, total_bytes
-from ..spec import FLOAT_DTYPES, Spec
+from ..spec import FLOAT_DTYPES, Spec, grad_name
+from .. import upstream as upstream_mod
 from . import interpreter
 from .faults import is_oom
 from .guarded_alloc import KERNEL_GUARD_BYTES, guarding
@@ -36,6 +37,10 @@ from .stages import Stage, timed
 # measured 33 s of peers at a 128 MiB weight on the 2-core CPU, 2,300 x the reference's call).
 REFERENCE_DEVICE_SHARE = 1.5
 REFERENCE_FREE_SHARE = 0.25
+# The modes whose calls run the backward too (Spec.grads): the calls judged against the reference,
+# and accumulate (rung 3: .grad already holding a value, a retained graph's backward twice).
+BACKWARD_MODES = ("eager", "reused", "aba", "accumulate")
+ACCUMULATE_TIMES = 2
 
 
 @dataclass
@@ -50,6 +55,20 @@ class Prepared:
     ref_device: str = ""
     snapshot: list = field(default_factory=list)     # the inputs as passed, compared after the call (checks/inputs.py)
     allocated: list = field(default_factory=list)    # the last call's own allocations (guarded_alloc.Allocation)
+    backward: Backward | None = None                 # Spec.grads: the backward's inputs and, after the call, its gradients
+
+
+@dataclass
+class Backward:
+    """The backward of one call (Spec.grads): the upstream gradient of each floating output (as
+    the kernel gets it, and the reference's copies), what each input's `.grad` held before the
+    call (an accumulation point; else empty), and, after the call, each listed input's gradient."""
+    upstream: dict                                   # output name -> grad_output, in the output's dtype
+    held: dict = field(default_factory=dict)         # input name -> .grad before the call (mode "accumulate")
+    times: int = 1                                   # backward calls on one retained graph
+    ref_extra: list = field(default_factory=list)    # the reference's copies of upstream, then held, in that order
+    extra_dtypes: list = field(default_factory=list)
+    grads: dict = field(default_factory=dict)        # "grad of w" -> the kernel's gradient (None: it computed none)
 
 
 @dataclass
@@ -69,6 +88,7 @@ class Harness:
         self.interpreted = interpreted        # Triton under its interpreter (run/interpreter.on, asked once by the worker)
         self.guard = guard                   # guard bytes around every tensor (0 under compute-sanitizer)
         self.touched: set[str] = set()      # the interpreter's known defects the kernel's calls touched
+        self.backward = bool(spec.grads) and point.mode in BACKWARD_MODES
 
     @timed(Stage.INPUTS)
     def prepare(self, point: Point | None = None, seed: int | None = None, outs_from: Prepared | None = None) -> Prepared:
@@ -79,16 +99,28 @@ class Harness:
         try:
             inputs = materialize(self.spec, pt, self.device, reuse=outs_from.inputs if outs_from else None,
                                  guard=self.guard)
-            select, row_ids, rows = plan_rows(self.spec, pt, self.device)
+            # a weight's gradient sums over every row: a backward's reference sees them all
+            select, row_ids, rows = plan_rows(self.spec, pt, self.device) if not self.backward else ({}, [], None)
             where = reference_device(self.spec, pt, self.device, select)
             by_arg = {i: v for i, v in select.items() if isinstance(i, int)}
             ref_args = reference_args(self.spec, inputs, by_arg, where)
             snapshot = input_check.snapshot(self.spec, inputs, pt)
+            backward = self._backward_inputs(pt, where) if self.backward else None
         except Exception as e:  # noqa: BLE001 - every failure here is kladder's or the spec's
             if is_oom(e):
                 raise
             raise SpecBroken(NoteKind.INPUTS_FAILED, **error_facts(e, whole=True)) from e
-        return Prepared(pt, inputs, ref_args, select, row_ids, rows, reference_dtypes(self.spec, inputs), where, snapshot)
+        return Prepared(pt, inputs, ref_args, select, row_ids, rows, reference_dtypes(self.spec, inputs), where, snapshot,
+                        backward=backward)
+
+    def _backward_inputs(self, pt: Point, where: str) -> Backward:
+        import torch
+        ups = upstream_mod.upstream(self.spec, pt, self.device)
+        held = upstream_mod.held(self.spec, pt, self.device) if pt.mode == "accumulate" else {}
+        extra = list(ups.values()) + list(held.values())
+        ref_dtype = getattr(torch, self.spec.reference_dtype)
+        return Backward(ups, held, ACCUMULATE_TIMES if held else 1, [t.to(where, ref_dtype) for t in extra],
+                        [str(t.dtype).removeprefix("torch.") for t in extra])
 
     @timed(Stage.KERNEL)
     def call(self, prep: Prepared, label: str = "", runner=None):
@@ -97,6 +129,8 @@ class Harness:
         with interpreter.watch() as seen, guarding(self.device, KERNEL_GUARD_BYTES if self.guard else 0) as allocated:
             prep.allocated = allocated
             try:
+                if prep.backward is not None:
+                    return self._forward_backward(prep, runner)
                 if runner is not None:
                     return runner(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
                 return call_once(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
@@ -106,6 +140,37 @@ class Harness:
                 raise KernelError(e, label) from e
             finally:
                 self.touched |= seen
+
+    def _forward_backward(self, prep: Prepared, runner=None):
+        """The forward with every listed input a leaf that requires grad (its `.grad` holding
+        `held` at an accumulation point), then backward through what it returned with each
+        output's upstream gradient (`times` calls on one retained graph). The gradients land
+        on prep.backward.grads; the outputs come back detached."""
+        import torch
+        bw, named = prep.backward, dict(zip(self.spec.args, prep.inputs.args, strict=True))
+        leaves = {n: named[n] for n in self.spec.grads}
+        for n, leaf in leaves.items():
+            leaf.requires_grad_(True)
+            leaf.grad = bw.held[n].clone() if n in bw.held else None
+        try:
+            with torch.enable_grad():
+                returned = (runner or call_once)(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
+                outs = self.outputs(prep, returned)
+                pairs = [(outs[n], g) for n, g in bw.upstream.items()
+                         if isinstance(outs.get(n), torch.Tensor) and outs[n].requires_grad]
+                if not pairs:
+                    raise TypeError("the kernel's outputs carry no gradient (none requires grad): Spec(grads=...) says "
+                                    "its launcher is differentiable (a torch.autograd.Function)")
+                for k in range(bw.times):
+                    torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs], retain_graph=k + 1 < bw.times)
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                torch.cuda.synchronize()
+            bw.grads = {grad_name(n): None if leaf.grad is None else leaf.grad.detach() for n, leaf in leaves.items()}
+        finally:
+            for leaf in leaves.values():
+                leaf.grad = None
+                leaf.requires_grad_(False)
+        return _detached(returned)
 
     @timed(Stage.KERNEL)
     def call_with(self, args: list, kwargs: dict, label: str):
@@ -130,6 +195,8 @@ class Harness:
             outputs.update({n: returned.get(n) for n in names})
         elif isinstance(returned, (tuple, list)) and len(returned) == len(names):
             outputs.update(zip(names, returned, strict=True))
+        if prep.backward is not None and prep.backward.grads:
+            outputs.update(prep.backward.grads)
         return outputs
 
     @timed(Stage.REFERENCE)
@@ -141,7 +208,7 @@ class Harness:
         import torch
         args, mutated = self._mutable_args(prep)
         try:
-            refs = self._split(self.spec.reference(*args))
+            refs = self._reference(args + self._extra(prep))
         except Exception as e:  # noqa: BLE001
             if is_oom(e):
                 raise                                # the point could not run for memory: not the spec's fault
@@ -175,8 +242,9 @@ class Harness:
         import torch
         unit = peer_math.unit_of(prep.arg_dtypes)
         found = {n: Peer(unit=unit) for n in needs}
+        args, dtypes = prep.ref_args + self._extra(prep), prep.arg_dtypes + self._extra(prep, dtypes=True)
         try:
-            low = self._split(self.spec.reference(*peer_math.lowered(prep.ref_args, prep.arg_dtypes)))
+            low = self._reference(peer_math.lowered(args, dtypes))
         except Exception as e:  # noqa: BLE001 - e.g. an op without a kernel for that dtype on this device
             if is_oom(e):
                 raise
@@ -189,25 +257,26 @@ class Harness:
             if isinstance(got, torch.Tensor) and got.is_floating_point() and tuple(got.shape) == tuple(refs[n].shape):
                 p.kernel = got.detach().to(getattr(torch, dtype))
                 p.facts = {"dtype": dtype}
-                p.more = self._more_runs(prep, n, refs)
+                p.more = self._more_runs(prep, n, refs, args, dtypes)
             else:
                 p.facts = why or {"error": "no tensor", "text": f"the reference returned {type(got).__name__}"}
         spread_of = [n for n, w in needs.items() if w == "values"]
         if spread_of:
             decided = getattr(needs, "decided", None)
             kernels = {n: p.kernel for n, p in found.items()}
-            for n, sp in self._spread(prep, spread_of, refs, decided and (lambda sp: decided(sp, unit, kernels))).items():
+            for n, sp in self._spread(prep, spread_of, refs, decided and (lambda sp: decided(sp, unit, kernels)),
+                                      args, dtypes).items():
                 found[n].spread = sp
         return found
 
-    def _spread(self, prep: Prepared, names: list, refs: dict, decided=None) -> dict:
+    def _spread(self, prep: Prepared, names: list, refs: dict, decided, args: list, dtypes: list) -> dict:
         import torch
         gen = torch.Generator(device=_device_of(prep.ref_args, prep.ref_device)).manual_seed(
             (prep.point.seed ^ peer_math.SEED_SALT) & 0xFFFFFFFF)
         acc = {n: None for n in names}
         try:
             for k in range(1, peer_math.SPREAD_DRAWS + 1):
-                drawn = self._split(self.spec.reference(*peer_math.perturbed(prep.ref_args, prep.arg_dtypes, gen)))
+                drawn = self._reference(peer_math.perturbed(args, dtypes, gen))
                 for n in names:
                     acc[n] = peer_math.add_draw(acc[n], drawn.get(n), refs[n])
                 del drawn
@@ -222,7 +291,7 @@ class Harness:
             return {}
         return {n: peer_math.spread(a, peer_math.SPREAD_DRAWS) for n, a in acc.items()}
 
-    def _more_runs(self, prep: Prepared, name: str, refs: dict):
+    def _more_runs(self, prep: Prepared, name: str, refs: dict, all_args: list, all_dtypes: list):
         """More correct runs of output `name` in the kernel's precision, made when asked (a near
         miss, checks/peer.SETTLE_MARGIN): the reference on the host when it ran on a GPU (another
         backend's summation order), else on one thread (another split of its reductions), against
@@ -232,14 +301,14 @@ class Harness:
         dtype = getattr(torch, dtype_of(self.spec, name, prep.point.dtype_of))
 
         def one(args: list, ref):
-            got = self._split(self.spec.reference(*args)).get(name)
+            got = self._reference(args).get(name)
             if isinstance(got, torch.Tensor) and got.is_floating_point() and tuple(got.shape) == tuple(ref.shape):
                 return got.detach().to(dtype).to(ref.device)
             return None
 
         def more() -> list:
             runs = []
-            low = peer_math.lowered(prep.ref_args, prep.arg_dtypes)
+            low = peer_math.lowered(all_args, all_dtypes)
             try:
                 if any(getattr(a, "is_cuda", False) for a in low):
                     got = one([a.cpu() if isinstance(a, torch.Tensor) else a for a in low], refs[name])
@@ -255,9 +324,9 @@ class Harness:
                 (prep.point.seed ^ peer_math.RUNS_SALT) & 0xFFFFFFFF)
             try:
                 for _ in range(peer_math.PEER_RUNS):
-                    fresh = peer_math.rerounded(prep.ref_args, prep.arg_dtypes, gen)
-                    ref = self._split(self.spec.reference(*fresh)).get(name)
-                    got = one(peer_math.lowered(fresh, prep.arg_dtypes), ref) if isinstance(ref, torch.Tensor) else None
+                    fresh = peer_math.rerounded(all_args, all_dtypes, gen)
+                    ref = self._reference(fresh).get(name)
+                    got = one(peer_math.lowered(fresh, all_dtypes), ref) if isinstance(ref, torch.Tensor) else None
                     if got is not None:
                         runs.append((got, ref.detach()))
             except Exception as e:  # noqa: BLE001 - a run the reference refuses: the runs so far
@@ -266,6 +335,20 @@ class Harness:
             return runs
         return more
 
+    def _extra(self, prep: Prepared, dtypes: bool = False) -> list:
+        """The backward's inputs the reference takes after its own (upstream gradients, then what
+        `.grad` held): the honest peer lowers and perturbs them as it does every input."""
+        if prep.backward is None:
+            return []
+        return list(prep.backward.extra_dtypes if dtypes else prep.backward.ref_extra)
+
+    def _reference(self, args: list) -> dict:
+        """The reference's outputs by name on `args` (its own, then the backward's: _extra), and with
+        Spec.grads each listed input's gradient by torch's autograd through the reference."""
+        if not self.backward:
+            return self._split(self.spec.reference(*args))
+        return reference_grads(self.spec, self.point, args, self._split)
+
     def _split(self, ref) -> dict:
         names = list(self.spec.outputs)
         if len(names) == 1:
@@ -273,6 +356,45 @@ class Harness:
         if isinstance(ref, dict):
             return ref
         return dict(zip(names, ref, strict=False))
+
+
+def reference_grads(spec: Spec, point: Point, args: list, split) -> dict:
+    """The reference (plain torch, written once) differentiated by autograd: its outputs, then
+    'grad of w' for each listed input = held + times x the vector-Jacobian product with the
+    upstream gradients (zeros where the reference does not use the input)."""
+    import torch
+    names = [n for n in spec.args if n not in spec.out_args]
+    own, extra = list(args[:len(names)]), list(args[len(names):])
+    for i, n in enumerate(names):
+        if n in spec.grads:
+            own[i] = own[i].detach().requires_grad_(True)
+    leaves = [own[names.index(n)] for n in spec.grads]
+    with torch.enable_grad():
+        outs = split(spec.reference(*own))
+    floating = [n for n in spec.outputs if dtype_of(spec, n, point.dtype_of) in FLOAT_DTYPES]   # as upstream.upstream
+    ups, held = extra[:len(floating)], extra[len(floating):]
+    pairs = [(outs[n], g.to(outs[n].dtype)) for n, g in zip(floating, ups, strict=True)
+             if isinstance(outs.get(n), torch.Tensor) and outs[n].requires_grad]
+    got = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True) if pairs else [None] * len(leaves)
+    found = {n: o.detach() if isinstance(o, torch.Tensor) else o for n, o in outs.items()}
+    accumulate = point.mode == "accumulate"
+    times = ACCUMULATE_TIMES if accumulate else 1
+    for k, (n, leaf, g) in enumerate(zip(spec.grads, leaves, got, strict=True)):
+        g = torch.zeros_like(leaf) if g is None else g.detach()
+        found[grad_name(n)] = (held[k].to(g.dtype) + times * g) if accumulate else g
+    return found
+
+
+def _detached(returned):
+    """What the kernel returned, with no autograd graph attached (the checks read plain tensors)."""
+    import torch
+    if isinstance(returned, torch.Tensor):
+        return returned.detach()
+    if isinstance(returned, (tuple, list)):
+        return type(returned)(_detached(r) for r in returned)
+    if isinstance(returned, dict):
+        return {k: _detached(v) for k, v in returned.items()}
+    return returned
 
 
 def _device_of(args: list, fallback: str):

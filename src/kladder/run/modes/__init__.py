@@ -3,7 +3,7 @@
 A mode sequences a Harness's steps (prepare, call) the way production calls kernels: once
 (eager), twice into reused output buffers (reused), A then B then A in one process (aba),
 captured and replayed in a CUDA graph (graph), on a side stream (stream), on a cold and a
-warm JIT cache (jitcache), under torch.compile (compiled), with poisoned padding (padding),
+warm JIT cache (jitcache), under torch.compile (compiled), with poisoned padding (padding), on gradients already held (accumulate),
 traced against the reference (independence), in a model's slot (in_model), and rung 7's
 traced (dispatch), once per flag value (flags), on a cache another variant left (cachekey),
 beside the names downstream code imports (imports), rung 6's on every rank of a collective
@@ -20,7 +20,8 @@ from .base import MODES_NEEDING_CUDA, Mode
 MODULES = {"eager": "eager", "reused": "reused", "aba": "aba", "graph": "graph", "stream": "stream",
            "padding": "padding", "independence": "independence", "jitcache": "jitcache", "compiled": "compiled",
            "model": "in_model", "dispatch": "dispatch", "flags": "flags", "cachekey": "cachekey", "imports": "imports",
-           "collective": "collective", "repeat": "repeat", "sanitize": "sanitize"}
+           "collective": "collective", "repeat": "repeat", "sanitize": "sanitize",
+           "accumulate": "accumulate"}
 
 
 def get(name: str) -> Mode:
