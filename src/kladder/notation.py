@@ -52,6 +52,7 @@ class Mode(Word):
     COLLECTIVE = "collective"
     REPEAT = "repeat"
     SANITIZE = "sanitize"
+    ACCUMULATE = "accumulate"   # gradients: .grad already holding a value, a retained graph's backward twice
 
 
 class PointKind(Word):
@@ -75,6 +76,7 @@ class PointKind(Word):
     TOOLCHAIN = "toolchain"
     DISPATCH = "dispatch"
     MODEL = "model"
+    ACCUMULATE = "accumulate"   # gaps/backward.py's point: gradients accumulated into .grad
     EXPLORE = "explore"
 
 
@@ -117,6 +119,11 @@ class Values(Word):
     MASKED = "masked"
     ONES = "ones"
     IDS = "ids"                 # an integer tensor with a range: idfill.py's id kinds (ids/same, ids/ends, ...)
+    SPARSE = "sparse"           # upstream gradients only (upstream.py): 90% exact zeros
+    SCALED = "scaled"           # upstream gradients of a scalar loss only: a loss scaler's 2^16
+
+
+UPSTREAM_ONLY = (Values.SPARSE, Values.SCALED)     # kinds an input's values= cannot name
 
 
 class Layout(Word):

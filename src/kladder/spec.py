@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .notation import ImportName, Layout, Needs, Nonfinite, Values, Word
+from .notation import UPSTREAM_ONLY, ImportName, Layout, Needs, Nonfinite, Values, Word
 from .problems import Problem, SpecError, friendly as _friendly, mean as _mean, shown as _shown, where_text  # noqa: F401
 
 DTYPES = (
@@ -114,7 +114,7 @@ class Dim:
         return below[-1] if below else self.sizes[0]
 
 
-VALUE_KINDS = tuple(Values)
+VALUE_KINDS = tuple(v for v in Values if v not in UPSTREAM_ONLY)
 DEFAULT_FLOAT_VALUES = (Values.PEAKED, Values.TIES, Values.IDENTICAL, Values.DISTINCT, Values.TINY, Values.HUGE)
 LAYOUTS = tuple(Layout)
 NONFINITE_POLICIES = tuple(Nonfinite)
