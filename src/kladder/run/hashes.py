@@ -8,15 +8,21 @@ from __future__ import annotations
 import hashlib
 
 CHUNK = 1 << 26          # 64 MiB a copy to the host
+# Outputs past this are not hashed: sha256 runs on the host at ~0.6 GB/s with the copies (the H200,
+# docs/results/2026-12-02-h200-session5: 7.3 s for a 4 GiB output, kladder's own time at every
+# big point). The history and golden hashes then hold nothing for that output (never a partial
+# hash: "bits equal" must mean every bit).
+LIMIT = 1 << 29          # 512 MiB
 
 
 def output_hash(t) -> str | None:
     """The sha256 (hex, first 32 digits) of tensor `t`'s dtype, shape and bytes; None for what
-    is not a tensor (a mode's None, a Python number is hashed by its repr)."""
+    is not a tensor (a mode's None; a Python number is hashed by its repr) and for a tensor of
+    more than LIMIT bytes."""
     import torch
     if isinstance(t, (int, float, bool)):
         return hashlib.sha256(repr(t).encode()).hexdigest()[:32]
-    if not isinstance(t, torch.Tensor):
+    if not isinstance(t, torch.Tensor) or t.numel() * t.element_size() > LIMIT:
         return None
     h = hashlib.sha256(f"{t.dtype}:{tuple(t.shape)}:".encode())
     flat = t.detach().contiguous().reshape(-1)
