@@ -84,3 +84,19 @@ def test_climbs_side_by_side_give_the_table_of_climbs_one_at_a_time(tiny_zoo, ca
 def test_the_rows_are_typed():
     assert {f for f in CaseRow.__dataclass_fields__} >= {"verdict", "twin_clean", "bug", "twin"}
     assert not any(isinstance(v.value, str) and " " in v.value for v in Verdict)   # members, not sentences
+
+
+def test_a_cases_text_names_the_smallest_failing_point_of_its_lowest_failing_rung(monkeypatch):
+    from kladder.report.data import ClimbReport
+    from kladder.report.terminal import render_case_text
+    point = {"spec": "s", "rung": 2, "dims": [["M", 1], ["N", 257]], "dtypes": []}
+    bug, twin = ClimbReport("s", "s.py", "cpu"), ClimbReport("s", "s.py", "cpu")
+    bug.shrunk = [{"rung": 2, "failed_id": "r2-M=8-N=513", "check": "values", "runs": 12, "complete": True,
+                   "passes_at": {"N": {"size": 256, "status": "passed"}}, "smallest": point, "smallest_id": "r2-M=1-N=257",
+                   "cannot_shrink": None, "repro": "kladder repro s.py '{}'"},
+                  {"rung": 4, "failed_id": "r4-x", "check": "not_bitwise", "cannot_shrink": "its failure is a mode's"}]
+    monkeypatch.setattr(ClimbReport, "lowest_failing_rung", property(lambda self: 2))   # no rungs needed here
+    text = render_case_text("case", bug, twin)
+    assert "smallest failing point:" in text
+    assert "fails down to M = 1, N = 257, the same check (values), after 12 runs; one below: N = 256: passed" in text
+    assert "kladder repro s.py" in text and "a mode's" not in text                # only the lowest failing rung's

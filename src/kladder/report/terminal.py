@@ -345,4 +345,8 @@ def render_case_text(title: str, bug: ClimbReport, twin: ClimbReport, color: boo
     if bug.failures:
         lines = _failure_lines(bug.failures[0], lead="")
         console.print(_joined([_text("  first failure:"), *[_text("  ", line) for line in lines]]))
+    from .debugging import shrunk_lines
+    for s in bug.shrunk:
+        if s["rung"] == bug.lowest_failing_rung:
+            console.print(_joined([_text("  smallest failing point:"), *[_text("    ", line) for line in shrunk_lines(s)]]))
     return buf.getvalue()
