@@ -73,6 +73,10 @@ BENCHES = (
     Bench("fence-variants", "fence_variants.py", "which split-row reduction races on this GPU, and how often", "arg",
           "cuda"),
     Bench("missing-fence-rates", "missing_fence_rates.py", "missing_fence's stale-read rate by shape", "arg", "cuda"),
+    Bench("output-hash", "output_hash.py", "what hashing a big output costs against a device copy (run/hashes.py)",
+          "--json", "cuda"),
+    Bench("zoo-at-once", "zoo_at_once.py", "zoo cases one climb at a time against side by side, tables compared",
+          "--json", env=INTERPRETED),
     Bench("sdpa-tie", "sdpa_tie.py", "why torch's bfloat16 SDPA fails one element on the H200 (a near tie)", None,
           "cuda"),
 )
