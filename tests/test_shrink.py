@@ -42,9 +42,10 @@ def test_a_point_that_passes_is_not_shrunk(runner):
 
 
 def test_a_hang_is_not_shrunk_and_says_why():
+    from kladder.facts import HangFacts
     from kladder.outcome import Check, Finding, Outcome, Status
     start = Point("tile_tail", 1, (("M", 3), ("N", 2817)))
-    hung = Outcome(start, Status.FAILED, findings=[Finding(Check.HANG)])
+    hung = Outcome(start, Status.FAILED, findings=[Finding(Check.HANG, facts=HangFacts(timeout_s=3.0))])
     facts = shrink(start, hung, lambda p: pytest.fail("a hang's candidates must not run"), None)
     assert facts["check"] == "hang" and "costs the whole timeout" in facts["cannot_shrink"] and facts["runs"] == 0
 
