@@ -20,3 +20,9 @@ def test_an_output_past_the_limit_is_not_hashed(monkeypatch):
     into = {}
     hashes.output_hashes({"small": torch.zeros(10), "big": torch.zeros(11)}, into)   # 40 and 44 bytes
     assert set(into) == {"small"}
+
+
+def test_a_one_element_view_at_any_stride_is_hashed_as_its_value():
+    col = torch.tensor([[-0.6849, 1.0]])[:, 0]                  # shape (1,), stride (2,): "contiguous"
+    assert col.stride() == (2,) and col.is_contiguous()
+    assert hashes.output_hash(col) == hashes.output_hash(torch.tensor([-0.6849]))

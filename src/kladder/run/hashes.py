@@ -26,6 +26,10 @@ def output_hash(t) -> str | None:
         return None
     h = hashlib.sha256(f"{t.dtype}:{tuple(t.shape)}:".encode())
     flat = t.detach().contiguous().reshape(-1)
+    if flat.numel() and flat.stride(-1) != 1:
+        # a one-element tensor counts as contiguous at any stride (a column of a (1, 2) view):
+        # its bytes need stride 1 to be read as bytes
+        flat = flat.clone(memory_format=torch.contiguous_format)
     if flat.numel():
         raw = flat.view(torch.uint8)
         for a in range(0, raw.numel(), CHUNK):
