@@ -26,3 +26,9 @@ def test_a_one_element_view_at_any_stride_is_hashed_as_its_value():
     col = torch.tensor([[-0.6849, 1.0]])[:, 0]                  # shape (1,), stride (2,): "contiguous"
     assert col.stride() == (2,) and col.is_contiguous()
     assert hashes.output_hash(col) == hashes.output_hash(torch.tensor([-0.6849]))
+
+
+def test_a_tensor_whose_bytes_cannot_be_read_gets_no_hash_and_no_error():
+    into = {}
+    hashes.output_hashes({"sparse": torch.eye(3).to_sparse(), "dense": torch.ones(2)}, into)
+    assert set(into) == {"dense"}

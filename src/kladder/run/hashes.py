@@ -42,6 +42,9 @@ def output_hashes(outputs: dict, into: dict) -> None:
     run on other inputs or states: the point's bits are its first call's)."""
     for name, t in outputs.items():
         if name not in into:
-            digest = output_hash(t)
+            try:
+                digest = output_hash(t)
+            except Exception:  # noqa: BLE001 - a tensor whose bytes cannot be read as bytes (sparse, quantized, ...): no
+                continue       # hash; the history's metadata must never turn into a point's error
             if digest is not None:
                 into[name] = digest
