@@ -31,28 +31,19 @@ JOBS_HELP = ("points run side by side, each in a worker of its own (default: the
 SHRINK_S = 30.0             # seconds a climb spends shrinking its failures by default (nothing when none fails)
 
 
-def _non_negative(kind, what: str):
+def _positive(kind, what: str, zero: bool = False):
+    """An argparse type: a finite number of `kind` more than 0 (or 0 or more with `zero`)."""
     def parse(text: str):
         try:
             v = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r}: give {what}") from None
-        if not v >= 0 or v == float("inf"):
-            raise argparse.ArgumentTypeError(f"{text!r}: give {what} (0 or more)")
+        if not (v >= 0 if zero else v > 0) or v == float("inf"):
+            raise argparse.ArgumentTypeError(f"{text!r}: give {what} ({'0 or more' if zero else 'more than 0'})")
         return v
     return parse
 
 
-def _positive(kind, what: str):
-    def parse(text: str):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: give {what}") from None
-        if not v > 0 or v == float("inf"):
-            raise argparse.ArgumentTypeError(f"{text!r}: give {what} (more than 0)")
-        return v
-    return parse
 SEED_HELP = ("shift every point's seed by S (other inputs at the same points; false alarms are seed-dependent). "
              "The shifted seed is in each point, so its repro reproduces it")
 
@@ -77,7 +68,7 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat-s", type=_positive(float, "seconds, e.g. --repeat-s 30"), metavar="S",
                    help="rung 5: seconds each repetition point may repeat for (default 10 on a GPU, 5 on the CPU)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
-    p.add_argument("--shrink-s", type=_non_negative(float, "seconds, e.g. --shrink-s 60 (0: do not shrink)"), default=SHRINK_S,
+    p.add_argument("--shrink-s", type=_positive(float, "seconds, e.g. --shrink-s 60 (0: do not shrink)", zero=True), default=SHRINK_S,
                    metavar="S", help=f"seconds to shrink the failures after the rungs: the smallest point that fails "
                    f"the same way, per rung (default {SHRINK_S:g}; 0: none)")
     from .history.commands import add_climb_options

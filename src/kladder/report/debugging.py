@@ -91,6 +91,11 @@ def _dims(point: dict) -> str:
     return ", ".join(f"{k} = {v}" for k, v in point["dims"])
 
 
+def _passes_text(s: dict) -> str:
+    """Each shrunk dim's size one below the smallest failing one, and what it gave."""
+    return "; ".join(f"{d} = {p['size']}: {p['status']}" for d, p in s["passes_at"].items())
+
+
 def shrunk_lines(s: dict) -> list[str]:
     """A climb's shrunk failure (kladder.shrink's facts), as the terminal prints it."""
     head = f"rung {s['rung']}, from {s['failed_id']}"
@@ -103,7 +108,7 @@ def shrunk_lines(s: dict) -> list[str]:
     if s["smallest_id"] == s["failed_id"]:
         found = "no smaller point fails the same way" if s["complete"] else "no smaller failing point found before the budget ran out"
         return [f"{head}: {found} ({s['runs']} runs)"]
-    passes = "; ".join(f"{d} = {p['size']}: {p['status']}" for d, p in s["passes_at"].items())
+    passes = _passes_text(s)
     done = "" if s["complete"] else " (the shrink budget ran out first: it may shrink further)"
     return [f"{head}: fails down to {_dims(s['smallest'])}, the same check ({s['check']}), after {s['runs']} runs{done}"
             + (f"; one below: {passes}" if passes else ""),
@@ -139,7 +144,7 @@ def explore_text(r: dict) -> str:
     elif s.get("smallest"):
         h = r["hypothesis_smallest"]
         lines.append(f"  Hypothesis shrank it to {_dims(h['point'])}")
-        passes = "; ".join(f"{d} = {p['size']}: {p['status']}" for d, p in s["passes_at"].items())
+        passes = _passes_text(s)
         done = "" if s["complete"] else " (the shrink budget ran out first)"
         lines.append(f"  smallest failing point: {_dims(s['smallest'])}, the same check ({s['check']}), after "
                      f"{s['runs']} runs of a plain search{done}" + (f"; one below: {passes}" if passes else ""))
