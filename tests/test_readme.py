@@ -1,11 +1,13 @@
 """The README's examples run as written: every ```python block (a file when its first line
 names one, `# name.py`, else a script whose `print(...)  # expected` lines are checked) and
-every ```bash line, in order, in one folder, beside a stand-in for the user's library (mylib).
+every ```bash line, in order, in one folder holding a copy of the repository's examples/ (a file block
+may name a path in it: `# examples/norm/rmsnorm_spec.py`) and a stand-in for a user's library (mylib).
 ```text blocks are shown output. The two setup commands (`make zoo`, `make test`) are what CI
 itself runs, so they are the only lines not run here."""
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -48,13 +50,15 @@ def _expected(code: str) -> list[str]:
 
 def test_the_readme_examples_run_as_written(tmp_path):
     (tmp_path / "mylib.py").write_text(MYLIB)
+    shutil.copytree(README.parent / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     ran = 0
     for lang, code in blocks():
         if lang == "python":
             first = code.splitlines()[0]
-            m = re.match(r"# ([\w.]+\.py)\b", first)
+            m = re.match(r"# ([\w./]+\.py)\b", first)
             if m:
+                (tmp_path / m.group(1)).parent.mkdir(parents=True, exist_ok=True)
                 (tmp_path / m.group(1)).write_text(code)
                 continue
             p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
