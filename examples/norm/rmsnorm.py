@@ -1,6 +1,6 @@
 """RMSNorm in Triton: one program per row, the whole row in one block.
 
-    y = x / sqrt(mean(x^2) + eps) * w        x: [M, N] float16/float32, w: [N] float32
+    y = x / sqrt(mean(x^2) + eps) * w        x: [M, N] bfloat16/float16/float32, w: [N] float32
 
 The block is BLOCK = triton.next_power_of_2(N), so one block always holds the whole row: the
 columns N..BLOCK-1 are masked off, and there is no second, partial tile (no "tail" in the

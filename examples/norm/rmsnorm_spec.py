@@ -10,7 +10,7 @@ def rmsnorm_ref(x, w, eps):                    # plain torch; kladder feeds it f
 
 spec = kl.Spec(
     "rmsnorm", kernel=rmsnorm, reference=rmsnorm_ref,   # its name in points and reports; what is tested; against what
-    args={"x": kl.Tensor("M N", dtype=["float16", "float32"]),   # a shape in dim symbols, the dtypes it takes
+    args={"x": kl.Tensor("M N", dtype=["bfloat16", "float16"]),   # a shape in dim symbols, the dtypes it takes
           "w": kl.Tensor("N", dtype="float32"), "eps": 1e-6},    # a plain value is passed as it is
     returns=kl.Tensor("M N", like="x"),        # the output: x's shape, x's dtype
     dims={"M": kl.Dim(1, 4096),                # one program per row: no tile
