@@ -8,9 +8,9 @@ import kladder as kl
 from expert_counts import BLOCK, expert_counts, expert_counts_reference
 
 spec = kl.Spec(
-    "example_expert_counts",
+    "example_expert_counts",           # the name points, reports and repro lines carry
     kernel=expert_counts,              # called as expert_counts(ids, E)
-    reference=expert_counts_reference,
+    reference=expert_counts_reference,  # torch.bincount, on a copy of the ids (integers stay integers) and E
     args={
         # range=(lo, hi): both ends inclusive, each a number or an expression over dims. An
         # integer tensor with a range also gets rung 2's id kinds: every token to one expert,
@@ -20,7 +20,7 @@ spec = kl.Spec(
         # kl.Size("E"): the kernel and the reference get the point's size of E as a Python int
         "E": kl.Size("E"),
     },
-    returns=kl.Tensor("E", dtype="int32"),
+    returns=kl.Tensor("E", dtype="int32"),   # one count per expert, compared exactly (an integer output)
     dims={
         # tokens: the kernel cuts the T x K ids, flattened, into blocks of BLOCK = 256; a tile of
         # 256 on T puts a partial last block at every K (T = 255, 257, 769, ...)

@@ -17,12 +17,12 @@ CONFIGS = [
 ]
 
 spec = kl.Spec(
-    "example_add2d",
-    kernel=add2d,
-    reference=add2d_reference,
-    args={"x": kl.Tensor("M N", dtype=["float16", "float32"]),
+    "example_add2d",                   # the name points, reports and repro lines carry
+    kernel=add2d,                      # the launcher: add2d(x, y) or add2d(x, y, **config)
+    reference=add2d_reference,         # plain torch, on float64 copies of x and y
+    args={"x": kl.Tensor("M N", dtype=["float16", "float32"]),   # a shape in dim symbols, the dtypes it takes
           "y": kl.Tensor("M N", like="x")},          # y has x's dtype
-    returns=kl.Tensor("M N", like="x"),
+    returns=kl.Tensor("M N", like="x"),  # the output: x's shape and dtype
     dims={
         # tile= lists every block size a config cuts the dim into: rung 1 puts each dim at
         # t - 1, t, t + 1 for every t, at 3 x 64 + 1 = 193 (a first, a middle and a partial
@@ -31,6 +31,6 @@ spec = kl.Spec(
         "M": kl.Dim(1, 1024, tile=[16, 32, 64]),
         "N": kl.Dim(1, 1024, tile=[16, 64], widths=[768]),
     },
-    configs=CONFIGS,
-    rows="M",
+    configs=CONFIGS,                   # the keyword arguments above; never a config's tile read from here
+    rows="M",                          # rows are independent: a big point (on a GPU) checks sampled rows
 )
