@@ -1,4 +1,5 @@
 # examples/norm/rmsnorm_spec.py, beside the kernel and its launcher (examples/norm/rmsnorm.py)
+# climb it from the repository root: kladder climb examples/norm/rmsnorm_spec.py --rungs 1 --device cpu
 import torch
 
 import kladder as kl
