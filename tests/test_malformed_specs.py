@@ -384,3 +384,17 @@ def test_a_spec_error_survives_pickling_with_all_its_problems():
         spec(timeout_s=0, nonfinite="nan")
     again = pickle.loads(pickle.dumps(e.value))                 # a worker process hands it back whole
     assert str(again) == str(e.value) and again.problems == e.value.problems and again.where == "Spec('t').timeout_s"
+
+
+def test_two_spec_files_of_one_name_load_as_two_modules(tmp_path):
+    """Two folders' spec.py files in one process stay two modules: neither replaces the other."""
+    from kladder.load import load_module
+    mods = []
+    for sub, value in (("a", 1), ("b", 2)):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "spec.py").write_text(f"VALUE = {value}\n")
+        mods.append(load_module(str(tmp_path / sub / "spec.py")))
+    assert mods[0].__name__ != mods[1].__name__
+    assert (mods[0].VALUE, mods[1].VALUE) == (1, 2)
+    assert sys.modules[mods[0].__name__].VALUE == 1
+    assert load_module(str(tmp_path / "a" / "spec.py")).__name__ == mods[0].__name__   # the same name in every worker

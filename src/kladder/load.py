@@ -4,9 +4,11 @@ syntax error, a missing package, an exception at import), gets one error that sa
 file and line, what went wrong and what to write."""
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import traceback
 
@@ -64,7 +66,10 @@ def load_module(target: str):
     if _is_path(target):
         check_ref(target)
         path = os.path.abspath(target)
-        name = "kladder_spec_" + os.path.splitext(os.path.basename(path))[0]
+        # the stem alone would make two spec.py files one module (the second replacing the first
+        # in sys.modules): the path's digest keeps them apart, the same in every worker
+        stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+        name = f"kladder_spec_{stem}_{hashlib.sha1(path.encode()).hexdigest()[:10]}"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise LoadError(f"spec file {target!r} is not a Python file kladder can import; give PATH.py::NAME.")
