@@ -97,6 +97,7 @@ def test_a_misspelt_config_keyword_is_a_spec_error():
     (kl.Calls(count=0), "calls.count", "an int >= 1"),
     (kl.Calls(fresh="yes"), "calls.fresh", "True when every step"),
     (kl.Calls(seconds=-1), "calls.seconds", "> 0"),
+    (kl.Calls(seconds=100), "calls.seconds", "half the point's timeout (120 s)"),
     ("AABB", "calls", "kl.Calls(pattern='AABB'"),
 ])
 def test_a_bad_calls_names_its_field(calls, where, says):
@@ -126,6 +127,8 @@ def test_rung_5_has_one_stream_by_default_and_the_declared_one_with_calls():
     d = dict(declared[0].repeat)
     assert (d["pattern"], d["calls"], d["seconds"], d["declared"]) == ("AABB", 5000, repetition.STREAM_DECLARED_S["cuda"], True)
     assert "'AABB'" in declared[0].why and Point.parse(repr(declared[0])) == declared[0]
+    short = [p for p in repetition.points(_spec(calls=kl.Calls(), timeout_s=20), CPU_BUDGET) if p.mode == "calls"]
+    assert dict(short[0].repeat)["seconds"] == 10.0                              # within half the point's timeout
     asked = [p for p in repetition.points(_spec(), CPU_BUDGET, repeat=40, repeat_s=2.0) if p.mode == "calls"]
     assert (dict(asked[0].repeat)["calls"], dict(asked[0].repeat)["seconds"]) == (40, 2.0)   # --repeat, --repeat-s
 

@@ -23,7 +23,7 @@ def test_the_stateful_example_passes_rung_5_with_its_stream(tmp_path):
     assert len(stream) == 1 and stream[0].status == "passed"
     x = stream[0].note.facts
     assert (x.pattern, x.fresh, x.declared) == ("AABB", True, True)
-    assert x.calls == 600 and x.wrong == 0 and x.stopped == "calls"
+    assert x.wrong == 0 and x.calls > 256          # past the ring's wrap (400 asked for, within 30 s)
 
 
 def test_the_example_without_its_fix_is_caught_after_the_ring_wraps(tmp_path):

@@ -14,10 +14,10 @@ FIELDS = dict(
     dims={"M": kl.Dim(1, 256),                       # one program per row
           "N": kl.Dim(1, 8192, tile=128)},           # the kernel loops over N in blocks of 128
     # How the model calls it: twice per step on the same inputs, then twice on new ones ("AABB"),
-    # new inputs every step (fresh=True), 600 calls in a run. The launcher keeps state (a ring of
-    # 256 workspaces): rung 5 drives a stream of 600 calls in that pattern, in a fresh process,
+    # new inputs every step (fresh=True), 400 calls in a run. The launcher keeps state (a ring of
+    # 256 workspaces): rung 5 drives a stream of 400 calls in that pattern, in a fresh process,
     # each on its own inputs and judged against the reference of those inputs.
-    calls=kl.Calls(pattern="AABB", fresh=True, count=600),
+    calls=kl.Calls(pattern="AABB", fresh=True, count=400),
 )
 
 spec = kl.Spec("ring_rowsum", kernel=rowsum, **FIELDS)

@@ -634,8 +634,8 @@ CHECK_FACTS: dict[str, type[Facts]] = {
     "padding": PaddingFacts, "invalid_reference": InvalidReferenceFacts, "invariant": InvariantFacts,
     "nonfinite": NonfiniteFacts, "model": ModelFacts, "bias": BiasFacts, "dispatch": DispatchFacts,
     "flag_no_effect": FlagNoEffectFacts, "import_contract": ImportContractFacts, "caught_import": CaughtImportFacts,
-    "collective": CollectiveFacts, "ranks_hung": RanksHungFacts, "repeats": RepeatsFacts, "stream": StreamFacts,
-    "nondeterministic": NondeterministicFacts, "sanitizer": SanitizerFacts, "under_load": UnderLoadFacts,
+    "collective": CollectiveFacts, "ranks_hung": RanksHungFacts, "repeats": RepeatsFacts,
+    "nondeterministic": NondeterministicFacts, "stream": StreamFacts, "sanitizer": SanitizerFacts, "under_load": UnderLoadFacts,
     "crashed_not_alone": CrashedNotAloneFacts,
 }
 

@@ -851,6 +851,7 @@ def validate(spec: Spec) -> None:
     _configs(found)
     if isinstance(spec.calls, Calls):
         found.fields(spec.calls, CALLS_FIELDS, ("calls",))
+        _calls_budget(found)
     if found.problems:
         raise SpecError("", problems=found.problems)
 
@@ -1268,3 +1269,16 @@ def _configs(found: _Found) -> None:
         bad = _tolerance_problem(c.tolerance, found.spec)
         if bad is not None:
             found.add(("configs", i, "tolerance"), *bad)
+
+
+POINT_TIMEOUT_S = 120.0      # a point's default timeout (run/isolation.DEFAULT_TIMEOUT_S), which a stream must stay within
+
+
+def _calls_budget(found: _Found) -> None:
+    """kl.Calls(seconds=) leaves the point room within its timeout: a stream that ran past it
+    would be reported as the kernel's hang."""
+    spec = found.spec
+    s, timeout = spec.calls.seconds, spec.timeout_s if _number(spec.timeout_s) else POINT_TIMEOUT_S
+    if found.clean("calls", "seconds") and s is not None and s > timeout / 2:
+        found.add(("calls", "seconds"), s, f"give at most half the point's timeout ({timeout:g} s): {timeout / 2:g}, or "
+                  f"raise Spec(timeout_s=...) to {2 * s:g} or more.")

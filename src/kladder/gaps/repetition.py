@@ -20,7 +20,7 @@ from ..notation import Inputs, Launch, Mode, PointKind
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, CallBudget, call_budget, fits, repetition, total_bytes
-from ..spec import Spec
+from ..spec import POINT_TIMEOUT_S, Spec
 from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, sizes_text
 
 RUNG = number("repetition")
@@ -73,7 +73,8 @@ def stream(spec: Spec, sizes: dict, dtypes: tuple, device: str, repeat: int | No
     kind = "cpu" if device == "cpu" else "cuda"
     calls, pattern, fresh = (spec.calls.count, spec.calls.pattern, spec.calls.fresh) if declared else \
         (STREAM_CALLS[kind], "A", True)
-    seconds = (spec.calls.seconds or STREAM_DECLARED_S[kind]) if declared else STREAM_S[kind]
+    seconds = spec.calls.seconds if declared and spec.calls.seconds else \
+        min((STREAM_DECLARED_S if declared else STREAM_S)[kind], (spec.timeout_s or POINT_TIMEOUT_S) / 2)
     calls, seconds = repeat or calls, repeat_s or seconds
     plan = (("calls", calls), ("seconds", seconds), ("pattern", pattern), ("fresh", fresh), ("declared", declared))
     how = (f"the model's pattern {pattern!r} (Spec.calls)" if declared else "new inputs every call (pattern 'A'; "
