@@ -204,6 +204,17 @@ def test_every_call_is_judged_against_the_reference_of_its_own_inputs():
     assert o.status == "passed" and o.note.facts.judged == 8
     assert len(seen) == 9 and len({t.sum().item() for t in seen}) == 9            # "AB", fresh: 9 distinct sets
 
+    ptrs = []
+
+    def kernel2(x):
+        ptrs.append(x.data_ptr())
+        return x.sum(-1)
+    o = _stream(_spec(kernel=kernel2, args={"x": kl.Tensor("M N", dtype="float32")}, calls=kl.Calls("AABB", count=12)))
+    assert o.status == "passed" and o.note.facts.sets == 6
+    steps = [ptrs[i:i + 4] for i in range(0, 12, 4)]
+    assert all(a == b and c == d and a != c for a, b, c, d in steps)             # one letter of a step: the same tensor
+    assert all(p % 512 == 0 for p in ptrs[2:])                                     # each set where torch would put it
+
     def stale(x, _last={}):                                                           # returns call 1's result forever
         return _last.setdefault("y", x.sum(-1)).clone()
     o = _stream(_spec(kernel=stale, args={"x": kl.Tensor("M N", dtype="float32")}, calls=kl.Calls("AA", count=9)))

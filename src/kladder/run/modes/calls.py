@@ -181,9 +181,11 @@ class Stream:
             dtype, shape = dtype_of(spec, name, pt.dtype_of), shape_of(spec, name, sizes)
             t = torch.empty(0, dtype=torch_dtype(dtype))
             numel = math.prod(shape)
-            per = -(-max(numel * t.element_size(), 1) // ALIGN) * ALIGN // t.element_size()
-            buf = torch.empty(b * per, dtype=torch_dtype(dtype), device=h.device)
-            views[name] = buf.view(b, per)[:, :numel].view(b, *shape)
+            per = -(-max(numel * t.element_size(), 1) // ALIGN) * ALIGN // t.element_size()   # elements a set
+            size = t.element_size()
+            buf = torch.empty(b * per + ALIGN // size, dtype=torch_dtype(dtype), device=h.device)
+            at = (-buf.data_ptr() % ALIGN) // size                 # the first set ALIGN-aligned, and so every one
+            views[name] = buf[at:at + b * per].view(b, per)[:, :numel].view(b, *shape)
         gen = torch.Generator(device=h.device)
         for j, s in enumerate(new):
             gen.manual_seed(seed_of(pt.seed, s))
