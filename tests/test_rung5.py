@@ -312,7 +312,7 @@ def test_the_cpu_case_is_caught_by_rung_5_with_its_rate(tmp_path):
     p, doc = _zoo(tmp_path)
     assert p.returncode == 1, p.stdout[-3000:]
     bad = [pt for pt in doc["rungs"][4]["points"] if pt["status"] == "failed"]
-    assert bad and all(pt["failure"] == "repeats" for pt in bad)
+    assert bad and all(pt["failure"] == ("stream" if pt["point"]["mode"] == "calls" else "repeats") for pt in bad)
     widest = next(pt for pt in bad if pt["point"]["dims"] == [["M", 1], ["N", 8192]])
     facts = widest["findings"][0]["facts"]
     assert facts["first_calls"] == [16] and facts["wrong"] == 1 and facts["compared"] == 24   # the 16th of a streak

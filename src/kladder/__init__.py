@@ -17,6 +17,8 @@ from .spec import (
     Invariant,
     Out,
     Size,
+    Config,
+    Calls,
     Spec,
     SpecError,
     Tensor,
@@ -24,7 +26,7 @@ from .spec import (
 )
 from .version import __version__
 
-__all__ = ["Spec", "Tensor", "Out", "Dim", "Size", "Tolerance", "Invariant", "Expect", "Flag", "Collective", "SpecError", "Point", "Link", "chain",
+__all__ = ["Spec", "Tensor", "Out", "Dim", "Size", "Config", "Calls", "Tolerance", "Invariant", "Expect", "Flag", "Collective", "SpecError", "Point", "Link", "chain",
            "capture", "DEFAULT_TOLERANCES", "climb", "__version__"]
 
 

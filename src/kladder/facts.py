@@ -329,6 +329,45 @@ class NondeterministicFacts(RepeatsFacts):
 
 
 @dataclass(frozen=True, kw_only=True)
+class StreamCleanFacts(Facts):
+    """Rung 5's stream (checks/repetition.py judge_stream): calls in the model's pattern, each on
+    its own inputs and judged against the reference of those inputs, and the rate's statistics."""
+    calls: int                             # calls made (the stream's first, judged as every rung-1 call, included)
+    judged: int                            # calls judged against their own reference (each after the first)
+    wrong: int
+    sets: int                              # distinct input sets the calls ran on
+    pattern: str                           # one step of the model's calls ("AABB")
+    fresh: bool                            # every step new input sets
+    count: int                             # the calls asked for (kl.Calls.count, or rung 5's default)
+    declared: bool                         # the spec declares kl.Calls
+    seconds: float
+    stopped: str                           # "calls" | "seconds": which budget ended the stream
+    batched: bool                          # the reference ran once per batch (torch.func.vmap), not once per input set
+    undecided: int = 0                     # calls over the dtype's default left undecided (the peers' time budget ran out)
+    peered: int = 0                        # calls over the dtype's default the honest peer was asked about
+    excused: int = 0                       # of those, the calls it excused (a correct implementation does as badly)
+    truncated: int = 0                     # bfloat16 calls not judged: only the interpreter's truncation puts them over
+    calls_s: float = 0.0
+    rate: float = 0.0
+    lo: float = 0.0
+    hi: float = 0.0
+    conf: float = 0.0
+    bound: float = 0.0
+    calls_50: int | float | None = None
+    calls_95: int | float | None = None
+    curve: list[list[float]] = field(default_factory=list)   # [[N, p, lo, hi]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamFacts(StreamCleanFacts):
+    first_wrong: int = 0                   # the first wrong call's number, counting from 1 over the stream
+    first_calls: list[int] = field(default_factory=list)   # the numbers of the first wrong calls (up to 8)
+    step: int = 0                          # the first wrong call's step of the pattern, from 1
+    letter: str = ""                       # its input set's letter in the pattern
+    nonfinite: int | None = opt()
+
+
+@dataclass(frozen=True, kw_only=True)
 class SanitizerFacts(Facts):
     tool: str
     kind: str                              # invalid | uninitialized | misaligned | race | unread | ...
@@ -596,7 +635,7 @@ CHECK_FACTS: dict[str, type[Facts]] = {
     "nonfinite": NonfiniteFacts, "model": ModelFacts, "bias": BiasFacts, "dispatch": DispatchFacts,
     "flag_no_effect": FlagNoEffectFacts, "import_contract": ImportContractFacts, "caught_import": CaughtImportFacts,
     "collective": CollectiveFacts, "ranks_hung": RanksHungFacts, "repeats": RepeatsFacts,
-    "nondeterministic": NondeterministicFacts, "sanitizer": SanitizerFacts, "under_load": UnderLoadFacts,
+    "nondeterministic": NondeterministicFacts, "stream": StreamFacts, "sanitizer": SanitizerFacts, "under_load": UnderLoadFacts,
     "crashed_not_alone": CrashedNotAloneFacts,
 }
 
@@ -612,7 +651,7 @@ NOTE_FACTS: dict[str, type[Facts]] = {
     "cache_files": CacheFilesFacts, "ran": RanFacts, "flag_changed": FlagChangedFacts, "flag_not_visible": FlagNotVisibleFacts,
     "not_compiled": NotCompiledFacts, "imports_checked": ImportsCheckedFacts, "cache_missed": CacheMissedFacts,
     "collective_needs_cuda": CollectiveNeedsCudaFacts, "not_enough_gpus": NotEnoughGpusFacts, "rank_failed": RankFailedFacts,
-    "collective_calls": CollectiveCallsFacts, "repeats_clean": RepeatsCleanFacts,
+    "collective_calls": CollectiveCallsFacts, "repeats_clean": RepeatsCleanFacts, "stream_clean": StreamCleanFacts,
     "sanitizer_clean": SanitizerCleanFacts, "no_sanitizer": NoSanitizerFacts,
     "interpreter_defect": InterpreterDefectFacts, "interpreter_error": InterpreterErrorFacts,
     "stage_overrun": StageOverrunFacts, "device_full": DeviceFullFacts,

@@ -116,13 +116,21 @@ def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> 
 # A-B-A is about state one call leaves for the next: each runs alone in a new worker, so
 # that its A is the first call of a fresh process (else the points before it set the state).
 FRESH_PROCESS_MODES = ("aba",)
+
+
+def fresh_process(point: Point) -> bool:
+    """A point that runs first in a new worker: A-B-A, and rung 5's stream of calls where the spec
+    declares how the model calls a launcher with state (Spec.calls): its call N is then the
+    launcher's Nth, as in a model's process. The default stream runs in a worker as it comes (a
+    new process costs seconds on a loaded machine); its calls count from the stream's first."""
+    return point.mode in FRESH_PROCESS_MODES or (point.mode == "calls" and bool(dict(point.repeat).get("declared")))
 # A hang costs its whole timeout again, a crash or a device fault a new worker, a model point
 # the whole model again (a minute under the interpreter; the model's forward is seeded and
 # deterministic, and repeating a kernel is rung 5's work), hung ranks a collective's watchdog
 # again, a rung-5 repetition its own rate over many calls (a replay would only sample it again),
 # a sanitizer run a minute of tool time: reported as seen. Every other failure is replayed once.
 NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Check.MODEL, Check.RANKS_HUNG,
-               Check.REPEATS, Check.SANITIZER)
+               Check.REPEATS, Check.STREAM, Check.SANITIZER)
 # A second lane is worth its worker's start (about 2 s on a 2-core machine) only when there is
 # work to share: a lane per this many points, up to --jobs.
 POINTS_PER_LANE = 4
@@ -175,7 +183,7 @@ class Runner:
         alone: two of them side by side run the device out of memory and say nothing."""
         points = list(points)
         lanes = min(self.jobs, max(1, len(points) // POINTS_PER_LANE))
-        self.pool.expect_fresh(sum(p.mode in FRESH_PROCESS_MODES for p in points), lanes)
+        self.pool.expect_fresh(sum(fresh_process(p) for p in points), lanes)
         if lanes == 1:
             for p in points:
                 if started:
@@ -260,7 +268,7 @@ class Runner:
         note = skip_note(self.spec, point, self.device, free)
         if note:
             return Outcome(point, Status.SKIPPED, note=note)
-        fresh = point.mode in FRESH_PROCESS_MODES
+        fresh = fresh_process(point)
         timeout = worker_timeout(self.spec, self.device, point, self.timeout_s)
         outcome = self._run_once(point, timeout, fresh)
         if outcome.status == Status.FAILED and outcome.headline.check not in NOT_REPLAYED:
@@ -271,7 +279,7 @@ class Runner:
         """In order: the rung's first failure is re-run alone; the repro command is attached."""
         point = outcome.point
         if (outcome.status == Status.FAILED and outcome.replay == Replay.FAILED_AGAIN
-                and point.mode not in FRESH_PROCESS_MODES + OWN_PROCESS_MODES
+                and not fresh_process(point) and point.mode not in OWN_PROCESS_MODES
                 and point.rung not in self.failed_rungs):
             _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True)[0])
         if outcome.status == Status.FAILED:

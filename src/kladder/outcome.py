@@ -106,6 +106,11 @@ class Check(_Words):
     # mismatched, largest: the worst call against the reference
     REPEATS = "repeats"
     NONDETERMINISTIC = "nondeterministic"    # a warning, never a failure: calls that differ bitwise, within the tolerance (same facts)
+    # rung 5's stream (checks/repetition.py judge_stream): calls in the model's pattern (Spec.calls), each on
+    # distinct inputs against its own reference. Facts: calls, judged, wrong, first_wrong, first_calls, pattern,
+    # fresh, sets, count, declared, seconds, stopped, batched, undecided, rate ...; pattern, mismatched, largest:
+    # the first wrong call against its reference
+    STREAM = "stream"
     SANITIZER = "sanitizer"                  # tool, kind, kernel, file, line, access, size, address, detail, thread, block, count
     UNDER_LOAD = "under_load"                # a warning, never a failure: first (the check or status of the run under
                                              # load), the Load's facts (lanes, processes, device_used_bytes, ...), alone_s
@@ -162,6 +167,7 @@ class NoteKind(_Words):
     RANK_FAILED = "rank_failed"                    # rank, phase, error, text: kladder's side of a rank (or the spec's)
     COLLECTIVE_CALLS = "collective_calls"          # world, queued, lag, lag_us, sizes, backend, seconds: what a passing point ran
     REPEATS_CLEAN = "repeats_clean"                # what a passing rung-5 point proved: Check.REPEATS's facts, bound
+    STREAM_CLEAN = "stream_clean"                  # what a passing stream proved: Check.STREAM's facts, bound
     SANITIZER_CLEAN = "sanitizer_clean"            # tool, calls
     NO_SANITIZER = "no_sanitizer"                  # tool, searched
     INTERPRETER_DEFECT = "interpreter_defect"      # feature, what, x, got, want (the probe's evidence; run/interpreter.py)

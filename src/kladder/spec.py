@@ -242,6 +242,58 @@ class Size:
     dim: str
 
 
+class Config(dict):
+    """One config the launcher accepts (its keyword arguments), with what its author documents
+    about its accuracy: `kl.Config({"precise": False}, tolerance={"float32": (1e-3, 1e-5)})`.
+    It is the dict of its keywords (a point, a report and `kladder repro` hold only those), and
+    `tolerance` (optional, as Spec.tolerance is written) replaces the spec's tolerance, for the
+    dtypes it names, at every point whose call is this config (Spec.tolerance_for). A plain dict
+    in `configs` is a Config without a tolerance."""
+
+    __slots__ = ("tolerance", "_given")
+    FIELDS = ("values", "tolerance")
+
+    def __init__(self, *args, **kwargs):
+        from .problems import call_problems
+        problems = call_problems("kl.Config", list(self.FIELDS), ["values"], args, kwargs)
+        if problems:
+            raise SpecError("", problems=problems)
+        bound = {**dict(zip(self.FIELDS, args, strict=False)), **kwargs}
+        given = bound["values"]
+        super().__init__(given if isinstance(given, Mapping) else {})
+        self.tolerance = bound.get("tolerance")
+        self._given = given                  # as given: CONFIG_FIELDS names a values= that is not a dict
+
+    def __repr__(self) -> str:
+        tol = "" if self.tolerance is None else f", tolerance={self.tolerance!r}"
+        return f"kl.Config({dict(self)!r}{tol})"
+
+    def __reduce__(self):
+        return (type(self), (dict(self), self.tolerance))
+
+
+@_friendly("kl.Calls")
+@dataclass(frozen=True)
+class Calls:
+    """How the model calls the kernel, for a launcher with state (a workspace, a ring of slots,
+    counters, a cache of recent results): `pattern` is one step of the model, each letter an
+    input set in the order the model passes them ("AABB": twice on the same logits, then twice
+    on new ones; "A": new inputs every call); `fresh=True`: every step brings new input sets
+    (False: every step the same ones); `count`: how many calls a run of the model makes. Rung 5
+    drives a stream of that many calls in that pattern (within its time budget, `seconds` to
+    widen it), each judged against the reference of its own inputs."""
+
+    pattern: str = "A"
+    fresh: bool = True
+    count: int = 10_000
+    seconds: float | None = None
+
+    @property
+    def letters(self) -> str:
+        """The pattern's input sets in order of first use: "AABB" -> "AB"."""
+        return "".join(dict.fromkeys(self.pattern))
+
+
 @_friendly("kl.Out")
 @dataclass(frozen=True)
 class Out(Tensor):
@@ -348,6 +400,8 @@ class Spec:
                                           # point whose capture fails is skipped with a note; None (not said): a
                                           # failed capture is a warning. A capture that replays wrong fails whatever
                                           # it says.
+    calls: Any = None                     # rung 5: a kl.Calls(pattern="AABB", fresh=True, count=10000): how the model
+                                          # calls a launcher with state; rung 5 drives a stream of distinct inputs so
     grads: str | tuple[str, ...] | list[str] = ()   # the inputs whose gradients the kernel computes (its launcher is
                                           # differentiable: a torch.autograd.Function); each point then runs forward
                                           # and backward, and judges every listed input's gradient ("grad of w")
@@ -458,17 +512,58 @@ class Spec:
         t = self.all_tensors[name]
         return () if t.like else t.dtypes
 
-    def tolerance_for(self, dtype: str) -> Tolerance:
-        tol = self.tolerance
-        if tol is None:
-            return DEFAULT_TOLERANCES.get(dtype, Tolerance(0.0, 0.0))
-        if isinstance(tol, Tolerance):
-            return tol
-        if isinstance(tol, tuple):
-            return Tolerance(*tol)
-        if dtype in tol:
-            return Tolerance(*tol[dtype]) if isinstance(tol[dtype], tuple) else tol[dtype]
-        return DEFAULT_TOLERANCES.get(dtype, Tolerance(0.0, 0.0))
+    def tolerance_for(self, dtype: str, config=()) -> Tolerance:
+        """The tolerance of an output of `dtype` at a point whose call passes `config` (its
+        pairs or dict). Precedence, the first that names the dtype: the tolerance of the
+        kl.Config that config is (config_of), then Spec.tolerance, then DEFAULT_TOLERANCES.
+        (The honest peer may still widen it where a correct implementation cannot do better.)"""
+        own = self.config_of(config)
+        found = _tolerance_in(getattr(own, "tolerance", None), dtype)
+        if found is None:
+            found = _tolerance_in(self.tolerance, dtype)
+        return found if found is not None else DEFAULT_TOLERANCES.get(dtype, Tolerance(0.0, 0.0))
+
+    def config_of(self, config=()) -> Mapping | None:
+        """The declared config a call with these keyword arguments is: the one whose every key
+        the call sets to the same value (or leaves at the launcher's default, when that is the
+        value); with several, the one with the most keys, the first declared among equals."""
+        given = dict(config)
+        if not self.configs or not isinstance(self.configs, tuple):
+            return None
+        defaults = self.launcher_defaults
+        best = None
+        for c in self.configs:
+            if not isinstance(c, Mapping):
+                continue
+            if all((given[k] == v) if k in given else (k in defaults and defaults[k] == v) for k, v in c.items()) \
+                    and (best is None or len(c) > len(best)):
+                best = c
+        return best
+
+    @property
+    def launcher_defaults(self) -> dict:
+        """The kernel's keyword defaults ({"precise": True} for rowsum(x, precise=True)); {}
+        where its signature cannot be read."""
+        import inspect
+        try:
+            params = inspect.signature(self.kernel).parameters.values()
+        except (TypeError, ValueError):
+            return {}
+        return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+
+def _tolerance_in(tol, dtype: str) -> Tolerance | None:
+    """What a tolerance as a spec writes it (None, kl.Tolerance, (rtol, atol) or by dtype) says
+    for `dtype`, or None when it does not name it."""
+    if tol is None:
+        return None
+    if isinstance(tol, Tolerance):
+        return tol
+    if isinstance(tol, tuple):
+        return Tolerance(*tol)
+    if isinstance(tol, Mapping) and dtype in tol:
+        return Tolerance(*tol[dtype]) if isinstance(tol[dtype], (tuple, list)) else tol[dtype]
+    return None
 
 
 def grad_name(arg: str) -> str:
@@ -580,7 +675,10 @@ SPEC_FIELDS = {
                     "it out (None: a failed capture is a warning).")],
     "timeout_s": [Rule(lambda v: v is None or (_number(v) and v > 0),
                        "give the seconds a point may run as a number above 0, e.g. 60.")],
-    "configs": [Rule(lambda v: _listing(v, Mapping), "give a list of dicts, e.g. [{'BLOCK': 128}].")],
+    "configs": [Rule(lambda v: _listing(v, Mapping), "give a list of dicts or kl.Config(dict, tolerance=...), e.g. "
+                     "[{'BLOCK': 128}] or [kl.Config({'precise': False}, tolerance={'float32': (1e-3, 1e-5)})].")],
+    "calls": [Rule(lambda v: v is None or isinstance(v, Calls), "give kl.Calls(pattern='AABB', fresh=True, count=10000): "
+                   "how the model calls a launcher with state, or leave it out.")],
     "production": [Rule(lambda v: _listing(v, Mapping), _shapes_fix)],
     "tuned": [Rule(lambda v: _listing(v, Mapping), _shapes_fix)],
     "tolerance": [_tolerance_problem],
@@ -692,6 +790,17 @@ FLAG_FIELDS = {
                     "give at least two distinct values to compare, e.g. (False, True).")],
 }
 
+CALLS_FIELDS = {
+    "pattern": [Rule(lambda v: isinstance(v, str) and len(v) > 0 and v.isascii() and v.isalpha() and v.isupper(),
+                     "give one step of the model's calls as capital letters, one an input set, in the order the model "
+                     "passes them, e.g. 'AABB' (twice on the same inputs, then twice on new ones) or 'A'.")],
+    "fresh": [Rule(lambda v: isinstance(v, bool), "give True when every step brings new inputs (a decode loop), False "
+                   "when every step passes the same input sets again.")],
+    "count": [Rule(lambda v: _int(v) and v >= 1, "give how many calls a run of the model makes, an int >= 1, e.g. 10000.")],
+    "seconds": [Rule(lambda v: v is None or (_number(v) and v > 0), "give the seconds rung 5's stream may run, > 0, or "
+                     "leave it out (the device's budget).")],
+}
+
 INVARIANT_FIELDS = {
     "check": [Rule(callable, "pass a callable (inputs, outputs) -> bool or bool tensor.")],
     "values": [Rule(lambda v: v is None or isinstance(v, Mapping), "give a dict of input arg -> value kind, e.g. "
@@ -739,6 +848,10 @@ def validate(spec: Spec) -> None:
         _collective(found, tensors)
     _toolchain(found, dims)
     _grads(found, tensors)
+    _configs(found)
+    if isinstance(spec.calls, Calls):
+        found.fields(spec.calls, CALLS_FIELDS, ("calls",))
+        _calls_budget(found)
     if found.problems:
         raise SpecError("", problems=found.problems)
 
@@ -1140,3 +1253,32 @@ def _floating(spec: Spec, name: str) -> bool:
         seen.add(t.like)
         t = spec.all_tensors[t.like]
     return bool(t.dtypes) and all(d in FLOAT_DTYPES for d in t.dtypes)
+
+
+# ---- configs: plain dicts or kl.Config(dict, tolerance=...) ----
+def _configs(found: _Found) -> None:
+    """A kl.Config's keywords are a dict of names, and its tolerance is written as Spec.tolerance is."""
+    if not found.clean("configs"):
+        return
+    for i, c in enumerate(found.spec.configs):
+        if not isinstance(c, Config):
+            continue
+        if not isinstance(c._given, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in c._given):
+            found.add(("configs", i, "values"), c._given, "give the launcher's keyword arguments as a dict, e.g. "
+                      "kl.Config({'precise': False}, tolerance={'float32': (1e-3, 1e-5)}).")
+        bad = _tolerance_problem(c.tolerance, found.spec)
+        if bad is not None:
+            found.add(("configs", i, "tolerance"), *bad)
+
+
+POINT_TIMEOUT_S = 120.0      # a point's default timeout (run/isolation.DEFAULT_TIMEOUT_S), which a stream must stay within
+
+
+def _calls_budget(found: _Found) -> None:
+    """kl.Calls(seconds=) leaves the point room within its timeout: a stream that ran past it
+    would be reported as the kernel's hang."""
+    spec = found.spec
+    s, timeout = spec.calls.seconds, spec.timeout_s if _number(spec.timeout_s) else POINT_TIMEOUT_S
+    if found.clean("calls", "seconds") and s is not None and s > timeout / 2:
+        found.add(("calls", "seconds"), s, f"give at most half the point's timeout ({timeout:g} s): {timeout / 2:g}, or "
+                  f"raise Spec(timeout_s=...) to {2 * s:g} or more.")

@@ -85,6 +85,7 @@ class Judge:
     note: Note | None = None
     unjudged: Note | None = None       # a failure that Triton's interpreter explains (run/interpreter.py)
     _open: _Open | None = None
+    _stream: object = None             # rung 5's stream, batch by batch (repetition.StreamTally)
 
     def call(self, prep, outputs: dict, returned, expected: values.Expected, label: str = "",
              rounding: dict | None = None) -> dict:
@@ -174,6 +175,17 @@ class Judge:
     def ranks(self, seen) -> None:
         """Every call of every rank of a collective, and how the run ended (rung 6)."""
         self.findings += collective.judge(self.spec, self.point, seen, self.device)
+    def stream_batch(self, batch, peers, rounding: dict | None = None) -> None:
+        """One batch of rung 5's stream: each call against the reference of its own inputs."""
+        if self._stream is None:
+            self._stream = repetition.StreamTally(self.spec, self.point)
+        self._stream.batch(batch, peers, rounding)
+
+    def streamed(self, s) -> None:
+        """The stream ended: its wrong calls' rate and the first one, or what a clean stream proved."""
+        tally = self._stream or repetition.StreamTally(self.spec, self.point)
+        self._add(*tally.result(s))
+
     def repeats(self, r, expected: values.Expected | None, peers=None) -> None:
         """Many calls of one point (rung 5); `expected` is the reference on the worst call's inputs,
         `peers(names)` their honest peers."""
@@ -205,7 +217,7 @@ class Judge:
                 out = out.index_select(*sel)
             where = where_of(spec, name, {sel[0]: prep.row_ids} if sel is not None else {})
             about = {"dtype": dtype, "shape": list(shape), "mode": pt.mode}
-            tol = spec.tolerance_for(dtype)
+            tol = spec.tolerance_for(dtype, pt.config)
             ref = refs[name]
             bad_shape = values.shape_finding(name, out, ref)
             if bad_shape:
@@ -249,7 +261,7 @@ class Judge:
                 got = got.index_select(sel[0], sel[1].to(got.device))
             where = where_of(self.spec, name, {sel[0]: prep.row_ids} if sel is not None else {})
             about = {"dtype": dtype, "shape": list(got.shape), "mode": pt.mode, "mutated": True}
-            tol = self.spec.tolerance_for(dtype)
+            tol = self.spec.tolerance_for(dtype, pt.config)
             bad_shape = values.shape_finding(name, got, ref)
             if bad_shape:
                 found.append(bad_shape)

@@ -75,7 +75,7 @@ def _against(spec, point, outputs: dict, expected: values.Expected, peers=None) 
     for name, out in outputs.items():
         dtype = dtype_of(spec, name, point.dtype_of)
         about = {"dtype": dtype, "shape": list(shape_of(spec, name, point.sizes)), "mode": point.mode}
-        tol, where = spec.tolerance_for(dtype), where_of(spec, name)
+        tol, where = spec.tolerance_for(dtype, point.config), where_of(spec, name)
         bad_shape = values.shape_finding(name, out, refs[name])
         if bad_shape is not None:
             return bad_shape
@@ -119,3 +119,135 @@ def _bits_of_worst(spec, r):
         if bool(differ.any()):
             return name, differ
     return None, None
+
+
+# ---------------------------------------------------------------------------- rung 5's stream
+PEER_CALLS = 1000     # calls over the dtype's default a stream re-judges with the honest peer, at most;
+PEER_SHARE = 0.25     # and while the peers took less than this share of the stream's time budget; the rest are undecided
+
+
+class StreamTally:
+    """Rung 5's stream (run/modes/calls.py), batch by batch: every call against the reference of
+    its own inputs, at the tolerance of the point's config (Spec.tolerance_for). A call is wrong
+    when an output fails there and, where a peer may excuse it (finite against finite), fails the
+    honest peer too (asked while the peers' time stays within PEER_SHARE of the stream's budget, for
+    at most PEER_CALLS calls; later ones are undecided, as are bfloat16 calls that only the
+    interpreter's truncation puts over). The first wrong call's outputs are located as any values
+    failure is."""
+
+    def __init__(self, spec, point):
+        self.spec, self.point = spec, point
+        self.judged = self.undecided = self.peered = self.excused = self.truncated = 0
+        self.peer_s = 0.0
+        self.wrong: list[int] = []              # wrong calls' numbers, in order (all of them: a stream is thousands)
+        self.first: Finding | None = None       # the first wrong call against its reference
+        self.first_where: tuple = (0, "")
+
+    def batch(self, b, peers, rounding: dict | None = None) -> None:
+        """One StreamBatch; `peers(j, names)` gives the honest peers of call j's outputs."""
+        import time
+
+        import torch
+        n = len(b.sets)
+        wrong = torch.zeros(n, dtype=torch.bool)
+        doubt: dict[int, list] = {}
+        for name, out in b.outputs.items():
+            ref = b.refs[name]
+            if tuple(ref.shape) != tuple(out.shape):
+                continue                         # the first call's contract finding says why
+            tol = self.spec.tolerance_for(dtype_of(self.spec, name, self.point.dtype_of), self.point.config)
+            o2, r2 = _per_call_rows(out, n), _per_call_rows(ref, n)
+            m = values.mismatch(o2, r2.to(o2.device), tol, None)
+            if m is None:
+                continue
+            bad = m.bad.reshape(n, -1).cpu()
+            hard = (m.bad & ~(o2.isfinite() & r2.to(o2.device).isfinite())).reshape(n, -1).any(1).cpu()
+            wrong |= hard
+            for j in (bad.any(1) & ~hard).nonzero().flatten().tolist():
+                doubt.setdefault(j, []).append(name)
+        for j, names in sorted(doubt.items()):
+            if wrong[j]:
+                continue
+            t0 = time.perf_counter()
+            verdict = self._settled(b, j, names, peers, rounding)
+            self.peer_s += time.perf_counter() - t0
+            if verdict == "truncated":
+                self.truncated += 1
+            elif verdict is None:
+                self.undecided += 1
+            elif verdict:
+                wrong[j] = True
+            else:
+                self.excused += 1
+        self.judged += n
+        calls = (wrong.nonzero().flatten() + b.first_call).tolist()
+        self.wrong += calls
+        if self.first is None and calls:
+            j = calls[0] - b.first_call
+            self.first = self._located(b, j, peers)
+            self.first_where = b.where[j]
+
+    def _settled(self, b, j: int, names: list, peers, rounding) -> bool | str | None:
+        """Call j's outputs that failed the default with a peer that may excuse them: True
+        (wrong), False (excused), None (not decided: past the peers' budget), "truncated" (not
+        judged: a bfloat16 miss the interpreter's truncation explains)."""
+        import torch
+        if self.peered >= PEER_CALLS or self.peer_s > PEER_SHARE * b.budget_s:
+            return None
+        self.peered += 1
+        got = peers(j, names)
+        for name in names:
+            out, ref = b.outputs[name][j], b.refs[name][j]
+            tol = self.spec.tolerance_for(dtype_of(self.spec, name, self.point.dtype_of), self.point.config)
+            m = values.mismatch(out, ref.to(out.device), tol, None)
+            m = None if m is None else values.settle_with(m, out, ref.to(out.device), tol, got.get(name))
+            if m is None:
+                continue
+            if (rounding is not None and out.dtype == torch.bfloat16
+                    and values.settle(m, out, ref.to(out.device), tol, slack_ulps=1) is None):
+                return "truncated"
+            return True
+        return False
+
+    def _located(self, b, j: int, peers) -> Finding | None:
+        """Call j (the first wrong one) against its reference: which output, where, how far."""
+        for name, out in b.outputs.items():
+            o, ref = out[j], b.refs[name][j].to(out.device)
+            if tuple(o.shape) != tuple(ref.shape):
+                continue
+            dtype = dtype_of(self.spec, name, self.point.dtype_of)
+            tol = self.spec.tolerance_for(dtype, self.point.config)
+            about = {"dtype": dtype, "shape": list(shape_of(self.spec, name, self.point.sizes)), "mode": self.point.mode}
+            m = values.mismatch(o, ref, tol, None)
+            if m is not None:
+                return values.finding(name, m, o, ref, tol, where_of(self.spec, name), about)
+        return None
+
+    def result(self, s) -> tuple[list[Finding], list[Finding], Note | None]:
+        """(findings, warnings, note) once the stream ended (`s`: run/modes/base.Streamed)."""
+        k = len(self.wrong)
+        facts = {"calls": s.calls, "judged": self.judged, "wrong": k, "sets": s.sets, "pattern": s.pattern,
+                 "fresh": s.fresh, "count": s.count, "declared": s.declared, "seconds": round(s.seconds, 3),
+                 "stopped": s.stopped, "batched": s.batched, "undecided": self.undecided, "peered": self.peered,
+                 "excused": self.excused, "truncated": self.truncated,
+                 "calls_s": round(s.calls / s.seconds, 1) if s.seconds > 0 else 0.0, **_rate(k, self.judged)}
+        if not k:
+            return [], [], Note.of(NoteKind.STREAM_CLEAN, **facts)
+        step, letter = self.first_where
+        more = {"first_wrong": self.wrong[0], "first_calls": self.wrong[:FIRST_CALLS], "step": step, "letter": letter}
+        label = f"call {self.wrong[0]:,} of {s.calls:,}"
+        f = self.first
+        if f is None:
+            return [Finding(Check.STREAM, next(iter(self.spec.outputs)), call=label,
+                            facts=CHECK_FACTS["stream"](**facts, **more))], [], None
+        return [Finding(Check.STREAM, f.output, call=label, pattern=f.pattern, mismatched=f.mismatched, total=f.total,
+                        largest=f.largest, max_abs_err=f.max_abs_err,
+                        facts=CHECK_FACTS["stream"](**facts, **more, nonfinite=getattr(f.facts, "nonfinite", None) or 0))], [], None
+
+
+def _per_call_rows(t, n: int):
+    """[calls, ...] -> the rows each call's own comparison has (as_rows of one call's output),
+    stacked: each row's scale stays its own call's."""
+    from ..sizes import as_rows
+    one = as_rows(t[0])
+    return t.reshape(n * one.shape[0], one.shape[1])

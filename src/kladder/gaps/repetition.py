@@ -20,13 +20,18 @@ from ..notation import Inputs, Launch, Mode, PointKind
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, CallBudget, call_budget, fits, repetition, total_bytes
-from ..spec import Spec
+from ..spec import POINT_TIMEOUT_S, Spec
 from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, sizes_text
 
 RUNG = number("repetition")
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 ON_FAILED = ("memcheck", "initcheck")
 SANITIZE_S = 600.0           # a child under compute-sanitizer: torch's start-up alone takes tens of seconds there
+# Rung 5's stream: without Spec.calls one stream in the pattern "A" within a small time budget (the
+# default climb stays fast); with it the declared count, within a wider budget (kl.Calls(seconds=) widens it).
+STREAM_CALLS = {"cpu": 10_000, "cuda": 100_000}
+STREAM_S = {"cpu": 3.0, "cuda": 10.0}
+STREAM_DECLARED_S = {"cpu": 30.0, "cuda": 60.0}
 WHY_TOOL = {
     "memcheck": "out-of-bounds and misaligned accesses, the caching allocator off",
     "racecheck": "shared-memory hazards between the threads of a program",
@@ -52,10 +57,33 @@ def points(spec: Spec, budget: Budget, repeat: int | None = None, repeat_s: floa
         for inputs in Inputs:
             yield _repeat(spec, base, dtypes, (), calls, inputs, launch, "a tail in every tiled dim")
     small = smallest(spec, room)
+    yield stream(spec, small, dtypes, budget.device, repeat, repeat_s)
     for tool in TOOLS:
         yield _sanitize(spec, small, dtypes, tool)
     if budget.device == "cuda":
         yield from _on_failed(spec, failed)
+
+
+def stream(spec: Spec, sizes: dict, dtypes: tuple, device: str, repeat: int | None = None,
+           repeat_s: float | None = None) -> Point:
+    """Rung 5's stream of calls: the model's pattern (Spec.calls) or "A" (new inputs every call),
+    each call on its own inputs against its own reference, up to its count or its time budget
+    (--repeat N and --repeat-s S override them); at the smallest shape: thousands of calls."""
+    declared = spec.calls is not None
+    kind = "cpu" if device == "cpu" else "cuda"
+    calls, pattern, fresh = (spec.calls.count, spec.calls.pattern, spec.calls.fresh) if declared else \
+        (STREAM_CALLS[kind], "A", True)
+    seconds = spec.calls.seconds if declared and spec.calls.seconds else \
+        min((STREAM_DECLARED_S if declared else STREAM_S)[kind], (spec.timeout_s or POINT_TIMEOUT_S) / 2)
+    calls, seconds = repeat or calls, repeat_s or seconds
+    plan = (("calls", calls), ("seconds", seconds), ("pattern", pattern), ("fresh", fresh), ("declared", declared))
+    how = (f"the model's pattern {pattern!r} (Spec.calls)" if declared else "new inputs every call (pattern 'A'; "
+           "Spec(calls=kl.Calls(...)) says how the model calls it)")
+    steps = "new input sets every step" if fresh else "the same input sets every step"
+    where = "in a fresh process" if declared else "in a worker as it comes"
+    why = (f"a stream of calls, {how}, {steps}, each call against the reference of its own inputs: {calls:,} calls or "
+           f"{seconds:g} s, {where}; the smallest shape: {sizes_text(sizes)}")
+    return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, kind=PointKind.REPEAT, mode=Mode.CALLS, repeat=plan)
 
 
 def widest(spec: Spec, budget: Budget) -> dict[str, int]:
@@ -142,7 +170,7 @@ def _sanitize(spec, sizes: dict, dtypes: tuple, tool: str) -> Point:
 def _on_failed(spec, failed: tuple) -> Iterator[Point]:
     """memcheck and initcheck on the smallest point that failed an earlier rung: a wrong value
     may have an out-of-bounds access or an uninitialised read behind it, named with its line."""
-    runnable = [p for p in failed if p.kind != "model" and p.mode not in ("sanitize", "repeat")]
+    runnable = [p for p in failed if p.kind != "model" and p.mode not in ("sanitize", "repeat", "calls")]
     if not runnable:
         return
     p = min(runnable, key=lambda q: total_bytes(spec, q.sizes, q.dtype_of))

@@ -282,7 +282,7 @@ def _ran(ran: list[Outcome]):
 
 
 # What a passing point measured that a user should read: the bound a clean repetition proves.
-PROVED = (NoteKind.REPEATS_CLEAN, NoteKind.SANITIZER_CLEAN)
+PROVED = (NoteKind.REPEATS_CLEAN, NoteKind.STREAM_CLEAN, NoteKind.SANITIZER_CLEAN)
 
 
 def _shrunk(shrunk: list[dict]):

@@ -26,6 +26,8 @@ from .modes.base import (
     Same,
     Sanitized,
     Scores,
+    StreamBatch,
+    Streamed,
     Traces,
     Uncaptured,
 )
@@ -63,6 +65,15 @@ def _judge_repeats(h: Harness, judge: Judge, seen: Repeats) -> None:
         return
     expected = h.expected(seen.worst_prep)
     judge.repeats(seen, expected, lambda names: h.peers(seen.worst_prep, {n: "values" for n in names}, expected.refs))
+
+
+def _judge_stream(h: Harness, judge: Judge, seen: StreamBatch) -> None:
+    """One batch of rung 5's stream, each call against its own reference; the honest peer of a
+    call's inputs asked only for a call that fails the default where a peer may excuse it."""
+    def peers(j: int, names: list) -> dict:
+        refs = {n: r[j] for n, r in seen.refs.items()}
+        return h.peers(seen.preps[j], {n: "values" for n in names}, refs)
+    judge.stream_batch(seen, peers, interpreter.rounding_touched(h.touched))
 
 
 def _made_up(point: Point, h: Harness) -> Result | None:
@@ -113,6 +124,10 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
                 _judge_repeats(h, judge, seen)
                 # a capture that failed may leave the context unusable: the worker is replaced after it
                 fatal = seen.fallback is not None and device == "cuda"
+            elif isinstance(seen, StreamBatch):
+                _judge_stream(h, judge, seen)
+            elif isinstance(seen, Streamed):
+                judge.streamed(seen)
             elif isinstance(seen, Sanitized):
                 judge.sanitized(seen)
     except Skip as e:

@@ -8,7 +8,7 @@ model), contracts (outputs, guards, inputs, the reference), modes (raised, crash
 captures, bitwise, the sanitizer), repetition (rung 5), toolchain (rungs 6 and 7), notes."""
 from __future__ import annotations
 
-from ...facts import NondeterministicFacts, RepeatsFacts
+from ...facts import NondeterministicFacts, RepeatsFacts, StreamFacts
 from ...outcome import Cause, Check, Finding, Outcome, Replay, RowsChecked
 from . import contracts, modes, notes, repetition, toolchain, values  # noqa: F401  (each fills the tables)
 from .base import MESSAGES, NOTES, load_text, pattern_text, rows_words, status_word
@@ -56,6 +56,9 @@ def pattern_label(f: Finding) -> str:
         what = "not bit for bit the first call" if x.bitwise else "wrong"
         worst = f"; the worst: {pattern_text(f.pattern)}" if f.pattern is not None else ""
         return f"{count_text(x)} of {x.compared:,} calls {what}{worst}"
+    if isinstance(x, StreamFacts):
+        worst = f"; call {x.first_wrong:,}: {pattern_text(f.pattern)}" if f.pattern is not None else ""
+        return f"{x.wrong:,} of {x.judged:,} calls of the stream wrong, the first call {x.first_wrong:,}{worst}"
     if f.pattern is not None:
         return pattern_text(f.pattern)
     if f.check in _LABELS:

@@ -2,7 +2,7 @@
 reference), with the rate's statistics."""
 from __future__ import annotations
 
-from ...facts import NondeterministicFacts, RepeatsCleanFacts, RepeatsFacts
+from ...facts import NondeterministicFacts, RepeatsCleanFacts, RepeatsFacts, StreamCleanFacts, StreamFacts
 from .base import cap, notes, pattern_text, says
 
 
@@ -73,3 +73,43 @@ def repeats_clean_text(x: RepeatsCleanFacts, sized: bool = True) -> str:
         return f"0 of {x.compared:,} calls differ from the first call on the same inputs: {bound} that a call does; {how_text(x)}"
     return (f"0 of {x.compared:,} calls wrong ({x.differ:,} differ within the tolerance): {bound} that a call is "
             f"wrong; {how_text(x)}")
+
+
+# ---------------------------------------------------------------------------- the stream (Spec.calls)
+def stream_how_text(x: StreamCleanFacts) -> str:
+    """"the pattern 'AABB' (Spec.calls), new input sets every step: 3,000 calls on 1,500 input sets in 2.1 s"."""
+    pattern = (f"the model's pattern {x.pattern!r} (Spec.calls)" if x.declared
+               else "new inputs every call (no Spec.calls: the pattern 'A')")
+    steps = "new input sets every step" if x.fresh else "the same input sets every step"
+    ended = (f" (the time budget ended it before the {x.count:,} calls asked for)" if x.stopped == "seconds" else "")
+    ref = "the reference batched over each batch's inputs" if x.batched else "the reference once per input set"
+    undecided = (f"; {x.undecided:,} calls over the dtype's default left undecided (the honest peer's share of the "
+                 f"time budget ran out after {x.peered:,} calls, {x.excused:,} of them excused)" if x.undecided else "")
+    if x.truncated:
+        undecided += (f"; {x.truncated:,} bfloat16 calls not judged: only the interpreter's float32 -> bfloat16 "
+                      "truncation puts them over (a GPU rounds to nearest)")
+    return (f"{pattern}, {steps}: {x.calls:,} calls on {x.sets:,} input sets in {x.seconds:.3g} s{ended}, {ref}"
+            f"{undecided}")
+
+
+@says(StreamFacts)
+def _stream(f, x: StreamFacts) -> str:
+    """The verdict, how the stream ran, the rate, and where the first wrong call is off."""
+    head = (f"{x.wrong:,} of {x.judged:,} calls of the stream were wrong against the reference of their own inputs; "
+            f"the first is call {x.first_wrong:,} (step {x.step:,}, input set {x.letter})")
+    first = ", ".join(f"{c:,}" for c in x.first_calls)
+    where = f"wrong calls: {first}" + (", ..." if x.wrong > len(x.first_calls) else "")
+    if f.pattern is not None and f.largest is not None:
+        big = f.largest
+        where += (f"; at call {x.first_wrong:,}: {f.mismatched:,} / {f.total:,} elements of `{f.output}` wrong, "
+                  f"{pattern_text(f.pattern)}; greatest difference at index {big.index}: kernel {big.kernel!r}, "
+                  f"reference {big.reference!r} (up to {big.allowed:.3g} allowed)")
+    rate = rate_text(x) + (" (a lower bound: the calls not judged are counted right)" if x.undecided or x.truncated else "")
+    return f"{head}.\n{cap(stream_how_text(x))}.\n{cap(rate)}\n{cap(where)}"
+
+
+@notes(StreamCleanFacts)
+def stream_clean_text(x: StreamCleanFacts, sized: bool = True) -> str:
+    """What a clean stream proved: "0 of 2,999 calls wrong against their own reference: p < 1e-03 at 95%"."""
+    return (f"0 of {x.judged:,} calls wrong against the reference of their own inputs: p < {x.bound:.2g} at "
+            f"{x.conf:.0%} that a call is; {stream_how_text(x)}")

@@ -7,7 +7,8 @@ warm JIT cache (jitcache), under torch.compile (compiled), with poisoned padding
 traced against the reference (independence), in a model's slot (in_model), and rung 7's
 traced (dispatch), once per flag value (flags), on a cache another variant left (cachekey),
 beside the names downstream code imports (imports), rung 6's on every rank of a collective
-(collective), and rung 5's many times over (repeat) and under compute-sanitizer (sanitize). It
+(collective), and rung 5's many times over (repeat), in the model's pattern on a stream of distinct inputs (calls),
+and under compute-sanitizer (sanitize). It
 yields what it observed (base.Call, Same, Traces, Scores, Measured, Ran, Flagged, Imported, Ranks,
 Repeats, Sanitized), each labelled with its call; it never
 judges. kladder.run.trial feeds each observation to the checks as it comes."""
@@ -21,7 +22,7 @@ MODULES = {"eager": "eager", "reused": "reused", "aba": "aba", "graph": "graph",
            "padding": "padding", "independence": "independence", "jitcache": "jitcache", "compiled": "compiled",
            "model": "in_model", "dispatch": "dispatch", "flags": "flags", "cachekey": "cachekey", "imports": "imports",
            "collective": "collective", "repeat": "repeat", "sanitize": "sanitize",
-           "accumulate": "accumulate"}
+           "accumulate": "accumulate", "calls": "calls"}
 
 
 def get(name: str) -> Mode:

@@ -183,6 +183,36 @@ class Repeats:
 
 
 @dataclass
+class StreamBatch:
+    """One batch of rung 5's stream (run/modes/calls.py): calls first_call.. in order, call j on
+    input set sets[j] (prepared as preps[j], at (step, letter) where[j] of the pattern), its
+    outputs in outputs[name][j] and the reference of its inputs in refs[name][j]. The tensors are
+    the mode's ring: judged before the next batch overwrites them."""
+    first_call: int                 # the batch's first call's number, counting from 1 over the stream
+    sets: list
+    preps: list
+    outputs: dict
+    refs: dict
+    where: list
+    budget_s: float = 0.0           # the stream's time budget (the checks' share for the honest peer is part of it)
+
+
+@dataclass
+class Streamed:
+    """How rung 5's stream ended: calls made (call 1 included), distinct input sets, its time,
+    which budget ended it, the pattern, and whether the reference ran batched."""
+    calls: int
+    seconds: float
+    stopped: str                    # "calls" | "seconds"
+    sets: int
+    pattern: str
+    fresh: bool
+    count: int
+    declared: bool
+    batched: bool
+
+
+@dataclass
 class Sanitized:
     """What compute-sanitizer reported on the point's calls in a child process: one dict per
     error it printed (tool, kind, kernel, file, line, access, size, address, detail, thread,
