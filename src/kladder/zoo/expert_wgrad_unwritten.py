@@ -36,7 +36,8 @@ CASE = dict(
         "expert) and 'lengths'; every other value kind and the ids 'distinct', 'sorted' and "
         "'reversed' pass there. The unwritten gradients hold the NaN that kladder's workers fill "
         "torch.empty with. At the base shape (T = 17 over 16 experts) random routing already leaves "
-        "experts empty, so every kind fails there, and rung 1 catches it wherever a point has fewer "
+        "experts empty, so every kind but 'distinct' (17 tokens cycled over 16 experts) fails there, "
+        "and rung 1 catches it wherever a point has fewer "
         "tokens than experts (T = 1 leaves E - 1 experts empty)."
     ),
 )
