@@ -42,7 +42,8 @@ CASE = dict(
         "the top of the range, 16383 (the largest size with a tail) and 14337 (max - tile + 1), take "
         "the chunked path with a partial last chunk and fail, NaN in every chunk where kladder's "
         "workers fill torch.empty with NaN. Without the top tails (rung 1 before issue 21) every "
-        "rung-1 point passes."
+        "rung-1 point passes. (An author who also listed a width above 8192, 8192 or 12288, would "
+        "get it from that width's neighbours 8193, 12287, 12289 as well.)"
     ),
 )
 
