@@ -9,7 +9,8 @@ import pytest
 from conftest import report_json
 
 CPU_CASES = ["gemm_k_tail", "rmsnorm_n_tail", "config_writes_zeros", "untuned_fallback", "nan_blind", "small_overrun",
-             "empty_like_overrun"]
+             "empty_like_overrun", "router_lanes_256", "active_count_full_width",
+             "embedding_chunk_tail"]
 GPU_CASES = ["rows_int32_offset", "last_tile_wrap"]
 # rung-4 case -> (the mode that catches it, the call it names)
 RUNG4_CAUGHT = {"jit_key_closure": ("aba", "call 2 of 3 (B)"), "stale_state": ("aba", "call 2 of 3 (B)"),
@@ -107,6 +108,18 @@ def test_caught_exactly_where_the_mechanism_bites(buggy):
         assert all((pt["id"] in failed) == (size(pt, "M") * size(pt, "N") % 8 != 0) for pt in pts)
         assert all(pt["failure"] == "guard" and pt["pattern"] == "a write past the end"
                    for pt in pts if pt["id"] in failed)
+    elif case in ("router_lanes_256", "active_count_full_width"):
+        # E = kl.Dim(sizes=...): rung 1 lists every declared size; only the widest one bites
+        # (an expert past lane 255; no lane one past the last expert)
+        widest = 512 if case == "router_lanes_256" else 256
+        assert {size(pt, "E") for pt in pts} >= {8, 16, 64, 128, 256}
+        assert all((pt["id"] in failed) == (size(pt, "E") == widest) for pt in pts)
+        if case == "active_count_full_width":
+            assert all(pt["findings"][0]["output"] == "n_active" for pt in pts if pt["id"] in failed)
+    elif case == "embedding_chunk_tail":
+        # only the chunked path (rows wider than 8192) with a partial last chunk: the top tails
+        assert all((pt["id"] in failed) == (size(pt, "D") > 8192 and size(pt, "D") % 2048 != 0) for pt in pts)
+        assert {size(pt, "D") for pt in pts if pt["id"] in failed} == {14337, 16383}
     elif case == "empty_like_overrun":
         # the output is the launcher's own torch.empty_like: its guard bytes catch the tail's
         # stores, and every point without a tail passes (no heap damage reaches it)
@@ -136,7 +149,7 @@ def test_rung_4_cases_are_caught_by_their_mode_alone_and_name_the_call(case, tmp
 # (zoo_check.py climbs every twin on every rung: see the closing notes and docs/results)
 RUNG23_CASES = {"chunked_prefill_short": 2, "bias_tile_index": 2, "router_tie_pack": 2, "lowp_probs_underflow": 2,
                 "assumes_contiguous": 3, "padding_scale_read": 3, "scale_layout_mismatch": 3, "shared_kernel_reference": 3,
-                "input_scratch": 3}
+                "input_scratch": 3, "expert_wgrad_unwritten": 2}
 RUNG23_CHECK = {"lowp_probs_underflow": "invariant", "shared_kernel_reference": "invalid_reference",
                 "padding_scale_read": "values", "input_scratch": "input_changed"}
 
@@ -152,5 +165,11 @@ def test_rung_2_and_3_cases_are_caught_by_their_own_rung_and_twins_pass_it(case,
         assert any(pt["failure"] == RUNG23_CHECK[case] for pt in bad)
     if rung == 2:   # each failure names its value kind, or is a length around a chunk
         assert all(pt["point"].get("values") or pt["kind"] == "chunk" for pt in bad)
+    if case == "expert_wgrad_unwritten":
+        # at the wide shape random routing reaches every expert: only the id kinds that leave
+        # an expert without a token fail there (kl.Size and range=(0, 'E-1') in the spec)
+        wide = max(size(pt, "T") for pt in bad)
+        kinds = {dict(pt["point"]["values"])["expert_ids"] for pt in bad if size(pt, "T") == wide}
+        assert {"ids/unused", "ids/same", "ids/ends"} <= kinds <= {"ids/unused", "ids/same", "ids/ends", "lengths"}
     p, doc = climb(tmp_path_factory, case, "--fixed", "--rungs", str(rung))
     assert p.returncode == 0, p.stdout[-3000:]
