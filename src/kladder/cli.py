@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("climb", help="climb a spec: PATH.py[::NAME] or module::NAME")
     c.add_argument("ref", metavar="PATH[::NAME]")
+    c.add_argument("-v", "--verbose", action="store_true", help="under each failure's budget line, how the budget was set")
     _climb_options(c)
     c.add_argument("--shard", metavar="I/N", help="run only the I-th of N disjoint slices of every rung's points "
                    "(a CI matrix: one runner a shard, then `kladder merge` their --json reports)")
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("point", help="the point, as JSON or as the dict the report prints")
     r.add_argument("--device", default="auto", help=DEVICE_HELP)
     r.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S")
+    r.add_argument("-v", "--verbose", action="store_true", help="under the budget line, how the budget was set")
     r.add_argument("--sanitize", choices=SANITIZERS, help="run the point's calls under compute-sanitizer's TOOL "
                    "instead (CUDA; the caching allocator off)")
     r.add_argument("--seed", type=int, default=0, metavar="S", help="shift the point's seed by S")
@@ -113,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     zc = zsub.add_parser("climb", help="climb one case (or every case), the buggy kernel by default")
     zc.add_argument("case", nargs="?")
     zc.add_argument("--fixed", action="store_true", help="climb the fixed twin instead")
-    zc.add_argument("-v", "--verbose", action="store_true", help="with every case: print each ladder too")
+    zc.add_argument("-v", "--verbose", action="store_true", help="with every case: print each ladder too; under each "
+                    "failure's budget line, how the budget was set")
     zc.add_argument("--cases-at-once", type=_positive(int, "a number of climbs, e.g. 2"), metavar="N",
                     help="with every case: climbs run side by side, each with its own workers (default 2 on the "
                     "CPU, 1 on CUDA)")
@@ -346,7 +349,7 @@ def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     if report.start_error:
         print(f"kladder: error: {report.start_error['message']}", file=sys.stderr)
     else:
-        sys.stdout.write(render_text(report, color=_color(args.color)))
+        sys.stdout.write(render_text(report, color=_color(args.color), verbose=getattr(args, "verbose", False)))
     return _golden(report, args, report.exit_code)
 
 
@@ -471,7 +474,7 @@ def _repro(args, pool) -> int:
         fp = runner.fingerprint
         runner.close()
     _record_repro(args, spec, device, started, outcome, fp)
-    sys.stdout.write(render_outcome(outcome, fingerprint=fp))
+    sys.stdout.write(render_outcome(outcome, fingerprint=fp, verbose=args.verbose))
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
 
 

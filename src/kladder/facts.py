@@ -92,6 +92,14 @@ class ValuesFacts(Facts):
     spread: dict[str, float] | None = opt()   # {draws, at, terms}: the rounding spread s at the worst element
     peer: dict[str, Json] | None = opt()      # {dtype, factor, capped, cap, half_digits, runs} | {error, text} | {skipped}
     slack_ulps: int | None = opt()     # ulps of slack granted (the interpreter's bfloat16 truncation)
+    # The budget at the element furthest past it (budget_at, the report's index; the largest
+    # difference's element is often the same): what was allowed there, the dtype's default there
+    # (atol + rtol x max(|ref|, the row's RMS)), and K x s' there, the error a correct
+    # implementation in the kernel's precision makes (the peer's; C x it is the peer's budget).
+    budget_at: list[int] | None = opt()
+    budget_allowed: float | None = opt()
+    budget_default: float | None = opt()
+    budget_peer_error: float | None = opt()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -61,7 +61,7 @@ def _print_case(args, name, case, row: CaseRow) -> None:
     from .report.terminal import render_case_text, render_text
     from .report.zoo import case_title
     if args.verbose:                 # each ladder whole
-        sys.stdout.write(render_text(row.bug) + render_text(row.twin))
+        sys.stdout.write(render_text(row.bug, verbose=True) + render_text(row.twin, verbose=True))
     else:
         sys.stdout.write(render_case_text(case_title(name, case), row.bug, row.twin, _color(args.color)))
 

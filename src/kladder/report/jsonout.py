@@ -150,4 +150,5 @@ def finding_dict(f: Finding) -> dict[str, Any]:
             "max_abs_err": f.max_abs_err, "index": list(big.index) if big else None,
             "allowed": big.allowed if big else None, "mismatched": f.mismatched, "total": f.total,
             "kernel": big.kernel if big else None, "reference": big.reference if big else None,
-            "facts": f.facts.to_dict(), "call": f.call, "where": f.to_dict()["pattern"]}
+            "facts": f.facts.to_dict(), "call": f.call, "where": f.to_dict()["pattern"],
+            "budget": words.budget_headline(f) or None, "budget_details": words.budget_text(f.facts) or None}
