@@ -210,7 +210,8 @@ def test_a_peer_widens_past_8x_the_default_up_to_half_the_digits():
     wrong[3, 9] *= 1.01
     f = compare_values("y", wrong, ref, tol, Where(("M", "N")), kernel_peer=bad_peer)
     assert f is not None and f.largest.index == (3, 9) and f.facts.peer["capped"]
-    assert "sqrt(u) of the element's scale (half its float32 digits)" in message(f)
+    assert "sqrt(u) of the element's scale (half its float32 digits)" in budget_text(f.facts)
+    assert "= a peer budget's cap (not 2 x " in message(f)
 
 
 def test_a_peer_whose_errors_repeat_is_counted_at_the_tail():

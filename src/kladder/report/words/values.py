@@ -77,9 +77,11 @@ def budget_headline(f) -> str:
         terms = (x.spread or {}).get("terms") or 0.0
         return (f"{allowed} = {name} at the scale of the terms that make the element ({_g(terms)}; "
                 f"{_g(x.budget_default)} at its own)" + (f"; {peer_words}" if peer_words else ""))
-    capped = ", capped" if peer.get("capped") else ""
-    return (f"{allowed} = {x.c:g} x what a {dtype} implementation is off by here ({off}){capped}, more than "
-            f"{the}{name} ({_g(x.budget_default)})")
+    more = f"more than {the}{name} ({_g(x.budget_default)})"
+    if peer.get("capped"):                   # C x the peer's error is past what rounding can be
+        return (f"{allowed} = a peer budget's cap (not {x.c:g} x {off}: a {dtype} implementation off by that much "
+                f"here is past rounding), {more}")
+    return f"{allowed} = {x.c:g} x what a {dtype} implementation is off by here ({off}), {more}"
 
 
 def _g(v: float) -> str:
