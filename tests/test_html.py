@@ -191,3 +191,24 @@ def test_in_chromium_a_rung5_rate(tmp_path):
     assert 'class="rate-curve"' in dom and "rate 0.1" in dom
     if os.environ.get("KLADDER_SCREENSHOTS"):
         shutil.copy(shot, os.path.join(os.environ["KLADDER_SCREENSHOTS"], "html-rate.png"))
+
+
+def test_golden_bits_are_typed_in_the_json_and_shown_with_the_nondeterministic_apart():
+    from make import report_of
+
+    from kladder.facts import GoldenFacts
+    with open(os.path.join(HERE, "golden", "rmsnorm_n_tail.json")) as f:
+        report = report_of(json.load(f))
+    ids = [o.point.id for o in report.outcomes]
+    report.golden = GoldenFacts(recorded="2026-12-01T09:00:00", target={"triton": "3.5"},
+                                toolchain={"triton": ["3.5", "3.6"]}, strict=False, equal=ids[2:],
+                                changed=[{"id": ids[0], "outputs": ["out"]}], not_kept=[], nondeterministic=[ids[1]])
+    doc = strict(report_dict(report))
+    points = {p["id"]: p for r in doc["rungs"] for p in r["points"]}
+    assert points[ids[0]]["golden"] == {"bits": "changed", "since": "2026-12-01T09:00:00", "outputs": ["out"]}
+    assert points[ids[1]]["golden"] == {"bits": "nondeterministic", "since": "2026-12-01T09:00:00"}
+    assert points[ids[2]]["golden"]["bits"] == "equal" and doc["golden"]["nondeterministic"] == [ids[1]]
+    html = report_html(doc)
+    assert "bits changed since 2026-12-01T09:00:00 (toolchain: triton 3.5 -> 3.6)" in html
+    assert f"Not compared, their outputs are nondeterministic (1): <code>{ids[1]}</code>" in html
+    assert f"{len(ids) - 2} points' bits equal to golden of 2026-12-01T09:00:00" in html

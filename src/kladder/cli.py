@@ -335,6 +335,7 @@ def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     while seen != guard.seen:
         seen = guard.seen
         end_climb(report, rungs or BUILT, seen)
+        _golden_check(report, args)          # in the report (--json, --html) as typed data
         if args.json and not _write_json(args.json, report):
             return EXIT_USAGE
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -365,26 +366,40 @@ def _write_html(path: str, report) -> bool:
     return True
 
 
-def _golden(report, args, code: int) -> int:
-    """--golden: each point's bits against the golden hashes, after the report; a change is a
-    warning, and with --golden=strict a failure (exit 1 where the climb would exit 0)."""
-    if not args.golden or report.start_error:
-        return code
+def _golden_check(report, args) -> None:
+    """--golden: each point's bits against the golden hashes (history/golden.check), kept in
+    the report (report.golden: facts.GoldenFacts) before it is written."""
+    report.golden = None
+    if not getattr(args, "golden", None) or report.start_error:
+        return
     from .history.commands import open_history
     from .history.golden import check
     from .history.record import point_row
-    from .report.history_text import golden_check_text
-    h = open_history(args)
     try:
-        g = check(h, report.spec, report.fingerprint, [point_row(o) for o in report.outcomes])
+        h = open_history(args)
+    except UsageProblem as e:
+        print(f"kladder: --golden: {e}", file=sys.stderr)
+        return
+    try:
+        report.golden = check(h, report.spec, report.fingerprint, [point_row(o) for o in report.outcomes],
+                              strict=args.golden == "strict")
     finally:
         h.close()
+
+
+def _golden(report, args, code: int) -> int:
+    """--golden: the check's words after the report; a change is a warning, and with
+    --golden=strict a failure (exit 1 where the climb would exit 0)."""
+    if not args.golden or report.start_error:
+        return code
+    from .report.history_text import golden_check_text
+    g = report.golden
     if g is None:
         print(f"kladder: --golden: no golden hashes of {report.spec!r} in the history; record them with "
               f"`kladder golden record {report.spec}`", file=sys.stderr)
         return max(code, EXIT_FAILED) if args.golden == "strict" else code
-    sys.stdout.write(golden_check_text(g, args.golden == "strict"))
-    return max(code, EXIT_FAILED) if args.golden == "strict" and g["changed"] else code
+    sys.stdout.write(golden_check_text(g))
+    return max(code, EXIT_FAILED) if args.golden == "strict" and g.changed else code
 
 
 def _write_json(path: str, report) -> bool:

@@ -595,6 +595,43 @@ class DeviceFullFacts(LoadFacts):
     text: str                              # its OOM's text
 
 
+# ---------------------------------------------------------------------------- golden hashes (--golden)
+@dataclass(frozen=True, kw_only=True)
+class GoldenPointFacts(Facts):
+    """One point's output bits against the golden hashes (history/golden.check): equal to them,
+    changed since they were kept (which outputs), none kept for this point, or not compared
+    (its outputs are nondeterministic: their bits are not stable)."""
+    bits: Literal["equal", "changed", "not_kept", "nondeterministic"]
+    since: str                                  # when the golden hashes were kept (ISO date and time)
+    outputs: list[str] | None = opt()           # changed: the outputs whose bits differ
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoldenFacts(Facts):
+    """A climb's points against the golden hashes of its spec (`--golden`; `kladder golden record`):
+    the (device, toolchain) target they were kept for, what differs from this climb's, and the
+    points in each class, the nondeterministic ones apart."""
+    recorded: str                               # when the golden hashes were kept
+    target: dict[str, Json]                     # the toolchain they were kept for (history/store.toolchain)
+    toolchain: dict[str, list[Json]]            # what differs: name -> [the golden's, this climb's]
+    strict: bool                                # --golden=strict: a change is a failure (exit 1)
+    equal: list[str]                            # point ids whose bits are the golden's
+    changed: list[dict[str, Json]]              # [{id, outputs}]
+    not_kept: list[str]                         # no golden hashes for them (a new point, or no output made)
+    nondeterministic: list[str]                 # not compared: their outputs' bits are not stable
+
+    def of_point(self, point_id: str) -> GoldenPointFacts | None:
+        if point_id in self.equal:
+            return GoldenPointFacts(bits="equal", since=self.recorded)
+        for c in self.changed:
+            if c["id"] == point_id:
+                return GoldenPointFacts(bits="changed", since=self.recorded, outputs=list(c["outputs"]))
+        for kind in ("not_kept", "nondeterministic"):
+            if point_id in getattr(self, kind):
+                return GoldenPointFacts(bits=kind, since=self.recorded)
+        return None
+
+
 # ---------------------------------------------------------------------------- the tables
 CHECK_FACTS: dict[str, type[Facts]] = {
     "contract": ContractFacts, "values": ValuesFacts, "guard": GuardFacts, "raised": RaisedFacts,

@@ -86,8 +86,8 @@ def report_dict(report: ClimbReport) -> dict[str, Any]:
             "run_id": report.run_id, "start_error": report.start_error, "kladder_error": report.kladder_error, "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
             "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
-            "rungs": [rung_dict(r) for r in report.rungs], "shrunk": report.shrunk,
-            "shard": shard_dict(report)}
+            "rungs": [rung_dict(r, report.golden) for r in report.rungs], "shrunk": report.shrunk,
+            "shard": shard_dict(report), "golden": None if report.golden is None else report.golden.to_dict()}
 
 
 def shard_dict(report: ClimbReport) -> dict[str, Any] | None:
@@ -116,10 +116,14 @@ def end_dict(report: ClimbReport) -> dict[str, Any]:
             "points": len(report.outcomes), "counts": dict(counts), "fingerprint": report.fingerprint}
 
 
-def rung_dict(r: RungReport) -> dict[str, Any]:
+def rung_dict(r: RungReport, golden=None) -> dict[str, Any]:
+    points = [outcome_dict(o) for o in r.outcomes]
+    if golden is not None:                  # --golden: each point's bits against the golden hashes
+        for p in points:
+            g = golden.of_point(p["id"])
+            p["golden"] = None if g is None else g.to_dict()
     return {"rung": r.rung, "title": r.title, "verdict": r.verdict, "climbed": r.climbed,
-            "note": r.note, "seconds": round(r.seconds, 3), "counts": r.counts,
-            "points": [outcome_dict(o) for o in r.outcomes]}
+            "note": r.note, "seconds": round(r.seconds, 3), "counts": r.counts, "points": points}
 
 
 def outcome_dict(o: Outcome) -> dict[str, Any]:
