@@ -631,6 +631,7 @@ def cmd_zoo_list() -> int:
 
 def cmd_zoo_climb_all(args) -> int:
     from .zoo_run import climb_all
+    writable("--json", args.json)
     return climb_all(args)
 
 

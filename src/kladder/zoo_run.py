@@ -54,6 +54,9 @@ def climb_all(args) -> int:
     finally:
         climbs.close()
     sys.stdout.write(summary_text(tally(rows), device) + env_text(rows))
+    if getattr(args, "json", None):
+        from .report.jsonout import write_zoo
+        write_zoo(args.json, rows, device)
     return 0 if tally(rows).ok else 1
 
 
@@ -112,12 +115,16 @@ class _Climbs:
                 opts.pool.close()
                 raise KeyboardInterrupt
             self._pools.add(opts.pool)
+        from .history.record import recorded
+        spec = load_spec(ref)
+        report, recorder = recorded(self.args, spec.name, ref, self.device, opts)   # --history / --no-history
         try:
-            report = climb(ref, load_spec(ref), opts)
+            report = climb(ref, spec, opts, report=report)
         finally:
             opts.pool.close()
             with self._lock:
                 self._pools.discard(opts.pool)
+        recorder.end(report)
         return report, time.perf_counter() - t0
 
     def stop(self) -> None:

@@ -156,3 +156,16 @@ def finding_dict(f: Finding) -> dict[str, Any]:
             "kernel": big.kernel if big else None, "reference": big.reference if big else None,
             "facts": f.facts.to_dict(), "call": f.call, "where": f.to_dict()["pattern"],
             "budget": words.budget_headline(f) or None, "budget_details": words.budget_text(f.facts) or None}
+
+
+def zoo_dict(rows: list, device: str) -> dict[str, Any]:
+    """`kladder zoo climb --json PATH` with no case: every case's row (zoo_rows.CaseRow) and both
+    climbs' reports, each as `kladder climb --json` writes it."""
+    return {"format": FORMAT, "zoo": True, "device": device,
+            "cases": [{"case": r.name, "rung": r.rung, "verdict": r.verdict.value, "twin_clean": r.twin_clean,
+                       "seconds": round(r.seconds, 3), "buggy": report_dict(r.bug), "fixed": report_dict(r.twin)}
+                      for r in rows]}
+
+
+def write_zoo(path: str, rows: list, device: str) -> None:
+    write_atomic(path, dumps(zoo_dict(rows, device), indent=1))
