@@ -100,6 +100,9 @@ class ValuesFacts(Facts):
     budget_allowed: float | None = opt()
     budget_default: float | None = opt()
     budget_peer_error: float | None = opt()
+    # The size cliffs the output crosses (sizes.output_cliffs): [bits, unit, element], the first
+    # element at or past 2^bits bytes or elements; the error map marks the first row past each.
+    cliffs: list[list[int | str]] | None = opt()
 
 
 @dataclass(frozen=True, kw_only=True)

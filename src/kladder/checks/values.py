@@ -17,7 +17,7 @@ from typing import Any
 
 from ..outcome import Check, Finding, Largest
 from ..facts import ContractFacts, ValuesFacts
-from ..sizes import as_rows
+from ..sizes import as_rows, output_cliffs
 from ..spec import Tolerance
 from . import fast
 from . import peer as peers
@@ -396,6 +396,9 @@ def finding(name: str, m: Mismatch, out, ref, tol: Tolerance, where: Where, abou
     shown = original_index(unravel(best_at, tuple(out.shape)), where)
     facts = {"nonfinite": nonfinite, "sampled": bool(where.row_ids), "rtol": tol.rtol, "atol": tol.atol,
              **(about or {}), **m.facts}
+    cliffs = output_cliffs(facts.get("shape"), facts.get("dtype"))   # where the map marks the first row past a cliff
+    if cliffs:
+        facts["cliffs"] = cliffs
     flat_at = facts.pop("budget_flat", None)          # the element the budget facts describe, as the report indexes it
     if flat_at is not None:
         facts["budget_at"] = list(original_index(unravel(flat_at, tuple(out.shape)), where))
