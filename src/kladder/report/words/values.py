@@ -93,8 +93,8 @@ def budget_text(x: ValuesFacts) -> str:
     """The budget's derivation, one level below budget_headline (the terminal's -v, the HTML's
     details, the JSON's facts): which error budget applied where the element is furthest past
     it, when an honest peer was asked (checks/peer.py): the dtype's default, the default at the
-    terms' scale, or C x a peer's error; the measurements that set it."""
-    if x.budget is None:
+    terms' scale, or C x a peer's error; the measurements that set it. Empty for any other facts."""
+    if not isinstance(x, ValuesFacts) or x.budget is None:
         return ""
     default = f"the {x.dtype + ' ' if x.dtype else ''}default (rtol {x.rtol:g} x max(|ref|, the row's RMS) + atol {x.atol:g})"
     seen = "; ".join(t for t in (_spread_text(x.spread), _peer_text(x.peer)) if t)
