@@ -116,5 +116,5 @@ def test_a_zoo_climbs_failures_read_at_once_in_the_terminal_and_derive_with_v():
 def test_a_finding_of_another_check_has_no_budget_in_the_json():
     from kladder.facts import GuardFacts
     from kladder.outcome import Check, Finding
-    d = finding_dict(Finding(Check.GUARD, "y", facts=GuardFacts(itemsize=4, n_after=4, n_before=0)))
+    d = finding_dict(Finding(Check.GUARD, "y", facts=GuardFacts(itemsize=4, n_after=4, n_before=0, after_lo=0, after_hi=3)))
     assert d["budget"] is None and d["budget_details"] is None
