@@ -248,3 +248,29 @@ def test_the_map_marks_the_first_row_past_a_size_cliff_from_the_typed_fact():
     p["findings"] = [strict(d)]
     html = report_html(doc)
     assert f"Dashed: the first row past 2^31 bytes (row {first_past:,})." in html
+
+
+def test_the_budget_is_one_line_and_its_derivation_a_details_element():
+    import torch
+
+    from kladder.checks import peer
+    from kladder.checks.pattern import Where
+    from kladder.checks.values import compare
+    from kladder.report.jsonout import finding_dict
+    from kladder.spec import DEFAULT_TOLERANCES
+    g = torch.Generator().manual_seed(3)
+    ref = 100 * torch.randn(8, 256, generator=g, dtype=torch.float64)
+    wrong = ref.to(torch.float32)
+    wrong[2, 5] *= 1.01
+    f = compare("y", wrong, ref, DEFAULT_TOLERANCES["float32"], Where(("M", "N")),
+                {"dtype": "float32", "shape": [8, 256], "mode": "eager"}, peer=ref.to(torch.float32),
+                unit=peer.UNIT_ROUNDOFF["float32"])
+    doc = golden_doc("rmsnorm_n_tail")
+    p = next(p for r in doc["rungs"] for p in r["points"] if p["status"] == "failed")
+    p["findings"] = [strict(finding_dict(f))]
+    html = report_html(doc)
+    line = p["findings"][0]["budget"]
+    assert line.startswith("allowed ") and "= float32 default (a float32 implementation is off by" in line
+    assert line in html
+    details = html.index('<details class="budget"><summary>how the budget was set</summary>')
+    assert html.index(line) < details and "the honest peers allow no more" in html[details:details + 600]
