@@ -80,18 +80,6 @@ def _tool_change(g) -> str:
     return f" (toolchain: {tool})" if tool else ""
 
 
-def golden_point_text(p, g) -> str:
-    """One point's golden facts (facts.GoldenPointFacts) in words: "bits equal to golden of
-    <date>", "bits changed since <date> (toolchain: triton 3.5 -> 3.6): out"."""
-    if p.bits == "equal":
-        return f"bits equal to golden of {p.since}"
-    if p.bits == "changed":
-        return f"bits changed since {p.since}{_tool_change(g)}: {', '.join(p.outputs or ())}"
-    if p.bits == "nondeterministic":
-        return "bits not compared with the golden: its outputs are nondeterministic"
-    return f"no golden hashes for this point (golden of {p.since})"
-
-
 def golden_check_text(g) -> str:
     """A climb's golden check (facts.GoldenFacts) after its report."""
     date, tool = g.recorded, _tool_change(g)
