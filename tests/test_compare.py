@@ -6,7 +6,7 @@ from kladder.checks.guards import guards as check_guards
 from kladder.checks.pattern import Where, describe
 from kladder.checks import peer
 from kladder.checks.values import compare
-from kladder.report.words import message, pattern_text
+from kladder.report.words import budget_text, message, pattern_text
 from kladder.spec import DEFAULT_TOLERANCES, Tolerance
 
 
@@ -163,7 +163,8 @@ def test_the_rounding_spread_scales_a_cancelled_dot_product_by_its_terms():
     dropped = (ref - (a[0, -1] * b[-1, 0]).abs() - 0.5).to(torch.float16)            # one term dropped still fails
     f = compare_values("c", dropped, ref, tol, Where(("M", "N")), spread=sp)
     assert f is not None and f.facts.budget == "spread" and f.facts.spread["draws"] == peer.SPREAD_DRAWS
-    assert "allowed: the default at the scale of the terms that make the element" in message(f)
+    assert "allowed: the default at the scale of the terms that make the element" in budget_text(f.facts)
+    assert "= the tolerance at the scale of the terms that make the element" in message(f)   # one line; no dtype given
     assert 0.5 * terms < f.facts.spread["terms"] < 2 * terms
 
 
@@ -209,7 +210,8 @@ def test_a_peer_widens_past_8x_the_default_up_to_half_the_digits():
     wrong[3, 9] *= 1.01
     f = compare_values("y", wrong, ref, tol, Where(("M", "N")), kernel_peer=bad_peer)
     assert f is not None and f.largest.index == (3, 9) and f.facts.peer["capped"]
-    assert "sqrt(u) of the element's scale (half its float32 digits)" in message(f)
+    assert "sqrt(u) of the element's scale (half its float32 digits)" in budget_text(f.facts)
+    assert "= a peer budget's cap (not 2 x " in message(f)
 
 
 def test_a_peer_whose_errors_repeat_is_counted_at_the_tail():

@@ -75,9 +75,21 @@ def test_golden_round_trips_and_names_the_changed_point(tmp_path):
     assert g.returncode == 0 and "kept from climb #1" in g.stdout, g.stdout + g.stderr
     same = climb(tmp_path, "", "--golden")
     assert same.returncode == 0 and "bits equal to golden of" in same.stdout and "bits changed" not in same.stdout
-    nudged = climb(tmp_path, NUDGE_BITS, "--golden=strict")
+    nudged = climb(tmp_path, NUDGE_BITS, "--golden=strict", "--json", "r.json", "--html", "r.html")
     assert nudged.returncode == 1, nudged.stdout + nudged.stderr                  # every point passed; strict fails it
     assert "r1-M=4-N=8: bits changed since" in nudged.stdout
+    doc = json.loads((tmp_path / "r.json").read_text())                            # typed, in the report itself
+    g = doc["golden"]
+    assert g["strict"] and g["changed"] == [{"id": "r1-M=4-N=8", "outputs": ["out"]}] and g["nondeterministic"] == []
+    assert "r1-M=4-N=8" not in g["equal"] and len(g["equal"]) >= 3 and g["recorded"][:4].isdigit()
+    by_id = {p["id"]: p["golden"] for r in doc["rungs"] for p in r["points"]}
+    assert by_id["r1-M=4-N=8"] == {"bits": "changed", "since": g["recorded"], "outputs": ["out"]}
+    assert by_id["r1-M=1-N=1"] == {"bits": "equal", "since": g["recorded"]}
+    import jsonschema
+    schema = json.loads(open(os.path.join(os.path.dirname(__file__), "..", "docs", "report.schema.json")).read())
+    jsonschema.validate(doc, schema)
+    page = (tmp_path / "r.html").read_text()
+    assert 'id="golden-changed"' in page and "<code>r1-M=4-N=8</code>" in page
     warned = climb(tmp_path, NUDGE_BITS, "--golden")
     assert warned.returncode == 0 and "bits changed since" in warned.stdout
 

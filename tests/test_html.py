@@ -191,3 +191,86 @@ def test_in_chromium_a_rung5_rate(tmp_path):
     assert 'class="rate-curve"' in dom and "rate 0.1" in dom
     if os.environ.get("KLADDER_SCREENSHOTS"):
         shutil.copy(shot, os.path.join(os.environ["KLADDER_SCREENSHOTS"], "html-rate.png"))
+
+
+def test_golden_bits_are_typed_in_the_json_and_shown_with_the_nondeterministic_apart():
+    from make import report_of
+
+    from kladder.facts import GoldenFacts
+    with open(os.path.join(HERE, "golden", "rmsnorm_n_tail.json")) as f:
+        report = report_of(json.load(f))
+    ids = [o.point.id for o in report.outcomes]
+    report.golden = GoldenFacts(recorded="2026-12-01T09:00:00", target={"triton": "3.5"},
+                                toolchain={"triton": ["3.5", "3.6"]}, strict=False, equal=ids[2:],
+                                changed=[{"id": ids[0], "outputs": ["out"]}], not_kept=[], nondeterministic=[ids[1]])
+    doc = strict(report_dict(report))
+    points = {p["id"]: p for r in doc["rungs"] for p in r["points"]}
+    assert points[ids[0]]["golden"] == {"bits": "changed", "since": "2026-12-01T09:00:00", "outputs": ["out"]}
+    assert points[ids[1]]["golden"] == {"bits": "nondeterministic", "since": "2026-12-01T09:00:00"}
+    assert points[ids[2]]["golden"]["bits"] == "equal" and doc["golden"]["nondeterministic"] == [ids[1]]
+    html = report_html(doc)
+    assert "bits changed since 2026-12-01T09:00:00 (toolchain: triton 3.5 -> 3.6)" in html
+    assert f"Not compared, their outputs are nondeterministic (1): <code>{ids[1]}</code>" in html
+    assert f"{len(ids) - 2} points' bits equal to golden of 2026-12-01T09:00:00" in html
+
+
+def test_the_map_marks_the_first_row_past_a_size_cliff_from_the_typed_fact():
+    """last_tile_wrap's shape (aiter #6397: M = 14134 rows of N = 151936 float32): the rows checked
+    around 2^31 bytes wrong from the first that starts past it; the finding carries the output's
+    cliffs as data (facts.cliffs), the map draws the row, never parsed from the point's why."""
+    import torch
+
+    from kladder.checks.pattern import Where
+    from kladder.checks.values import compare
+    from kladder.report.jsonout import finding_dict
+    from kladder.report.maps import cliff_marks, error_map
+    from kladder.spec import DEFAULT_TOLERANCES
+    M, N = 14134, 151936
+    first_past = -(-(1 << 29) // N)                                       # 2^31 bytes = 2^29 float32 elements
+    rows = [0, 1, first_past - 2, first_past - 1, first_past, first_past + 1, M - 1]
+    ref = torch.randn(len(rows), 64, dtype=torch.float64)                # 64 columns of each checked row stand in
+    out = ref.to(torch.float32)
+    out[4:] = 0                                                           # every row from the first past the cliff
+    f = compare("out", out, ref, DEFAULT_TOLERANCES["float32"], Where(("M", "N"), row_ids={0: rows}),
+                {"dtype": "float32", "shape": [M, N], "mode": "eager"})
+    d = finding_dict(f)
+    assert d["facts"]["cliffs"] == [[31, "bytes", 1 << 29], [32, "bytes", 1 << 30]]
+    marks = cliff_marks(d["facts"]["cliffs"], M, N)
+    assert [(m["axis"], m["at"], m["labels"]) for m in marks] == [("row", first_past, ["2^31 bytes"]),
+                                                                   ("row", -(-(1 << 30) // N), ["2^32 bytes"])]
+    drawn = error_map(d["where"], [M, N], d["index"], "last_tile_wrap", d["facts"]["cliffs"])
+    plain = error_map(d["where"], [M, N], d["index"], "last_tile_wrap")
+    assert drawn["cliffs"] == marks and plain["cliffs"] == [] and drawn["png"] != plain["png"]
+    assert cliff_marks([[31, "bytes", 1 << 29]], 1, 1 << 30) == [{"axis": "col", "at": 1 << 29, "labels": ["2^31 bytes"]}]
+    assert cliff_marks([[31, "bytes", 1 << 29]], 2, 1 << 28) == []       # past its last row: nothing to mark
+    doc = golden_doc("rmsnorm_n_tail")
+    p = next(p for r in doc["rungs"] for p in r["points"] if p["status"] == "failed")
+    p["findings"] = [strict(d)]
+    html = report_html(doc)
+    assert f"Dashed: the first row past 2^31 bytes (row {first_past:,})." in html
+
+
+def test_the_budget_is_one_line_and_its_derivation_a_details_element():
+    import torch
+
+    from kladder.checks import peer
+    from kladder.checks.pattern import Where
+    from kladder.checks.values import compare
+    from kladder.report.jsonout import finding_dict
+    from kladder.spec import DEFAULT_TOLERANCES
+    g = torch.Generator().manual_seed(3)
+    ref = 100 * torch.randn(8, 256, generator=g, dtype=torch.float64)
+    wrong = ref.to(torch.float32)
+    wrong[2, 5] *= 1.01
+    f = compare("y", wrong, ref, DEFAULT_TOLERANCES["float32"], Where(("M", "N")),
+                {"dtype": "float32", "shape": [8, 256], "mode": "eager"}, peer=ref.to(torch.float32),
+                unit=peer.UNIT_ROUNDOFF["float32"])
+    doc = golden_doc("rmsnorm_n_tail")
+    p = next(p for r in doc["rungs"] for p in r["points"] if p["status"] == "failed")
+    p["findings"] = [strict(finding_dict(f))]
+    html = report_html(doc)
+    line = p["findings"][0]["budget"]
+    assert line.startswith("allowed ") and "= float32 default (a float32 implementation is off by" in line
+    assert line in html
+    details = html.index('<details class="budget"><summary>how the budget was set</summary>')
+    assert html.index(line) < details and "the honest peers allow no more" in html[details:details + 600]

@@ -100,3 +100,37 @@ def test_a_cases_text_names_the_smallest_failing_point_of_its_lowest_failing_run
     assert "smallest failing point:" in text
     assert "fails down to M = 1, N = 257, the same check (values), after 12 runs; one below: N = 256: passed" in text
     assert "kladder repro s.py" in text and "a mode's" not in text                # only the lowest failing rung's
+
+
+def test_every_cases_climb_is_recorded_in_the_history_and_the_json(tiny_zoo, capsys, tmp_path):
+    import json
+
+    import jsonschema
+
+    from kladder.history.store import History
+    path, doc_path = str(tmp_path / "h.sqlite"), str(tmp_path / "zoo.json")
+    args = build_parser().parse_args(["zoo", "climb", "--device", "cpu", "-q", "--cases-at-once", "2",
+                                      "--history", path, "--json", doc_path])
+    assert zoo_run.climb_all(args) == 1
+    capsys.readouterr()
+    h = History(path)
+    try:
+        climbs = h.climbs()
+        assert len(climbs) == 4 and all(c["kind"] == "climb" and c["ended"] for c in climbs)   # two cases, two kernels
+        assert sorted(c["verdict"] for c in climbs) == ["failed", "passed", "passed", "passed"]
+        failed = next(c for c in climbs if c["verdict"] == "failed")
+        assert failed["ref"].endswith("zoo_tiny.py::spec") and len(h.points(failed["id"])) == 3
+        assert any(p["status"] == "failed" for p in h.points(failed["id"]))
+    finally:
+        h.close()
+    doc = json.loads(open(doc_path).read())
+    schema = json.loads(open(os.path.join(os.path.dirname(__file__), "..", "docs", "report.schema.json")).read())
+    jsonschema.validate(doc, schema)
+    assert [(c["case"], c["verdict"], c["twin_clean"]) for c in doc["cases"]] == [("caught", "caught", True),
+                                                                                  ("missed", "missed", True)]
+    assert doc["cases"][0]["buggy"]["exit_code"] == 1 and doc["cases"][0]["fixed"]["exit_code"] == 0
+    from kladder.history.record import recorded           # what each case's climb is recorded with
+    off = build_parser().parse_args(["zoo", "climb", "--no-history", "--history", str(tmp_path / "none.sqlite")])
+    opts = types.SimpleNamespace(on_outcome=None)
+    _, recorder = recorded(off, "s", "s.py", "cpu", opts)
+    assert recorder.h is None and opts.on_outcome == recorder.point and not os.path.exists(tmp_path / "none.sqlite")

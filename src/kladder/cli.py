@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("climb", help="climb a spec: PATH.py[::NAME] or module::NAME")
     c.add_argument("ref", metavar="PATH[::NAME]")
+    c.add_argument("-v", "--verbose", action="store_true", help="under each failure's budget line, how the budget was set")
     _climb_options(c)
     c.add_argument("--shard", metavar="I/N", help="run only the I-th of N disjoint slices of every rung's points "
                    "(a CI matrix: one runner a shard, then `kladder merge` their --json reports)")
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("point", help="the point, as JSON or as the dict the report prints")
     r.add_argument("--device", default="auto", help=DEVICE_HELP)
     r.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S")
+    r.add_argument("-v", "--verbose", action="store_true", help="under the budget line, how the budget was set")
     r.add_argument("--sanitize", choices=SANITIZERS, help="run the point's calls under compute-sanitizer's TOOL "
                    "instead (CUDA; the caching allocator off)")
     r.add_argument("--seed", type=int, default=0, metavar="S", help="shift the point's seed by S")
@@ -113,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     zc = zsub.add_parser("climb", help="climb one case (or every case), the buggy kernel by default")
     zc.add_argument("case", nargs="?")
     zc.add_argument("--fixed", action="store_true", help="climb the fixed twin instead")
-    zc.add_argument("-v", "--verbose", action="store_true", help="with every case: print each ladder too")
+    zc.add_argument("-v", "--verbose", action="store_true", help="with every case: print each ladder too; under each "
+                    "failure's budget line, how the budget was set")
     zc.add_argument("--cases-at-once", type=_positive(int, "a number of climbs, e.g. 2"), metavar="N",
                     help="with every case: climbs run side by side, each with its own workers (default 2 on the "
                     "CPU, 1 on CUDA)")
@@ -332,6 +335,7 @@ def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     while seen != guard.seen:
         seen = guard.seen
         end_climb(report, rungs or BUILT, seen)
+        _golden_check(report, args)          # in the report (--json, --html) as typed data
         if args.json and not _write_json(args.json, report):
             return EXIT_USAGE
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -346,7 +350,7 @@ def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     if report.start_error:
         print(f"kladder: error: {report.start_error['message']}", file=sys.stderr)
     else:
-        sys.stdout.write(render_text(report, color=_color(args.color)))
+        sys.stdout.write(render_text(report, color=_color(args.color), verbose=getattr(args, "verbose", False)))
     return _golden(report, args, report.exit_code)
 
 
@@ -362,26 +366,40 @@ def _write_html(path: str, report) -> bool:
     return True
 
 
-def _golden(report, args, code: int) -> int:
-    """--golden: each point's bits against the golden hashes, after the report; a change is a
-    warning, and with --golden=strict a failure (exit 1 where the climb would exit 0)."""
-    if not args.golden or report.start_error:
-        return code
+def _golden_check(report, args) -> None:
+    """--golden: each point's bits against the golden hashes (history/golden.check), kept in
+    the report (report.golden: facts.GoldenFacts) before it is written."""
+    report.golden = None
+    if not getattr(args, "golden", None) or report.start_error:
+        return
     from .history.commands import open_history
     from .history.golden import check
     from .history.record import point_row
-    from .report.history_text import golden_check_text
-    h = open_history(args)
     try:
-        g = check(h, report.spec, report.fingerprint, [point_row(o) for o in report.outcomes])
+        h = open_history(args)
+    except UsageProblem as e:
+        print(f"kladder: --golden: {e}", file=sys.stderr)
+        return
+    try:
+        report.golden = check(h, report.spec, report.fingerprint, [point_row(o) for o in report.outcomes],
+                              strict=args.golden == "strict")
     finally:
         h.close()
+
+
+def _golden(report, args, code: int) -> int:
+    """--golden: the check's words after the report; a change is a warning, and with
+    --golden=strict a failure (exit 1 where the climb would exit 0)."""
+    if not args.golden or report.start_error:
+        return code
+    from .report.history_text import golden_check_text
+    g = report.golden
     if g is None:
         print(f"kladder: --golden: no golden hashes of {report.spec!r} in the history; record them with "
               f"`kladder golden record {report.spec}`", file=sys.stderr)
         return max(code, EXIT_FAILED) if args.golden == "strict" else code
-    sys.stdout.write(golden_check_text(g, args.golden == "strict"))
-    return max(code, EXIT_FAILED) if args.golden == "strict" and g["changed"] else code
+    sys.stdout.write(golden_check_text(g))
+    return max(code, EXIT_FAILED) if args.golden == "strict" and g.changed else code
 
 
 def _write_json(path: str, report) -> bool:
@@ -471,7 +489,7 @@ def _repro(args, pool) -> int:
         fp = runner.fingerprint
         runner.close()
     _record_repro(args, spec, device, started, outcome, fp)
-    sys.stdout.write(render_outcome(outcome, fingerprint=fp))
+    sys.stdout.write(render_outcome(outcome, fingerprint=fp, verbose=args.verbose))
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
 
 
@@ -613,6 +631,7 @@ def cmd_zoo_list() -> int:
 
 def cmd_zoo_climb_all(args) -> int:
     from .zoo_run import climb_all
+    writable("--json", args.json)
     return climb_all(args)
 
 

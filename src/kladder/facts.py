@@ -92,6 +92,17 @@ class ValuesFacts(Facts):
     spread: dict[str, float] | None = opt()   # {draws, at, terms}: the rounding spread s at the worst element
     peer: dict[str, Json] | None = opt()      # {dtype, factor, capped, cap, half_digits, runs} | {error, text} | {skipped}
     slack_ulps: int | None = opt()     # ulps of slack granted (the interpreter's bfloat16 truncation)
+    # The budget at the element furthest past it (budget_at, the report's index; the largest
+    # difference's element is often the same): what was allowed there, the dtype's default there
+    # (atol + rtol x max(|ref|, the row's RMS)), and K x s' there, the error a correct
+    # implementation in the kernel's precision makes (the peer's; C x it is the peer's budget).
+    budget_at: list[int] | None = opt()
+    budget_allowed: float | None = opt()
+    budget_default: float | None = opt()
+    budget_peer_error: float | None = opt()
+    # The size cliffs the output crosses (sizes.output_cliffs): [bits, unit, element], the first
+    # element at or past 2^bits bytes or elements; the error map marks the first row past each.
+    cliffs: list[list[int | str]] | None = opt()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -624,6 +635,43 @@ class StageOverrunFacts(Facts):
 class DeviceFullFacts(LoadFacts):
     first: str                             # the run under load's NoteKind
     text: str                              # its OOM's text
+
+
+# ---------------------------------------------------------------------------- golden hashes (--golden)
+@dataclass(frozen=True, kw_only=True)
+class GoldenPointFacts(Facts):
+    """One point's output bits against the golden hashes (history/golden.check): equal to them,
+    changed since they were kept (which outputs), none kept for this point, or not compared
+    (its outputs are nondeterministic: their bits are not stable)."""
+    bits: Literal["equal", "changed", "not_kept", "nondeterministic"]
+    since: str                                  # when the golden hashes were kept (ISO date and time)
+    outputs: list[str] | None = opt()           # changed: the outputs whose bits differ
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoldenFacts(Facts):
+    """A climb's points against the golden hashes of its spec (`--golden`; `kladder golden record`):
+    the (device, toolchain) target they were kept for, what differs from this climb's, and the
+    points in each class, the nondeterministic ones apart."""
+    recorded: str                               # when the golden hashes were kept
+    target: dict[str, Json]                     # the toolchain they were kept for (history/store.toolchain)
+    toolchain: dict[str, list[Json]]            # what differs: name -> [the golden's, this climb's]
+    strict: bool                                # --golden=strict: a change is a failure (exit 1)
+    equal: list[str]                            # point ids whose bits are the golden's
+    changed: list[dict[str, Json]]              # [{id, outputs}]
+    not_kept: list[str]                         # no golden hashes for them (a new point, or no output made)
+    nondeterministic: list[str]                 # not compared: their outputs' bits are not stable
+
+    def of_point(self, point_id: str) -> GoldenPointFacts | None:
+        if point_id in self.equal:
+            return GoldenPointFacts(bits="equal", since=self.recorded)
+        for c in self.changed:
+            if c["id"] == point_id:
+                return GoldenPointFacts(bits="changed", since=self.recorded, outputs=list(c["outputs"]))
+        for kind in ("not_kept", "nondeterministic"):
+            if point_id in getattr(self, kind):
+                return GoldenPointFacts(bits=kind, since=self.recorded)
+        return None
 
 
 # ---------------------------------------------------------------------------- the tables

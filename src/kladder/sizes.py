@@ -14,6 +14,24 @@ ITEMSIZE = {
 }
 
 
+CLIFFS = ((31, "bytes"), (32, "bytes"), (31, "elements"), (32, "elements"))   # where 32-bit offsets and indices wrap
+
+
+def output_cliffs(shape, dtype: str | None) -> list[list]:
+    """The size cliffs a tensor of `shape` and `dtype` crosses: [bits, unit, element] for each
+    2^31 / 2^32 cliff in bytes and in elements that falls inside it, `element` the first
+    element (flat, row-major) at or past it. Empty for a tensor below every cliff."""
+    if not shape or dtype not in ITEMSIZE:
+        return []
+    n, size = math.prod(shape), ITEMSIZE[dtype]
+    found = []
+    for bits, unit in CLIFFS:
+        first = -(-(1 << bits) // size) if unit == "bytes" else 1 << bits
+        if first < n:
+            found.append([bits, unit, first])
+    return found
+
+
 def shape_of(spec: Spec, name: str, sizes: dict[str, int]) -> tuple[int, ...]:
     return tuple(int(s) if s.isdigit() else sizes[s] for s in spec.all_tensors[name].symbols)
 

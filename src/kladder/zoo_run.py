@@ -54,6 +54,9 @@ def climb_all(args) -> int:
     finally:
         climbs.close()
     sys.stdout.write(summary_text(tally(rows), device) + env_text(rows))
+    if getattr(args, "json", None):
+        from .report.jsonout import write_zoo
+        write_zoo(args.json, rows, device)
     return 0 if tally(rows).ok else 1
 
 
@@ -61,7 +64,7 @@ def _print_case(args, name, case, row: CaseRow) -> None:
     from .report.terminal import render_case_text, render_text
     from .report.zoo import case_title
     if args.verbose:                 # each ladder whole
-        sys.stdout.write(render_text(row.bug) + render_text(row.twin))
+        sys.stdout.write(render_text(row.bug, verbose=True) + render_text(row.twin, verbose=True))
     else:
         sys.stdout.write(render_case_text(case_title(name, case), row.bug, row.twin, _color(args.color)))
 
@@ -112,12 +115,16 @@ class _Climbs:
                 opts.pool.close()
                 raise KeyboardInterrupt
             self._pools.add(opts.pool)
+        from .history.record import recorded
+        spec = load_spec(ref)
+        report, recorder = recorded(self.args, spec.name, ref, self.device, opts)   # --history / --no-history
         try:
-            report = climb(ref, load_spec(ref), opts)
+            report = climb(ref, spec, opts, report=report)
         finally:
             opts.pool.close()
             with self._lock:
                 self._pools.discard(opts.pool)
+        recorder.end(report)
         return report, time.perf_counter() - t0
 
     def stop(self) -> None:

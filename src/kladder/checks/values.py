@@ -17,7 +17,7 @@ from typing import Any
 
 from ..outcome import Check, Finding, Largest
 from ..facts import ContractFacts, ValuesFacts
-from ..sizes import as_rows
+from ..sizes import as_rows, output_cliffs
 from ..spec import Tolerance
 from . import fast
 from . import peer as peers
@@ -272,7 +272,9 @@ def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_f
             j = int(torch.argmax(over))
             if worst is None or float(over[j]) > worst[0]:
                 worst = (float(over[j]), kinds[int(which[j])], None if moved is None else float(moved[j]),
-                         None if raw is None else bool(raw[j] > cap[j]))
+                         None if raw is None else bool(raw[j] > cap[j]),
+                         (int(idx[j]), float(allowed[j]), float(budgets["default"][j]),
+                          None if raw is None else float(raw[j]) / peers.C))
     m.n_excusable = sum(int(t.numel()) for t in kept_idx)
     m.worst_ratio = ratio
     if not m.n_bad:
@@ -281,9 +283,10 @@ def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_f
     m.settled = (torch.cat(kept_idx) if kept_idx else empty,
                  torch.cat(kept_allowed) if kept_allowed else torch.zeros(0, dtype=torch.float64, device=dev))
     if m.n_excusable and kinds is not None and len(kinds) > 1:
-        _, budget, at, capped = worst
+        _, budget, at, capped, (flat_at, allowed_there, default_there, peer_there) = worst
         facts = m.facts
-        facts.update(budget=budget, c=peers.C,
+        facts.update(budget=budget, c=peers.C, budget_flat=flat_at, budget_allowed=allowed_there,
+                     budget_default=default_there,
                      spread={"draws": peers.SPREAD_DRAWS if spread is not None else 0, "at": at or 0.0,
                              "terms": (at or 0.0) / unit if unit else 0.0})
         if peer_facts is not None:
@@ -291,6 +294,7 @@ def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_f
             if factor is not None:
                 facts["peer"].update(factor=factor, capped=bool(capped), cap=peers.MAX_WIDENING,
                                      half_digits=peers.HALF_DIGITS)
+                facts["budget_peer_error"] = peer_there
                 if runs:
                     facts["peer"]["runs"] = 1 + len(runs)
     if slack_ulps:
@@ -392,6 +396,12 @@ def finding(name: str, m: Mismatch, out, ref, tol: Tolerance, where: Where, abou
     shown = original_index(unravel(best_at, tuple(out.shape)), where)
     facts = {"nonfinite": nonfinite, "sampled": bool(where.row_ids), "rtol": tol.rtol, "atol": tol.atol,
              **(about or {}), **m.facts}
+    cliffs = output_cliffs(facts.get("shape"), facts.get("dtype"))   # where the map marks the first row past a cliff
+    if cliffs:
+        facts["cliffs"] = cliffs
+    flat_at = facts.pop("budget_flat", None)          # the element the budget facts describe, as the report indexes it
+    if flat_at is not None:
+        facts["budget_at"] = list(original_index(unravel(flat_at, tuple(out.shape)), where))
     return Finding(Check.VALUES, name, pattern=describe(m.bad, where), mismatched=m.n_bad, total=m.bad.numel(),
                    largest=Largest(shown, oi, ri, allowed), max_abs_err=abs(oi - ri) if _finite(oi) else float("inf"),
                    facts=ValuesFacts(**facts))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 
+from ..facts import GoldenFacts
 from .store import toolchain
 
 
@@ -36,7 +37,7 @@ def record(h, spec: str, climb: str | None = None) -> dict | None:
             "no_hashes": [p["id"] for p in points if not p["hashes"] and not p["nondeterministic"]]}
 
 
-def check(h, spec: str, fingerprint: dict, rows: list[dict]) -> dict | None:
+def check(h, spec: str, fingerprint: dict, rows: list[dict], strict: bool = False) -> GoldenFacts | None:
     """Each point of a climb (history/record.point_row's rows) against the golden hashes:
     equal, changed (which outputs), not kept (no golden for it), or nondeterministic. None
     when the spec has no golden hashes at all."""
@@ -50,7 +51,7 @@ def check(h, spec: str, fingerprint: dict, rows: list[dict]) -> dict | None:
         kept = [g for g in every if g["target"] == newest]
     by_id = {g["id"]: g for g in kept}
     was = kept[0]["target"]
-    out = {"spec": spec, "recorded": kept[0]["recorded"], "target": was,
+    out = {"recorded": kept[0]["recorded"], "target": was, "strict": strict,
            "toolchain": {k: [was.get(k), target.get(k)] for k in sorted(set(was) | set(target)) if was.get(k) != target.get(k)},
            "equal": [], "changed": [], "not_kept": [], "nondeterministic": []}
     for r in rows:
@@ -62,4 +63,4 @@ def check(h, spec: str, fingerprint: dict, rows: list[dict]) -> dict | None:
         else:
             changed = sorted(n for n in set(g["hashes"]) | set(r["hashes"]) if g["hashes"].get(n) != r["hashes"].get(n))
             (out["changed"] if changed else out["equal"]).append({"id": r["id"], "outputs": changed} if changed else r["id"])
-    return out
+    return GoldenFacts(**out)

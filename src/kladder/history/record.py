@@ -90,3 +90,16 @@ class Recorder:
         if self.h is not None:
             self.h.close()
             self.h = None
+
+
+def recorded(args, spec_name: str, ref: str, device: str, opts):
+    """A climb that is not the CLI's own (each case of `kladder zoo climb` with no case): its
+    report made here and a Recorder that writes it into the history as it runs (--history PATH,
+    --no-history), as `kladder climb` records. Returns (report, recorder); the caller passes the
+    report to ladder.climb and calls recorder.end(report) once it returns."""
+    from ..report.data import ClimbReport
+    report = ClimbReport(spec_name, ref, device, started=datetime.datetime.now().isoformat(timespec="seconds"))
+    recorder = Recorder.from_args(args)
+    recorder.report = report
+    opts.on_outcome = recorder.point
+    return report, recorder

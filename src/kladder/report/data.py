@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..facts import BiasFacts, ContractFacts, GpuPointFacts, GuardFacts, NondeterministicFacts
+from ..facts import BiasFacts, ContractFacts, GoldenFacts, GpuPointFacts, GuardFacts, NondeterministicFacts
 from ..outcome import STATUSES, Check, Finding, Note, Outcome, Status
 
 NOTHING_RAN = 5     # as pytest's "no tests ran": every point skipped, or none generated
@@ -75,6 +75,7 @@ class ClimbReport:
     kladder_error: dict | None = None    # kladder's own error that ended the climb early: error, text, trace (exit 1)
     shrunk: list[dict] = field(default_factory=list)     # kladder.shrink's facts per rung's first failure (--shrink-s)
     shard: dict | None = None            # --shard I/N: which slice, the options, where each point stands (shard.py)
+    golden: GoldenFacts | None = None    # --golden: the points' bits against the golden hashes (history/golden.py)
 
     @property
     def outcomes(self) -> list[Outcome]:

@@ -75,17 +75,21 @@ def golden_record_text(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def golden_check_text(g: dict, strict: bool) -> str:
-    date = g["recorded"]
-    tool = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in g["toolchain"].items())
-    lines = [f"golden ({'strict' if strict else 'a warning'}): {len(g['equal'])} points' bits equal to golden of {date}"
-             + (f" (toolchain: {tool})" if tool else "")]
-    for c in g["changed"]:
-        lines.append(f"  {c['id']}: bits changed since {date}" + (f" (toolchain: {tool})" if tool else "")
-                     + f": {', '.join(c['outputs'])}")
-    if g["nondeterministic"]:
-        lines.append(f"  not compared, nondeterministic outputs ({len(g['nondeterministic'])}): "
-                     + ", ".join(g["nondeterministic"]))
-    if g["not_kept"]:
-        lines.append(f"  no golden hashes for {len(g['not_kept'])} points")
+def _tool_change(g) -> str:
+    tool = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in g.toolchain.items())
+    return f" (toolchain: {tool})" if tool else ""
+
+
+def golden_check_text(g) -> str:
+    """A climb's golden check (facts.GoldenFacts) after its report."""
+    date, tool = g.recorded, _tool_change(g)
+    lines = [f"golden ({'strict' if g.strict else 'a warning'}): {len(g.equal)} points' bits equal to golden of {date}"
+             + tool]
+    for c in g.changed:
+        lines.append(f"  {c['id']}: bits changed since {date}{tool}: {', '.join(c['outputs'])}")
+    if g.nondeterministic:
+        lines.append(f"  not compared, nondeterministic outputs ({len(g.nondeterministic)}): "
+                     + ", ".join(g.nondeterministic))
+    if g.not_kept:
+        lines.append(f"  no golden hashes for {len(g.not_kept)} points")
     return "\n".join(lines) + "\n"

@@ -57,7 +57,7 @@ def _finding_view(f: dict, p: dict, budget: list, first: bool) -> dict:
     facts = f.get("facts") or {}
     if (first or budget[0] > 0) and f.get("where"):
         view["map"] = maps.error_map(f["where"], facts.get("shape"), f.get("index"),
-                                     f"{p['id']}: {f['output'] or f['check']}")
+                                     f"{p['id']}: {f['output'] or f['check']}", facts.get("cliffs"))
         budget[0] -= view["map"] is not None and not first
     if f["check"] in RATE_CHECKS and facts.get("curve"):
         view["curve"] = maps.rate_curve(facts["curve"], f"{p['id']}: calls to see it")

@@ -86,8 +86,8 @@ def report_dict(report: ClimbReport) -> dict[str, Any]:
             "run_id": report.run_id, "start_error": report.start_error, "kladder_error": report.kladder_error, "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
             "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
-            "rungs": [rung_dict(r) for r in report.rungs], "shrunk": report.shrunk,
-            "shard": shard_dict(report)}
+            "rungs": [rung_dict(r, report.golden) for r in report.rungs], "shrunk": report.shrunk,
+            "shard": shard_dict(report), "golden": None if report.golden is None else report.golden.to_dict()}
 
 
 def shard_dict(report: ClimbReport) -> dict[str, Any] | None:
@@ -116,10 +116,14 @@ def end_dict(report: ClimbReport) -> dict[str, Any]:
             "points": len(report.outcomes), "counts": dict(counts), "fingerprint": report.fingerprint}
 
 
-def rung_dict(r: RungReport) -> dict[str, Any]:
+def rung_dict(r: RungReport, golden=None) -> dict[str, Any]:
+    points = [outcome_dict(o) for o in r.outcomes]
+    if golden is not None:                  # --golden: each point's bits against the golden hashes
+        for p in points:
+            g = golden.of_point(p["id"])
+            p["golden"] = None if g is None else g.to_dict()
     return {"rung": r.rung, "title": r.title, "verdict": r.verdict, "climbed": r.climbed,
-            "note": r.note, "seconds": round(r.seconds, 3), "counts": r.counts,
-            "points": [outcome_dict(o) for o in r.outcomes]}
+            "note": r.note, "seconds": round(r.seconds, 3), "counts": r.counts, "points": points}
 
 
 def outcome_dict(o: Outcome) -> dict[str, Any]:
@@ -150,4 +154,18 @@ def finding_dict(f: Finding) -> dict[str, Any]:
             "max_abs_err": f.max_abs_err, "index": list(big.index) if big else None,
             "allowed": big.allowed if big else None, "mismatched": f.mismatched, "total": f.total,
             "kernel": big.kernel if big else None, "reference": big.reference if big else None,
-            "facts": f.facts.to_dict(), "call": f.call, "where": f.to_dict()["pattern"]}
+            "facts": f.facts.to_dict(), "call": f.call, "where": f.to_dict()["pattern"],
+            "budget": words.budget_headline(f) or None, "budget_details": words.budget_text(f.facts) or None}
+
+
+def zoo_dict(rows: list, device: str) -> dict[str, Any]:
+    """`kladder zoo climb --json PATH` with no case: every case's row (zoo_rows.CaseRow) and both
+    climbs' reports, each as `kladder climb --json` writes it."""
+    return {"format": FORMAT, "zoo": True, "device": device,
+            "cases": [{"case": r.name, "rung": r.rung, "verdict": r.verdict.value, "twin_clean": r.twin_clean,
+                       "seconds": round(r.seconds, 3), "buggy": report_dict(r.bug), "fixed": report_dict(r.twin)}
+                      for r in rows]}
+
+
+def write_zoo(path: str, rows: list, device: str) -> None:
+    write_atomic(path, dumps(zoo_dict(rows, device), indent=1))

@@ -5,7 +5,8 @@ An error map is drawn from a finding's `where` (outcome.Pattern as data) over th
 shape (facts.shape): the output seen as rows x columns (every dim but the last flattened into
 rows), folded to at most MAX_ROWS x MAX_COLS cells (a cell is wrong when any element in it
 is), the tile grid where the pattern names the tile whose remainder the wrong columns are,
-and the worst element marked. What the pattern does not locate (rows beyond the five ids a
+the worst element marked, and the first row past each 2^31 / 2^32 size cliff the output
+crosses (facts.cliffs, dashed). What the pattern does not locate (rows beyond the five ids a
 whole_rows pattern keeps, a scattered pattern's elements after the first) is drawn as it is
 known and said under the map, never made up."""
 from __future__ import annotations
@@ -18,6 +19,7 @@ MAX_ROWS, MAX_COLS = 160, 320
 MAX_TILE_LINES = 64
 PLAIN = {**{c: f"\\x{c:02x}" for c in [*range(0x20), 0x7f]}, ord("$"): "\\$"}   # controls as \xNN; $ is no mathtext
 OK, SOME, WRONG = 0, 1, 2
+LABEL = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}   # a cliff's label, legible over red
 
 
 def _plain(text: str) -> str:
@@ -110,8 +112,29 @@ def _ticks(n: int) -> list[int]:
     return list(range(0, n, step))
 
 
-def error_map(where: dict | None, shape: list | None, worst: list | None, title: str) -> dict | None:
-    """{"png": data URI, "fold": [rows, cols], "unlocated": {...}} or None (nothing to draw)."""
+def cliff_marks(cliffs: list | None, n_rows: int, n_cols: int) -> list[dict]:
+    """Where each size cliff the output crosses (facts.cliffs: [bits, unit, element]) is marked:
+    the first row that starts at or past it (a row-major output of rows x columns), or, for an
+    output of one row, the first column past it. Cliffs that share a row are marked once."""
+    marks: dict[tuple, dict] = {}
+    for c in cliffs or ():
+        if not (isinstance(c, list) and len(c) == 3 and isinstance(c[2], int)):
+            continue
+        bits, unit, first = c
+        label = f"2^{bits} {unit}"
+        if n_rows > 1:
+            row = -(-first // n_cols)
+            if row < n_rows:
+                marks.setdefault(("row", row), {"axis": "row", "at": row, "labels": []})["labels"].append(label)
+        elif first < n_cols:
+            marks.setdefault(("col", first), {"axis": "col", "at": first, "labels": []})["labels"].append(label)
+    return list(marks.values())
+
+
+def error_map(where: dict | None, shape: list | None, worst: list | None, title: str,
+              cliffs: list | None = None) -> dict | None:
+    """{"png": data URI, "fold": [rows, cols], "unlocated": {...}, "cliffs": [...]} or None
+    (nothing to draw)."""
     if not where or not shape or not isinstance(shape, list) or not all(isinstance(n, int) for n in shape):
         return None
     cells, (fr, fc), n_rows, n_cols, unlocated = grid(where, shape)
@@ -132,13 +155,22 @@ def error_map(where: dict | None, shape: list | None, worst: list | None, title:
             edges = [n_cols - rem] if rem else []
         if edges:
             ax.vlines([x - 0.5 for x in edges], -0.5, n_rows - 0.5, colors="#333", lw=0.8, linestyles=":")
+    marks = cliff_marks(cliffs, n_rows, n_cols)
+    for m in marks:                            # the first row (column) past each size cliff, dashed
+        text = _plain(" / ".join(m["labels"]))
+        if m["axis"] == "row":
+            ax.axhline(m["at"] - 0.5, color="#102a43", lw=1.6, ls="--")
+            ax.text(n_cols - 0.5, m["at"] - 0.5, text, color="#102a43", fontsize=7, ha="right", va="bottom", bbox=LABEL)
+        else:
+            ax.axvline(m["at"] - 0.5, color="#102a43", lw=1.6, ls="--")
+            ax.text(m["at"] - 0.5, -0.5, text, color="#102a43", fontsize=7, ha="left", va="top", rotation=90, bbox=LABEL)
     if worst and len(worst) == len(shape):
         ax.plot([worst[-1]], [_flat_row(worst, shape)], marker="x", ms=9, mew=2, color="black")
     ax.set_xlabel(f"column (0..{n_cols - 1})" + (f", {fc} a cell" if fc > 1 else ""))
     ax.set_ylabel(f"row (0..{n_rows - 1})" + (f", {fr} a cell" if fr > 1 else ""))
     ax.set_title(_plain(title), fontsize=9)
     return {"png": _png(fig), "fold": [fr, fc], "rows": n_rows, "cols": n_cols, "unlocated": unlocated,
-            "tile": note[1] if note else None}
+            "tile": note[1] if note else None, "cliffs": marks}
 
 
 def rate_curve(curve: list, title: str) -> str | None:

@@ -69,6 +69,7 @@ def generate(schema: dict) -> dict:
     """`schema` with its generated parts made afresh from facts.py."""
     made = {f"facts_{k}": facts_schema(c) for k, c in F.CHECK_FACTS.items()}
     made |= {f"note_facts_{k}": facts_schema(c) for k, c in F.NOTE_FACTS.items()}
+    made |= {"golden": facts_schema(F.GoldenFacts), "golden_point": facts_schema(F.GoldenPointFacts)}
     defs = {k: v for k, v in schema["$defs"].items() if k not in made}
     finding = defs["finding"]
     finding["properties"]["check"] = {"enum": list(F.CHECK_FACTS), "description": "outcome.Check"}

@@ -53,20 +53,21 @@ def _console(buf, color: bool, width: int):
                    soft_wrap=True, markup=False, emoji=False)
 
 
-def render_text(report: ClimbReport, color: bool = False, width: int = 120) -> str:
+def render_text(report: ClimbReport, color: bool = False, width: int = 120, verbose: bool = False) -> str:
+    """The report; `verbose` (-v) adds each budget's derivation under its one line."""
     buf = io.StringIO()
     console = _console(buf, color, width)
-    for part in renderables(report):
+    for part in renderables(report, verbose):
         console.print(part)
     return buf.getvalue()
 
 
-def renderables(report: ClimbReport) -> list:
+def renderables(report: ClimbReport, verbose: bool = False) -> list:
     parts = [_header(report), _ladder_table(report)]
     failures = report.failures
     if failures:
         parts.append(_text(("\n" + _count(len(failures), "failed point"), "bold red")))
-        parts += [_joined(_failure_lines(group[0], group[1:])) for group in failure_groups(failures)]
+        parts += [_joined(_failure_lines(group[0], group[1:], verbose=verbose)) for group in failure_groups(failures)]
     if report.shrunk:
         parts.append(_shrunk(report.shrunk))
     other = [o for o in report.outcomes if o.status in (OOM, BROKEN, NOT_JUDGED)]
@@ -143,7 +144,7 @@ def failure_groups(failures: list[Outcome]) -> list[list[Outcome]]:
     return list(groups.values())
 
 
-def _failure_lines(o: Outcome, like: list[Outcome] = (), lead: str = "\n") -> list:
+def _failure_lines(o: Outcome, like: list[Outcome] = (), lead: str = "\n", verbose: bool = False) -> list:
     head = o.headline
     word = "FLAKY" if o.status == FLAKY else "FAILED"
     title = [(lead + word, "red"), " ", (o.point.id, "bold"),
@@ -166,7 +167,7 @@ def _failure_lines(o: Outcome, like: list[Outcome] = (), lead: str = "\n") -> li
     for f in o.findings:
         if head is not None and f is not head and f.call and f.call != head.call:
             lines.append(_text(f"  in:       {f.call}"))
-        lines += [_text(x) for x in _finding_lines(f)]
+        lines += [_text(x) for x in _finding_lines(f, verbose)]
     if o.rows is not None:
         lines.append(_text(f"  rows:     {words.rows_text(o.rows)}"))
     if o.status == FLAKY:
@@ -194,7 +195,7 @@ def _output_lines(o: Outcome) -> list:
     return [_text(head)] + [_text(f"    | {r}") for r in shown]
 
 
-def _finding_lines(f) -> list[str]:
+def _finding_lines(f, verbose: bool = False) -> list[str]:
     if f.check != Check.VALUES:
         return [f"  {f.check + ':':9} {_indented(words.message(f), 12)}"]
     x, big = f.facts, f.largest
@@ -203,8 +204,9 @@ def _finding_lines(f) -> list[str]:
              f"(up to {big.allowed:.3g} allowed)",
              f"  wrong:    {f.mismatched:,} / {f.total:,}{' checked' if x.sampled else ''} elements ({_pct(f.mismatched, f.total)}) "
              f"of `{f.output}` ({words.describe(f)}){nonfinite}"]
-    budget = words.budget_text(x)
-    return lines + ([f"  budget:   {budget}"] if budget else [])
+    short, derivation = words.budget_headline(f), words.budget_text(x)
+    lines += [f"  budget:   {short}"] if short else []
+    return lines + ([f"            {derivation}"] if verbose and derivation else [])
 
 
 def _indented(text: str, indent: int) -> str:
@@ -317,14 +319,15 @@ def _summary(report: ClimbReport):
     return _text(("\n" + ", ".join(parts), "bold"), *tail)
 
 
-def render_outcome(o: Outcome, color: bool = False, width: int = 120, fingerprint: dict | None = None) -> str:
+def render_outcome(o: Outcome, color: bool = False, width: int = 120, fingerprint: dict | None = None,
+                   verbose: bool = False) -> str:
     """One point's outcome, as `kladder repro` prints it (after the environment it ran in)."""
     buf = io.StringIO()
     console = _console(buf, color, width)
     if fingerprint:
         console.print(_text(f"env: {words.fingerprint_text(fingerprint)}"))
     if o.status in (FAILED, FLAKY):
-        console.print(_joined(_failure_lines(o, lead="")))
+        console.print(_joined(_failure_lines(o, lead="", verbose=verbose)))
     else:
         why = words.reason(o)
         console.print(_text(f"{o.status.upper()} {o.point.id}" + (f": {why}" if why else "") + f"  ({o.seconds:.2f} s)"))

@@ -28,14 +28,73 @@ def _values(f, x: ValuesFacts) -> str:
              f"in `{f.output}` ({describe(f)}): {pattern_text(f.pattern)}.", largest_text(f)]
     if x.nonfinite:
         lines.append(f"{x.nonfinite:,} non-finite where the reference is finite")
-    budget = budget_text(x)
+    budget = budget_headline(f)
     return "\n".join(lines + ([budget] if budget else []))
 
 
+def _default_name(x: ValuesFacts) -> str:
+    """"float32 default" where the tolerance is the dtype's default, else "the spec's tolerance"
+    ("the tolerance" where the output's dtype is not known)."""
+    from ...spec import DEFAULT_TOLERANCES
+    if x.dtype is None:
+        return "the tolerance"
+    d = DEFAULT_TOLERANCES.get(x.dtype)
+    if d is not None and (d.rtol, d.atol) == (x.rtol, x.atol):
+        return f"{x.dtype} default"
+    return "the spec's tolerance"
+
+
+def _there(f, x: ValuesFacts) -> str:
+    """" at (3, 7)" where the budget facts describe another element than the largest difference."""
+    big = f.largest
+    if x.budget_at is None or big is None or list(big.index) == list(x.budget_at):
+        return ""
+    return f" at {tuple(x.budget_at)}"
+
+
+def budget_headline(f) -> str:
+    """The budget in one line a person reads at once: what was allowed, which budget it is, and
+    what a correct implementation in the kernel's precision is off by there ("allowed 1.2e-05 =
+    float32 default (a float32 implementation is off by 0 here)"). The derivation is
+    budget_text's. Empty for a finding with no tolerance (a mutated input's bits)."""
+    x = f.facts
+    if not isinstance(x, ValuesFacts) or x.rtol is None or f.largest is None:
+        return ""
+    name, peer = _default_name(x), x.peer or {}
+    the = "the " if name.endswith("default") else ""          # "more than the float32 default"
+    dtype = peer.get("dtype") or x.dtype
+    cannot = f"the reference cannot run in {dtype}" if "error" in peer else ""
+    if x.budget_allowed is None:            # no budget but the tolerance: the largest difference's
+        tail = f"no honest peer asked: {peer['skipped']:,} elements fail" if "skipped" in peer else cannot
+        return f"allowed {_g(f.largest.allowed)} = {name}" + (f" ({tail})" if tail else "")
+    allowed = f"allowed {_g(x.budget_allowed)}{_there(f, x)}"
+    off = None if x.budget_peer_error is None else _g(x.budget_peer_error)
+    peer_words = (f"a {dtype} implementation is off by {'' if off == '0' else 'up to '}{off} here" if off is not None
+                  else cannot)
+    if x.budget == "default":
+        return f"{allowed} = {name}" + (f" ({peer_words})" if peer_words else "")
+    if x.budget == "spread":
+        terms = (x.spread or {}).get("terms") or 0.0
+        return (f"{allowed} = {name} at the scale of the terms that make the element ({_g(terms)}; "
+                f"{_g(x.budget_default)} at its own)" + (f"; {peer_words}" if peer_words else ""))
+    more = f"more than {the}{name} ({_g(x.budget_default)})"
+    if peer.get("capped"):                   # C x the peer's error is past what rounding can be
+        return (f"{allowed} = a peer budget's cap (not {x.c:g} x {off}: a {dtype} implementation off by that much "
+                f"here is past rounding), {more}")
+    return f"{allowed} = {x.c:g} x what a {dtype} implementation is off by here ({off}), {more}"
+
+
+def _g(v: float) -> str:
+    """A budget's number, short: 0, 1.2e-05, 0.0023."""
+    return "0" if v == 0 else f"{v:.2g}"
+
+
 def budget_text(x: ValuesFacts) -> str:
-    """Which error budget applied at the greatest difference, when an honest peer was asked
-    (checks/peer.py): the dtype's default, or C x a peer's error."""
-    if x.budget is None:
+    """The budget's derivation, one level below budget_headline (the terminal's -v, the HTML's
+    details, the JSON's facts): which error budget applied where the element is furthest past
+    it, when an honest peer was asked (checks/peer.py): the dtype's default, the default at the
+    terms' scale, or C x a peer's error; the measurements that set it. Empty for any other facts."""
+    if not isinstance(x, ValuesFacts) or x.budget is None:
         return ""
     default = f"the {x.dtype + ' ' if x.dtype else ''}default (rtol {x.rtol:g} x max(|ref|, the row's RMS) + atol {x.atol:g})"
     seen = "; ".join(t for t in (_spread_text(x.spread), _peer_text(x.peer)) if t)
