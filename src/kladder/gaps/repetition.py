@@ -30,7 +30,7 @@ SANITIZE_S = 600.0           # a child under compute-sanitizer: torch's start-up
 # Rung 5's stream: without Spec.calls one stream in the pattern "A" within a small time budget (the
 # default climb stays fast); with it the declared count, within a wider budget (kl.Calls(seconds=) widens it).
 STREAM_CALLS = {"cpu": 10_000, "cuda": 100_000}
-STREAM_S = {"cpu": 3.0, "cuda": 10.0}
+STREAM_S = {"cpu": 3.0, "cuda": 3.0}       # rung 5 as a whole within 8 s on a GPU (issue 25): the stream is a part of it
 STREAM_DECLARED_S = {"cpu": 30.0, "cuda": 60.0}
 WHY_TOOL = {
     "memcheck": "out-of-bounds and misaligned accesses, the caching allocator off",
