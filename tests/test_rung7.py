@@ -115,31 +115,31 @@ def test_an_expectation_applies_where_its_when_matches():
 def test_dispatch_fails_a_point_that_ran_another_path_and_names_it():
     spec = _spec(expect=[kl.Expect("*decode*", when={"S": 1}, label="the decode kernel")])
     prefill = _ran(("_attn_prefill_kernel", {"BLOCK_S": 16}), functions=["attention", "_prefill"])
-    f = dispatch_check.dispatch(spec, _pt(S=1, T=129, D=64), prefill)
+    f, _ = dispatch_check.dispatch(spec, _pt(S=1, T=129, D=64), prefill)
     assert f.check == Check.DISPATCH
     text = message(f)
     assert "the decode kernel (`*decode*`)" in text and "_attn_prefill_kernel(BLOCK_S=16)" in text
     assert "Python attention, _prefill" in text
-    assert dispatch_check.dispatch(spec, _pt(S=17, T=129, D=64), prefill) is None     # S = 17: no expectation
-    assert dispatch_check.dispatch(spec, _pt(S=1, T=129, D=64), _ran(("_attn_decode_kernel", {}))) is None
+    assert dispatch_check.dispatch(spec, _pt(S=17, T=129, D=64), prefill)[0] is None     # S = 17: no expectation
+    assert dispatch_check.dispatch(spec, _pt(S=1, T=129, D=64), _ran(("_attn_decode_kernel", {})))[0] is None
 
 
 def test_an_expectation_holds_on_gpu_kernels_and_python_functions_too():
     spec = _spec(expect=["*softmax*"])
-    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(gpu=["void at::native::softmax_warp_forward<float>"])) is None
-    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(functions=["_softmax_fallback"])) is None
-    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(functions=["attention"])) is not None
+    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(gpu=["void at::native::softmax_warp_forward<float>"]))[0] is None
+    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(functions=["_softmax_fallback"]))[0] is None
+    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(functions=["attention"]))[0] is not None
 
 
 def test_a_launch_expectation_needs_the_tuned_values_and_a_bool_is_not_an_int():
     spec = _spec(expect=[kl.Expect("_k", launch={"BLOCK_M": 16, "num_warps": 4}, label="the tuned config")])
-    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 16, "num_warps": 4, "X": 1}))) is None
-    f = dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 64, "num_warps": 8})))
+    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 16, "num_warps": 4, "X": 1})))[0] is None
+    f, _ = dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 64, "num_warps": 8})))
     assert "the tuned config (`_k` launched with BLOCK_M=16, num_warps=4)" in message(f)
     assert "_k(BLOCK_M=64, num_warps=8)" in message(f)
-    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 16, "num_warps": 4.0}))) is None
+    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 16, "num_warps": 4.0})))[0] is None
     one = _spec(expect=[kl.Expect("_k", launch={"FLAG": 1})])
-    assert dispatch_check.dispatch(one, _pt(S=1), _ran(("_k", {"FLAG": True}))) is not None
+    assert dispatch_check.dispatch(one, _pt(S=1), _ran(("_k", {"FLAG": True})))[0] is not None
 
 
 # ---------------------------------------------------------------------------- the flags check
