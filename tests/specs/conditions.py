@@ -66,5 +66,8 @@ FAST = [kl.Expect("_fast_kernel", when={"$KLT_FAST": "1"}, label="the fast kerne
 FLAG = kl.Flag(env="KLT_FAST", values=(None, "0", "1"), set="after_import")
 read_at_call = make(fast_at_call, expect=FAST, flags=[FLAG])
 read_at_import = make(fast_at_import, expect=FAST, flags=[FLAG])
+LEAN = kl.Flag(env="KLT_FAST", values=(None, "1"), set="after_import")    # two values: two child processes a point
+lean_at_call = make(fast_at_call, expect=FAST, flags=[LEAN])
+lean_at_import = make(fast_at_import, expect=FAST, flags=[LEAN])
 precise_default = make(rowsum, expect=[kl.Expect("_fast_kernel", when={"precise": True}),
                                        kl.Expect("_plain_kernel", when={"precise": False})])
