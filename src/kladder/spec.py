@@ -1151,12 +1151,6 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
                           "string, None for unset, or a list of them, e.g. {'$MYLIB_FAST': '1'} or "
                           "{'$MYLIB_FAST': [None, '0']}.")
                 return
-            flag = next((f for f in spec.flags if isinstance(f, Flag) and f.env == k[1:]), None)
-            bad = [x for x in listed if flag is not None and isinstance(flag.values, (list, tuple)) and x not in flag.values]
-            if bad:
-                found.add(where, dict(when), f"{k} is declared as kl.Flag(env={k[1:]!r}, values={tuple(flag.values)!r}); "
-                          f"{bad} is not among its values: name values the flag takes, or add them to its values.")
-                return
             continue
         if Toolchain.has(k):
             why = specifier_problem(v)

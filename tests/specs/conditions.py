@@ -56,8 +56,8 @@ def double_ref(x, precise=True):
     return 2 * x
 
 
-def make(kernel, **kw):
-    return kl.Spec(kernel.__name__, kernel=kernel, reference=double_ref, args={"x": kl.Tensor("N", dtype="float32")},
+def make(kernel, name=None, **kw):
+    return kl.Spec(name or kernel.__name__, kernel=kernel, reference=double_ref, args={"x": kl.Tensor("N", dtype="float32")},
                    returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 1 << 16, tile=64)}, **kw)
 
 
@@ -67,7 +67,11 @@ FLAG = kl.Flag(env="KLT_FAST", values=(None, "0", "1"), set="after_import")
 read_at_call = make(fast_at_call, expect=FAST, flags=[FLAG])
 read_at_import = make(fast_at_import, expect=FAST, flags=[FLAG])
 LEAN = kl.Flag(env="KLT_FAST", values=(None, "1"), set="after_import")    # two values: two child processes a point
-lean_at_call = make(fast_at_call, expect=FAST, flags=[LEAN])
-lean_at_import = make(fast_at_import, expect=FAST, flags=[LEAN])
+lean_at_call = make(fast_at_call, "lean_at_call", expect=FAST, flags=[LEAN])
+lean_at_import = make(fast_at_import, "lean_at_import", expect=FAST, flags=[LEAN])
 precise_default = make(rowsum, expect=[kl.Expect("_fast_kernel", when={"precise": True}),
                                        kl.Expect("_plain_kernel", when={"precise": False})])
+gated = make(fast_at_call, "gated", expect=[kl.Expect("_fast_kernel", when={"$KLT_FAST": "1", "torch": ">=2.0"}, label="the fast kernel"),
+                                   kl.Expect("_wgmma_kernel", when={"N": [4096, 1 << 16], "capability": ">=9.0"},
+                                             label="the Hopper kernel")],
+             flags=[LEAN])

@@ -172,10 +172,10 @@ def toolchain_text(e) -> str:
             continue
         have = installed(str(k)) if k in (Toolchain.TORCH, Toolchain.TRITON) else None
         if have is None:
-            parts.append(f"{k} {want} (judged against the toolchain where the point runs)")
+            parts.append(f"{k} {want} (judged where the point runs)")
         else:
-            parts.append(f"{k} {want} ({k} {have} here: " + ("met)" if holds(want, have) else "not met, so not judged here)"))
-    return f" (where {', '.join(parts)})" if parts else ""
+            parts.append(f"{k} {want} (here {have}: " + ("met)" if holds(want, have) else "not met, so not judged here)"))
+    return f", where {' and '.join(parts)}," if parts else ""
 
 
 def _flag_points(spec: Spec, sizes: dict, dtypes: tuple) -> Iterator[Point]:
