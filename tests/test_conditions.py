@@ -203,3 +203,10 @@ def test_an_after_import_flag_point_catches_a_launcher_that_reads_at_import(monk
     assert bad.headline.facts.set == "after_import" and bad.headline.facts.values == [None, "1"]
     good = _outcome(monkeypatch, "lean_at_call", mode="flags", env_set="after_import")
     assert good.status == Status.PASSED and good.note.facts.codes == 2 and good.note.facts.set == "after_import"
+
+
+def test_every_rung_7_point_of_these_specs_fits_its_spec_for_repro():
+    from kladder.pointcheck import check_point
+    for spec in (cx.read_at_call, cx.precise_default, cx.gated):
+        for p in toolchain.points(spec, CPU_BUDGET):
+            check_point(spec, Point.parse(repr(p)))
