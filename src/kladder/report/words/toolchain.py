@@ -57,7 +57,7 @@ def env_setting(env: dict, env_set: str | None, started: dict | None) -> str:
 @says(DispatchFacts)
 def _dispatch(f, x: DispatchFacts) -> str:
     wanted = "; ".join(expect_text(e) for e in x.expected)
-    where = f", with {env_setting(x.env, x.env_set, x.started)}," if x.env else ""
+    where = f", with {env_setting(x.env, x.env_set, x.started)}" if x.env else ""
     late = (". A launcher that reads the variable once, at import or at its first call, keeps the value it read: "
             "a program that sets it later, as a serving launcher does from its config, never gets that path"
             if x.env_set == "after_import" else "")
