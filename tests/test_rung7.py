@@ -115,31 +115,31 @@ def test_an_expectation_applies_where_its_when_matches():
 def test_dispatch_fails_a_point_that_ran_another_path_and_names_it():
     spec = _spec(expect=[kl.Expect("*decode*", when={"S": 1}, label="the decode kernel")])
     prefill = _ran(("_attn_prefill_kernel", {"BLOCK_S": 16}), functions=["attention", "_prefill"])
-    f = dispatch_check.dispatch(spec, _pt(S=1, T=129, D=64), prefill)
+    f, _ = dispatch_check.dispatch(spec, _pt(S=1, T=129, D=64), prefill)
     assert f.check == Check.DISPATCH
     text = message(f)
     assert "the decode kernel (`*decode*`)" in text and "_attn_prefill_kernel(BLOCK_S=16)" in text
     assert "Python attention, _prefill" in text
-    assert dispatch_check.dispatch(spec, _pt(S=17, T=129, D=64), prefill) is None     # S = 17: no expectation
-    assert dispatch_check.dispatch(spec, _pt(S=1, T=129, D=64), _ran(("_attn_decode_kernel", {}))) is None
+    assert dispatch_check.dispatch(spec, _pt(S=17, T=129, D=64), prefill)[0] is None     # S = 17: no expectation
+    assert dispatch_check.dispatch(spec, _pt(S=1, T=129, D=64), _ran(("_attn_decode_kernel", {})))[0] is None
 
 
 def test_an_expectation_holds_on_gpu_kernels_and_python_functions_too():
     spec = _spec(expect=["*softmax*"])
-    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(gpu=["void at::native::softmax_warp_forward<float>"])) is None
-    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(functions=["_softmax_fallback"])) is None
-    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(functions=["attention"])) is not None
+    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(gpu=["void at::native::softmax_warp_forward<float>"]))[0] is None
+    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(functions=["_softmax_fallback"]))[0] is None
+    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(functions=["attention"]))[0] is not None
 
 
 def test_a_launch_expectation_needs_the_tuned_values_and_a_bool_is_not_an_int():
     spec = _spec(expect=[kl.Expect("_k", launch={"BLOCK_M": 16, "num_warps": 4}, label="the tuned config")])
-    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 16, "num_warps": 4, "X": 1}))) is None
-    f = dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 64, "num_warps": 8})))
+    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 16, "num_warps": 4, "X": 1})))[0] is None
+    f, _ = dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 64, "num_warps": 8})))
     assert "the tuned config (`_k` launched with BLOCK_M=16, num_warps=4)" in message(f)
     assert "_k(BLOCK_M=64, num_warps=8)" in message(f)
-    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 16, "num_warps": 4.0}))) is None
+    assert dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 16, "num_warps": 4.0})))[0] is None
     one = _spec(expect=[kl.Expect("_k", launch={"FLAG": 1})])
-    assert dispatch_check.dispatch(one, _pt(S=1), _ran(("_k", {"FLAG": True}))) is not None
+    assert dispatch_check.dispatch(one, _pt(S=1), _ran(("_k", {"FLAG": True})))[0] is not None
 
 
 # ---------------------------------------------------------------------------- the flags check
@@ -343,3 +343,49 @@ def test_a_cache_key_that_leaves_a_flag_out_hands_the_restart_the_last_processs_
     (f,) = outcome.findings
     assert f.check == Check.NOT_BITWISE and f.facts.cause == "cachekey" and 0 < f.mismatched < f.total
     assert "B (TWICE=True) in a process on the cache A left differs from B on an empty cache" in message(f)
+
+
+# ---------------------------------------------------------------------------- dispatch points (issue 21 item 7)
+def test_every_shape_an_expectation_names_gets_a_dispatch_point():
+    widths = [100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 2880, 4096]      # past the old cap of 8
+    spec = fx.make(fx.routed, expect=[kl.Expect("_long_kernel", when={"N": widths})])
+    pts = [p for p in toolchain.points(spec, CPU_BUDGET) if "must run" in p.why]
+    assert [dict(p.dims)["N"] for p in pts if not p.layouts] == widths
+    assert [dict(p.dims)["N"] for p in pts if p.layouts] == widths          # and each with x not contiguous
+
+
+def test_a_big_named_shape_shrinks_the_other_dims_and_past_the_budget_is_a_gpu_point():
+    spec = kl.Spec("rows", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("M N", dtype="float32")},
+                   returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 4096, tile=64), "N": kl.Dim(1, 1 << 20, tile=64)},
+                   expect=[kl.Expect("*", when={"N": [4096, 1 << 20]})])
+    pts = {dict(p.dims)["N"]: p for p in toolchain.points(spec, CPU_BUDGET) if "must run" in p.why}
+    assert set(pts) == {4096, 1 << 20}
+    assert pts[4096].sizes == {"M": 1, "N": 4096} and pts[4096].needs == ""       # M at its least: it fits
+    assert pts[1 << 20].needs == "cuda"                     # listed, and skipped on the CPU with its bytes
+    from kladder.ladder import skip_note
+    note = skip_note(spec, pts[1 << 20], "cpu", None)
+    assert note.kind == NoteKind.GPU_POINT and note.facts.need_bytes == 2 * 4 << 20
+
+
+def test_a_config_condition_is_met_by_the_launchers_default_and_the_named_values():
+    sys.path.insert(0, os.path.join(HERE, "specs"))
+    import conditions as cx
+    pts = [p for p in toolchain.points(cx.precise_default, CPU_BUDGET) if p.mode == "dispatch"]
+    named = {(p.why.split(" must run")[0], p.config) for p in pts if "must run" in p.why}
+    assert named == {("dispatch: `_fast_kernel`", ()), ("dispatch: `_plain_kernel`", (("precise", False),))}
+    assert all(p.config != (("precise", True),) for p in pts)    # rowsum(x) is that call: the base points make it
+    blocks = _spec(expect=[kl.Expect("*", when={"BLOCK": 64})])                 # no declared config has BLOCK=64
+    assert {p.config for p in toolchain.points(blocks, CPU_BUDGET) if "must run" in p.why} == {(("BLOCK", 64),)}
+
+
+def test_the_cache_key_point_pairs_two_calls_that_differ():
+    sys.path.insert(0, os.path.join(HERE, "specs"))
+    import conditions as cx
+
+    def pairs(configs):
+        spec = cx.make(cx.rowsum, configs=configs)
+        return [(p.config, dict(p.partner)["config"]) for p in toolchain.points(spec, CPU_BUDGET)
+                if p.mode == "cachekey" and p.variant == "config"]
+    assert pairs([{"precise": True}, {"precise": False}]) == [((), (("precise", False),))]   # True is rowsum's default
+    assert pairs([{"precise": True}]) == []                  # the one config is the launcher's own call: no pair
+    assert pairs([{"precise": False}]) == [((), (("precise", False),))]

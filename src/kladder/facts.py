@@ -244,12 +244,17 @@ class RanFacts(Facts):
     n_gpu: int = 0
     functions: list[str] = field(default_factory=list)
     n_functions: int = 0
+    unjudged: list[dict[str, Json]] | None = opt()   # expectations whose toolchain condition does not hold here:
+                                                      # [{kernel, label, unmet: [{key, want, have}]}] (have None: absent)
 
 
 @dataclass(frozen=True, kw_only=True)
 class DispatchFacts(Facts):
     expected: list[dict[str, Json]]        # [{kernel, launch, label, when}] that did not run
     ran: dict[str, Json]                   # RanFacts' dict
+    env: dict[str, Json] | None = opt()    # the variables the point set (None: unset)
+    env_set: Literal["at_start", "after_import"] | None = opt()   # at the process's start, or after import and one call
+    started: dict[str, Json] | None = opt()   # after_import: each variable as the process started (None: unset)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -257,7 +262,10 @@ class FlagNoEffectFacts(Facts):
     flag: str
     values: list[Json]
     how: Literal["binary", "source", "names"]
-    runs: list[dict[str, Json]]            # [{value, launches, gpu}]
+    runs: list[dict[str, Json]]            # [{value, launches, gpu}], after_import: [{value, started, launches, gpu}]
+    set: Literal["at_start", "after_import"] | None = opt()   # after_import: each value set after the kernel's module
+                                                               # was imported and the kernel called once
+    variable: str | None = opt()          # an environment flag's variable (its values: strings, None for unset)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -542,6 +550,7 @@ class FlagChangedFacts(Facts):
     values: list[Json]
     how: Literal["binary", "source", "names"]
     codes: int                             # distinct code objects over the values
+    set: Literal["at_start", "after_import"] | None = opt()   # after_import: set after import and one call
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -99,6 +99,23 @@ class Launch(Word):
     EAGER = "eager"
 
 
+class EnvSet(Word):
+    """Rung 7: when an environment variable takes its value: in the process's environment from
+    its start, or set after the kernel's module was imported and the kernel called once (a
+    serving launcher that sets it from its config after importing the library)."""
+    AT_START = "at_start"
+    AFTER_IMPORT = "after_import"
+
+
+class Toolchain(Word):
+    """Rung 7: the toolchain an Expect's `when` may name, with a version specifier (">=2.6"):
+    each read from the environment fingerprint (fingerprint.py) where the point runs."""
+    TORCH = "torch"
+    TRITON = "triton"
+    CUDA = "cuda"
+    CAPABILITY = "capability"
+
+
 class Nonfinite(Word):
     """A spec's NaN/Inf policy."""
     PROPAGATE = "propagate"

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .notation import Inputs, Launch, Mode, Needs, Padding, PointKind, ValueKind, input_kind
+from .notation import EnvSet, Inputs, Launch, Mode, Needs, Padding, PointKind, ValueKind, input_kind
 
 Pairs = tuple  # tuple[tuple[str, Any], ...], ordered as the spec declares them
 
@@ -34,6 +34,8 @@ class Point:
     variant: str = ""        # rung 7: what a flags / cachekey point varies ("USE_TMA", "$MYLIB_FAST", "config", "compiler")
     ranks: Pairs = ()        # rung 6: world, lag (the lagging rank), lag_us, sizes (the message dim's size, call by call)
     repeat: Pairs = ()       # rung 5: the repetition's plan (calls, seconds, inputs, launch, load) or the sanitizer's tool
+    env: Pairs = ()          # rung 7: environment variables the point sets (name -> value; None: unset)
+    env_set: str = ""        # rung 7: when they are set: "" (at the process's start) or "after_import" (notation.EnvSet)
 
     def __post_init__(self):
         for f in PAIRS:
@@ -44,6 +46,11 @@ class Point:
                                                  for k, v in self.repeat))
         for _, v in self.values:
             input_kind(v)                # a point holds only value kinds that parse
+        if self.env_set:
+            object.__setattr__(self, "env_set", EnvSet.of(self.env_set, "Point: env_set"))
+        for k, v in self.env:
+            if v is not None and not isinstance(v, str):
+                raise ValueError(f"Point: env's {k} is {v!r}; give the variable's value as a string, or null for unset.")
         if not self.seed:
             object.__setattr__(self, "seed", self._default_seed())
 
@@ -55,6 +62,8 @@ class Point:
             key += [self.variant]
         if self.ranks:
             key += [self.ranks]
+        if self.env:
+            key += [self.env, self.env_set]
         key = json.dumps(key, default=str)
         return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
 
@@ -107,6 +116,9 @@ class Point:
             parts.append("replay:" + self.replay.rsplit("/", 1)[-1])
         if self.variant:
             parts.append(self.variant)
+        parts += [f"${k}={'unset' if v is None else v}" for k, v in self.env]
+        if self.env_set:
+            parts.append(self.env_set)
         if self.ranks:
             r = dict(self.ranks)
             parts += [f"world={r['world']}", f"lag=r{r['lag']}"]
@@ -161,8 +173,8 @@ class Point:
         return repr(self.to_dict())
 
 
-PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts", "ranks", "repeat")
-TEXTS = ("spec", "why", "kind", "needs", "mode", "replay", "variant")
+PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts", "ranks", "repeat", "env")
+TEXTS = ("spec", "why", "kind", "needs", "mode", "replay", "variant", "env_set")
 CLOSED = {"kind": PointKind, "needs": Needs, "mode": Mode}
 REPEAT_WORDS = {"inputs": Inputs, "launch": Launch}
 
@@ -188,7 +200,7 @@ def _pairs(v) -> bool:
         isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) for p in v)
 
 
-OMIT_EMPTY = ("values", "layouts", "replay", "variant", "ranks", "repeat")
+OMIT_EMPTY = ("values", "layouts", "replay", "variant", "ranks", "repeat", "env", "env_set")
 
 
 def _thaw(v):

@@ -7,7 +7,7 @@ silently as some other point."""
 from __future__ import annotations
 
 from .point import Point
-from .spec import Spec
+from .spec import Spec, when_keys
 
 # Config keys of kladder's own: rung 8's model points say which dtype and how many problems.
 MODEL_CONFIG = ("model_dtype", "problems")
@@ -68,6 +68,8 @@ def _check_dtypes(spec: Spec, point: Point) -> None:
 def _check_config(spec: Spec, point: Point) -> None:
     known = set(MODEL_CONFIG) if point.mode == "model" else {
         k for c in (*spec.configs, *spec.production, *spec.tuned) for k in c if k not in spec.dims}
+    if point.mode != "model":
+        known |= set(when_keys(spec))        # rung 7: a launcher keyword an expectation's `when` names (precise=False)
     for key, _ in point.config:
         if key not in known:
             shown = ", ".join(sorted(known)) if known else "none (the spec declares no configs)"

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .notation import UPSTREAM_ONLY, ImportName, Layout, Needs, Nonfinite, Values, Word
+from .notation import UPSTREAM_ONLY, EnvSet, ImportName, Layout, Needs, Nonfinite, Toolchain, Values, Word
 from .problems import Problem, SpecError, friendly as _friendly, mean as _mean, shown as _shown, where_text  # noqa: F401
 
 DTYPES = (
@@ -195,10 +195,17 @@ class Expect:
     """A kernel that must run (rung 7's dispatch check). `kernel` is a glob (fnmatch, case
     sensitive) over the names of what a call ran: the Triton kernels it launched, the GPU
     kernels the profiler records on CUDA, the Python functions it called. `when` says where it
-    applies: dims or config keys -> a value or a list of values (None: every rung-7 point);
-    rung 7 puts a point at every shape it names, contiguous and not. `launch` holds the
-    constexpr and launch-option values that launch must have (the tuned config). `label` is
-    what a report calls it: "the decode kernel", "the tuned config"."""
+    applies (None: every rung-7 point), each key -> a value or a list of values:
+    - a dim: {"S": 1}; rung 7 puts a point at every shape it names, contiguous and not;
+    - a config key or launcher keyword: {"precise": True}; a call that leaves the keyword at the
+      launcher's default matches its default;
+    - an environment variable as "$NAME": {"$MYLIB_FAST": "1"} (None: unset), matched against the
+      point's own environment; rung 7 runs a point with the variable set that way;
+    - the toolchain, with a version specifier: {"torch": ">=2.6"}, "triton", "cuda", or the device's
+      "capability" (">=9.0"), read from the environment fingerprint where the point runs: where
+      one does not hold, the expectation does not apply there, and the point's note says so.
+    `launch` holds the constexpr and launch-option values that launch must have (the tuned
+    config). `label` is what a report calls it: "the decode kernel", "the tuned config"."""
 
     kernel: str
     when: Mapping[str, Any] | None = None
@@ -216,16 +223,26 @@ class Flag:
     environment variable the kernel's library reads (`env`), and the values to compare.
     kladder runs the kernel once per value and fails a flag whose values all launch the same
     code (on CUDA the compiled binaries; under Triton's interpreter the kernel's source and the
-    constexprs it reads)."""
+    constexprs it reads). A variable's value None means unset for that run. `set` says when the
+    program sets a variable: "at_start" (in the environment the process starts with) or
+    "after_import" (a serving launcher sets it from its config after importing the library):
+    rung 7 then runs it both ways, at start and after the kernel's module was imported and the
+    kernel called once, and each must change the code and dispatch as the spec's `expect` says."""
 
     name: str | None = None
     env: str | None = None
     values: tuple | list = BOOLS
+    set: str = EnvSet.AT_START
 
     def __post_init__(self):
         if self.env is not None and self.values is BOOLS:
             object.__setattr__(self, "values", ("0", "1"))     # the default for a variable: an environment holds strings
-        _convert(self, values=_seq)
+        _convert(self, values=_seq, set=_word(EnvSet))
+
+    def before(self, value):
+        """What the variable holds when the process starts, for a run that sets `value` after
+        import: the first of the values that is not `value`."""
+        return next(v for v in self.values if v != value)
 
     @property
     def key(self) -> str:
@@ -438,6 +455,11 @@ class Spec:
     @property
     def expectations(self) -> tuple[Expect, ...]:
         return self.expect
+
+    @property
+    def when_variables(self) -> tuple[str, ...]:
+        """The environment variables the expectations' `when`s name ("$NAME" keys), without the $."""
+        return tuple(sorted({k[1:] for e in self.expectations for k in (e.when or {}) if k.startswith("$")}))
 
     @property
     def config_keys(self) -> set[str]:
@@ -774,8 +796,9 @@ COLLECTIVE_FIELDS = {
 
 EXPECT_FIELDS = {
     "kernel": [Rule(lambda v: isinstance(v, str) and len(v) > 0, "give a glob over kernel or function names, e.g. '*decode*'.")],
-    "when": [Rule(lambda v: v is None or (isinstance(v, Mapping) and len(v) > 0),
-                  "give a dict of dims or config keys -> a value or a list, e.g. {'S': 1}.")],
+    "when": [Rule(lambda v: v is None or (isinstance(v, Mapping) and len(v) > 0 and all(isinstance(k, str) for k in v)),
+                  "give a dict of dims, config keys, '$ENV_VARIABLE's or the toolchain (torch, triton, cuda, capability) "
+                  "-> a value or a list, e.g. {'S': 1}, {'$MYLIB_FAST': '1'} or {'torch': '>=2.6'}.")],
     "launch": [Rule(lambda v: v is None or (isinstance(v, Mapping) and all(isinstance(k, str) for k in v)),
                     "give the constexpr and launch-option values the launch must have, e.g. {'BLOCK_M': 64, 'num_warps': 4}.")],
     "label": [Rule(lambda v: isinstance(v, str), "give a short name for reports, e.g. 'the decode kernel'.")],
@@ -788,6 +811,9 @@ FLAG_FIELDS = {
                  "give the environment variable's name, e.g. 'MYLIB_FAST'.")],
     "values": [Rule(lambda v: isinstance(v, (list, tuple)) and len(v) >= 2 and len({repr(x) for x in v}) == len(v),
                     "give at least two distinct values to compare, e.g. (False, True).")],
+    "set": [Rule(lambda v: v in tuple(EnvSet), lambda v, _: f"{_mean(v, tuple(EnvSet), 0.6)}give 'at_start' (the variable "
+                 "is in the environment the process starts with, the default) or 'after_import' (the program sets it "
+                 "after importing the kernel's library, as a serving launcher does from its config).")],
 }
 
 CALLS_FIELDS = {
@@ -1189,15 +1215,70 @@ def _toolchain(found: _Found, dims: dict) -> None:
             seen.add(f.key)
 
 
+def launcher_defaults(kernel) -> dict[str, Any]:
+    """The launcher's keyword defaults (inspect.signature): a call that leaves `precise` out runs
+    with the default, so `when={"precise": True}` matches it. {} when the signature is unknown."""
+    import inspect
+    try:
+        params = inspect.signature(kernel).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def when_keys(spec: Spec) -> list[str]:
+    """The config keys a `when` may name: the configs' keys, the keyword flags, the launcher's
+    keywords with a default."""
+    keys = {k for c in spec.configs if isinstance(c, Mapping) for k in c}
+    keys |= {f.name for f in spec.flags if isinstance(f, Flag) and isinstance(f.name, str)}
+    keys |= set(launcher_defaults(spec.kernel)) if callable(spec.kernel) else set()
+    return sorted(keys - set(spec.args) if isinstance(spec.args, Mapping) else keys)
+
+
+WHEN_FORMS = ("name an environment variable as '$NAME' ({'$MYLIB_FAST': '1'}, None for unset) or the toolchain as "
+              "one of torch, triton, cuda, capability with a version specifier ({'torch': '>=2.6'}, "
+              "{'capability': '>=9.0'})")
+
+
+def specifier_problem(text) -> str | None:
+    """Why `text` is no version specifier (">=2.6", ">=2.4,<2.7"), or None."""
+    from .versions import parse_specifier
+    if not isinstance(text, str) or not text.strip():
+        return "give a version specifier string"
+    try:
+        parse_specifier(text)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
     spec, declared = found.spec, _declared(found)
-    keys = sorted({k for c in spec.configs for k in c}) if found.clean("configs") else []
+    keys = when_keys(spec) if found.clean("configs") and found.clean("flags") else []
     for k, v in when.items():
+        listed = list(v) if isinstance(v, (list, tuple)) else [v]
+        if k.startswith("$"):
+            if not k[1:] or "=" in k or not listed or not all(x is None or isinstance(x, str) for x in listed):
+                found.add(where, dict(when), f"{k!r}: an environment variable's condition is '$NAME' -> its value as a "
+                          "string, None for unset, or a list of them, e.g. {'$MYLIB_FAST': '1'} or "
+                          "{'$MYLIB_FAST': [None, '0']}.")
+                return
+            continue
+        if Toolchain.has(k):
+            why = specifier_problem(v)
+            if why:
+                found.add(where, dict(when), f"{k}={v!r}: {why}; give a version specifier, e.g. "
+                          f"{{{k!r}: {'>=9.0' if k == Toolchain.CAPABILITY else '>=2.6'!r}}} (>=, <, ==, != or ~=, "
+                          "several joined by commas).")
+                return
+            continue
         if k not in declared and k not in keys:
-            found.add(where, dict(when), f"{_mean(k, list(declared) + keys)}{k!r} is neither a dim ({', '.join(declared)}) nor "
-                      f"a config key ({', '.join(keys) or 'no configs'}).")
+            found.add(where, dict(when), f"{_mean(k, list(declared) + keys + list(Toolchain))}{k!r} is neither a dim "
+                      f"({', '.join(declared)}) nor a config key or launcher keyword ({', '.join(keys) or 'none'}); "
+                      f"{WHEN_FORMS}.")
             return
-        if k in dims and not all(_int(x) and dims[k].allows(x) for x in (v if isinstance(v, (list, tuple)) else [v])):
+        if k in dims and not all(_int(x) and dims[k].allows(x) for x in listed):
             found.add(where, dict(when), f"{k} must be {_takes(dims[k])} (or a list of them).")
             return
 
@@ -1208,12 +1289,16 @@ def _flag(found: _Found, f: Flag) -> None:
     if (f.name is None) == (f.env is None):
         found.add(where, f"name={f.name!r}, env={f.env!r}", "give either the launcher keyword (kl.Flag('USE_TMA')) or the "
                   "environment variable (kl.Flag(env='MYLIB_FAST')), not both.")
+    if found.clean(*where, "set") and f.set == EnvSet.AFTER_IMPORT and f.name is not None:
+        found.add(where + ("set",), f.set, "set='after_import' is for an environment variable (kl.Flag(env='MYLIB_FAST', "
+                  "set='after_import')): a launcher keyword is passed with every call; drop set=.")
     if found.clean(*where, "name") and found.clean("args") and f.name in spec.args:
         found.add(where + ("name",), f.name, FLAG_FIELDS["name"][0].fix)
     if not found.clean(*where, "values"):
         return
-    if f.env is not None and not all(isinstance(v, str) for v in f.values):
-        found.add(where + ("values",), f.values, "an environment variable's values are strings, e.g. ('0', '1').")
+    if f.env is not None and not all(isinstance(v, str) or v is None for v in f.values):
+        found.add(where + ("values",), f.values, "an environment variable's values are strings, or None for unset, "
+                  "e.g. ('0', '1') or (None, '1').")
     elif f.name is not None and not all(isinstance(v, (bool, int, float, str)) or v is None for v in f.values):
         found.add(where + ("values",), f.values, "give plain values (bool, int, float, str or None): they go into a point and "
                   "its repro command.")

@@ -156,10 +156,11 @@ class Judge:
 
     def ran(self, ran) -> None:
         """What a rung-7 call ran, against the spec's expectations; kept as the point's note."""
-        f = dispatch.dispatch(self.spec, self.point, ran)
+        have = dispatch.toolchain_of(self.device) if dispatch.names_toolchain(self.spec) else {}
+        f, unjudged = dispatch.dispatch(self.spec, self.point, ran, have)
         if f:
             self.findings.append(f)
-        self.note = Note(NoteKind.RAN, RanFacts(**dispatch.ran_facts(ran)))
+        self.note = Note(NoteKind.RAN, RanFacts(**dispatch.ran_facts(ran), unjudged=unjudged or None))
 
     def flagged(self, flagged) -> None:
         f, self.note = flags.no_effect(flagged)

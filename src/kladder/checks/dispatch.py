@@ -1,29 +1,68 @@
 """Dispatch (rung 7): the kernels a call ran, against the kernels the spec says must run there.
-An expectation applies where its `when` matches the point (dims and config keys); it holds when
-some launch, GPU kernel or Python function of the call matches its glob and, with `launch`,
-a Triton launch carries those constexpr and launch-option values. A point where one does not
-hold ran a fallback or another path, and the finding names what ran instead."""
+An expectation applies where its `when` matches the point: its dims, its config (a keyword the
+call leaves out at the launcher's default), its environment ("$NAME": the value the point sets,
+else the variable as the process that ran the call has it; None: unset) and the toolchain
+("torch": ">=2.6", "triton", "cuda", "capability", read from the environment fingerprint where
+the call ran). An expectation whose toolchain condition does not hold is not judged there, and
+the point's note says which and why. One that applies holds when some launch, GPU kernel or
+Python function of the call matches its glob and, with `launch`, a Triton launch carries those
+constexpr and launch-option values. A point where one does not hold ran a fallback or another
+path, and the finding names what ran instead (and how the point set its environment)."""
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from ..outcome import Check, Finding
 from ..facts import DispatchFacts
+from ..notation import EnvSet, Toolchain
+from ..outcome import Check, Finding
+from ..versions import holds as version_holds
 
 SHOWN = 12          # names of each kind kept in a finding or a note
 
 
-def applies(expect, point) -> bool:
-    """Whether an expectation's `when` matches the point's dims and config (a key the point
-    does not set, a config key at the launcher's own config, does not match)."""
+def _listed(want) -> list:
+    return list(want) if isinstance(want, (list, tuple)) else [want]
+
+
+def applies(expect, point, defaults=None, env=None) -> bool:
+    """Whether an expectation's `when` matches the point's dims, config and environment (a
+    config key the point does not set matches the launcher's default for it, `defaults`; a key
+    with no default there does not match; `env`: the variables as the call had them, Ran.env,
+    else as the point sets them). Toolchain keys are judged apart (`unmet`)."""
     if not expect.when:
         return True
-    given = {**point.sizes, **point.kwargs}
+    given = {**(defaults or {}), **point.sizes, **point.kwargs}
+    env = {**{k: v for k, v in point.env}, **(env or {})}
     for key, want in expect.when.items():
-        wanted = want if isinstance(want, (list, tuple)) else [want]
-        if key not in given or not any(_same(given[key], w) for w in wanted):
+        if Toolchain.has(key):
+            continue
+        if key.startswith("$"):
+            if env.get(key[1:]) not in _listed(want):
+                return False
+        elif key not in given or not any(_same(given[key], w) for w in _listed(want)):
             return False
     return True
+
+
+def toolchain_of(device: str) -> dict:
+    """The toolchain a `when` may name, as the fingerprint of this process reads it: torch,
+    triton and CUDA versions, the live device's capability (None on the CPU)."""
+    from ..fingerprint import fingerprint
+    fp = fingerprint(None, device, env={})          # versions and the device only: the judge reads no environment
+    return {Toolchain.TORCH: fp["torch"], Toolchain.TRITON: fp["triton"], Toolchain.CUDA: fp["cuda"],
+            Toolchain.CAPABILITY: (fp["device"] or {}).get("capability")}
+
+
+def names_toolchain(spec) -> bool:
+    """Whether some expectation's `when` names the toolchain (the fingerprint is read only then)."""
+    return any(Toolchain.has(k) for e in spec.expectations for k in (e.when or {}))
+
+
+def unmet(expect, have: dict) -> list[dict]:
+    """Each toolchain condition of `expect` that does not hold with `have` (toolchain_of):
+    [{key, want, have}] (have None: absent here, e.g. no CUDA build, no GPU)."""
+    return [{"key": str(k), "want": w, "have": have.get(k)} for k, w in (expect.when or {}).items()
+            if Toolchain.has(k) and not version_holds(w, have.get(k))]
 
 
 def _same(a, b) -> bool:
@@ -55,8 +94,40 @@ def expect_facts(expect) -> dict:
             "when": {k: list(v) if isinstance(v, tuple) else v for k, v in (expect.when or {}).items()}}
 
 
-def dispatch(spec, point, ran) -> Finding | None:
-    missing = [e for e in spec.expectations if applies(e, point) and not holds(e, ran)]
+def started_env(spec, point) -> dict:
+    """What each variable a point sets after import held when its process started (the flag's
+    other value, Flag.before)."""
+    flags = {f.env: f for f in spec.flags if f.env is not None}
+    return {k: flags[k].before(v) for k, v in point.env if k in flags}
+
+
+def env_facts(spec, point) -> dict:
+    """How the point set its environment, for a finding: {env, env_set, started} (started: what
+    the variables were when the process started, for a point that sets them after import)."""
+    if not point.env:
+        return {}
+    out = {"env": {k: v for k, v in point.env}, "env_set": str(point.env_set or EnvSet.AT_START)}
+    if point.env_set == EnvSet.AFTER_IMPORT:
+        out["started"] = started_env(spec, point)
+    return out
+
+
+def dispatch(spec, point, ran, have: dict | None = None) -> tuple[Finding | None, list[dict]]:
+    """(the finding for the expectations that applied and did not hold, the expectations not
+    judged because a toolchain condition does not hold here: [{kernel, label, unmet}])."""
+    from ..spec import launcher_defaults
+    defaults = launcher_defaults(spec.kernel)
+    have = have if have is not None else {}
+    missing, skipped = [], []
+    for e in spec.expectations:
+        if not applies(e, point, defaults, getattr(ran, "env", None)):
+            continue
+        off = unmet(e, have)
+        if off:
+            skipped.append({"kernel": e.kernel, "label": e.label, "unmet": off})
+        elif not holds(e, ran):
+            missing.append(e)
     if not missing:
-        return None
-    return Finding(Check.DISPATCH, facts=DispatchFacts(expected=[expect_facts(e) for e in missing], ran=ran_facts(ran)))
+        return None, skipped
+    return Finding(Check.DISPATCH, facts=DispatchFacts(expected=[expect_facts(e) for e in missing], ran=ran_facts(ran),
+                                                       **env_facts(spec, point))), skipped

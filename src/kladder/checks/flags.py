@@ -19,14 +19,21 @@ def how(runs) -> str:
 
 
 def no_effect(flagged) -> tuple[Finding | None, Note]:
-    """A finding when every value ran the same code; the note says what was compared."""
+    """A finding when every value ran the same code; the note says what was compared. A flag
+    set after import (flagged.set "after_import") whose values all ran the same code is read
+    once, at import or at the first call: setting it later, as a serving launcher does from its
+    config, changes nothing."""
     runs = flagged.runs
     codes = {code_of(ran) for _, ran in runs}
     values = [v for v, _ in runs]
-    note = Note(NoteKind.FLAG_CHANGED, FlagChangedFacts(flag=flagged.flag, values=values, how=how(runs), codes=len(codes)))
+    after = flagged.set or None
+    note = Note(NoteKind.FLAG_CHANGED, FlagChangedFacts(flag=flagged.flag, values=values, how=how(runs), codes=len(codes),
+                                                        set=after))
     if len(codes) > 1:
         return None, note
+    started = flagged.started or [None] * len(runs)
     return Finding(Check.FLAG_NO_EFFECT, facts=FlagNoEffectFacts(
-        flag=flagged.flag, values=values, how=how(runs),
-        runs=[{"value": v, "launches": [{"name": x["name"], "params": x["params"]} for x in ran.launches[:4]],
-               "gpu": list(ran.gpu)[:4]} for v, ran in runs])), note
+        flag=flagged.flag, values=values, how=how(runs), set=after, variable=flagged.variable,
+        runs=[{"value": v, **({"started": s} if after else {}),
+               "launches": [{"name": x["name"], "params": x["params"]} for x in ran.launches[:4]],
+               "gpu": list(ran.gpu)[:4]} for (v, ran), s in zip(runs, started, strict=True)])), note

@@ -4,13 +4,21 @@ the engine runs: the path a dispatcher picks, the flags that reach code generati
 that hands a restarted process its code, the names downstream code imports.
 
 - dispatch points: which kernels really ran, at the base shapes under every config, at every
-  production shape, and at every shape a `Spec(expect=...)` names in its `when`, there with
-  contiguous inputs and with each input non-contiguous in turn (a dispatcher may choose by
-  seq_len or by layout: a decode test at seq_len 1 with contiguous inputs ran the prefill
-  kernel in Modular MAX's mha_decoding regression: zoo/wrong_path_dispatch.py);
-- flag points: one per declared flag, run with each of its values;
-- cache-key points: B on the cache A left, where B is another declared config, a flag's other
-  value, or a compiler setting;
+  production shape, and at every shape a `Spec(expect=...)` names in its `when` (every one: the
+  budget decides the other dims, shrunk to their least when the named shape is big; a shape
+  still over the budget is a GPU point, listed and skipped with its bytes, never left out),
+  there with contiguous inputs and with each input non-contiguous in turn (a dispatcher may
+  choose by seq_len or by layout: a decode test at seq_len 1 with contiguous inputs ran the
+  prefill kernel in Modular MAX's mha_decoding regression: zoo/wrong_path_dispatch.py). A
+  `when` on a config key is met by the declared configs that set it and by the launcher's own
+  call where its default is the value; on an environment variable ("$NAME") the point sets it,
+  at the process's start and, for a kl.Flag(env=..., set="after_import"), after the kernel's
+  module was imported and the kernel called once;
+- flag points: one per declared flag, run with each of its values (a variable set after import:
+  a second point, each value set after import and one call);
+- cache-key points: B on the cache A left, where B is another declared config (one that makes
+  another call than A: the launcher's defaults resolved), a flag's other value, or a compiler
+  setting;
 - one import point: the declared imports, and the ImportErrors the kernel's modules catch.
 Never runs a kernel."""
 from __future__ import annotations
@@ -19,48 +27,56 @@ import dataclasses
 import itertools
 from typing import Iterator
 
-from ..notation import Mode, Needs, PointKind
+from ..notation import EnvSet, Mode, Needs, PointKind, Toolchain
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, fits, moderate
-from ..spec import Spec
+from ..spec import Spec, launcher_defaults
 from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, sizes_text
 
 RUNG = number("toolchain")
 NONCONTIGUOUS = ("sliced", "transposed", "every_other")     # the first an input accepts stands for "not contiguous"
-MAX_WHEN_SHAPES = 8
 
 
 def _configs(spec: Spec) -> list[tuple]:
     return [()] + [tuple(c.items()) for c in spec.configs]
 
 
+def resolved(spec: Spec, config: tuple, defaults: dict) -> tuple:
+    """The call a config makes: its keys over the launcher's defaults for every config key (a
+    key with no default the config leaves out stays out: the call is another)."""
+    keys = {k for c in spec.configs for k in c}
+    call = {**{k: defaults[k] for k in keys if k in defaults}, **dict(config)}
+    return tuple(sorted(((k, repr(v)) for k, v in call.items())))
+
+
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:
     budget = moderate(budget)
     shapes = base_shapes(spec, budget)
     dtypes = chosen_dtypes(spec, dtype_rows(spec)[0])
-    found = list(_dispatch_points(spec, budget, shapes, dtypes))
+    defaults = launcher_defaults(spec.kernel)
+    found = list(_dispatch_points(spec, budget, shapes, dtypes, defaults))
     found += _flag_points(spec, shapes[0], dtypes)
-    found += _cachekey_points(spec, shapes[0], dtypes)
+    found += _cachekey_points(spec, shapes[0], dtypes, defaults)
     found.append(Point(spec.name, RUNG, tuple(shapes[0].items()), dtypes,
                        "imports: the names downstream code imports resolve to what is tested"
                        + (f" ({', '.join(spec.imports)})" if spec.imports else " (none declared)")
                        + "; the kernel's modules imported afresh, every ImportError they catch reported",
                        kind=PointKind.TOOLCHAIN, mode=Mode.IMPORTS))
-    for p in found:          # a base shape over the budget (a spec whose smallest shape is big) is a GPU point
+    for p in found:          # a shape over the budget (a spec whose smallest shape is big, a big named shape) is a GPU point
         yield p if fits(spec, p.sizes, budget) else dataclasses.replace(p, needs=Needs.CUDA)
 
 
-def _dispatch(spec, sizes, dtypes, config, why, layouts=()) -> Point:
+def _dispatch(spec, sizes, dtypes, config, why, layouts=(), env=(), env_set="") -> Point:
     return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, f"dispatch: {why}", config=config, kind=PointKind.DISPATCH,
-                 mode=Mode.DISPATCH, layouts=layouts)
+                 mode=Mode.DISPATCH, layouts=layouts, env=env, env_set=env_set)
 
 
-def _dispatch_points(spec: Spec, budget: Budget, shapes: list[dict], dtypes: tuple) -> Iterator[Point]:
+def _dispatch_points(spec: Spec, budget: Budget, shapes: list[dict], dtypes: tuple, defaults: dict) -> Iterator[Point]:
     seen = set()
 
     def once(p: Point):
-        key = (p.dims, p.config, p.layouts)
+        key = (p.dims, resolved(spec, p.config, defaults), p.layouts, p.env, p.env_set)
         if key not in seen:
             seen.add(key)
             yield p
@@ -74,61 +90,125 @@ def _dispatch_points(spec: Spec, budget: Budget, shapes: list[dict], dtypes: tup
         if fits(spec, sizes, budget):
             yield from once(_dispatch(spec, sizes, dtypes, (), f"which kernels ran at the production shape "
                                       f"{sizes_text(sizes)}"))
-    for sizes, config, label in _when_shapes(spec, shapes[0], budget):
-        yield from once(_dispatch(spec, sizes, dtypes, config, f"{label} must run at {sizes_text(sizes)}, "
-                                  f"{config_text(config)}; inputs contiguous"))
+    for sizes, config, env, env_set, label in _when_points(spec, shapes[0], budget, defaults):
+        where = f"{sizes_text(sizes)}, {config_text(config)}"
+        if env:
+            yield from once(_dispatch(spec, sizes, dtypes, config, f"{label} must run at {where}, {env_text(spec, env, env_set)}"
+                                      "; inputs contiguous", env=env, env_set=env_set))
+            continue
+        yield from once(_dispatch(spec, sizes, dtypes, config, f"{label} must run at {where}; inputs contiguous"))
         for name, t in spec.input_args.items():
             layout = next((lay for lay in NONCONTIGUOUS if lay in t.layout_list()), None)
             if layout:
-                yield from once(_dispatch(spec, sizes, dtypes, config, f"{label} must run at {sizes_text(sizes)}, "
-                                          f"{config_text(config)}; {name} {layout} (not contiguous)",
-                                          layouts=((name, layout),)))
+                yield from once(_dispatch(spec, sizes, dtypes, config, f"{label} must run at {where}; {name} {layout} "
+                                          "(not contiguous)", layouts=((name, layout),)))
 
 
-def _when_shapes(spec: Spec, base: dict, budget: Budget) -> Iterator[tuple[dict, tuple, str]]:
-    """Every shape and config an expectation's `when` names, on the first base shape."""
-    count = 0
+def env_text(spec: Spec, env: tuple, env_set: str) -> str:
+    """How a point sets its variables, as its why says it."""
+    if env_set != EnvSet.AFTER_IMPORT:
+        values = ", ".join(f"{k} unset" if v is None else f"{k}={v}" for k, v in env)
+        return f"with {values} in the environment from the process's start"
+    values = ", ".join(f"{k} removed" if v is None else f"{k}={v} set" for k, v in env)
+    flags = {f.env: f for f in spec.flags if f.env is not None}
+    started = ", ".join(f"{k} unset" if flags[k].before(v) is None else f"{k}={flags[k].before(v)}" for k, v in env)
+    return (f"with {values} after the kernel's module was imported and the kernel called once (the process "
+            f"started with {started})")
+
+
+def _listed(v) -> list:
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def _config_choices(spec: Spec, keys: dict, defaults: dict) -> list[tuple]:
+    """The calls a `when`'s config keys name: the declared configs that set them (or leave them
+    at a default that is the value), the launcher's own call where its defaults are the values;
+    when neither, the named values themselves (the author says such a call happens)."""
+    if not keys:
+        return [()]
+
+    def meets(config: tuple) -> bool:
+        call = {**defaults, **dict(config)}
+        return all(k in call and any(call[k] == w and isinstance(call[k], bool) == isinstance(w, bool) for w in _listed(v))
+                   for k, v in keys.items())
+    found = [c for c in _configs(spec) if meets(c)]
+    if found:
+        return found
+    return [tuple(combo) for combo in itertools.product(*[[(k, w) for w in _listed(v)] for k, v in keys.items()])]
+
+
+def _when_points(spec: Spec, base: dict, budget: Budget, defaults: dict) -> Iterator[tuple]:
+    """Every shape, config and environment an expectation's `when` names, the other dims at the
+    first base shape (at their least where the named shape does not fit so; still over the
+    budget, the point is a GPU point): (sizes, config, env, env_set, label)."""
+    least = {d: dim.snap(1) for d, dim in spec.dims.items()}
+    after = {f.env for f in spec.flags if f.env is not None and f.set == EnvSet.AFTER_IMPORT}
     for e in spec.expectations:
         if not e.when:
             continue
         dims = {k: v for k, v in e.when.items() if k in spec.dims}
-        keys = {k: v for k, v in e.when.items() if k not in spec.dims}
-        choices = [[(k, x) for x in (v if isinstance(v, (list, tuple)) else [v])] for k, v in dims.items()]
-        configs = [tuple(c.items()) for c in spec.configs if all(
-            c.get(k) in (v if isinstance(v, (list, tuple)) else [v]) for k, v in keys.items())] if keys else [()]
-        label = e.label or f"`{e.kernel}`"
-        for combo in itertools.product(*choices):
+        envs = {k[1:]: v for k, v in e.when.items() if k.startswith("$")}
+        keys = {k: v for k, v in e.when.items() if k not in spec.dims and not k.startswith("$") and not Toolchain.has(k)}
+        label = (e.label or f"`{e.kernel}`") + toolchain_text(e)
+        env_choices = [tuple(combo) for combo in itertools.product(*[[(k, w) for w in _listed(v)] for k, v in envs.items()])]
+        for combo in itertools.product(*[[(k, x) for x in _listed(v)] for k, v in dims.items()]):
             sizes = {**base, **dict(combo)}
             if not fits(spec, sizes, budget):
-                continue
-            for config in configs:
-                count += 1
-                if count > MAX_WHEN_SHAPES:
-                    return
-                yield sizes, config, label
+                sizes = {**least, **dict(combo)}          # the budget decides the other dims, not whether the shape is tried
+            for config in _config_choices(spec, keys, defaults):
+                for env in env_choices:
+                    yield sizes, config, env, "", label
+                    if env and all(k in after for k, _ in env):
+                        yield sizes, config, env, EnvSet.AFTER_IMPORT, label
+
+
+def toolchain_text(e) -> str:
+    """An expectation's toolchain conditions as a why says them, with what this process has
+    where it can tell without importing anything (torch, triton: their installed versions)."""
+    from ..versions import holds, installed
+    parts = []
+    for k, want in (e.when or {}).items():
+        if not Toolchain.has(k):
+            continue
+        have = installed(str(k)) if k in (Toolchain.TORCH, Toolchain.TRITON) else None
+        if have is None:
+            parts.append(f"{k} {want} (judged where the point runs)")
+        else:
+            parts.append(f"{k} {want} (here {have}: " + ("met)" if holds(want, have) else "not met, so not judged here)"))
+    return f", where {' and '.join(parts)}," if parts else ""
 
 
 def _flag_points(spec: Spec, sizes: dict, dtypes: tuple) -> Iterator[Point]:
     for f in spec.flags:
-        values = ", ".join(map(repr, f.values))
+        values = ", ".join("unset" if v is None and f.env is not None else repr(v) for v in f.values)
         what = f"the launcher keyword {f.name}" if f.name is not None else f"the environment variable {f.env}"
         yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
-                    f"flags: {what} must change the code: run with each of {values} at {sizes_text(sizes)}",
+                    f"flags: {what} must change the code: run with each of {values} at {sizes_text(sizes)}"
+                    + (", each set at the process's start" if f.env is not None else ""),
                     kind=PointKind.TOOLCHAIN, mode=Mode.FLAGS, variant=f.key)
+        if f.env is not None and f.set == EnvSet.AFTER_IMPORT:
+            yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
+                        f"flags: {what} must change the code when set after the kernel's module was imported and the "
+                        f"kernel called once (as a serving launcher sets it from its config): each of {values} at "
+                        f"{sizes_text(sizes)}, in processes that all started with "
+                        + (f"{f.env} unset" if f.values[0] is None else f"{f.env}={f.values[0]}"),
+                        kind=PointKind.TOOLCHAIN, mode=Mode.FLAGS, variant=f.key, env_set=EnvSet.AFTER_IMPORT)
 
 
-def _cachekey_points(spec: Spec, sizes: dict, dtypes: tuple) -> Iterator[Point]:
+def _cachekey_points(spec: Spec, sizes: dict, dtypes: tuple, defaults: dict) -> Iterator[Point]:
     def why(b: str) -> str:
         return (f"cache key: a process on an empty cache runs A at {sizes_text(sizes)}; a process on the cache it "
                 f"left runs B = A with {b}: the cache must miss, B right and bit-for-bit B on an empty cache")
     configs = _configs(spec)
-    if len(configs) > 1:
-        a, b = configs[0], configs[1]
+    a = configs[0]
+    b = next((c for c in configs[1:] if resolved(spec, c, defaults) != resolved(spec, a, defaults)), None)
+    if b is not None:                  # two calls that differ (a config that is the launcher's defaults is no other call)
         yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why(config_text(b) + f" (A: {config_text(a)})"),
                     config=a, kind=PointKind.TOOLCHAIN, mode=Mode.CACHEKEY, partner=(("config", b),), variant="config")
     for f in spec.flags:
-        other = f"{f.name}={f.values[1]!r}" if f.name is not None else f"{f.env}={f.values[1]}"
-        yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why(other), kind=PointKind.TOOLCHAIN, mode=Mode.CACHEKEY,
+        other = f.values[1]
+        text = f"{f.name}={other!r}" if f.name is not None else f"{f.env} unset" if other is None else f"{f.env}={other}"
+        yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why(text), kind=PointKind.TOOLCHAIN, mode=Mode.CACHEKEY,
                     variant=f.key)
     yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
                 why("a compiler setting that changes the code (TRITON_DEFAULT_FP_FUSION=0)"),

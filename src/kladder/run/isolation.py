@@ -74,7 +74,7 @@ def hold_lifeline() -> None:
 
 # Modes that start processes of their own (a new Python importing torch, Triton and the spec
 # before it calls anything): how many, each allowed CHILD_TIMEOUT_FACTOR point timeouts.
-CHILD_PROCESSES = {"jitcache": 2, "cachekey": 3, "flags": 2, "imports": 1}
+CHILD_PROCESSES = {"jitcache": 2, "cachekey": 3, "flags": 3, "imports": 1, "dispatch": 1}   # flags: 3 values (None, "0", "1")
 CHILD_TIMEOUT_FACTOR = 3
 
 

@@ -165,14 +165,23 @@ def _cache_files(x, sized=True):
 
 @notes(F.RanFacts)
 def _ran(x, sized=True):
-    return "ran " + ran_text(x.to_dict())
+    return "ran " + ran_text(x.to_dict()) + "".join(f"; {_unjudged(u)}" for u in x.unjudged or [])
+
+
+def _unjudged(u: dict) -> str:
+    """An expectation not judged at a point: a toolchain condition that does not hold there."""
+    who = f"{u['label']} (`{u['kernel']}`)" if u["label"] else f"`{u['kernel']}`"
+    why = ", ".join(f"{c['key']} {c['want']} does not hold ({c['key']} {c['have']} here)" if c["have"] is not None
+                    else f"{c['key']} {c['want']} does not hold (no {c['key']} here)" for c in u["unmet"])
+    return f"{who} not judged here: {why}"
 
 
 @notes(F.FlagChangedFacts)
 def _flag_changed(x, sized=True):
     seen = {"binary": "compiled binaries", "source": "code (the interpreter's model)", "names": "GPU kernels"}[x.how]
+    when = ", each set after the kernel's module was imported and the kernel called once" if x.set == "after_import" else ""
     return (f"the flag {x.flag} changes the code: {x.codes} distinct sets of {seen} over its values "
-            f"{', '.join(map(repr, x.values))}")
+            f"{', '.join(map(repr, x.values))}{when}")
 
 
 @notes(F.FlagNotVisibleFacts)

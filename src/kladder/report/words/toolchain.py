@@ -40,11 +40,36 @@ def expect_text(e: dict) -> str:
     return f"{e['label']} ({what})" if e["label"] else what
 
 
+def env_values(env: dict) -> str:
+    """{'MYLIB_FAST': '1', 'OTHER': None} -> 'MYLIB_FAST=1, OTHER unset'."""
+    return ", ".join(f"{k} unset" if v is None else f"{k}={v}" for k, v in env.items())
+
+
+def env_setting(env: dict, env_set: str | None, started: dict | None) -> str:
+    """How a point set its variables, in words."""
+    if env_set == "after_import":
+        done = ", ".join(f"{k} removed" if v is None else f"{k}={v} set" for k, v in env.items())
+        return (f"{done} after the kernel's module was imported and the kernel called once (the process "
+                f"started with {env_values(started or {}) or 'them unset'})")
+    return f"{env_values(env)} in the environment from the process's start"
+
+
 @says(DispatchFacts)
 def _dispatch(f, x: DispatchFacts) -> str:
     wanted = "; ".join(expect_text(e) for e in x.expected)
-    return (f"expected {wanted} to run here, and it did not: the call took another path. Ran instead: "
-            f"{ran_text(x.ran)}")
+    where = f", with {env_setting(x.env, x.env_set, x.started)}" if x.env else ""
+    late = (". A launcher that reads the variable once, at import or at its first call, keeps the value it read: "
+            "a program that sets it later, as a serving launcher does from its config, never gets that path"
+            if x.env_set == "after_import" else "")
+    return (f"expected {wanted} to run here{where}, and it did not: the call took another path. Ran instead: "
+            f"{ran_text(x.ran)}{late}")
+
+
+def _shown(x: FlagNoEffectFacts, v) -> str:
+    """A flag's value as a run had it: `KLT_FAST=1`, `KLT_FAST unset` (a variable), `TWICE=True` (a keyword)."""
+    if x.variable is not None:
+        return f"{x.variable} unset" if v is None else f"{x.variable}={v}"
+    return f"{x.flag}={v!r}"
 
 
 @says(FlagNoEffectFacts)
@@ -52,9 +77,17 @@ def _flag_no_effect(f, x: FlagNoEffectFacts) -> str:
     seen = {"binary": "the same compiled binaries", "source": "the same code (kernel source and the constexprs it "
             "reads, argument specialisation, launch options: Triton's interpreter compiles nothing)",
             "names": "the same GPU kernels"}[x.how]
-    ran = "; ".join(f"{x.flag}={r['value']!r} ran " + (", ".join(launch_text(one) for one in r["launches"])
-                                                       or ", ".join(g[:80] for g in r["gpu"])) for r in x.runs)
-    return (f"the flag {x.flag} changes nothing: its values {', '.join(map(repr, x.values))} all ran {seen}. "
+    ran = "; ".join(_shown(x, r["value"]) + (f" (started with {_shown(x, r['started'])})" if x.set else "")
+                    + " ran " + (", ".join(launch_text(one) for one in r["launches"]) or ", ".join(g[:80] for g in r["gpu"]))
+                    for r in x.runs)
+    values = ", ".join("unset" if v is None and x.variable is not None else repr(v) for v in x.values)
+    if x.set == "after_import":
+        return (f"the variable {x.variable} changes nothing when it is set after the kernel's module was imported and the "
+                f"kernel called once: its values {values}, each set then in a process that started with the first, all "
+                f"ran {seen}. {ran}. The launcher reads it once (at import or at its first call) and keeps that value: "
+                "a program that sets it from its config after importing the library, as serving launchers do, never "
+                "gets what it asked for")
+    return (f"the flag {x.flag} changes nothing: its values {values} all ran {seen}. "
             f"{ran}. The flag never reaches code generation, so no test can tell it on from off")
 
 

@@ -71,13 +71,19 @@ class Ran:
     gpu: list = field(default_factory=list)
     functions: list = field(default_factory=list)
     label: str = ""
+    env: dict = field(default_factory=dict)     # the variables the spec's `when`s name, as the call had them (None: unset)
 
 
 @dataclass
 class Flagged:
-    """A flag's values, each with what its call ran (rung 7's flags mode): [(value, Ran)]."""
+    """A flag's values, each with what its call ran (rung 7's flags mode): [(value, Ran)]; `set`
+    "after_import" when each value was set after import and one call, `started` then what the
+    variable held at each process's start (None: unset)."""
     flag: str
     runs: list
+    set: str = ""
+    started: list = field(default_factory=list)
+    variable: str | None = None     # an environment flag's variable (None: a launcher keyword)
 
 
 @dataclass

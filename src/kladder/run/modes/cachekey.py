@@ -38,7 +38,7 @@ def _variants(h):
     if flag.name is not None:
         return (dataclasses.replace(a, config=a.config + ((flag.name, first),)), {},
                 dataclasses.replace(a, config=a.config + ((flag.name, other),)), {}, f"{flag.name}={other!r}")
-    return a, {flag.env: first}, a, {flag.env: other}, f"{flag.env}={other}"
+    return a, {flag.env: first}, a, {flag.env: other}, f"{flag.env} unset" if other is None else f"{flag.env}={other}"
 
 
 class CacheKey:

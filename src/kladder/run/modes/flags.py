@@ -3,17 +3,21 @@ never reaches code generation passes every numerical test, on and off alike (Fly
 #1177: "1051 tests pass, with no numerical change in either direction"); only the code object
 tells. A launcher keyword runs in this process, one call per value; an environment variable
 runs each value in a child process of its own (a library may read it at import), on an empty
-cache. Each call is judged against the reference; checks/flags.py compares the code each value
+cache, its variable set at the process's start (envset.py); a kl.Flag(env=..., set="after_import")
+gets a second point where each value is set after the kernel's module was imported and the
+kernel called once, in processes that all started with the first value: a launcher that reads
+the variable once (at import, at its first call) runs the first value's code for every value. Each call is judged against the reference; checks/flags.py compares the code each value
 launched (tracing.py: the compiled binary on a GPU, the interpreter's source-level model on
 the CPU). With no Triton kernel and no profiler to see, the point is skipped with the reason."""
 from __future__ import annotations
 
 import dataclasses
 
-from ...notation import Mode
+from ...notation import EnvSet, Mode
 from ...outcome import NoteKind, Skip, SpecBroken
-from .base import Call, Flagged, Ran
-from .jitcache import Process, returned_from, run_processes
+from .base import Call, Flagged
+from .envset import EnvRun, run_env
+from .jitcache import returned_from
 from .tracing import traced_call
 
 
@@ -37,7 +41,9 @@ class Flags:
             raise Skip(NoteKind.FLAG_NOT_VISIBLE, flag=flag.key)
         for _, call, _ in calls:
             yield call
-        yield Flagged(flag.key, runs)
+        after = h.point.env_set == EnvSet.AFTER_IMPORT
+        yield Flagged(flag.key, runs, EnvSet.AFTER_IMPORT if after else "",
+                      [flag.values[0] for _ in runs] if after else [], flag.env)
 
     def _keyword(self, h, flag) -> list:
         out = []
@@ -51,13 +57,22 @@ class Flags:
         return out
 
     def _env(self, h, flag) -> list:
-        point = dataclasses.replace(h.point, mode=Mode.EAGER, variant="", seed=h.point.seed)
-        procs = [Process(f"{flag.env}={v}", [point], cache=f"empty{i}", env={flag.env: v}) for i, v in enumerate(flag.values)]
+        point = dataclasses.replace(h.point, mode=Mode.EAGER, variant="", env_set="", seed=h.point.seed)
+        after = h.point.env_set == EnvSet.AFTER_IMPORT
+        runs = []
+        for v in flag.values:
+            value = f"{flag.env} unset" if v is None else f"{flag.env}={v}"
+            if after:                 # every process starts with the first value: one that read it early keeps it
+                start = flag.values[0]
+                began = f"{flag.env} unset" if start is None else f"{flag.env}={start}"
+                runs.append(EnvRun(f"{value} set after import and one call (started with {began})", point, {flag.env: v},
+                                   True, {flag.env: start}))
+            else:
+                runs.append(EnvRun(f"{value} from its start", point, {flag.env: v}))
         out = []
-        for value, proc, result in zip(flag.values, procs, run_processes(h, procs), strict=True):
+        for value, run, (outputs, ran) in zip(flag.values, runs, run_env(h, runs), strict=True):
             prep = h.prepare(point)
-            call = Call(prep, returned_from(h, prep, result.outputs), f"a process with {proc.label}")
-            out.append((value, call, Ran(result.launches, label=proc.label)))
+            out.append((value, Call(prep, returned_from(h, prep, outputs), f"a process with {run.label}"), ran))
         return out
 
 

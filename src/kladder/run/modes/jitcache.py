@@ -60,6 +60,7 @@ def run_processes(h, processes: list[Process]) -> list[Result]:
         for i, proc in enumerate(processes):
             cache = os.path.join(d, proc.cache)
             env = {**worker_env(h.device), **{var: os.path.join(cache, var.lower()) for var in CACHE_VARS}, **proc.env}
+            env = {k: v for k, v in env.items() if v is not None}     # a variable given as None is unset (kl.Flag values)
             out = os.path.join(d, f"{i}.safetensors")
             cmd = [sys.executable, "-m", "kladder.run.modes.jitcache", ref, h.device, out] + [p.to_json() for p in proc.points]
             try:
