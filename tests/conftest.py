@@ -67,3 +67,60 @@ def pytest_collection_modifyitems(config, items):
                 keys.append(f"{item.module.__name__}::{name}" + (f"[{params[name]}]" if name in params else ""))
         if keys:
             item.add_marker(pytest.mark.xdist_group("+".join(sorted(keys))))
+    # The costliest files first, each file's items kept together and in pytest's order (its
+    # module fixtures are built once): xdist hands work out in this order, so the long climbs
+    # start while the other worker still has short tests to take, not at the end alone.
+    items.sort(key=_cost_rank)
+
+
+# The costliest files first, and in them the costliest tests first (measured:
+# docs/results/2026-12-02-cpu-suite-session6); everything else after, in pytest's order. Tests
+# of one module-scoped fixture (test_zoo's `buggy`) share one rank, so pytest's order of its
+# parameters stands.
+COSTLIEST_FIRST = {
+    "test_zoo.py": ["test_rung_2_and_3_cases_are_caught_by_their_own_rung_and_twins_pass_it[lowp_probs_underflow]",
+                    "test_rung_2_and_3_cases_are_caught_by_their_own_rung_and_twins_pass_it[chunked_prefill_short]",
+                    "test_fixed_twin_is_clean[jit_key_closure]", "test_fixed_twin_is_clean[config_writes_zeros]",
+                    "test_rung_2_and_3_cases_are_caught_by_their_own_rung_and_twins_pass_it",
+                    "test_rung_4_cases_are_caught_by_their_mode_alone_and_name_the_call", "test_fixed_twin_is_clean"],
+    "test_rung8.py": ["test_rung_8_catches_what_the_kernel_rungs_let_through", "test_rung_8_twins_keep_the_baseline"],
+    "test_pytest_plugin.py": [], "test_cli.py": [], "test_modes.py": [], "test_readme.py": [], "test_rung6.py": [],
+    "test_isolation.py": [],
+}
+
+
+def _cost_rank(item) -> tuple[int, int]:
+    files = list(COSTLIEST_FIRST)
+    name = os.path.basename(str(item.fspath))
+    if name not in COSTLIEST_FIRST:
+        return len(files), 0
+    tests = COSTLIEST_FIRST[name]
+    own = item.name
+    at = next((i for i, t in enumerate(tests) if own == t or (own.startswith(t) and own[len(t):][:1] == "[")), len(tests))
+    return files.index(name), at
+
+
+# Per-test cost, for measuring the suite (docs/results/2026-12-02-cpu-suite-session6): with
+# KLADDER_TEST_CPU=DIR set, each test's wall seconds and CPU seconds (this process's user+sys
+# and that of every child it reaped meanwhile: the CLI climbs, their workers) across its setup,
+# call and teardown are appended to DIR/<worker>.jsonl. CPU time is what a loaded machine
+# does not inflate much; wall time is what an idle one would show.
+if os.environ.get("KLADDER_TEST_CPU"):
+    import json as _json
+    import resource as _resource
+    import time as _time
+
+    def _cpu_s():
+        me, kids = _resource.getrusage(_resource.RUSAGE_SELF), _resource.getrusage(_resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        t0, c0 = _time.perf_counter(), _cpu_s()
+        yield
+        rec = {"test": item.nodeid, "wall_s": round(_time.perf_counter() - t0, 3), "cpu_s": round(_cpu_s() - c0, 3),
+               "load1": round(os.getloadavg()[0], 2)}
+        out = os.path.join(os.environ["KLADDER_TEST_CPU"], os.environ.get("PYTEST_XDIST_WORKER", "main") + ".jsonl")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "a") as f:
+            f.write(_json.dumps(rec) + "\n")
