@@ -67,37 +67,6 @@ def pytest_collection_modifyitems(config, items):
                 keys.append(f"{item.module.__name__}::{name}" + (f"[{params[name]}]" if name in params else ""))
         if keys:
             item.add_marker(pytest.mark.xdist_group("+".join(sorted(keys))))
-    # The costliest files first, each file's items kept together and in pytest's order (its
-    # module fixtures are built once): xdist hands work out in this order, so the long climbs
-    # start while the other worker still has short tests to take, not at the end alone.
-    items.sort(key=_cost_rank)
-
-
-# The costliest files first, and in them the costliest tests first (measured:
-# docs/results/2026-12-02-cpu-suite-session6); everything else after, in pytest's order. Tests
-# of one module-scoped fixture (test_zoo's `buggy`) share one rank, so pytest's order of its
-# parameters stands.
-COSTLIEST_FIRST = {
-    "test_zoo.py": ["test_rung_2_and_3_cases_are_caught_by_their_own_rung_and_twins_pass_it[lowp_probs_underflow]",
-                    "test_rung_2_and_3_cases_are_caught_by_their_own_rung_and_twins_pass_it[chunked_prefill_short]",
-                    "test_fixed_twin_is_clean[jit_key_closure]", "test_fixed_twin_is_clean[config_writes_zeros]",
-                    "test_rung_2_and_3_cases_are_caught_by_their_own_rung_and_twins_pass_it",
-                    "test_rung_4_cases_are_caught_by_their_mode_alone_and_name_the_call", "test_fixed_twin_is_clean"],
-    "test_rung8.py": ["test_rung_8_catches_what_the_kernel_rungs_let_through", "test_rung_8_twins_keep_the_baseline"],
-    "test_pytest_plugin.py": [], "test_cli.py": [], "test_modes.py": [], "test_readme.py": [], "test_rung6.py": [],
-    "test_isolation.py": [],
-}
-
-
-def _cost_rank(item) -> tuple[int, int]:
-    files = list(COSTLIEST_FIRST)
-    name = os.path.basename(str(item.fspath))
-    if name not in COSTLIEST_FIRST:
-        return len(files), 0
-    tests = COSTLIEST_FIRST[name]
-    own = item.name
-    at = next((i for i, t in enumerate(tests) if own == t or (own.startswith(t) and own[len(t):][:1] == "[")), len(tests))
-    return files.index(name), at
 
 
 # Per-test cost, for measuring the suite (docs/results/2026-12-02-cpu-suite-session6): with
