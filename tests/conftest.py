@@ -45,12 +45,16 @@ def report_json(path):
 
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under `--dist loadgroup` (the Makefile's), the tests sharing a module-scoped fixture run
     on one xdist worker, so the fixture (a climb, a repository) is built once, not once per
     worker that draws one of its tests: one group per fixture a test names and, for a
     parametrized one, per parameter. Autouse fixtures (torch settings, named by no test)
-    group nothing."""
+    group nothing. tryfirst: xdist's own hook (its worker's) turns the marks into the node ids
+    that it groups by, and it runs before this one otherwise, seeing no mark: the two tests of
+    test_zoo's `buggy[small_overrun]` ran on two workers, the climb built twice (measured,
+    docs/results/2026-12-02-cpu-suite-session6; tests/test_suite_groups.py)."""
     import inspect
 
     import pytest
@@ -64,7 +68,8 @@ def pytest_collection_modifyitems(config, items):
             defs = infos.name2fixturedefs.get(name)
             own = defs and getattr(defs[-1].func, "__module__", "") in (item.module.__name__, "conftest")
             if own and defs[-1].scope in ("module", "package", "session"):      # not pytest's tmp_path_factory
-                keys.append(f"{item.module.__name__}::{name}" + (f"[{params[name]}]" if name in params else ""))
+                # no ']' in a group: xdist reads a node id whose last ']' follows its '@' as no group
+                keys.append(f"{item.module.__name__}::{name}" + (f"({params[name]})" if name in params else ""))
         if keys:
             item.add_marker(pytest.mark.xdist_group("+".join(sorted(keys))))
 
