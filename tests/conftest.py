@@ -45,12 +45,16 @@ def report_json(path):
 
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under `--dist loadgroup` (the Makefile's), the tests sharing a module-scoped fixture run
     on one xdist worker, so the fixture (a climb, a repository) is built once, not once per
     worker that draws one of its tests: one group per fixture a test names and, for a
     parametrized one, per parameter. Autouse fixtures (torch settings, named by no test)
-    group nothing."""
+    group nothing. tryfirst: xdist's own hook (its worker's) turns the marks into the node ids
+    that it groups by, and it runs before this one otherwise, seeing no mark: the two tests of
+    test_zoo's `buggy[small_overrun]` ran on two workers, the climb built twice (measured,
+    docs/results/2026-12-02-cpu-suite-session6; tests/test_suite_groups.py)."""
     import inspect
 
     import pytest
@@ -64,6 +68,33 @@ def pytest_collection_modifyitems(config, items):
             defs = infos.name2fixturedefs.get(name)
             own = defs and getattr(defs[-1].func, "__module__", "") in (item.module.__name__, "conftest")
             if own and defs[-1].scope in ("module", "package", "session"):      # not pytest's tmp_path_factory
-                keys.append(f"{item.module.__name__}::{name}" + (f"[{params[name]}]" if name in params else ""))
+                # no ']' in a group: xdist reads a node id whose last ']' follows its '@' as no group
+                keys.append(f"{item.module.__name__}::{name}" + (f"({params[name]})" if name in params else ""))
         if keys:
             item.add_marker(pytest.mark.xdist_group("+".join(sorted(keys))))
+
+
+# Per-test cost, for measuring the suite (docs/results/2026-12-02-cpu-suite-session6): with
+# KLADDER_TEST_CPU=DIR set, each test's wall seconds and CPU seconds (this process's user+sys
+# and that of every child it reaped meanwhile: the CLI climbs, their workers) across its setup,
+# call and teardown are appended to DIR/<worker>.jsonl. CPU time is what a loaded machine
+# does not inflate much; wall time is what an idle one would show.
+if os.environ.get("KLADDER_TEST_CPU"):
+    import json as _json
+    import resource as _resource
+    import time as _time
+
+    def _cpu_s():
+        me, kids = _resource.getrusage(_resource.RUSAGE_SELF), _resource.getrusage(_resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        t0, c0 = _time.perf_counter(), _cpu_s()
+        yield
+        rec = {"test": item.nodeid, "wall_s": round(_time.perf_counter() - t0, 3), "cpu_s": round(_cpu_s() - c0, 3),
+               "load1": round(os.getloadavg()[0], 2)}
+        out = os.path.join(os.environ["KLADDER_TEST_CPU"], os.environ.get("PYTEST_XDIST_WORKER", "main") + ".jsonl")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "a") as f:
+            f.write(_json.dumps(rec) + "\n")

@@ -20,8 +20,10 @@ RUNG4_CASES = list(RUNG4_CAUGHT)
 
 
 def climb(tmp_path_factory, case, *extra):
+    # --shrink-s 0: no test here asserts a shrink (test_shrink.py and test_zoo_run.py do), and
+    # each failing climb would spend up to 30 s shrinking its failures
     out = tmp_path_factory.mktemp(case) / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", case, "--device", "cpu",
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", case, "--device", "cpu", "--shrink-s", "0",
                         "--json", str(out), "--log", str(out.with_suffix(".jsonl")), *extra],
                        capture_output=True, text=True, timeout=900)
     report_json(out.with_suffix(".jsonl"))
