@@ -377,3 +377,45 @@ def test_the_sanitizers_child_runs_the_backward():
     for mode in ("eager", "sanitize"):
         pt = Point("raises_in_backward", 5, (("M", 4), ("N", 8)), mode=mode)
         assert child([os.path.join(SPECS, "grads_order.py") + "::raises_in_backward", "cpu", pt.to_json()]) == KERNEL_RAISED
+
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs and graphed repetition need a GPU")
+
+
+def _stale_upstream():
+    """A backward that keeps the first upstream gradient it saw (per shape) and reuses it: right in
+    every eager call on the first inputs, frozen into a CUDA graph's capture."""
+    seen = {}
+
+    class Stale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, b):
+            ctx.save_for_backward(x, w, b)
+            return ln(x, w, b)
+
+        @staticmethod
+        def backward(ctx, g):
+            kept = seen.setdefault(tuple(g.shape), g.clone())     # the bug: a host-side cache of grad_output
+            with torch.enable_grad():
+                leaves = [t.detach().requires_grad_() for t in ctx.saved_tensors]
+                return torch.autograd.grad(ln(*leaves), leaves, kept)
+    return Stale.apply
+
+
+@CUDA
+def test_graph_mode_captures_the_backward_and_replays_it_with_new_upstream_gradients():
+    pt = Point("ln", 4, (("M", 37), ("N", 129)), mode="graph")
+    o = run_point(ln_spec(ln), pt, "cuda").outcome
+    assert o.status.value == "passed", o.findings
+    o = run_point(ln_spec(_stale_upstream()), pt, "cuda").outcome
+    assert o.status.value == "failed" and {f.output for f in o.findings} >= {"grad of x"}
+    assert all(f.call.startswith("replay") for f in o.findings)
+
+
+@CUDA
+def test_graphed_repetition_compares_the_gradients_bit_for_bit_on_cuda():
+    # the atomic kernel's order is host-side: each captured call has its own, frozen into the graph
+    pt = Point("ln", 5, (("M", 64), ("N", 8)), mode="repeat", repeat=(("calls", 64),))
+    assert run_point(ln_spec(ln, deterministic=True), pt, "cuda").outcome.status.value == "passed"
+    o = run_point(order.ln_atomic_det, pt, "cuda").outcome
+    assert o.status.value == "failed" and {f.output for f in o.findings} <= {"grad of w", "grad of b"}

@@ -16,7 +16,7 @@ def ln_ref(x, w, b):
 def _row_sum(t, acc, order=None):
     """The rows of `t` added one at a time in `order` (a fresh random order when None), into `acc`."""
     order = torch.randperm(t.shape[0]) if order is None else order
-    total = torch.zeros(t.shape[1:], dtype=acc)
+    total = torch.zeros(t.shape[1:], dtype=acc, device=t.device)
     for m in order.tolist():
         total += t[m].to(acc)
     return total

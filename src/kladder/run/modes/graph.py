@@ -37,6 +37,7 @@ class Graph:
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):               # warm-up outside the graph: JIT, autotune
             warm = h.call(static, "warm-up before capture", runner=call_raw)
+        warm_grads = dict(static.backward.grads) if static.backward is not None else None
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
@@ -53,6 +54,8 @@ class Graph:
             if claimed is False:
                 return
             # kernels recorded by the failed capture never ran: the buffers hold the warm-up's results
+            if warm_grads is not None:
+                static.backward.grads = warm_grads
             yield Call(static, warm, "the eager call before the failed capture")
             return
         for r in range(1, REPLAYS + 1):
