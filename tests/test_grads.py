@@ -202,3 +202,231 @@ def test_bad_grads_name_the_field_and_the_fix(grads, fix):
                 args={"x": kl.Tensor("N", dtype="float32"), "i": kl.Tensor("N", dtype="int32"), "n": 3},
                 dims={"N": kl.Dim(1, 64)}, returns=kl.Tensor("N", like="x"), grads=grads)
     assert e.value.where == "Spec('s').grads" and fix in e.value.fix
+
+
+# ---------------------------------------------------------------------------- issue 22, items A and 3
+import os                                                         # noqa: E402
+import sys                                                        # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "specs"))
+import grads_order as order                                       # noqa: E402
+from kladder.report.words import message, reason                 # noqa: E402
+
+SPECS = os.path.join(os.path.dirname(__file__), "specs")
+
+
+def _ln_formula(noise):
+    """A float32 layer norm backward written as Triton kernels write it, dx = (w dy - (xhat c1 + c2))
+    x rstd, with `noise(c2)` standing in for the GPU's rounding of c2 = sum(w dy) / N."""
+    class LN(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, b):
+            ctx.save_for_backward(x, w)
+            return ln(x, w, b)
+
+        @staticmethod
+        def backward(ctx, dy):
+            x, w = ctx.saved_tensors
+            n = x.shape[-1]
+            xc = x - x.mean(-1, keepdim=True)
+            rstd = torch.rsqrt((xc * xc).mean(-1, keepdim=True) + 1e-5)
+            xhat, wdy = xc * rstd, w * dy
+            c1, c2 = (xhat * wdy).sum(-1, keepdim=True) / n, noise(wdy.sum(-1, keepdim=True) / n)
+            return (wdy - (xhat * c1 + c2)) * rstd, (dy * xhat).sum(0), dy.sum(0)
+    return LN.apply
+
+
+def _one_ulp_up_every_6th_row(c2):
+    up = torch.nextafter(c2, torch.full_like(c2, float("inf")))
+    return torch.where(torch.arange(c2.shape[0])[:, None] % 6 == 0, up, c2)
+
+
+def test_n1_gradient_of_x_rounding_of_its_terms_passes_a_real_bug_fails():
+    # N = 1: the true gradient of x is exactly 0, from two terms of size rstd |w dy| (rstd = 316);
+    # one rounding of c2 leaves 316 x 1 ulp (the H200's 3.7e-05, over atol 1e-05): a correct kernel
+    spec = order.ln_spec("ln", _ln_formula(_one_ulp_up_every_6th_row), n_min=1)
+    o = run_point(spec, Point("ln", 1, (("M", 1024), ("N", 1))), "cpu").outcome
+    assert o.status.value == "passed", o.findings
+    # a backward that forgot the mean's term (c2 = 0) is 316 x |w dy| off: it still fails
+    spec = order.ln_spec("ln", _ln_formula(lambda c2: c2 * 0), n_min=1)
+    o = run_point(spec, Point("ln", 1, (("M", 1024), ("N", 1))), "cpu").outcome
+    assert [f.output for f in o.findings] == ["grad of x"] and o.findings[0].mismatched == 1024
+
+
+@pytest.mark.parametrize("N", [1, 2])
+def test_torch_layer_norm_backward_passes_at_n_1_and_2(N):
+    # torch's float32 layer_norm computes xhat as x rstd - mean rstd: at N = 1 not exactly 0 (its
+    # grad of w is sqrt(M) x u x 316 off an exact 0), at N = 2 it cancels: both correct
+    o = run_point(order.ln_spec("ln", ln, n_min=1), Point("ln", 1, (("M", 1024), ("N", N))), "cpu").outcome
+    assert o.status.value == "passed", o.findings
+
+
+def test_a_weight_gradient_summed_in_any_float32_order_passes_in_float16_fails():
+    # 1,024 rows' shares of dw and db added one at a time in a random order (float32 atomics): before
+    # the backward's rounding draws, this fixed order failed grad of w in 2 of 128 columns (pairwise
+    # peer's budget); summed in float16 (the zoo's layernorm_dw_half_accum) it must still fail
+    pt = Point("ln", 1, (("M", 1024), ("N", 128)))
+    o = run_point(order.ln_spec("ln", order.layer_norm_atomic(seed=1)), pt, "cpu").outcome
+    assert o.status.value == "passed", o.findings
+    o = run_point(order.ln_spec("ln", order.layer_norm_atomic(torch.float16, seed=1)), pt, "cpu").outcome
+    assert {f.output for f in o.findings} == {"grad of w", "grad of b"}
+
+
+ABA = (("dims", (("M", 17), ("N", 8))),)
+
+
+def test_aba_a_kernel_that_varies_run_to_run_passes_when_the_spec_allows_it():
+    pt = Point("rowsum", 4, (("M", 256), ("N", 8)), mode="aba", partner=ABA)
+    o = run_point(order.rowsum_any, pt, "cpu").outcome
+    assert o.status.value == "passed" and o.note.kind.value == "run_to_run"
+    assert o.note.facts.outputs == ["out"] and o.note.facts.differ > 0
+    assert "judged against the reference" in reason(o) and "deterministic=False" in reason(o)
+    # the spec says deterministic: A's own two calls differ before B ran, the kernel's nondeterminism, never B's
+    o = run_point(order.rowsum_det, pt, "cpu").outcome
+    (f,) = o.findings
+    assert f.check.value == "not_bitwise" and f.facts.cause == "run_to_run" and "before B ran" in message(f)
+
+
+def test_aba_with_grads_holds_the_gradients_bit_for_bit_unless_they_vary():
+    pt = Point("ln", 4, (("M", 256), ("N", 8)), mode="aba", partner=ABA)
+    o = run_point(order.ln_atomic, pt, "cpu").outcome
+    assert o.status.value == "passed" and set(o.note.facts.outputs) == {"grad of w", "grad of b"}
+    o = run_point(order.ln_atomic_det, pt, "cpu").outcome
+    assert {f.output for f in o.findings} == {"grad of w", "grad of b"}
+    assert all(f.facts.cause == "run_to_run" for f in o.findings)
+    # torch's own backward is deterministic: held bit for bit after B, and passes
+    o = run_point(ln_spec(ln, deterministic=True), Point("ln", 4, (("M", 37), ("N", 129)), mode="aba",
+                                                           partner=(("dims", (("M", 17), ("N", 64))),)), "cpu").outcome
+    assert o.status.value == "passed" and o.note is None
+
+
+def test_jitcache_runs_the_backward_and_allows_run_to_run_variation(monkeypatch):
+    from kladder.run.modes.jitcache import REF_ENV
+    monkeypatch.setenv(REF_ENV, os.path.join(SPECS, "grads_order.py") + "::ln_atomic")
+    pt = Point("ln_atomic", 4, (("M", 64), ("N", 8)), mode="jitcache", partner=ABA)
+    o = run_point(order.ln_atomic, pt, "cpu").outcome
+    assert o.status.value == "passed", o.findings
+    assert o.note.kind.value == "run_to_run" and set(o.note.facts.outputs) == {"grad of w", "grad of b"}
+    assert o.note.facts.files is not None
+
+
+def test_repeat_compares_the_gradients_bit_for_bit():
+    pt = Point("ln", 5, (("M", 256), ("N", 8)), mode="repeat", repeat=(("calls", 16),))
+    o = run_point(order.ln_atomic_det, pt, "cpu").outcome
+    assert o.status.value == "failed" and {f.output for f in o.findings} <= {"grad of w", "grad of b"}
+    assert all(f.check.value == "repeats" for f in o.findings)
+    assert run_point(order.ln_atomic, pt, "cpu").outcome.status.value == "passed"
+    assert run_point(ln_spec(ln, deterministic=True), pt, "cpu").outcome.status.value == "passed"
+
+
+def test_repeat_an_atomic_weight_gradient_varying_past_twice_the_default_is_a_warning_not_wrong():
+    # 4,096 rows' shares in another float32 order each call: calls differ from the first by more
+    # than twice the default (before: 9 of 16 calls "wrong"), while the worst call is right against
+    # the reference with its honest budget: nondeterminism, which deterministic=False allows
+    pt = Point("ln", 5, (("M", 4096), ("N", 16)), mode="repeat", repeat=(("calls", 16),))
+    o = run_point(order.ln_atomic, pt, "cpu").outcome
+    assert o.status.value == "passed", o.findings
+    assert o.warnings and all(w.check.value == "nondeterministic" and w.facts.wrong == 0 for w in o.warnings)
+    assert {w.output for w in o.warnings} <= {"grad of w", "grad of b"}
+
+
+def test_a_backward_that_writes_its_upstream_gradient_fails_input_changed():
+    class Scribbles(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, b):
+            ctx.save_for_backward(x, w, b)
+            return ln(x, w, b)
+
+        @staticmethod
+        def backward(ctx, g):
+            with torch.enable_grad():
+                leaves = [t.detach().requires_grad_() for t in ctx.saved_tensors]
+                grads = torch.autograd.grad(ln(*leaves), leaves, g)
+            g[-1].zero_()                     # the bug: the grad_output used as scratch
+            return grads
+    o = run_point(ln_spec(Scribbles.apply), _point(), "cpu").outcome
+    (f,) = o.findings
+    assert f.check.value == "input_changed" and f.output == "upstream out"
+    assert f.pattern.rows == ("one", 36)
+
+
+def test_a_backward_that_writes_past_its_upstream_gradient_fails_the_guard():
+    class Overruns(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, b):
+            ctx.save_for_backward(x, w, b)
+            return ln(x, w, b)
+
+        @staticmethod
+        def backward(ctx, g):
+            with torch.enable_grad():
+                leaves = [t.detach().requires_grad_() for t in ctx.saved_tensors]
+                grads = torch.autograd.grad(ln(*leaves), leaves, g)
+            past = g.as_strided((g.numel() + 3,), (1,), g.storage_offset())
+            past[g.numel():] = 0.0            # the bug: 3 floats past the end of grad_output
+            return grads
+    o = run_point(ln_spec(Overruns.apply), _point(), "cpu").outcome
+    assert [(f.check.value, f.output) for f in o.findings] == [("guard", "upstream out")]
+
+
+def test_graph_replays_copy_fresh_upstream_gradients_into_the_captured_buffers():
+    from kladder.run.harness import Backward
+    from kladder.run.modes.graph import _new_upstream
+    static = Backward({"out": torch.zeros(1, 5).expand(3, 5)}, ref_extra=[1], snapshot={"out": 0})
+    fresh = Backward({"out": torch.arange(5.0)[None].expand(3, 5)}, ref_extra=[2], snapshot={"out": 1})
+    _new_upstream(static, fresh)
+    assert torch.equal(static.upstream["out"], fresh.upstream["out"]) and static.ref_extra == [2]
+    static = Backward({"out": torch.zeros(4, 6).t()})
+    fresh = Backward({"out": torch.randn(6, 4)})
+    _new_upstream(static, fresh)
+    assert torch.equal(static.upstream["out"], fresh.upstream["out"])
+
+
+def test_the_sanitizers_child_runs_the_backward():
+    from kladder.run.modes.sanitize import KERNEL_RAISED, child
+    # the point as the sanitize mode sends it (run/modes/sanitize._run: an eager point), and as given
+    for mode in ("eager", "sanitize"):
+        pt = Point("raises_in_backward", 5, (("M", 4), ("N", 8)), mode=mode)
+        assert child([os.path.join(SPECS, "grads_order.py") + "::raises_in_backward", "cpu", pt.to_json()]) == KERNEL_RAISED
+
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs and graphed repetition need a GPU")
+
+
+def _stale_upstream():
+    """A backward that keeps the first upstream gradient it saw (per shape) and reuses it: right in
+    every eager call on the first inputs, frozen into a CUDA graph's capture."""
+    seen = {}
+
+    class Stale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, b):
+            ctx.save_for_backward(x, w, b)
+            return ln(x, w, b)
+
+        @staticmethod
+        def backward(ctx, g):
+            kept = seen.setdefault(tuple(g.shape), g.clone())     # the bug: a host-side cache of grad_output
+            with torch.enable_grad():
+                leaves = [t.detach().requires_grad_() for t in ctx.saved_tensors]
+                return torch.autograd.grad(ln(*leaves), leaves, kept)
+    return Stale.apply
+
+
+@CUDA
+def test_graph_mode_captures_the_backward_and_replays_it_with_new_upstream_gradients():
+    pt = Point("ln", 4, (("M", 37), ("N", 129)), mode="graph")
+    o = run_point(ln_spec(ln), pt, "cuda").outcome
+    assert o.status.value == "passed", o.findings
+    o = run_point(ln_spec(_stale_upstream()), pt, "cuda").outcome
+    assert o.status.value == "failed" and {f.output for f in o.findings} >= {"grad of x"}
+    assert all(f.call.startswith("replay") for f in o.findings)
+
+
+@CUDA
+def test_graphed_repetition_compares_the_gradients_bit_for_bit_on_cuda():
+    # the atomic kernel's order is host-side: each captured call has its own, frozen into the graph
+    pt = Point("ln", 5, (("M", 64), ("N", 8)), mode="repeat", repeat=(("calls", 64),))
+    assert run_point(ln_spec(ln, deterministic=True), pt, "cuda").outcome.status.value == "passed"
+    o = run_point(order.ln_atomic_det, pt, "cuda").outcome
+    assert o.status.value == "failed" and {f.output for f in o.findings} <= {"grad of w", "grad of b"}

@@ -545,6 +545,18 @@ class CacheFilesFacts(Facts):
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunToRunFacts(Facts):
+    """A's two calls on the same inputs, before B, differ bit for bit (Spec(deterministic=False)):
+    the outputs that vary, their differing elements and elements in all, the mode (aba, jitcache),
+    and the cold process's cache files (jitcache)."""
+    outputs: list[str]
+    differ: int
+    total: int
+    mode: str
+    files: int | None = opt()
+
+
+@dataclass(frozen=True, kw_only=True)
 class FlagChangedFacts(Facts):
     flag: str
     values: list[Json]
@@ -705,7 +717,7 @@ NOTE_FACTS: dict[str, type[Facts]] = {
     "reference_nan": ReferenceNanFacts, "invariant_raised": InvariantRaisedFacts, "process_failed": ProcessFailedFacts,
     "no_such_slot": NoSuchSlotFacts, "baseline_failed": BaselineFailedFacts, "kladder_error": KladderErrorFacts,
     "kernel_oom": KernelOomFacts, "inputs_oom": InputsOomFacts, "model_scores": ModelScoresFacts,
-    "cache_files": CacheFilesFacts, "ran": RanFacts, "flag_changed": FlagChangedFacts, "flag_not_visible": FlagNotVisibleFacts,
+    "cache_files": CacheFilesFacts, "run_to_run": RunToRunFacts, "ran": RanFacts, "flag_changed": FlagChangedFacts, "flag_not_visible": FlagNotVisibleFacts,
     "not_compiled": NotCompiledFacts, "imports_checked": ImportsCheckedFacts, "cache_missed": CacheMissedFacts,
     "collective_needs_cuda": CollectiveNeedsCudaFacts, "not_enough_gpus": NotEnoughGpusFacts, "rank_failed": RankFailedFacts,
     "collective_calls": CollectiveCallsFacts, "repeats_clean": RepeatsCleanFacts, "stream_clean": StreamCleanFacts,

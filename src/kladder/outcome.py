@@ -126,6 +126,7 @@ class Cause(_Words):
     JITCACHE = "jitcache"        # A on a warm cache against A on a cold one
     PADDING = "padding"          # the same valid data with other padding bytes
     CACHEKEY = "cachekey"        # B on the cache A left against B on an empty cache (variant: what B changed)
+    RUN_TO_RUN = "run_to_run"    # A twice on the same inputs, before B (Spec(deterministic=True) says they agree)
 
 
 class NoteKind(_Words):
@@ -155,6 +156,7 @@ class NoteKind(_Words):
     INPUTS_OOM = "inputs_oom"                      # text
     MODEL_SCORES = "model_scores"                  # what the model mode measured (see checks/model_score.py)
     CACHE_FILES = "cache_files"                    # files
+    RUN_TO_RUN = "run_to_run"                      # outputs, differ, total, mode, files: A varies run to run (not judged bitwise)
     # rung 7
     RAN = "ran"                                    # ran: {launches [{name, params}], gpu [names], functions [names]}
     FLAG_CHANGED = "flag_changed"                  # flag, values, how, codes (distinct code objects over the values)

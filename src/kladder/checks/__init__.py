@@ -98,6 +98,10 @@ class Judge:
         spec, pt = self.spec, prep.point
         head = _guard_findings(spec, prep.inputs, pt) + _allocation_findings(getattr(prep, "allocated", []), outputs)
         head += inputs.changed(spec, prep.inputs, pt, getattr(prep, "snapshot", None) or [])
+        backward = getattr(prep, "backward", None)
+        if backward is not None:               # kladder's gradient buffers: their guards, the upstream gradients as passed
+            head += _backward_guard_findings(spec, backward, pt) + inputs.upstream_changed(spec, backward.upstream,
+                                                                                          backward.snapshot)
         wrong_arity = contract.arity(spec, returned)
         if wrong_arity:
             head.append(wrong_arity)
@@ -327,6 +331,21 @@ def _guard_findings(spec, inputs, point) -> list[Finding]:
     for name, g in inputs.guarded.items():
         before, after = g.damaged()
         f = guards.guards(name, before, after, ITEMSIZE[dtype_of(spec, name, point.dtype_of)])
+        if f:
+            out.append(f)
+    return out
+
+
+def _backward_guard_findings(spec, backward, point) -> list[Finding]:
+    """Guard bytes around kladder's own gradient buffers (Spec.grads): each upstream gradient
+    ('upstream y') and, at an accumulation point, what each `.grad` held ('grad of w')."""
+    from ..materialize import any_damaged
+    if not backward.guarded or not any_damaged(backward.guarded.values()):
+        return []
+    out = []
+    for name, g in backward.guarded.items():
+        before, after = g.damaged()
+        f = guards.guards(name, before, after, g.view.element_size())
         if f:
             out.append(f)
     return out

@@ -187,3 +187,19 @@ def _by_hash(spec, s: Snapshot, g, point) -> Finding | None:
     where = Where(where.symbols[:1], where.tiles)
     return Finding(Check.INPUT_CHANGED, s.name, pattern=describe(bad, where), mismatched=int(bad.sum()), total=rows,
                    facts=InputChangedFacts(how="hash", gap_bytes=0, slabs=int(differ.sum()), of=len(s.slabs)))
+
+
+def upstream_changed(spec, upstream: dict, shots: dict) -> list[Finding]:
+    """Spec.grads: a backward must leave its grad_output as it was passed (autograd may hand the
+    same buffer to another consumer's backward). A finding per upstream gradient ('upstream y')
+    whose values changed bit for bit, located as its output's elements."""
+    from ..spec import upstream_name
+    found = []
+    for out, then in shots.items():
+        now = upstream.get(out)
+        if now is None or now.shape != then.shape or now.dtype != then.dtype:
+            continue
+        f = _finding(upstream_name(out), bits_differ(now, then).cpu(), _where(spec, out), {"how": "values", "gap_bytes": 0})
+        if f is not None:
+            found.append(f)
+    return found

@@ -172,3 +172,96 @@ def peer_cap(rest, scale, out_dtype: str):
     import torch
     u = UNIT_ROUNDOFF.get(out_dtype, 0.0)
     return torch.maximum(MAX_WIDENING * rest, (u ** HALF_DIGITS) * scale)
+
+
+# ---------------------------------------------------------------------------- the backward's own roundings
+# A gradient's terms are not the inputs: layer_norm's grad of x at N = 1 is rstd x (w dy - mean(w dy))
+# = 0 from two terms of size rstd |w dy| (rstd = 316 at variance 0), which no perturbation of the
+# inputs moves (the true gradient is 0 at every rounding: s = 0), while a float32 kernel leaves one
+# rounding of them (3.7e-05, measured on the H200). And a weight's gradient is a sum over every row,
+# which a correct kernel may add in any order (float32 atomics, in whatever order its programs
+# finish), while the honest peer (torch's pairwise sum) is more accurate than any such order. So
+# on a backward point every draw of the spread also rounds the reference's backward itself:
+# every floating result of an op of its autograd (the vector-Jacobian products, the engine's sums of
+# two paths' gradients) is moved by a Gaussian ACC_UNIT of itself, and a reduction's (sum, mean,
+# a product's inner dimension, n terms) by ACC_UNIT x sqrt(n - 1) x the sum of its terms' magnitudes
+# more: that bounds the RMS rounding error of adding the n terms in ANY order (each partial sum is
+# at most the sum of |terms|), so the spread's budget (the default at s / unit) admits every order.
+# ACC_UNIT is float32's unit roundoff (or the inputs', when finer): a correct backward computes in
+# float32 at least, so a float16 gradient's budget barely moves, and one summed in float16 (the
+# zoo's layernorm_dw_half_accum, 2^13 x float32's unit a step) is still caught.
+ACC_UNIT = 2.0 ** -24
+_NOT_ROUNDING = ("copy_", "clone", "_to_copy", "detach", "fill_", "fill", "zero_", "zeros_like", "ones_like",
+                 "empty_like", "full_like", "new_zeros", "new_ones", "new_empty", "new_full", "zeros", "ones", "empty",
+                 "full", "scalar_tensor", "lift_fresh", "lift_fresh_copy", "where", "neg", "abs", "masked_fill",
+                 "index_select", "gather", "cat", "stack", "constant_pad_nd", "select_backward", "slice_backward",
+                 "_unsafe_view", "expand_copy", "sign", "eq", "ne", "lt", "le", "gt", "ge")
+
+
+def acc_unit(unit: float) -> float:
+    """The unit a correct backward's own arithmetic rounds at: float32's, or the inputs' when finer."""
+    return min(ACC_UNIT, unit) if unit else ACC_UNIT
+
+
+def backward_rounding(gen, unit: float):
+    """A TorchDispatchMode that rounds (moves) every floating result of the ops run under it, as
+    above; entered around the reference's autograd.grad in the spread's draws (run/harness.py)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    return _Rounding(gen, unit, TorchDispatchMode)
+
+
+def _reduced(func, args, kwargs, out):
+    """For a reduction: (n terms a result adds, sum of their |terms| at each result), else None."""
+    import torch
+    aten = torch.ops.aten
+    name = func.overloadpacket.__name__
+    if name in ("sum", "mean") and args and isinstance(args[0], torch.Tensor):
+        t = args[0]
+        dims = args[1] if len(args) > 1 and args[1] is not None else kwargs.get("dim")
+        keep = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+        if not dims:
+            dims = list(range(t.dim()))
+        dims = [dims] if isinstance(dims, int) else list(dims)
+        n = 1
+        for d in dims:
+            n *= t.shape[d] if t.dim() else 1
+        mag = aten.sum.dim_IntList(t.abs(), dims, keep) if t.dim() else t.abs()
+        if name == "mean":
+            mag = mag / max(n, 1)
+        return n, mag.reshape(out.shape)
+    if name in ("mm", "bmm", "addmm", "baddbmm"):
+        a, b = (args[1], args[2]) if name in ("addmm", "baddbmm") else (args[0], args[1])
+        mag = torch.matmul(a.abs(), b.abs())
+        return a.shape[-1], mag.reshape(out.shape)
+    return None
+
+
+class _Rounding:
+    def __new__(cls, gen, unit, base):
+        class Rounding(base):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                out = func(*args, **kwargs)
+                name = func.overloadpacket.__name__
+                if func.is_view or name in _NOT_ROUNDING or name.rstrip("_") in _NOT_ROUNDING:
+                    return out
+                for t in (out if isinstance(out, (tuple, list)) else (out,)):
+                    _round(func, args, kwargs, t, gen, unit)
+                return out
+        return Rounding()
+
+
+def _round(func, args, kwargs, t, gen, unit: float) -> None:
+    import torch
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point() or not t.numel():
+        return
+    scale = t.abs()
+    red = _reduced(func, args, kwargs, t)
+    if red is not None:
+        n, mag = red
+        scale = torch.hypot(scale, mag.to(t.dtype) * max(n - 1, 0) ** 0.5)
+    scale.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)      # a non-finite result is not moved
+    g = torch.randn(t.shape, generator=gen, device=t.device, dtype=torch.float32)
+    # in place, so that the op's result stays the tensor autograd holds (a fresh one, or the
+    # in-place op's own argument)
+    t.addcmul_(g.to(t.dtype), scale, value=unit)

@@ -32,9 +32,15 @@ def judge(spec, point, r, expected: dict | None, peers=None) -> tuple[list[Findi
     compared = r.calls - r.firsts
     differ = torch.stack([b > 0 for b in r.bits.values()]).any(0)
     wrong = torch.stack([f > 0 for f in r.far.values()]).any(0)
-    against = _worst_against_reference(spec, point, r, expected, peers)
+    against, worst_right = _worst_against_reference(spec, point, r, expected, peers)
     if against is not None and r.worst_call > r.firsts:
         wrong[r.worst_call - r.firsts - 1] = True
+    elif worst_right and not spec.deterministic:
+        # the worst call (the most elements past twice the default from its first call) is right
+        # against the reference with its honest peer's budget: the first call passed within that
+        # budget, not the default, so "past twice the default from it" is no evidence of a wrong
+        # call (float atomics summed in another order each call: a weight gradient over 1,024 rows)
+        wrong = torch.zeros_like(wrong)
     facts = _facts(spec, r, compared, differ, wrong)
     if spec.deterministic and facts["differ"]:
         return [_finding(spec, point, r, Check.REPEATS, facts, differ, against, bitwise_only=True)], [], None
@@ -60,14 +66,16 @@ def _rate(k: int, n: int) -> dict:
             "calls_50": s["calls_50"], "calls_95": s["calls_95"], "curve": s["curve"]}
 
 
-def _worst_against_reference(spec, point, r, expected, peers=None) -> Finding | None:
-    """The worst call's outputs against the reference of its inputs: where it is wrong. None
-    when it is right, or when the first call on those inputs is wrong too (every call is then,
-    and the first call's own finding says so)."""
+def _worst_against_reference(spec, point, r, expected, peers=None) -> tuple[Finding | None, bool]:
+    """The worst call's outputs against the reference of its inputs: where it is wrong (None
+    when it is right, or when the first call on those inputs is wrong too: every call is then,
+    and the first call's own finding says so), and whether it was judged right."""
     if r.worst is None or expected is None:
-        return None
+        return None, False
     found = _against(spec, point, r.worst, expected, peers)
-    return found if found is not None and _against(spec, point, r.worst_first, expected, peers) is None else None
+    if found is None:
+        return None, True
+    return (found if _against(spec, point, r.worst_first, expected, peers) is None else None), False
 
 
 def _against(spec, point, outputs: dict, expected: values.Expected, peers=None) -> Finding | None:

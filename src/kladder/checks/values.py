@@ -206,7 +206,7 @@ def _ulp(x, dtype):
 
 
 def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_facts: dict | None = None,
-           slack_ulps: int = 0, unit: float = 0.0, runs: tuple = ()) -> Mismatch | None:
+           slack_ulps: int = 0, unit: float = 0.0, runs: tuple = (), rounded=None) -> Mismatch | None:
     """Re-judge the failures a budget may excuse (finite against finite) with max(the default,
     atol + rtol x s / unit, C x K x s') (checks/peer.py: s the element's rounding spread, unit the
     inputs' largest unit roundoff, K the kernel-precision peer's error in units of s');
@@ -214,8 +214,10 @@ def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_f
     worse than the device (run/interpreter.py). The failures are judged CHUNK at a time (a
     float16 cumsum at N = 8192 fails the default in 61% of its elements: each temporary stays a
     slab's). `runs`: more correct runs in the kernel's precision, (peer, its float64 reference)
-    each: K is then the largest over the peer and them (checks/peer.SETTLE_MARGIN). Returns what
-    still fails (None: nothing), with the budget that applied in its facts."""
+    each: K is then the largest over the peer and them (checks/peer.SETTLE_MARGIN). `rounded`: a
+    backward's spread with the reference's own arithmetic rounded too (checks/peer.backward_rounding):
+    the spread's budget takes the larger of the two spreads (K stays measured against `spread`).
+    Returns what still fails (None: nothing), with the budget that applied in its facts."""
     torch = _torch()
     if not m.n_excusable or m.n_excusable > PEER_MAX_ELEMENTS:
         if m.n_excusable:
@@ -246,10 +248,13 @@ def settle(m: Mismatch, out, ref, tol: Tolerance, spread=None, peer=None, peer_f
         default = tol.atol + tol.rtol * scale
         budgets = {"default": default if floor is None else torch.maximum(default, floor)}
         moved = raw = cap = None
-        if spread is not None or peer is not None:
+        if spread is not None or peer is not None or rounded is not None:
             sp = None if spread is None else spread.reshape(-1)[idx.to(spread.device)].to(device=dev, dtype=torch.float64)
             s_i = peers.rounding(sp, scale, out_dtype)
             moved = torch.zeros_like(scale) if sp is None else torch.where(sp.isfinite(), sp, torch.zeros_like(sp))
+            if rounded is not None:
+                sr = rounded.reshape(-1)[idx.to(rounded.device)].to(device=dev, dtype=torch.float64)
+                moved = torch.maximum(moved, torch.where(sr.isfinite(), sr, torch.zeros_like(sr)))
             # the default, at the scale of the terms that make the element (s / unit)
             budgets["spread"] = tol.atol + tol.rtol * (moved / unit if unit else torch.zeros_like(moved))
             if factor is not None:
@@ -338,15 +343,16 @@ def settle_with(m: Mismatch, out, ref, tol: Tolerance, peer) -> Mismatch | None:
     """`settle` with one output's honest peer (run/harness.Peer, or None when it could not be
     made: then only the default applies); a near miss (every remaining failure within
     checks/peer.SETTLE_MARGIN x its budget) settled again with the peer's further runs."""
+    rounded = getattr(peer, "rounded", None)
     first = settle(m, out, ref, tol, getattr(peer, "spread", None), getattr(peer, "kernel", None),
-                   getattr(peer, "facts", None), unit=getattr(peer, "unit", 0.0))
+                   getattr(peer, "facts", None), unit=getattr(peer, "unit", 0.0), rounded=rounded)
     more = getattr(peer, "more", None)
     if first is None or more is None or getattr(peer, "kernel", None) is None or not near_miss(first):
         return first
     runs = tuple(more())
     if not runs:
         return first
-    return settle(m, out, ref, tol, peer.spread, peer.kernel, peer.facts, unit=peer.unit, runs=runs)
+    return settle(m, out, ref, tol, peer.spread, peer.kernel, peer.facts, unit=peer.unit, runs=runs, rounded=rounded)
 
 
 def near_miss(m: Mismatch) -> bool:

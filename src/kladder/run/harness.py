@@ -19,7 +19,7 @@ from ..outcome import KernelError, NoteKind, RowsChecked, SpecBroken, error_fact
 from ..point import Point
 from ..rows import plan_rows
 from ..sizes import ITEMSIZE, dtype_of, is_big, numel_of, shape_of, total_bytes
-from ..spec import FLOAT_DTYPES, Spec, grad_name
+from ..spec import FLOAT_DTYPES, Spec, grad_name, upstream_name
 from .. import upstream as upstream_mod
 from . import interpreter
 from .faults import is_oom
@@ -38,8 +38,12 @@ from .stages import Stage, timed
 REFERENCE_DEVICE_SHARE = 1.5
 REFERENCE_FREE_SHARE = 0.25
 # The modes whose calls run the backward too (Spec.grads): the calls judged against the reference,
-# and accumulate (rung 3: .grad already holding a value, a retained graph's backward twice).
-BACKWARD_MODES = ("eager", "reused", "aba", "accumulate")
+# accumulate (rung 3: .grad already holding a value, a retained graph's backward twice), rung 4's
+# graph (forward and backward captured together, replayed with new inputs and upstream gradients),
+# aba and jitcache (whose children run eager points: the backward too), and rung 5's repeat (every
+# call's gradients compared bit for bit with the first's). The sanitizer's child runs an eager
+# point: forward and backward under compute-sanitizer.
+BACKWARD_MODES = ("eager", "reused", "aba", "accumulate", "graph", "jitcache", "repeat", "sanitize")
 ACCUMULATE_TIMES = 2
 
 
@@ -62,13 +66,18 @@ class Prepared:
 class Backward:
     """The backward of one call (Spec.grads): the upstream gradient of each floating output (as
     the kernel gets it, and the reference's copies), what each input's `.grad` held before the
-    call (an accumulation point; else empty), and, after the call, each listed input's gradient."""
+    call (an accumulation point; else empty), and, after the call, each listed input's gradient.
+    kladder's own gradient buffers (upstream, held) live in guarded storage (`guarded`, by the
+    name a finding gives them: 'upstream y', 'grad of w'), and each upstream gradient's values as
+    passed are kept (`snapshot`): a backward must leave its grad_output as it was (checks/inputs.py)."""
     upstream: dict                                   # output name -> grad_output, in the output's dtype
     held: dict = field(default_factory=dict)         # input name -> .grad before the call (mode "accumulate")
     times: int = 1                                   # backward calls on one retained graph
     ref_extra: list = field(default_factory=list)    # the reference's copies of upstream, then held, in that order
     extra_dtypes: list = field(default_factory=list)
     grads: dict = field(default_factory=dict)        # "grad of w" -> the kernel's gradient (None: it computed none)
+    guarded: dict = field(default_factory=dict)      # 'upstream y' / 'grad of w' -> materialize.Guarded
+    snapshot: dict = field(default_factory=dict)     # output name -> a copy of its upstream gradient as passed
 
 
 @dataclass
@@ -79,6 +88,7 @@ class Peer:
     spread: object = None
     facts: dict = field(default_factory=dict)
     unit: float = 0.0           # the inputs' largest unit roundoff: spread / unit is the terms' size
+    rounded: object = None      # a backward's spread with its own arithmetic rounded too (checks/peer.backward_rounding)
     more: object = None         # () -> [(peer, its float64 reference)]: more correct runs, asked at a near miss
 
 
@@ -115,12 +125,18 @@ class Harness:
 
     def _backward_inputs(self, pt: Point, where: str) -> Backward:
         import torch
-        ups = upstream_mod.upstream(self.spec, pt, self.device)
-        held = upstream_mod.held(self.spec, pt, self.device) if pt.mode == "accumulate" else {}
+        guarded = {upstream_name(n): _guarded_copy(upstream_name(n), t, self.device, self.guard)
+                   for n, t in upstream_mod.upstream(self.spec, pt, self.device).items()}
+        if pt.mode == "accumulate":
+            guarded.update({grad_name(n): _guarded_copy(grad_name(n), t, self.device, self.guard)
+                            for n, t in upstream_mod.held(self.spec, pt, self.device).items()})
+        ups = {n: guarded[upstream_name(n)].view for n in self.spec.outputs if upstream_name(n) in guarded}
+        held = {n: guarded[grad_name(n)].view for n in self.spec.grads if grad_name(n) in guarded}
         extra = list(ups.values()) + list(held.values())
         ref_dtype = getattr(torch, self.spec.reference_dtype)
         return Backward(ups, held, ACCUMULATE_TIMES if held else 1, [t.to(where, ref_dtype) for t in extra],
-                        [str(t.dtype).removeprefix("torch.") for t in extra])
+                        [str(t.dtype).removeprefix("torch.") for t in extra], guarded=guarded,
+                        snapshot={n: t.clone() for n, t in ups.items()})
 
     @timed(Stage.KERNEL)
     def call(self, prep: Prepared, label: str = "", runner=None):
@@ -141,21 +157,22 @@ class Harness:
             finally:
                 self.touched |= seen
 
-    def _forward_backward(self, prep: Prepared, runner=None):
+    def _forward_backward(self, prep: Prepared, runner=None, args: list | None = None):
         """The forward with every listed input a leaf that requires grad (its `.grad` holding
         `held` at an accumulation point), then backward through what it returned with each
         output's upstream gradient (`times` calls on one retained graph). The gradients land
         on prep.backward.grads; the outputs come back detached."""
         import torch
-        bw, named = prep.backward, dict(zip(self.spec.args, prep.inputs.args, strict=True))
+        args = prep.inputs.args if args is None else args
+        bw, named = prep.backward, dict(zip(self.spec.args, args, strict=True))
         leaves = {n: named[n] for n in self.spec.grads}
         for n, leaf in leaves.items():
             leaf.requires_grad_(True)
-            leaf.grad = bw.held[n].clone() if n in bw.held else None
+            leaf.grad = bw.held.get(n)           # kladder's guarded buffer (accumulate), added to in place
         try:
             with torch.enable_grad():
-                returned = (runner or call_once)(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
-                outs = self.outputs(prep, returned)
+                returned = (runner or call_once)(self.spec.kernel, args, prep.point.kwargs)
+                outs = self.outputs(prep, returned, args)
                 pairs = [(outs[n], g) for n, g in bw.upstream.items()
                          if isinstance(outs.get(n), torch.Tensor) and outs[n].requires_grad]
                 if not pairs:
@@ -163,7 +180,8 @@ class Harness:
                                     "its launcher is differentiable (a torch.autograd.Function)")
                 for k in range(bw.times):
                     torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs], retain_graph=k + 1 < bw.times)
-            if torch.cuda.is_available() and torch.cuda.is_initialized():
+            # a graph capture or rung 5's ring orders the work itself (call_raw): no synchronize there
+            if runner is not call_raw and torch.cuda.is_available() and torch.cuda.is_initialized():
                 torch.cuda.synchronize()
             bw.grads = {grad_name(n): None if leaf.grad is None else leaf.grad.detach() for n, leaf in leaves.items()}
         finally:
@@ -173,21 +191,28 @@ class Harness:
         return _detached(returned)
 
     @timed(Stage.KERNEL)
-    def call_with(self, args: list, kwargs: dict, label: str):
+    def call_with(self, args: list, kwargs: dict, label: str, prep: Prepared | None = None):
         """One call on the given arguments, with no synchronize (rung 5 calls into a ring of
-        output buffers and orders the work itself); its exception wrapped as the kernel's."""
+        output buffers and orders the work itself); its exception wrapped as the kernel's. With
+        `prep` at a backward point, forward and backward on `args` (with prep's upstream
+        gradients): the gradients land on prep.backward.grads."""
         with interpreter.watch() as seen:
             try:
+                if prep is not None and prep.backward is not None:
+                    return self._forward_backward(prep, call_raw, args)
                 return call_raw(self.spec.kernel, args, kwargs)
             except Exception as e:  # noqa: BLE001 - the kernel's own exception is a finding
                 raise KernelError(e, label) from e
             finally:
                 self.touched |= seen
 
-    def outputs(self, prep: Prepared, returned) -> dict:
-        """Outputs by name: Out args from their buffers, returned tensors from the return value
-        (what cannot be read from it is missing; checks.contract.arity says why)."""
+    def outputs(self, prep: Prepared, returned, args: list | None = None) -> dict:
+        """Outputs by name: Out args from their buffers (from `args` when the call had its own:
+        rung 5's ring), returned tensors from the return value (what cannot be read from it is
+        missing; checks.contract.arity says why)."""
         outputs = dict(prep.inputs.outs)
+        if args is not None:
+            outputs.update({n: a for n, a in zip(self.spec.args, args, strict=True) if n in self.spec.out_args})
         names = list(self.spec.returned)
         if len(names) == 1:
             outputs[names[0]] = returned
@@ -264,19 +289,28 @@ class Harness:
         if spread_of:
             decided = getattr(needs, "decided", None)
             kernels = {n: p.kernel for n, p in found.items()}
-            for n, sp in self._spread(prep, spread_of, refs, decided and (lambda sp: decided(sp, unit, kernels)),
-                                      args, dtypes).items():
+            done = decided and (lambda sp: decided(sp, unit, kernels))
+            for n, sp in self._spread(prep, spread_of, refs, done, args, dtypes).items():
                 found[n].spread = sp
+            # a backward's terms are not its inputs: unless the inputs' spread already passes every
+            # waiting output, the draws again with the reference's own arithmetic rounded (its
+            # budget only adds to the inputs': the peer's K stays measured against the inputs' spread)
+            if self.backward and not (done and done({n: found[n].spread for n in spread_of})):
+                for n, sp in self._spread(prep, spread_of, refs, None, args, dtypes, rounded=True).items():
+                    found[n].rounded = sp
         return found
 
-    def _spread(self, prep: Prepared, names: list, refs: dict, decided, args: list, dtypes: list) -> dict:
+    def _spread(self, prep: Prepared, names: list, refs: dict, decided, args: list, dtypes: list,
+                rounded: bool = False) -> dict:
         import torch
         gen = torch.Generator(device=_device_of(prep.ref_args, prep.ref_device)).manual_seed(
             (prep.point.seed ^ peer_math.SEED_SALT) & 0xFFFFFFFF)
         acc = {n: None for n in names}
+        unit = peer_math.acc_unit(peer_math.unit_of(prep.arg_dtypes))
         try:
             for k in range(1, peer_math.SPREAD_DRAWS + 1):
-                drawn = self._reference(peer_math.perturbed(args, dtypes, gen))
+                rounding = peer_math.backward_rounding(gen, unit) if rounded else None
+                drawn = self._reference(peer_math.perturbed(args, dtypes, gen), rounding)
                 for n in names:
                     acc[n] = peer_math.add_draw(acc[n], drawn.get(n), refs[n])
                 del drawn
@@ -342,12 +376,13 @@ class Harness:
             return []
         return list(prep.backward.extra_dtypes if dtypes else prep.backward.ref_extra)
 
-    def _reference(self, args: list) -> dict:
+    def _reference(self, args: list, rounding=None) -> dict:
         """The reference's outputs by name on `args` (its own, then the backward's: _extra), and with
-        Spec.grads each listed input's gradient by torch's autograd through the reference."""
+        Spec.grads each listed input's gradient by torch's autograd through the reference (under
+        `rounding`, a spread's draw: checks/peer.backward_rounding)."""
         if not self.backward:
             return self._split(self.spec.reference(*args))
-        return reference_grads(self.spec, self.point, args, self._split)
+        return reference_grads(self.spec, self.point, args, self._split, rounding)
 
     def _split(self, ref) -> dict:
         names = list(self.spec.outputs)
@@ -358,10 +393,13 @@ class Harness:
         return dict(zip(names, ref, strict=False))
 
 
-def reference_grads(spec: Spec, point: Point, args: list, split) -> dict:
+def reference_grads(spec: Spec, point: Point, args: list, split, rounding=None) -> dict:
     """The reference (plain torch, written once) differentiated by autograd: its outputs, then
     'grad of w' for each listed input = held + times x the vector-Jacobian product with the
-    upstream gradients (zeros where the reference does not use the input)."""
+    upstream gradients (zeros where the reference does not use the input). `rounding`: a dispatch
+    mode the forward and the backward run under (a spread's draw)."""
+    import contextlib
+
     import torch
     names = [n for n in spec.args if n not in spec.out_args]
     own, extra = list(args[:len(names)]), list(args[len(names):])
@@ -369,13 +407,15 @@ def reference_grads(spec: Spec, point: Point, args: list, split) -> dict:
         if n in spec.grads:
             own[i] = own[i].detach().requires_grad_(True)
     leaves = [own[names.index(n)] for n in spec.grads]
-    with torch.enable_grad():
+    with torch.enable_grad(), rounding if rounding is not None else contextlib.nullcontext():
         outs = split(spec.reference(*own))
     floating = [n for n in spec.outputs if dtype_of(spec, n, point.dtype_of) in FLOAT_DTYPES]   # as upstream.upstream
     ups, held = extra[:len(floating)], extra[len(floating):]
     pairs = [(outs[n], g.to(outs[n].dtype)) for n, g in zip(floating, ups, strict=True)
              if isinstance(outs.get(n), torch.Tensor) and outs[n].requires_grad]
-    got = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True) if pairs else [None] * len(leaves)
+    with rounding if rounding is not None else contextlib.nullcontext():
+        got = (torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
+               if pairs else [None] * len(leaves))
     found = {n: o.detach() if isinstance(o, torch.Tensor) else o for n, o in outs.items()}
     accumulate = point.mode == "accumulate"
     times = ACCUMULATE_TIMES if accumulate else 1
@@ -383,6 +423,18 @@ def reference_grads(spec: Spec, point: Point, args: list, split) -> dict:
         g = torch.zeros_like(leaf) if g is None else g.detach()
         found[grad_name(n)] = (held[k].to(g.dtype) + times * g) if accumulate else g
     return found
+
+
+def _guarded_copy(name: str, t, device, guard: int):
+    """`t` (an upstream gradient in its layout, or what `.grad` holds) copied into guarded storage
+    (materialize.guarded_like), keeping its strides; a broadcast one (stride 0) as its one stored
+    row, expand-ed again."""
+    from ..materialize import Guarded, guarded_like
+    if not any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride(), strict=True)):
+        return guarded_like(name, t, device, guard)
+    stored = t[tuple(slice(0, 1) if st == 0 else slice(None) for st in t.stride())]
+    g = guarded_like(name, stored, device, guard)
+    return Guarded(name, g.buf, g.view.expand(t.shape), guard)
 
 
 def _detached(returned):

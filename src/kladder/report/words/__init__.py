@@ -69,7 +69,8 @@ def pattern_label(f: Finding) -> str:
     if f.check == Check.CRASHED:
         return f"crash ({x.signal})" if x.signal is not None else f"crash (exit status {x.exit_status})"
     if f.check == Check.NOT_BITWISE:
-        return {Cause.ABA: "A after B differs from A", Cause.CACHEKEY: "B on A's cache differs from B on an empty one"}.get(
+        return {Cause.ABA: "A after B differs from A", Cause.CACHEKEY: "B on A's cache differs from B on an empty one",
+                Cause.RUN_TO_RUN: "A twice differs (deterministic=True)"}.get(
             x.cause, "warm cache differs from cold")
     if f.check == Check.MODEL:
         if x.metric == "nll":

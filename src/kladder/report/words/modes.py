@@ -92,6 +92,9 @@ def _not_bitwise(f, x: NotBitwiseFacts) -> str:
     if x.cause == Cause.ABA:
         return (f"`{f.output}` of A after B differs from A's first result in {n} of {total} elements, "
                 "on the same inputs: state left by B changed A")
+    if x.cause == Cause.RUN_TO_RUN:
+        return (f"`{f.output}` of A's second call differs from its first in {n} of {total} elements, on the same "
+                "inputs and before B ran: the kernel is not deterministic, though Spec(deterministic=True) says it is")
     if x.cause == Cause.CACHEKEY:
         return (f"`{f.output}` of B ({x.variant}) in a process on the cache A left differs from B on an empty cache "
                 f"({n} of {total} elements), on the same inputs: the cache key leaves out what B changed, so the "

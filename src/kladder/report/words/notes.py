@@ -163,6 +163,16 @@ def _cache_files(x, sized=True):
     return f"the cold process left {x.files} file(s) in the cache directory"
 
 
+@notes(F.RunToRunFacts)
+def _run_to_run(x, sized=True):
+    after = "A after B" if x.mode == "aba" else "A on the warm cache and on the cold one"
+    files = f"; the cold process left {x.files} file(s) in the cache directory" if x.files is not None else ""
+    return (f"A's two calls on the same inputs, before B, differ in {x.differ:,} of {x.total:,} elements of "
+            f"{', '.join(f'`{n}`' for n in x.outputs)}: the kernel is not bit-for-bit deterministic, which the spec "
+            f"allows (Spec(deterministic=False)), so {after} was judged against the reference for those outputs, "
+            f"not bit for bit{files}")
+
+
 @notes(F.RanFacts)
 def _ran(x, sized=True):
     return "ran " + ran_text(x.to_dict()) + "".join(f"; {_unjudged(u)}" for u in x.unjudged or [])

@@ -10,7 +10,12 @@ depends on what production does, which only its author knows (Spec.graphs): clai
 the failed capture is the kernel's failure; not claimed (False), the point is skipped with the
 capture's error; not said (None, the default), the capture's error is a warning and the eager
 call made before the capture is judged in its place. A kernel that captures is replayed and
-judged in every state."""
+judged in every state.
+
+With Spec(grads=...) the forward and its backward are captured together (a training step's
+graph), with fresh upstream gradients copied in before each replay and every gradient poisoned
+with the outputs: a backward that reads a host value frozen at capture, or leaves a gradient
+unwritten on a replay, fails there."""
 from __future__ import annotations
 
 from ...outcome import KernelError, error_facts
@@ -32,6 +37,7 @@ class Graph:
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):               # warm-up outside the graph: JIT, autotune
             warm = h.call(static, "warm-up before capture", runner=call_raw)
+        warm_grads = dict(static.backward.grads) if static.backward is not None else None
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
@@ -48,6 +54,8 @@ class Graph:
             if claimed is False:
                 return
             # kernels recorded by the failed capture never ran: the buffers hold the warm-up's results
+            if warm_grads is not None:
+                static.backward.grads = warm_grads
             yield Call(static, warm, "the eager call before the failed capture")
             return
         for r in range(1, REPLAYS + 1):
@@ -55,6 +63,8 @@ class Graph:
             for dst, src in zip(static.inputs.args, fresh.inputs.args, strict=True):
                 if isinstance(dst, torch.Tensor) and dst is not src:
                     dst.copy_(src)
+            if static.backward is not None:         # the captured backward reads the static upstream gradients
+                _new_upstream(static.backward, fresh.backward)
             outputs = h.outputs(static, returned)
             poisoned = {}
             for name, t in outputs.items():         # every output, integer ones too: an element a
@@ -67,6 +77,17 @@ class Graph:
             static.ref_args = fresh.ref_args
             static.snapshot = fresh.snapshot        # the inputs the replay got (checks/inputs.py)
             yield Call(static, returned, replay_label(r, poisoned))
+
+
+def _new_upstream(static, fresh) -> None:
+    """A replay's upstream gradients: fresh values copied into the buffers the capture read (a
+    broadcast one, stride 0, through its one stored row), with the reference's copies and the
+    snapshot the input check compares with."""
+    for n, dst in static.upstream.items():
+        src = fresh.upstream[n]
+        stored = tuple(slice(0, 1) if st == 0 else slice(None) for st in dst.stride())
+        dst[stored].copy_(src[stored])
+    static.ref_extra, static.snapshot = fresh.ref_extra, fresh.snapshot
 
 
 def replay_label(r: int, poisoned: dict[str, str]) -> str:

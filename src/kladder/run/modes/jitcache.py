@@ -3,8 +3,12 @@ last run filled (Triton's compiled kernels and autotuning results, Inductor's, a
 tuned-config files); a key that misses something the code depends on hands the warm process
 another call's code. Process 1 starts on an empty cache directory and calls A, then B (another
 config or shape), as a server's first life does; process 2 starts on the cache process 1 left
-(a restart) and calls A alone. Both A results must equal the reference, and each other bit for
-bit.
+(a restart) and calls A twice. Both A results must equal the reference, and each other bit for
+bit, unless A's two calls in the warm process differ (float atomics) and the spec allows it
+(Spec(deterministic=False)): those outputs are then judged against the reference alone, the cold
+A's too (the note says so); with Spec(deterministic=True) they fail as the kernel's
+nondeterminism. With Spec(grads=...) each call runs the backward too: the gradients come back
+with the outputs.
 
 The two processes are children of the worker (`python -m kladder.run.modes.jitcache`), with
 TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR and the spec's declared cache variables pointed at
@@ -22,10 +26,13 @@ from dataclasses import dataclass, field
 
 from ...notation import Mode
 from ...outcome import Cause, KernelError, Note, NoteKind, Skip, SpecBroken
+from .aba import run_to_run
 from .base import Call, Measured, Same
 
 CACHE_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 REF_ENV = "KLADDER_SPEC_REF"
+KEEP = "--keep="
+SEP = "|"                   # a later kept point's outputs: 'i|name' (output names hold no '|': spec.py)
 
 
 @dataclass
@@ -37,6 +44,7 @@ class Process:
     points: list
     cache: str = "cache"
     env: dict = field(default_factory=dict)
+    keep: int = 1           # the first `keep` points' outputs come back (A twice: its run-to-run variation)
 
 
 @dataclass
@@ -44,6 +52,7 @@ class Result:
     outputs: dict           # the first point's outputs, by name (on the CPU)
     launches: list          # the Triton launches of the first point's call (tracing.Launch.to_dict())
     files: int              # files in the process's cache directory once it exited
+    more: list = field(default_factory=list)    # the outputs of the next `keep - 1` points, in order
 
 
 def run_processes(h, processes: list[Process]) -> list[Result]:
@@ -62,7 +71,8 @@ def run_processes(h, processes: list[Process]) -> list[Result]:
             env = {**worker_env(h.device), **{var: os.path.join(cache, var.lower()) for var in CACHE_VARS}, **proc.env}
             env = {k: v for k, v in env.items() if v is not None}     # a variable given as None is unset (kl.Flag values)
             out = os.path.join(d, f"{i}.safetensors")
-            cmd = [sys.executable, "-m", "kladder.run.modes.jitcache", ref, h.device, out] + [p.to_json() for p in proc.points]
+            cmd = ([sys.executable, "-m", "kladder.run.modes.jitcache", ref, h.device, out, f"{KEEP}{proc.keep}"]
+                   + [p.to_json() for p in proc.points])
             try:
                 p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -75,7 +85,10 @@ def run_processes(h, processes: list[Process]) -> list[Result]:
                 raise SpecBroken(NoteKind.PROCESS_FAILED, label=proc.label, text=err)
             with open(out + ".json") as f:
                 launches = json.load(f)
-            results.append(Result(_load(out), launches, sum(len(f) for _, _, f in os.walk(cache))))
+            saved = _load(out)
+            firsts = {n: t for n, t in saved.items() if SEP not in n}
+            more = [{n.split(SEP, 1)[1]: t for n, t in saved.items() if n.startswith(f"{k}{SEP}")} for k in range(1, proc.keep)]
+            results.append(Result(firsts, launches, sum(len(f) for _, _, f in os.walk(cache)), more))
     return results
 
 
@@ -86,12 +99,19 @@ class JitCache:
         a = dataclasses.replace(h.point, mode=Mode.EAGER, partner=())
         partner = dict(h.point.partner)
         b = dataclasses.replace(a, dims=partner.get("dims", a.dims), config=partner.get("config", a.config), seed=0)
-        cold, warm = run_processes(h, [Process("cold cache: A then B", [a, b]), Process("warm cache: A", [a])])
-        prep = h.prepare(a)
+        # the warm process calls A twice: A's own run-to-run variation (float atomics) is not the cache's
+        cold, warm = run_processes(h, [Process("cold cache: A then B", [a, b]), Process("warm cache: A twice", [a, a], keep=2)])
+        # (on one cache state: the warm process's two calls of A)
+        kept, varied = yield from run_to_run(h, warm.outputs, warm.more[0] if warm.more else {}, "jitcache", cold.files)
         label = "A in a process on the warm cache"
-        yield Same(cold.outputs, warm.outputs, Cause.JITCACHE, label)
+        yield Same({n: t for n, t in cold.outputs.items() if n in kept}, warm.outputs, Cause.JITCACHE, label)
+        prep = h.prepare(a)
         yield Call(prep, returned_from(h, prep, warm.outputs), label)
-        yield Measured(Note.of(NoteKind.CACHE_FILES, files=cold.files))
+        if varied:                                   # not held bit for bit: the cold A judged against the reference too
+            prep = h.prepare(a)
+            yield Call(prep, returned_from(h, prep, cold.outputs), "A in the process on the cold cache")
+        else:
+            yield Measured(Note.of(NoteKind.CACHE_FILES, files=cold.files))
 
 
 def _load(path: str) -> dict:
@@ -100,10 +120,13 @@ def _load(path: str) -> dict:
 
 
 def returned_from(h, prep, outs: dict):
-    """Put a child's outputs where the harness looks for them: Out args' buffers, the return."""
+    """Put a child's outputs where the harness looks for them: Out args' buffers, the gradients
+    (Spec.grads), the return."""
     for name, t in prep.inputs.outs.items():
         if name in outs:
             t.copy_(outs[name].to(t.device))
+    if prep.backward is not None:
+        prep.backward.grads = {n: outs[n].to(h.device) if n in outs else None for n in h.spec.grad_outputs}
     names = list(h.spec.returned)
     if not names:
         return None
@@ -112,9 +135,9 @@ def returned_from(h, prep, outs: dict):
 
 
 def child(argv: list[str]) -> int:
-    """python -m kladder.run.modes.jitcache REF DEVICE OUT POINT... : run the points in order in
-    this process; save the first one's outputs to OUT (safetensors) and its Triton launches to
-    OUT.json."""
+    """python -m kladder.run.modes.jitcache REF DEVICE OUT [--keep=K] POINT... : run the points in
+    order in this process; save the first one's outputs to OUT (safetensors; with K, the next K - 1
+    points' too, named 'i|name') and its Triton launches to OUT.json."""
     import torch
     from safetensors.torch import save_file
 
@@ -123,10 +146,13 @@ def child(argv: list[str]) -> int:
     from ..harness import Harness
     from .tracing import Launches
     ref, device, out = argv[:3]
+    texts, keep = argv[3:], 1
+    if texts and texts[0].startswith(KEEP):
+        keep, texts = int(texts[0][len(KEEP):]), texts[1:]
     spec = load_spec(ref)
     torch.utils.deterministic.fill_uninitialized_memory = True
     saved = {}
-    for text in argv[3:]:
+    for i, text in enumerate(texts):
         point = Point.from_dict(json.loads(text))
         h = Harness(spec, point, device)
         prep = h.prepare()
@@ -136,9 +162,11 @@ def child(argv: list[str]) -> int:
         except Exception as e:  # noqa: BLE001
             print(f"the kernel raised {type(e).__name__}: {e}", file=sys.stderr)
             return 3
-        if not saved:
+        if i < keep:
             outputs = h.outputs(prep, returned)
-            saved = {n: t.detach().contiguous().cpu() for n, t in outputs.items() if isinstance(t, torch.Tensor)}
+            saved.update({(n if not i else f"{i}{SEP}{n}"): t.detach().contiguous().cpu()
+                          for n, t in outputs.items() if isinstance(t, torch.Tensor)})
+        if not i:
             with open(out + ".json", "w") as f:
                 json.dump([x.to_dict() for x in launched.seen], f)
     save_file(saved, out)

@@ -19,7 +19,12 @@ Fresh inputs: a pool of P input sets read in place (no copy node between the ker
 back to back, as in a decode loop). Under load: a second stream multiplies big matrices beside
 the calls, so that the calls' programs meet other work on the SMs. What every call writes is
 poisoned before each batch (ring slots, and the tensors a captured call returns): an element a
-call skips holds the poison, not the value an earlier call left there."""
+call skips holds the poison, not the value an earlier call left there.
+
+With Spec(grads=...) every call is a forward and its backward (upstream gradients from the
+call's input set), and each listed input's gradient is one more output of the ring: compared bit
+for bit with the first call's like the others (atomics in a backward are the classic
+nondeterminism; Spec(deterministic=True) fails any differing bit of a gradient)."""
 from __future__ import annotations
 
 import time
@@ -110,7 +115,8 @@ class Ring:
         from ...sizes import dtype_of, shape_of
         self.h, self.k = h, slots
         self.out_at = {i: n for i, n in enumerate(h.spec.args) if n in h.spec.out_args}
-        self.dtypes = {n: dtype_of(h.spec, n, h.point.dtype_of) for n in h.spec.outputs}
+        self.dtypes = {n: dtype_of(h.spec, n, h.point.dtype_of) for n in ring_names(h)}
+        self.returned_names = [n for n in self.dtypes if n not in h.spec.out_args]   # stacked into the ring (graph)
         self.slots = {n: torch.empty((slots, *shape_of(h.spec, n, h.point.sizes)), dtype=torch_dtype(d),
                                      device=h.device) for n, d in self.dtypes.items()}
 
@@ -125,22 +131,31 @@ class Ring:
             args[i] = self.slots[n][k]
         return args
 
-    def returned(self, prep, returned) -> dict:
+    def returned(self, prep, returned, grads: dict | None = None) -> dict:
         """The returned outputs of one call that fit their slots (a wrong shape or dtype is the
-        first call's contract finding, not the ring's business)."""
+        first call's contract finding, not the ring's business), its gradients among them
+        (`grads`: that call's, where prep's hold a later call's)."""
         outs = self.h.outputs(prep, returned)
-        return {n: t for n, t in outs.items() if n not in self.h.spec.out_args and self.fits(n, t)}
+        if grads is not None:
+            outs.update(grads)
+        return {n: t for n, t in outs.items() if n in self.slots and n not in self.h.spec.out_args and self.fits(n, t)}
 
     def fits(self, name: str, t) -> bool:
         slot = self.slots[name][0]
         return hasattr(t, "shape") and tuple(t.shape) == tuple(slot.shape) and t.dtype == slot.dtype
 
 
+def ring_names(h) -> list:
+    """The outputs every call writes into the ring: the spec's, and at a backward point (Spec.grads)
+    each listed input's gradient: the backward is repeated with the forward, bit for bit."""
+    return list(h.spec.outputs) + (list(h.spec.grad_outputs) if h.backward else [])
+
+
 def _slots(h, sets: int, launch: Launch) -> int:
     """Calls a batch: as many as RING_BYTES holds, within SLOTS, a multiple of the input sets."""
     from ...sizes import nbytes_of
     lo, hi = SLOTS["cpu" if h.device != "cuda" else launch]
-    per_call = sum(nbytes_of(h.spec, n, h.point.sizes, h.point.dtype_of) for n in h.spec.outputs) or 1
+    per_call = sum(nbytes_of(h.spec, n, h.point.sizes, h.point.dtype_of) for n in ring_names(h)) or 1
     k = max(lo, min(hi, RING_BYTES // per_call))
     return max(sets, k - k % sets)
 
@@ -254,7 +269,7 @@ class Eager(Loop):
         self.ring.poison()
         for k in range(self.k):
             prep = self.sets[(self.made + k) % len(self.sets)]
-            returned = self.h.call_with(self.ring.args(prep, k), prep.point.kwargs, f"call {self.made + k + 1:,}")
+            returned = self.h.call_with(self.ring.args(prep, k), prep.point.kwargs, f"call {self.made + k + 1:,}", prep)
             for n, t in self.ring.returned(prep, returned).items():
                 self.ring.slots[n][k].copy_(t)
         self.made += self.k
@@ -276,7 +291,7 @@ class Graphed(Loop):
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         self.per_call_s = (time.perf_counter() - t0) / p
-        self.graph, returned = torch.cuda.CUDAGraph(), []
+        self.graph, returned, grads = torch.cuda.CUDAGraph(), [], []
         # No poisoning fill captured with each call (it would double the kernels a replay runs):
         # the tensors the calls return are poisoned before each replay instead, in one launch.
         with torch_setting("fill_uninitialized_memory", False):
@@ -284,13 +299,15 @@ class Graphed(Loop):
                 with torch.cuda.graph(self.graph):
                     for k in range(self.k):
                         prep = self.sets[k % p]
-                        returned.append(h.call_with(self.ring.args(prep, k), prep.point.kwargs, f"capture, call {k + 1}"))
+                        returned.append(h.call_with(self.ring.args(prep, k), prep.point.kwargs, f"capture, call {k + 1}",
+                                                    prep))
+                        grads.append(dict(prep.backward.grads) if prep.backward is not None else None)
             except Exception as e:  # noqa: BLE001 - the kernel or its launcher cannot be captured
                 torch.cuda.synchronize()               # a broken context raises here: a fault, not a refusal
                 heal_failed_capture()
                 raise CaptureFailed(e.error if isinstance(e, KernelError) else e) from e
-        maps = [self.ring.returned(self.sets[k % p], r) for k, r in enumerate(returned)]
-        self.stacked = {n: [m[n] for m in maps] for n in self.h.spec.returned if all(n in m for m in maps)}
+        maps = [self.ring.returned(self.sets[k % p], r, g) for k, (r, g) in enumerate(zip(returned, grads, strict=True))]
+        self.stacked = {n: [m[n] for m in maps] for n in self.ring.returned_names if all(n in m for m in maps)}
         self.ring.poison(list(self.stacked))
         self.poisoned = {n: self.ring.slots[n][0].clone() for n in self.stacked}   # a slot's worth of poison
 
@@ -365,6 +382,8 @@ class Graphed(Loop):
             outs = {n: self.ring.slots[n][p].clone() for n in names}
             for n, buf in prep.inputs.outs.items():
                 buf.copy_(outs[n])                     # where the checks read an out-argument
+            if prep.backward is not None:              # where the checks read its gradients
+                prep.backward.grads = {n: outs.get(n) for n in self.h.spec.grad_outputs}
             firsts.append((_returned_value(self.h, outs), outs))
         return firsts
 
