@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 
-from ...outcome import KernelError, NoteKind, Skip, SpecBroken
+from ...outcome import NoteKind, Skip
 from .base import Ran
-from .jitcache import CACHE_VARS, REF_ENV
+from .jitcache import CACHE_VARS, REF_ENV, run_child, with_env
 
 
 @dataclass
@@ -32,15 +31,6 @@ class EnvRun:
     env: dict
     after_import: bool = False
     started: dict | None = None
-
-
-def with_env(base: dict, env: dict) -> dict:
-    """`base` with `env` over it; a None value removes the variable."""
-    out = {**base, **{k: v for k, v in env.items() if v is not None}}
-    for k, v in env.items():
-        if v is None:
-            out.pop(k, None)
-    return out
 
 
 def run_env(h, runs: list[EnvRun]) -> list[tuple[dict, Ran]]:
@@ -62,16 +52,7 @@ def run_env(h, runs: list[EnvRun]) -> list[tuple[dict, Ran]]:
             out = os.path.join(d, f"{i}.safetensors")
             job = json.dumps({"point": run.point.to_dict(), "env": run.env, "after_import": run.after_import})
             cmd = [sys.executable, "-m", "kladder.run.modes.envset", ref, h.device, out, job]
-            try:
-                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                raise KernelError(TimeoutError(f"the process did not finish within {timeout:g} s"),
-                                  f"a process with {run.label}") from None
-            if p.returncode != 0:
-                err = (p.stderr.strip().splitlines() or ["exited " + str(p.returncode)])[-1]
-                if p.returncode == 3:
-                    raise KernelError(RuntimeError(err), f"a process with {run.label}")
-                raise SpecBroken(NoteKind.PROCESS_FAILED, label=run.label, text=err)
+            run_child(cmd, env, timeout, f"a process with {run.label}", run.label)
             with open(out + ".json") as f:
                 ran = json.load(f)
             results.append((load_file(out), Ran(ran["launches"], ran["gpu"], ran["functions"], run.label, ran["env"])))

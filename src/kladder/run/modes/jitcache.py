@@ -55,6 +55,29 @@ class Result:
     more: list = field(default_factory=list)    # the outputs of the next `keep - 1` points, in order
 
 
+def with_env(base: dict, env: dict) -> dict:
+    """`base` with `env` over it; a None value removes the variable (kl.Flag values)."""
+    out = {**base, **{k: v for k, v in env.items() if v is not None}}
+    for k, v in env.items():
+        if v is None:
+            out.pop(k, None)
+    return out
+
+
+def run_child(cmd: list[str], env: dict, timeout: float, where: str, label: str) -> None:
+    """Run one mode's own process: its timeout and a kernel error (exit 3) are the kernel's
+    (KernelError, `where` names the process), any other failure is the spec's (SpecBroken)."""
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise KernelError(TimeoutError(f"the process did not finish within {timeout:g} s"), where) from None
+    if p.returncode != 0:
+        err = (p.stderr.strip().splitlines() or ["exited " + str(p.returncode)])[-1]
+        if p.returncode == 3:
+            raise KernelError(RuntimeError(err), where)
+        raise SpecBroken(NoteKind.PROCESS_FAILED, label=label, text=err)
+
+
 def run_processes(h, processes: list[Process]) -> list[Result]:
     """Run each process in turn, each a child of this worker (`python -m kladder.run.modes.jitcache`)
     with TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR pointed at its cache directory. A child
@@ -68,21 +91,11 @@ def run_processes(h, processes: list[Process]) -> list[Result]:
     with tempfile.TemporaryDirectory(prefix="kladder-jit-") as d:
         for i, proc in enumerate(processes):
             cache = os.path.join(d, proc.cache)
-            env = {**worker_env(h.device), **{var: os.path.join(cache, var.lower()) for var in CACHE_VARS}, **proc.env}
-            env = {k: v for k, v in env.items() if v is not None}     # a variable given as None is unset (kl.Flag values)
+            env = with_env({**worker_env(h.device), **{var: os.path.join(cache, var.lower()) for var in CACHE_VARS}}, proc.env)
             out = os.path.join(d, f"{i}.safetensors")
             cmd = ([sys.executable, "-m", "kladder.run.modes.jitcache", ref, h.device, out, f"{KEEP}{proc.keep}"]
                    + [p.to_json() for p in proc.points])
-            try:
-                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                raise KernelError(TimeoutError(f"the process did not finish within {timeout:g} s"),
-                                  f"process with a {proc.label}") from None
-            if p.returncode != 0:
-                err = (p.stderr.strip().splitlines() or ["exited " + str(p.returncode)])[-1]
-                if p.returncode == 3:
-                    raise KernelError(RuntimeError(err), f"process with a {proc.label}")
-                raise SpecBroken(NoteKind.PROCESS_FAILED, label=proc.label, text=err)
+            run_child(cmd, env, timeout, f"process with a {proc.label}", proc.label)
             with open(out + ".json") as f:
                 launches = json.load(f)
             saved = _load(out)
