@@ -175,7 +175,8 @@ def _failure_lines(o: Outcome, like: list[Outcome] = (), lead: str = "\n", verbo
     elif o.replay == Replay.ALONE_PASSES:
         lines.append(_text(f"  state:    {words.reason(o)}"))
     lines += _output_lines(o)
-    lines.append(_text(f"  repro:    {o.repro}"))
+    if o.repro:                 # a point run in-process (run_point) has no command
+        lines.append(_text(f"  repro:    {o.repro}"))
     return lines
 
 
@@ -233,7 +234,8 @@ def _not_judged(other: list[Outcome]) -> list:
         if len(group) > 1:
             lines.append(_text(f"          and {_count(len(group) - 1, 'more point')} with the same reason: "
                                + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else "")))
-        lines.append(_text(f"          repro: {o.repro}"))
+        if o.repro:
+            lines.append(_text(f"          repro: {o.repro}"))
         parts.append(_joined(lines))
     return parts
 
