@@ -427,8 +427,15 @@ class Hung(Exception):
 
 def error_facts(e: BaseException, whole: bool = False) -> dict:
     """An exception as facts: its type's name and the first line of its message (300
-    characters), or with `whole` the message as it is."""
+    characters), or with `whole` the message as it is. A first line that only announces what
+    follows (Triton's CompilationError: "at 5:21:", then the source, then the error) gets the
+    message's last line after it: "at 5:21: NameError(...)"."""
     if whole:
         return {"error": type(e).__name__, "text": str(e)}
-    lines = str(e).strip().splitlines()
-    return {"error": type(e).__name__, "text": lines[0][:300] if lines else ""}
+    lines = [x for x in str(e).strip().splitlines() if x.strip()]
+    if not lines:
+        return {"error": type(e).__name__, "text": ""}
+    text = lines[0][:300]
+    if len(lines) > 1 and text.rstrip().endswith(":"):
+        text = f"{text.rstrip()} {lines[-1].strip()[:300]}"
+    return {"error": type(e).__name__, "text": text}

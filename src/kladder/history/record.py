@@ -15,7 +15,7 @@ VERDICTS = {0: "passed", 1: "failed", 2: "not started", 5: "nothing ran", 130: "
 def nondeterministic(o: Outcome) -> bool:
     """Calls at the same inputs gave other bits (a warning or rung 5's bitwise finding): the
     point's hashes are not stable, and no diff or golden check compares them."""
-    return any(f.check == Check.NONDETERMINISTIC or (f.check == Check.REPEATS and f.facts.get("bitwise"))
+    return any(f.check == Check.NONDETERMINISTIC or (f.check == Check.REPEATS and getattr(f.facts, "bitwise", False))
                for f in [*o.findings, *o.warnings])
 
 

@@ -42,6 +42,7 @@ CASE = dict(
 TOPK = 8            # DeepSeek-V3, Qwen3-MoE, GLM: 8 routed experts per token
 BLOCK_T = 16        # tokens per program
 LANES = 256         # one block: 8 warps x 32 threads, one expert each
+_LANES = tl.constexpr(LANES)   # as the kernels read it (compiled Triton reads constexpr globals only)
 EXPERTS = (8, 16, 64, 128, 256, 512)   # the expert counts the launcher has specializations for
 
 
@@ -57,10 +58,10 @@ def _gate_kernel(x_ptr, ids_ptr, w_ptr, T, E, stride_x, stride_xe, stride_i, str
                  BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr, TOPK: tl.constexpr):
     rt = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     # The bug: one lane per expert, LANES lanes: experts LANES.. are never loaded.
-    e = tl.arange(0, LANES)
+    e = tl.arange(0, _LANES)
     x_rows = x_ptr + rt[:, None] * stride_x
     x = tl.load(x_rows + e[None, :] * stride_xe, mask=(rt[:, None] < T) & (e[None, :] < E), other=float("-inf"))
-    _pick(x, e, x_rows, stride_xe, ids_ptr, w_ptr, rt, T, stride_i, stride_w, LANES, TOPK)
+    _pick(x, e, x_rows, stride_xe, ids_ptr, w_ptr, rt, T, stride_i, stride_w, _LANES, BLOCK_T, TOPK)
 
 
 @triton.jit
@@ -71,11 +72,12 @@ def _gate_kernel_fixed(x_ptr, ids_ptr, w_ptr, T, E, stride_x, stride_xe, stride_
     e = tl.arange(0, BLOCK_E)
     x_rows = x_ptr + rt[:, None] * stride_x
     x = tl.load(x_rows + e[None, :] * stride_xe, mask=(rt[:, None] < T) & (e[None, :] < E), other=float("-inf"))
-    _pick(x, e, x_rows, stride_xe, ids_ptr, w_ptr, rt, T, stride_i, stride_w, BLOCK_E, TOPK)
+    _pick(x, e, x_rows, stride_xe, ids_ptr, w_ptr, rt, T, stride_i, stride_w, BLOCK_E, BLOCK_T, TOPK)
 
 
 @triton.jit
-def _pick(x, e, x_rows, stride_xe, ids_ptr, w_ptr, rt, T, stride_i, stride_w, WIDTH: tl.constexpr, TOPK: tl.constexpr):
+def _pick(x, e, x_rows, stride_xe, ids_ptr, w_ptr, rt, T, stride_i, stride_w, WIDTH: tl.constexpr, BLOCK_T: tl.constexpr,
+          TOPK: tl.constexpr):
     """TOPK max reductions over 64-bit keys (the score's ordered bits above WIDTH-1-e: equal
     scores rank by lower id), then the softmax over the picked logits."""
     key = (_ordered_bits(x).to(tl.int64) << 32) | (WIDTH - 1 - e).to(tl.int64)[None, :]
