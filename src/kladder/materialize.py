@@ -109,8 +109,8 @@ def poison(t, dtype: str) -> None:
         ibits = {8: torch.int64, 4: torch.int32, 2: torch.int16}[t.element_size()]
         val = SNAN_BITS[dtype]
         t.view(ibits).fill_(val - (1 << (8 * t.element_size())) if val >= 1 << (8 * t.element_size() - 1) else val)
-    else:
-        t.view(torch.uint8).fill_(INT_POISON_BYTE)
+    else:       # a 0-dim tensor has no byte view of its own (torch refuses a view of other element size)
+        (t if t.dim() else t.unsqueeze(0)).view(torch.uint8).fill_(INT_POISON_BYTE)
 
 
 def poison_word(dtype: str) -> str:
