@@ -42,7 +42,7 @@ def test_the_stream_runs_the_backward_and_keeps_each_call_s_gradients():
     assert s.sets[1].backward.ref_extra and s.sets[1].backward.guarded[upstream_name("out")].view is up[1]
 
 
-def test_a_backward_wrong_from_its_fifth_call_is_caught_by_the_stream_alone():
+def test_a_backward_wrong_from_its_fifth_call_is_caught_by_the_stream_one_eager_call_passes_it():
     # one eager call (every single-call test) of a fresh launcher: right
     o = _outcome(gm._spec("ring", gm.ring_layer_norm(False)), "eager", rung=1)
     assert o.status.value == "passed", o.findings
