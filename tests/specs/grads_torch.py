@@ -89,3 +89,39 @@ loss_train = kl.Spec(
     dims={"M": kl.Dim(1, 2048), "V": kl.Dim(2, 32000, tile=128)},
     returns=kl.Tensor("", like="logits"), grads=["logits"], build=lambda point, gen: {
         "target": torch.randint(0, point.sizes["V"], (point.sizes["M"],), generator=gen, device=gen.device)})
+
+
+# torch's layer norm as a library registers it for torch.compile: a custom op (torch.library)
+# whose autograd formula is torch's own native_layer_norm_backward. Rung 4's compiled mode runs
+# the compiled forward and the backward torch.compile traces through that formula (Inductor's
+# generated code); every other point calls the op eagerly.
+def _ln_shape(x):
+    return [x.shape[-1]]
+
+
+def _save_inputs(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+@torch.library.custom_op("kladder_tests::layer_norm", mutates_args=())
+def layer_norm_op(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, _ln_shape(x), w, b, 1e-5)
+
+
+@layer_norm_op.register_fake
+def _(x, w, b):
+    return torch.empty_like(x)
+
+
+def _torch_backward(ctx, dy):
+    x, w, b = ctx.saved_tensors
+    _, mean, rstd = torch.ops.aten.native_layer_norm(x, _ln_shape(x), w, b, 1e-5)
+    return tuple(torch.ops.aten.native_layer_norm_backward(dy, x, _ln_shape(x), mean, rstd, w, b, [True, True, True]))
+
+
+layer_norm_op.register_autograd(_torch_backward, setup_context=_save_inputs)
+layernorm_op = kl.Spec(
+    "layernorm_op_train", kernel=layer_norm_op, reference=layer_norm_ref,
+    args={"x": kl.Tensor("M N", dtype=["float32"]), "w": kl.Tensor("N", like="x"), "b": kl.Tensor("N", like="x")},
+    dims={"M": kl.Dim(1, 4096), "N": kl.Dim(3, 8192, tile=128, widths=[768, 4096])},
+    returns=kl.Tensor("M N", like="x"), grads=["x", "w", "b"])

@@ -41,9 +41,11 @@ REFERENCE_FREE_SHARE = 0.25
 # accumulate (rung 3: .grad already holding a value, a retained graph's backward twice), rung 4's
 # graph (forward and backward captured together, replayed with new inputs and upstream gradients),
 # aba and jitcache (whose children run eager points: the backward too), and rung 5's repeat (every
-# call's gradients compared bit for bit with the first's). The sanitizer's child runs an eager
-# point: forward and backward under compute-sanitizer.
-BACKWARD_MODES = ("eager", "reused", "aba", "accumulate", "graph", "jitcache", "repeat", "sanitize")
+# call's gradients compared bit for bit with the first's), rung 5's stream of calls (each call's
+# gradients against the reference of its own inputs and upstream gradients) and rung 4's compiled
+# (forward and backward through torch.compile). The sanitizer's child runs an eager point: forward
+# and backward under compute-sanitizer.
+BACKWARD_MODES = ("eager", "reused", "aba", "accumulate", "graph", "jitcache", "repeat", "sanitize", "calls", "compiled")
 ACCUMULATE_TIMES = 2
 
 

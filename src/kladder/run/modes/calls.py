@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ...outcome import KernelError, NoteKind, Skip
 from ..stages import Stage, timed
 from .base import Call, StreamBatch, Streamed
-from .repeat import Ring
+from .repeat import Ring, ring_names
 
 BATCH = {"cpu": (4, 256), "cuda": (8, 1024)}   # (fewest, most) calls a batch
 BATCH_SHARE = 0.1                              # a batch takes about this share of the time budget
@@ -100,10 +100,13 @@ class Stream:
         self.stacks: dict[int, tuple] = {}  # input set -> (its batch's stacked reference args, its index there)
         self.refs: dict[int, dict] = {}    # input set -> the reference's outputs by name
         self.batched: bool | None = None   # the reference over stacked sets: untried, held, or not possible
-        self.names = list(h.spec.outputs)
+        self.names = ring_names(h)         # the outputs, and with Spec.grads each listed input's gradient
         spec = h.spec
-        # inputs a plain fill makes (no build= function, no captured replay): made a batch at a time
-        self.stackable = spec.build is None and not h.point.replay and not h.point.values and not h.point.layouts
+        # inputs a plain fill makes (no build= function, no captured replay): made a batch at a time.
+        # A backward's sets are each prepared whole (their own upstream gradients, seeded with the
+        # set) and referenced one at a time: torch.func.vmap does not map the reference's autograd
+        self.stackable = (spec.build is None and not h.point.replay and not h.point.values and not h.point.layouts
+                          and not h.backward)
 
     def run(self):
         import torch
@@ -224,8 +227,11 @@ class Stream:
         fits = set(h.spec.out_args)
         for j, (k, s) in enumerate(zip(ks, sids, strict=True)):
             prep = self.sets[s]
-            returned = h.call_with(ring.args(prep, j), prep.point.kwargs, f"call {k + 1:,}")
-            for n, t in ring.returned(prep, returned).items():
+            # with Spec.grads forward and backward on the set's own upstream gradients: this call's
+            # gradients go to its slot before the next call on the same set overwrites prep's
+            returned = h.call_with(ring.args(prep, j), prep.point.kwargs, f"call {k + 1:,}", prep)
+            grads = dict(prep.backward.grads) if prep.backward is not None else None
+            for n, t in ring.returned(prep, returned, grads).items():
                 ring.slots[n][j].copy_(t)
                 fits.add(n)
         if h.device == "cuda":

@@ -3,7 +3,10 @@
 fake (meta) implementation at trace time and the real one at run time, with the compiled
 graph's own buffers. A fake that states the wrong shape or dtype, an op that mutates an input
 it did not declare, or a layout the compiled graph hands it, fails here and nowhere else.
-Two calls: the first compiles, the second runs the cached graph; both are checked."""
+Two calls: the first compiles, the second runs the cached graph; both are checked. With
+Spec(grads=...) each call is the compiled forward and its backward (AOTAutograd's compiled
+backward graph, the op's registered autograd formula traced into it), every listed input's
+gradient judged against the reference's autograd as at an eager point."""
 from __future__ import annotations
 
 from ...outcome import KernelError, NoteKind, Skip
@@ -33,7 +36,10 @@ class Compiled:
         for i, label in enumerate(("call 1 of 2 (compiles)", "call 2 of 2 (the compiled graph)")):
             prep = h.prepare(seed=h.point.seed + i)
             try:
-                returned = compiled(*prep.inputs.args, **prep.point.kwargs)
+                if prep.backward is not None:       # Spec.grads: the compiled forward, then its compiled backward
+                    returned = h._forward_backward(prep, lambda _kernel, args, kwargs: compiled(*args, **kwargs))
+                else:
+                    returned = compiled(*prep.inputs.args, **prep.point.kwargs)
                 if torch.cuda.is_available() and torch.cuda.is_initialized():
                     torch.cuda.synchronize()
             except Exception as e:  # noqa: BLE001
