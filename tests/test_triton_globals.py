@@ -78,7 +78,7 @@ def test_every_kernel_reads_only_globals_that_compiled_triton_allows(name):
         pytest.skip(f"{name} defines no Triton kernel")
     wrong = {k.fn.__name__: b for k in kernels if (b := bad_globals(k))}
     assert not wrong, (f"{name}: a @triton.jit function reads a plain global (compiled Triton raises "
-                       f"CompilationError NameError; the interpreter does not): {wrong}; make it `NAME = tl.constexpr(...)`")
+                       f"CompilationError NameError; the interpreter does not): {wrong}; pass it as a `NAME: tl.constexpr` parameter (a tl.constexpr global compiles, but the interpreter keeps it a constexpr object in arithmetic)")
 
 
 def test_the_check_sees_a_plain_int_global():

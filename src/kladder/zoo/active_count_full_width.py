@@ -45,7 +45,6 @@ CASE = dict(
 TOPK = 8
 BLOCK_T = 16
 LANES = 256                           # the block: 8 warps x 32 threads
-_LANES = tl.constexpr(LANES)          # as the kernels read it (compiled Triton reads constexpr globals only)
 EXPERTS = (8, 16, 32, 64, 128, 256)   # power-of-two expert counts up to one block
 
 
@@ -71,21 +70,21 @@ def _route_kernel(x_ptr, ids_ptr, used_ptr, T, E, stride_x, stride_xe, stride_i,
 
 
 @triton.jit
-def _count_kernel(used_ptr, n_ptr, E):
-    lane = tl.arange(0, _LANES)
+def _count_kernel(used_ptr, n_ptr, E, LANES: tl.constexpr):
+    lane = tl.arange(0, LANES)
     used = tl.load(used_ptr + lane, mask=lane < E, other=0)
     n = tl.sum(used, axis=0)
     # The bug: the lane one past the last expert writes the count; at E == LANES there is none.
-    tl.store(n_ptr + lane * 0, tl.full((_LANES,), 0, tl.int32) + n, mask=lane == E)
+    tl.store(n_ptr + lane * 0, tl.full((LANES,), 0, tl.int32) + n, mask=lane == E)
 
 
 @triton.jit
-def _count_kernel_fixed(used_ptr, n_ptr, E):
-    lane = tl.arange(0, _LANES)
+def _count_kernel_fixed(used_ptr, n_ptr, E, LANES: tl.constexpr):
+    lane = tl.arange(0, LANES)
     used = tl.load(used_ptr + lane, mask=lane < E, other=0)
     n = tl.sum(used, axis=0)
     # The fix: lane 0 always exists.
-    tl.store(n_ptr + lane * 0, tl.full((_LANES,), 0, tl.int32) + n, mask=lane == 0)
+    tl.store(n_ptr + lane * 0, tl.full((LANES,), 0, tl.int32) + n, mask=lane == 0)
 
 
 def _launch(count_kernel, logits):
@@ -100,7 +99,7 @@ def _launch(count_kernel, logits):
     n_active = torch.empty((), dtype=torch.int32, device=logits.device)
     _route_kernel[(triton.cdiv(T, BLOCK_T),)](logits, ids, used, T, E, *logits.stride(), ids.stride(0),
                                               BLOCK_T=BLOCK_T, BLOCK_E=triton.next_power_of_2(E), TOPK=TOPK)
-    count_kernel[(1,)](used, n_active, E)
+    count_kernel[(1,)](used, n_active, E, LANES=LANES)
     return ids, used, n_active
 
 

@@ -42,7 +42,6 @@ CASE = dict(
 TOPK = 8            # DeepSeek-V3, Qwen3-MoE, GLM: 8 routed experts per token
 BLOCK_T = 16        # tokens per program
 LANES = 256         # one block: 8 warps x 32 threads, one expert each
-_LANES = tl.constexpr(LANES)   # as the kernels read it (compiled Triton reads constexpr globals only)
 EXPERTS = (8, 16, 64, 128, 256, 512)   # the expert counts the launcher has specializations for
 
 
@@ -55,18 +54,18 @@ def _ordered_bits(x):
 
 @triton.jit
 def _gate_kernel(x_ptr, ids_ptr, w_ptr, T, E, stride_x, stride_xe, stride_i, stride_w,
-                 BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr, TOPK: tl.constexpr):
+                 BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr, TOPK: tl.constexpr, LANES: tl.constexpr):
     rt = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     # The bug: one lane per expert, LANES lanes: experts LANES.. are never loaded.
-    e = tl.arange(0, _LANES)
+    e = tl.arange(0, LANES)
     x_rows = x_ptr + rt[:, None] * stride_x
     x = tl.load(x_rows + e[None, :] * stride_xe, mask=(rt[:, None] < T) & (e[None, :] < E), other=float("-inf"))
-    _pick(x, e, x_rows, stride_xe, ids_ptr, w_ptr, rt, T, stride_i, stride_w, _LANES, BLOCK_T, TOPK)
+    _pick(x, e, x_rows, stride_xe, ids_ptr, w_ptr, rt, T, stride_i, stride_w, LANES, BLOCK_T, TOPK)
 
 
 @triton.jit
 def _gate_kernel_fixed(x_ptr, ids_ptr, w_ptr, T, E, stride_x, stride_xe, stride_i, stride_w,
-                       BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr, TOPK: tl.constexpr):
+                       BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr, TOPK: tl.constexpr, LANES: tl.constexpr):
     rt = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     # The fix: the lanes cover the whole row.
     e = tl.arange(0, BLOCK_E)
@@ -105,7 +104,7 @@ def _launch(kernel, logits, top_k):
     ids = torch.empty((T, top_k), dtype=torch.int32, device=logits.device)
     w = torch.empty((T, top_k), dtype=torch.float32, device=logits.device)
     kernel[(triton.cdiv(T, BLOCK_T),)](logits, ids, w, T, E, *logits.stride(), ids.stride(0), w.stride(0),
-                                       BLOCK_T=BLOCK_T, BLOCK_E=triton.next_power_of_2(E), TOPK=top_k)
+                                       BLOCK_T=BLOCK_T, BLOCK_E=triton.next_power_of_2(E), TOPK=top_k, LANES=LANES)
     return ids, w
 
 
