@@ -70,16 +70,28 @@ def test_diff_names_the_point_an_edit_broke_and_exits_1(tmp_path):
 
 
 def test_golden_round_trips_and_names_the_changed_point(tmp_path):
-    assert climb(tmp_path, "").returncode == 0
+    """The terminal, the JSON and the exit status agree: --golden=strict fails a climb whose
+    points all passed when bits changed (or nothing is kept to compare with), and the report
+    says why (golden.fails, exit_code 1); --golden alone warns and exits 0."""
+    none = climb(tmp_path, "", "--golden=strict", "--json", "r0.json")          # nothing kept yet
+    assert none.returncode == 1, none.stdout + none.stderr
+    doc = json.loads((tmp_path / "r0.json").read_text())
+    assert doc["exit_code"] == 1 and doc["golden"]["recorded"] is None and doc["golden"]["fails"]
+    assert len(doc["golden"]["not_kept"]) >= 4 and "no golden hashes of this spec" in none.stdout
+    assert "golden: none kept (--golden=strict fails the climb)" in none.stdout
     g = kladder(tmp_path, "golden", "record", "scale", "--history", "h.sqlite")
     assert g.returncode == 0 and "kept from climb #1" in g.stdout, g.stdout + g.stderr
-    same = climb(tmp_path, "", "--golden")
+    same = climb(tmp_path, "", "--golden=strict", "--json", "r1.json")
     assert same.returncode == 0 and "bits equal to golden of" in same.stdout and "bits changed" not in same.stdout
+    doc = json.loads((tmp_path / "r1.json").read_text())
+    assert doc["exit_code"] == 0 and not doc["golden"]["fails"] and doc["golden"]["changed"] == []
     nudged = climb(tmp_path, NUDGE_BITS, "--golden=strict", "--json", "r.json", "--html", "r.html")
     assert nudged.returncode == 1, nudged.stdout + nudged.stderr                  # every point passed; strict fails it
     assert "r1-M=4-N=8: bits changed since" in nudged.stdout
+    assert "0 failed" in nudged.stdout and "golden: bits changed at 1 point (--golden=strict fails the climb)" in nudged.stdout
     doc = json.loads((tmp_path / "r.json").read_text())                            # typed, in the report itself
     g = doc["golden"]
+    assert doc["exit_code"] == 1 and g["fails"] and all(r["verdict"] == "passed" for r in doc["rungs"] if r["climbed"])
     assert g["strict"] and g["changed"] == [{"id": "r1-M=4-N=8", "outputs": ["out"]}] and g["nondeterministic"] == []
     assert "r1-M=4-N=8" not in g["equal"] and len(g["equal"]) >= 3 and g["recorded"][:4].isdigit()
     by_id = {p["id"]: p["golden"] for r in doc["rungs"] for p in r["points"]}
@@ -90,8 +102,37 @@ def test_golden_round_trips_and_names_the_changed_point(tmp_path):
     jsonschema.validate(doc, schema)
     page = (tmp_path / "r.html").read_text()
     assert 'id="golden-changed"' in page and "<code>r1-M=4-N=8</code>" in page
-    warned = climb(tmp_path, NUDGE_BITS, "--golden")
+    assert "failed (exit 1)" in page and "bits changed at 1 point" in page
+    warned = climb(tmp_path, NUDGE_BITS, "--golden", "--json", "r2.json")
     assert warned.returncode == 0 and "bits changed since" in warned.stdout
+    doc = json.loads((tmp_path / "r2.json").read_text())
+    assert doc["exit_code"] == 0 and not doc["golden"]["fails"] and len(doc["golden"]["changed"]) == 1
+    lines = kladder(tmp_path, "history", "--history", "h.sqlite").stdout.splitlines()
+    verdicts = [line.split("  scale  ")[1].split("  ")[0] for line in lines]
+    assert verdicts == ["passed", "failed", "passed", "failed"]     # the history's verdict is the exit status's
+
+
+def test_golden_keeps_and_compares_no_nondeterministic_point(tmp_path):
+    """A point whose calls differ bit for bit is listed apart: never kept as golden, never
+    compared, whatever its hashes."""
+    from kladder.history.golden import check, record
+    h = History(str(tmp_path / "h.sqlite"))
+    fp = {"device_name": "cpu", "torch": "2.13"}
+    c = h.begin("climb", "s", "s.py", "cpu", "0", "2026-01-01T00:00:00", "run-1", fp)
+    for i, nondet in enumerate((False, False, True)):
+        h.point(c, {"id": f"p{i}", "rung": 5, "status": "passed", "hashes": {"out": "a"}, "nondeterministic": nondet})
+    h.end(c, "2026-01-01T00:01:00", "passed", 0, fp, "cpu", [])
+    kept = record(h, "s")
+    assert kept["kept"] == 2 and kept["nondeterministic"] == ["p2"]
+    assert sorted(g["id"] for g in h.golden("s")) == ["p0", "p1"]
+    rows = [{"id": "p0", "hashes": {"out": "a"}, "nondeterministic": False},
+            {"id": "p1", "hashes": {"out": "b"}, "nondeterministic": False},
+            {"id": "p2", "hashes": {"out": "zz"}, "nondeterministic": True}]
+    g = check(h, "s", fp, rows, strict=True)
+    assert g.equal == ["p0"] and [(x.id, x.outputs) for x in g.changed] == [("p1", ["out"])]
+    assert g.nondeterministic == ["p2"] and g.fails
+    assert not check(h, "s", fp, [rows[0], rows[2]], strict=True).fails          # only p2 differs: not compared
+    h.close()
 
 
 SLOW = '''

@@ -201,7 +201,7 @@ def test_golden_bits_are_typed_in_the_json_and_shown_with_the_nondeterministic_a
         report = report_of(json.load(f))
     ids = [o.point.id for o in report.outcomes]
     report.golden = GoldenFacts(recorded="2026-12-01T09:00:00", target={"triton": "3.5"},
-                                toolchain={"triton": ["3.5", "3.6"]}, strict=False, equal=ids[2:],
+                                toolchain={"triton": ["3.5", "3.6"]}, strict=False, fails=False, equal=ids[2:],
                                 changed=[{"id": ids[0], "outputs": ["out"]}], not_kept=[], nondeterministic=[ids[1]])
     doc = strict(report_dict(report))
     points = {p["id"]: p for r in doc["rungs"] for p in r["points"]}

@@ -81,15 +81,30 @@ def _tool_change(g) -> str:
 
 
 def golden_check_text(g) -> str:
-    """A climb's golden check (facts.GoldenFacts) after its report."""
+    """A climb's golden check (facts.GoldenFacts), as the terminal report says it before its
+    summary: the verdict on the bits first, then a line per changed point."""
+    how = "--golden=strict: a change fails the climb" if g.strict else "--golden: a change is a warning"
+    if g.recorded is None:
+        head = (f"golden ({how}): no golden hashes of this spec in the history; record them with "
+                "`kladder golden record SPEC`")
+        return head + (" (the climb fails: nothing to compare the bits with)" if g.fails else "") + "\n"
     date, tool = g.recorded, _tool_change(g)
-    lines = [f"golden ({'strict' if g.strict else 'a warning'}): {len(g.equal)} points' bits equal to golden of {date}"
-             + tool]
+    lines = [f"golden ({how}): {len(g.equal)} points' bits equal to golden of {date}{tool}"
+             + (f"; {len(g.changed)} changed" if g.changed else "")]
     for c in g.changed:
-        lines.append(f"  {c['id']}: bits changed since {date}{tool}: {', '.join(c['outputs'])}")
+        lines.append(f"  {c.id}: bits changed since {date}{tool}: {', '.join(c.outputs)}")
     if g.nondeterministic:
         lines.append(f"  not compared, nondeterministic outputs ({len(g.nondeterministic)}): "
                      + ", ".join(g.nondeterministic))
     if g.not_kept:
         lines.append(f"  no golden hashes for {len(g.not_kept)} points")
     return "\n".join(lines) + "\n"
+
+
+def golden_summary_text(g) -> str:
+    """The summary line's tail when the golden check fails the climb (--golden=strict)."""
+    if g is None or not g.fails:
+        return ""
+    if g.recorded is None:
+        return "; golden: none kept (--golden=strict fails the climb)"
+    return f"; golden: bits changed at {len(g.changed)} point{'s' if len(g.changed) != 1 else ''} (--golden=strict fails the climb)"
