@@ -3,6 +3,7 @@ hashes; a climb killed with SIGKILL, and many writers at once, lose nothing comm
 import json
 import multiprocessing
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -275,3 +276,24 @@ def test_nondeterministic_outputs_are_never_compared_bit_for_bit():
     assert d["bits_changed"] == [] and d["nondeterministic"] == ["p0", "p1", "p2"] and not d["worse"]
     d = diff(a, _pts([0.1] * 3), b, _pts([0.1] * 3, hashes={"out": "b"}))
     assert [r["id"] for r in d["bits_changed"]] == ["p0", "p1", "p2"] and not d["worse"]
+
+
+def test_history_as_a_page_lists_the_climbs_newest_first_escaped(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    h = History(path)
+    for k, (spec, verdict) in enumerate((("scale", "passed"), ("<script>x()</script>", "failed"), ("scale", None))):
+        c = h.begin("climb", spec, "s.py", "cpu", "0.1.0", f"2026-01-0{k + 1}T00:00:00", f"run-{k}",
+                    {"device_name": "cpu", "torch": "2.13"})
+        h.point(c, {"id": "p0", "rung": 1, "status": "failed" if verdict == "failed" else "passed", "hashes": {}})
+        if verdict:
+            h.end(c, "2026-01-01T00:01:00", verdict, 0 if verdict == "passed" else 1, None, "cpu", [])
+    h.close()
+    p = kladder(tmp_path, "history", "--history", path, "--html", "h.html")
+    assert p.returncode == 0 and len(p.stdout.splitlines()) == 3, p.stdout + p.stderr
+    page = (tmp_path / "h.html").read_text()
+    rows = re.findall(r"<tr><td>#(\d+)</td>", page)
+    assert rows == ["3", "2", "1"] and 'id="history"' in page
+    assert "<script>x()" not in page and "&lt;script&gt;x()&lt;/script&gt;" in page
+    assert 'class="v-failed">failed' in page and 'class="v-unfinished">unfinished' in page and "torch 2.13" in page
+    one = kladder(tmp_path, "history", "scale", "--history", path, "--html", "s.html")
+    assert one.returncode == 0 and re.findall(r"<tr><td>#(\d+)</td>", (tmp_path / "s.html").read_text()) == ["3", "1"]
