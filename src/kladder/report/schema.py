@@ -86,7 +86,12 @@ def generate(schema: dict) -> dict:
         for cls in sorted(parts - done, key=lambda c: c.__name__):
             done.add(cls)
             made[part_name(cls)] = facts_schema(cls, parts)
-    defs = {k: v for k, v in schema["$defs"].items() if k not in made and not k.startswith("part_")}
+    classes, todo = set(), [F.Facts]
+    while todo:
+        classes |= set(todo)
+        todo = [c for t in todo for c in t.__subclasses__() if c not in classes]
+    names = {c.__name__ for c in classes}     # a definition made from one (its title) is made afresh or goes
+    defs = {k: v for k, v in schema["$defs"].items() if k not in made and v.get("title") not in names}
     finding = defs["finding"]
     finding["properties"]["check"] = {"enum": list(F.CHECK_FACTS), "description": "outcome.Check"}
     finding["properties"]["facts"] = {"type": "object", "description": "the check's facts: facts_<check>"}
