@@ -3,6 +3,7 @@ hashes; a climb killed with SIGKILL, and many writers at once, lose nothing comm
 import json
 import multiprocessing
 import os
+import pathlib
 import re
 import signal
 import sqlite3
@@ -59,6 +60,9 @@ def test_diff_names_the_point_an_edit_broke_and_exits_1(tmp_path):
     assert "r1-M=1-N=1: passed -> failed (values)" in d.stdout
     assert [r["id"] for r in doc["bits_changed"]] == ["r1-M=4-N=8"]    # passed both times, other bits
     assert doc["newly_passing"] == [] and doc["worse"]
+    import jsonschema
+    schema = json.loads((pathlib.Path(__file__).parent.parent / "docs" / "report.schema.json").read_text())
+    jsonschema.validate(doc, {**schema, "oneOf": [{"$ref": "#/$defs/diff"}]})       # facts.DiffFacts
     back = kladder(tmp_path, "diff", "2", "1", "--history", "h.sqlite", "--html", "d.html")   # the other way round
     assert back.returncode == 0 and "newly passing (1)" in back.stdout, back.stdout + back.stderr
     assert "r1-M=1-N=1" in (tmp_path / "d.html").read_text()
@@ -259,23 +263,23 @@ def test_a_rung_is_slower_only_beyond_noise():
     a, b = {"id": 1, "toolchain": {}}, {"id": 2, "toolchain": {}}
     base = [0.5, 0.6, 0.55, 0.7, 0.52, 0.61, 0.58, 0.66, 0.5, 0.63]
     twice = diff(a, _pts(base), b, _pts([2 * s for s in base]))
-    assert [s["rung"] for s in twice["slower_rungs"]] == [1] and twice["worse"]
-    assert twice["slower_rungs"][0]["ratio"] > 1.9 and twice["slower_rungs"][0]["p"] < 0.01
+    assert [s.rung for s in twice.slower_rungs] == [1] and twice.worse
+    assert twice.slower_rungs[0].ratio > 1.9 and twice.slower_rungs[0].p < 0.01
     noisy = [s * f for s, f in zip(base, [1.6, 0.7, 1.5, 0.8, 1.4, 0.75, 1.3, 0.9, 1.5, 0.8], strict=True)]
-    assert diff(a, _pts(base), b, _pts(noisy))["slower_rungs"] == []          # some slower, some faster: noise
+    assert diff(a, _pts(base), b, _pts(noisy)).slower_rungs == []          # some slower, some faster: noise
     one = base[:-1] + [base[-1] * 20]
-    assert diff(a, _pts(base), b, _pts(one))["slower_rungs"] == []            # one slow point is not a slower rung
+    assert diff(a, _pts(base), b, _pts(one)).slower_rungs == []            # one slow point is not a slower rung
     few = diff(a, _pts(base[:4]), b, _pts([3 * s for s in base[:4]]))
-    assert few["slower_rungs"] == []                                           # too few pairs to tell
+    assert few.slower_rungs == []                                           # too few pairs to tell
 
 
 def test_nondeterministic_outputs_are_never_compared_bit_for_bit():
     from kladder.history.diff import diff
     a, b = {"id": 1, "toolchain": {}}, {"id": 2, "toolchain": {}}
     d = diff(a, _pts([0.1] * 3, nondet=True), b, _pts([0.1] * 3, hashes={"out": "b"}))
-    assert d["bits_changed"] == [] and d["nondeterministic"] == ["p0", "p1", "p2"] and not d["worse"]
+    assert d.bits_changed == [] and d.nondeterministic == ["p0", "p1", "p2"] and not d.worse
     d = diff(a, _pts([0.1] * 3), b, _pts([0.1] * 3, hashes={"out": "b"}))
-    assert [r["id"] for r in d["bits_changed"]] == ["p0", "p1", "p2"] and not d["worse"]
+    assert [r.id for r in d.bits_changed] == ["p0", "p1", "p2"] and not d.worse
 
 
 def test_history_as_a_page_lists_the_climbs_newest_first_escaped(tmp_path):

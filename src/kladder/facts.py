@@ -805,6 +805,66 @@ class GoldenFacts(Facts):
         return None
 
 
+# ---------------------------------------------------------------------------- kladder diff (history/diff.py)
+@dataclass(frozen=True, kw_only=True)
+class DiffClimbFacts(Facts):
+    """One of the two climbs a diff compares, as the history holds it."""
+    id: int                                     # its number (#N in `kladder history`)
+    run_id: str | None
+    spec: str
+    started: str | None
+    ended: str | None                           # None: unfinished (killed, or still running)
+    verdict: str | None
+    git_commit: str | None                      # the kernel's repository's commit, when there is one
+    kladder_version: str | None
+    toolchain: dict[str, Json]                  # history/store.toolchain
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffPointFacts(Facts):
+    """A point both climbs ran, its status in each (and the headline check's name)."""
+    id: str
+    rung: int
+    before: str
+    after: str
+    failure_before: str | None
+    failure_after: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffBitsFacts(DiffPointFacts):
+    """A point with the same status in both climbs and other output bits."""
+    outputs: list[str]                          # the outputs whose hashes differ
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlowerRungFacts(Facts):
+    """A rung slower beyond noise: its points paired, the median ratio of their seconds, and a
+    one-sided Wilcoxon signed-rank test of the log ratios (history/diff.py)."""
+    rung: int
+    ratio: float                                # the median per-point ratio, later / earlier
+    p: float
+    pairs: int
+    before_s: float                             # the paired points' seconds in all, in each climb
+    after_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffFacts(Facts):
+    """`kladder diff A B`: what changed from climb A to the later climb B of one spec."""
+    a: DiffClimbFacts
+    b: DiffClimbFacts
+    newly_failing: list[DiffPointFacts]
+    newly_passing: list[DiffPointFacts]
+    bits_changed: list[DiffBitsFacts]
+    nondeterministic: list[str]                 # not compared bit for bit: their outputs' bits are not stable
+    only_a: list[str]                           # point ids only one climb ran
+    only_b: list[str]
+    slower_rungs: list[SlowerRungFacts]
+    toolchain: dict[str, list[Json]]            # what differs: name -> [A's, B's]
+    worse: bool                                 # a point newly fails or a rung got slower: exit 1
+
+
 # ---------------------------------------------------------------------------- the tables
 CHECK_FACTS: dict[str, type[Facts]] = {
     "contract": ContractFacts, "values": ValuesFacts, "guard": GuardFacts, "raised": RaisedFacts,

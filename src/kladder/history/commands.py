@@ -101,11 +101,11 @@ def cmd_diff(args) -> int:
     sys.stdout.write(diff_text(d))
     if args.json:
         from ..report.jsonout import dumps, write_atomic
-        write_atomic(args.json, dumps(d, indent=1))
+        write_atomic(args.json, dumps(d.to_dict(), indent=1))
     if args.html:
         from ..report.html import diff_html
         _write_html(args.html, diff_html(d))
-    return 1 if d["worse"] else 0
+    return 1 if d.worse else 0
 
 
 def cmd_golden(args) -> int:

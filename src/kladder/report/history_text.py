@@ -35,34 +35,34 @@ def history_text(climbs: list[dict]) -> str:
     return "".join(history_line(c) + "\n" for c in climbs)
 
 
-def _climb_name(c: dict) -> str:
-    return f"#{c['id']} ({c['started']}, {c['verdict'] or 'unfinished'}, {_short(c['git_commit'])})"
+def _climb_name(c) -> str:
+    return f"#{c.id} ({c.started}, {c.verdict or 'unfinished'}, {_short(c.git_commit)})"
 
 
-def diff_text(d: dict) -> str:
-    lines = [f"{d['a']['spec']}: {_climb_name(d['a'])} -> {_climb_name(d['b'])}"]
-    if d["toolchain"]:
-        lines.append("toolchain: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in d["toolchain"].items()))
-    for title, key in (("newly failing", "newly_failing"), ("newly passing", "newly_passing")):
-        rows = d[key]
+def diff_text(d) -> str:
+    """`kladder diff` (facts.DiffFacts) in words."""
+    lines = [f"{d.a.spec}: {_climb_name(d.a)} -> {_climb_name(d.b)}"]
+    if d.toolchain:
+        lines.append("toolchain: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in d.toolchain.items()))
+    for title, rows in (("newly failing", d.newly_failing), ("newly passing", d.newly_passing)):
         if rows:
             lines.append(f"{title} ({len(rows)}):")
-            lines += [f"  {r['id']}: {r['before']} -> {r['after']}" + (f" ({r['failure_after']})" if r["failure_after"] else "")
+            lines += [f"  {r.id}: {r.before} -> {r.after}" + (f" ({r.failure_after})" if r.failure_after else "")
                       for r in rows]
-    if d["bits_changed"]:
-        lines.append(f"output bits changed ({len(d['bits_changed'])}):")
-        lines += [f"  {r['id']}: {', '.join(r['outputs'])} ({r['before']} -> {r['after']})" for r in d["bits_changed"]]
-    if d["nondeterministic"]:
-        lines.append(f"not compared bit for bit (nondeterministic outputs): {len(d['nondeterministic'])} points")
-    for s in d["slower_rungs"]:
-        lines.append(f"rung {s['rung']} slower: x{s['ratio']:.2f} per point (median of {s['pairs']} points, "
-                     f"{s['before_s']:.1f} s -> {s['after_s']:.1f} s, Wilcoxon p = {s['p']:.1g})")
-    for title, key in (("only in the first", "only_a"), ("only in the second", "only_b")):
-        if d[key]:
-            lines.append(f"{title}: {len(d[key])} points")
-    if not (d["newly_failing"] or d["newly_passing"] or d["bits_changed"] or d["slower_rungs"]):
+    if d.bits_changed:
+        lines.append(f"output bits changed ({len(d.bits_changed)}):")
+        lines += [f"  {r.id}: {', '.join(r.outputs)} ({r.before} -> {r.after})" for r in d.bits_changed]
+    if d.nondeterministic:
+        lines.append(f"not compared bit for bit (nondeterministic outputs): {len(d.nondeterministic)} points")
+    for s in d.slower_rungs:
+        lines.append(f"rung {s.rung} slower: x{s.ratio:.2f} per point (median of {s.pairs} points, "
+                     f"{s.before_s:.1f} s -> {s.after_s:.1f} s, Wilcoxon p = {s.p:.1g})")
+    for title, ids in (("only in the first", d.only_a), ("only in the second", d.only_b)):
+        if ids:
+            lines.append(f"{title}: {len(ids)} points")
+    if not (d.newly_failing or d.newly_passing or d.bits_changed or d.slower_rungs):
         lines.append("no change: the same verdicts, the same bits, no rung slower beyond noise")
-    lines.append("worse" if d["worse"] else "not worse")
+    lines.append("worse" if d.worse else "not worse")
     return "\n".join(lines) + "\n"
 
 
