@@ -351,7 +351,7 @@ class RanFacts(Facts):
 @dataclass(frozen=True, kw_only=True)
 class DispatchFacts(Facts):
     expected: list[dict[str, Json]]        # [{kernel, launch, label, when}] that did not run
-    ran: dict[str, Json]                   # RanFacts' dict
+    ran: RanFacts                          # what the call ran
     env: dict[str, Json] | None = opt()    # the variables the point set (None: unset)
     env_set: Literal["at_start", "after_import"] | None = opt()   # at the process's start, or after import and one call
     started: dict[str, Json] | None = opt()   # after_import: each variable as the process started (None: unset)
