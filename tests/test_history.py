@@ -128,7 +128,7 @@ def test_golden_keeps_and_compares_no_nondeterministic_point(tmp_path):
         h.point(c, {"id": f"p{i}", "rung": 5, "status": "passed", "hashes": {"out": "a"}, "nondeterministic": nondet})
     h.end(c, "2026-01-01T00:01:00", "passed", 0, fp, "cpu", [])
     kept = record(h, "s")
-    assert kept["kept"] == 2 and kept["nondeterministic"] == ["p2"]
+    assert kept.kept == 2 and kept.nondeterministic == ["p2"]
     assert sorted(g["id"] for g in h.golden("s")) == ["p0", "p1"]
     rows = [{"id": "p0", "hashes": {"out": "a"}, "nondeterministic": False},
             {"id": "p1", "hashes": {"out": "b"}, "nondeterministic": False},

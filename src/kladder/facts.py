@@ -770,6 +770,19 @@ class GoldenPointFacts(Facts):
 
 
 @dataclass(frozen=True, kw_only=True)
+class GoldenRecordFacts(Facts):
+    """`kladder golden record SPEC`: the climb whose output hashes were kept, for which target,
+    and the points not kept (nondeterministic outputs; no output made)."""
+    spec: str
+    climb: int                                  # the climb's number (#N in `kladder history`)
+    target: dict[str, Json]                     # the (device, toolchain) they hold for (history/store.toolchain)
+    kept: int                                   # points whose hashes were kept
+    recorded: str                               # when (ISO date and time)
+    nondeterministic: list[str]                 # not kept: their outputs' bits are not stable
+    no_hashes: list[str]                        # not kept: no output made (skipped, crashed, ...)
+
+
+@dataclass(frozen=True, kw_only=True)
 class GoldenChangedFacts(Facts):
     """A point whose output bits are not the golden ones."""
     id: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 
-from ..facts import GoldenChangedFacts, GoldenFacts
+from ..facts import GoldenChangedFacts, GoldenFacts, GoldenRecordFacts
 from .store import toolchain
 
 
@@ -23,7 +23,7 @@ def _finished(h, spec: str, climb: str | None) -> dict | None:
     return done[0] if done else None
 
 
-def record(h, spec: str, climb: str | None = None) -> dict | None:
+def record(h, spec: str, climb: str | None = None) -> GoldenRecordFacts | None:
     c = _finished(h, spec, climb)
     if c is None:
         return None
@@ -32,9 +32,9 @@ def record(h, spec: str, climb: str | None = None) -> dict | None:
     target = c["toolchain"] or toolchain(c["fingerprint"])
     recorded = datetime.datetime.now().isoformat(timespec="seconds")
     h.keep_golden(spec, target, c["id"], recorded, stable)
-    return {"spec": spec, "climb": c["id"], "target": target, "kept": len(stable), "recorded": recorded,
-            "nondeterministic": [p["id"] for p in points if p["nondeterministic"]],
-            "no_hashes": [p["id"] for p in points if not p["hashes"] and not p["nondeterministic"]]}
+    return GoldenRecordFacts(spec=spec, climb=c["id"], target=target, kept=len(stable), recorded=recorded,
+                             nondeterministic=[p["id"] for p in points if p["nondeterministic"]],
+                             no_hashes=[p["id"] for p in points if not p["hashes"] and not p["nondeterministic"]])
 
 
 def check(h, spec: str, fingerprint: dict, rows: list[dict], strict: bool = False) -> GoldenFacts:

@@ -66,12 +66,13 @@ def diff_text(d) -> str:
     return "\n".join(lines) + "\n"
 
 
-def golden_record_text(r: dict) -> str:
-    lines = [f"golden hashes of {r['spec']} kept from climb #{r['climb']}: {r['kept']} points, for {_tools(r['target'])}"]
-    if r["nondeterministic"]:
-        lines.append(f"not kept, nondeterministic outputs ({len(r['nondeterministic'])}): " + ", ".join(r["nondeterministic"]))
-    if r["no_hashes"]:
-        lines.append(f"not kept, no output made (skipped, crashed, ...): {len(r['no_hashes'])} points")
+def golden_record_text(r) -> str:
+    """`kladder golden record` (facts.GoldenRecordFacts) in words."""
+    lines = [f"golden hashes of {r.spec} kept from climb #{r.climb}: {r.kept} points, for {_tools(r.target)}"]
+    if r.nondeterministic:
+        lines.append(f"not kept, nondeterministic outputs ({len(r.nondeterministic)}): " + ", ".join(r.nondeterministic))
+    if r.no_hashes:
+        lines.append(f"not kept, no output made (skipped, crashed, ...): {len(r.no_hashes)} points")
     return "\n".join(lines) + "\n"
 
 
