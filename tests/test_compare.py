@@ -162,10 +162,10 @@ def test_the_rounding_spread_scales_a_cancelled_dot_product_by_its_terms():
     assert compare_values("c", out, ref, tol, Where(("M", "N")), spread=sp) is None   # the honest budget passes it
     dropped = (ref - (a[0, -1] * b[-1, 0]).abs() - 0.5).to(torch.float16)            # one term dropped still fails
     f = compare_values("c", dropped, ref, tol, Where(("M", "N")), spread=sp)
-    assert f is not None and f.facts.budget == "spread" and f.facts.spread["draws"] == peer.SPREAD_DRAWS
+    assert f is not None and f.facts.budget == "spread" and f.facts.spread.draws == peer.SPREAD_DRAWS
     assert "allowed: the default at the scale of the terms that make the element" in budget_text(f.facts)
     assert "= the tolerance at the scale of the terms that make the element" in message(f)   # one line; no dtype given
-    assert 0.5 * terms < f.facts.spread["terms"] < 2 * terms
+    assert 0.5 * terms < f.facts.spread.terms < 2 * terms
 
 
 def test_the_spread_of_an_elementwise_op_is_its_own_rounding():
@@ -189,7 +189,7 @@ def test_a_kernel_precision_peer_widens_the_budget_and_a_broken_one_does_not():
     wrong = kernel.clone()
     wrong[2, 5] *= 1.1                                                   # a real 10% error
     f = compare_values("y", wrong, ref, tol, Where(("M", "N")), kernel_peer=broken)
-    assert f is not None and f.largest.index == (2, 5) and f.facts.peer["capped"]
+    assert f is not None and f.largest.index == (2, 5) and f.facts.peer.capped
     nan_peer = torch.full_like(honest, float("nan"))                     # a non-finite peer never widens
     assert compare_values("y", kernel, ref, tol, Where(("M", "N")), kernel_peer=nan_peer) is not None
 
@@ -209,7 +209,7 @@ def test_a_peer_widens_past_8x_the_default_up_to_half_the_digits():
     wrong = kernel.clone()
     wrong[3, 9] *= 1.01
     f = compare_values("y", wrong, ref, tol, Where(("M", "N")), kernel_peer=bad_peer)
-    assert f is not None and f.largest.index == (3, 9) and f.facts.peer["capped"]
+    assert f is not None and f.largest.index == (3, 9) and f.facts.peer.capped
     assert "sqrt(u) of the element's scale (half its float32 digits)" in budget_text(f.facts)
     assert "= a peer budget's cap (not 2 x " in message(f)
 

@@ -104,3 +104,36 @@ def test_the_schema_types_a_findings_facts_by_its_check():
     finding = {**SCHEMA, "oneOf": [{"$ref": "#/$defs/finding"}]}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, finding)
+
+
+def test_a_facts_piece_is_typed_from_its_json_and_written_back_key_for_key():
+    """ValuesFacts.spread and .peer (the honest-peer budget's derivation) are facts classes: made
+    from a worker's JSON they are typed, the peer's three shapes each its own class, and the JSON
+    written back is the JSON read."""
+    from kladder.facts import PeerFacts, PeerFailedFacts, PeerSkippedFacts, SpreadFacts
+    spread = {"draws": 16, "at": 1.03e-07, "terms": 1.73}
+    for peer, cls in (({"dtype": "float32", "factor": 0.5, "capped": False, "cap": 8.0, "half_digits": 0.5}, PeerFacts),
+                      ({"error": "RuntimeError", "text": "no kernel for Half"}, PeerFailedFacts),
+                      ({"skipped": 1 << 29}, PeerSkippedFacts)):
+        d = {"rtol": 1.3e-6, "atol": 1e-5, "dtype": "float32", "budget": "peer", "spread": spread, "peer": peer}
+        x = ValuesFacts(**d)
+        assert type(x.spread) is SpreadFacts and x.spread.terms == 1.73 and type(x.peer) is cls
+        assert x.to_dict() == d and ValuesFacts.from_dict(json.loads(json.dumps(x.to_dict()))) == x
+        _valid(d, "facts_values")
+    with pytest.raises(TypeError, match="ValuesFacts.peer"):
+        ValuesFacts(peer={"dtype": "float32", "skipped": 3})                  # the fields of no one shape
+    with pytest.raises(jsonschema.ValidationError):
+        _valid({"peer": {"dtype": "float32", "factr": 1.0}}, "facts_values")
+    with pytest.raises(TypeError):
+        SpreadFacts(draws=16, at=1e-7)                                        # a field missing
+
+
+def test_the_golden_check_is_typed_and_says_whether_it_fails_the_climb():
+    from kladder.facts import GoldenChangedFacts, GoldenFacts
+    d = {"recorded": "2026-12-01T09:00:00", "target": {"torch": "2.13"}, "toolchain": {}, "strict": True, "fails": True,
+         "equal": ["a"], "changed": [{"id": "b", "outputs": ["out"]}], "not_kept": [], "nondeterministic": ["c"]}
+    g = GoldenFacts.from_dict(d)
+    assert g.changed == [GoldenChangedFacts(id="b", outputs=["out"])] and g.to_dict() == d
+    assert g.of_point("b").to_dict() == {"bits": "changed", "since": "2026-12-01T09:00:00", "outputs": ["out"]}
+    assert g.of_point("c").bits == "nondeterministic" and g.of_point("zz") is None
+    jsonschema.validate(d, {**SCHEMA, "oneOf": [{"$ref": "#/$defs/golden"}]})

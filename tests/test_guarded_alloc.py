@@ -58,8 +58,8 @@ def test_a_write_past_a_returned_output_names_it_and_one_past_scratch_names_the_
         del scratch                                                  # freed during the call: checked when freed
     found = _allocation_findings(allocated, {"out": out})
     assert [(f.output, f.facts.n_after, f.facts.n_before) for f in found] == [("out", 12, 0), ("", 0, 2)]
-    assert found[0].facts.allocated == {"op": "empty_like", "shape": [10], "dtype": "float32", "returned": True}
-    assert found[1].facts.allocated == {"op": "empty", "shape": [6], "dtype": "float16", "returned": False}
+    assert found[0].facts.allocated.to_dict() == {"op": "empty_like", "shape": [10], "dtype": "float32", "returned": True}
+    assert found[1].facts.allocated.to_dict() == {"op": "empty", "shape": [6], "dtype": "float16", "returned": False}
     assert allocated[1].freed and allocated[1].g.buf.numel() == 2 * KERNEL_GUARD_BYTES   # the buffer was let go
 
 
@@ -105,7 +105,7 @@ def test_a_point_fails_with_the_guard_finding_for_the_kernels_own_output_and_scr
     assert o.findings[0].facts.n_after == 20
     o = run_point(_spec(_scratch_overrun), pt, "cpu").outcome
     assert o.status == "failed" and [(f.check, f.output) for f in o.findings] == [("guard", "")]
-    assert o.findings[0].facts.allocated["op"] == "new_empty"
+    assert o.findings[0].facts.allocated.op == "new_empty"
 
 
 def test_the_zoo_kernel_is_caught_at_its_tail_and_not_elsewhere():

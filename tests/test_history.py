@@ -3,6 +3,8 @@ hashes; a climb killed with SIGKILL, and many writers at once, lose nothing comm
 import json
 import multiprocessing
 import os
+import pathlib
+import re
 import signal
 import sqlite3
 import subprocess
@@ -58,6 +60,9 @@ def test_diff_names_the_point_an_edit_broke_and_exits_1(tmp_path):
     assert "r1-M=1-N=1: passed -> failed (values)" in d.stdout
     assert [r["id"] for r in doc["bits_changed"]] == ["r1-M=4-N=8"]    # passed both times, other bits
     assert doc["newly_passing"] == [] and doc["worse"]
+    import jsonschema
+    schema = json.loads((pathlib.Path(__file__).parent.parent / "docs" / "report.schema.json").read_text())
+    jsonschema.validate(doc, {**schema, "oneOf": [{"$ref": "#/$defs/diff"}]})       # facts.DiffFacts
     back = kladder(tmp_path, "diff", "2", "1", "--history", "h.sqlite", "--html", "d.html")   # the other way round
     assert back.returncode == 0 and "newly passing (1)" in back.stdout, back.stdout + back.stderr
     assert "r1-M=1-N=1" in (tmp_path / "d.html").read_text()
@@ -70,16 +75,28 @@ def test_diff_names_the_point_an_edit_broke_and_exits_1(tmp_path):
 
 
 def test_golden_round_trips_and_names_the_changed_point(tmp_path):
-    assert climb(tmp_path, "").returncode == 0
+    """The terminal, the JSON and the exit status agree: --golden=strict fails a climb whose
+    points all passed when bits changed (or nothing is kept to compare with), and the report
+    says why (golden.fails, exit_code 1); --golden alone warns and exits 0."""
+    none = climb(tmp_path, "", "--golden=strict", "--json", "r0.json")          # nothing kept yet
+    assert none.returncode == 1, none.stdout + none.stderr
+    doc = json.loads((tmp_path / "r0.json").read_text())
+    assert doc["exit_code"] == 1 and doc["golden"]["recorded"] is None and doc["golden"]["fails"]
+    assert len(doc["golden"]["not_kept"]) >= 4 and "no golden hashes of this spec" in none.stdout
+    assert "golden: none kept (--golden=strict fails the climb)" in none.stdout
     g = kladder(tmp_path, "golden", "record", "scale", "--history", "h.sqlite")
     assert g.returncode == 0 and "kept from climb #1" in g.stdout, g.stdout + g.stderr
-    same = climb(tmp_path, "", "--golden")
+    same = climb(tmp_path, "", "--golden=strict", "--json", "r1.json")
     assert same.returncode == 0 and "bits equal to golden of" in same.stdout and "bits changed" not in same.stdout
+    doc = json.loads((tmp_path / "r1.json").read_text())
+    assert doc["exit_code"] == 0 and not doc["golden"]["fails"] and doc["golden"]["changed"] == []
     nudged = climb(tmp_path, NUDGE_BITS, "--golden=strict", "--json", "r.json", "--html", "r.html")
     assert nudged.returncode == 1, nudged.stdout + nudged.stderr                  # every point passed; strict fails it
     assert "r1-M=4-N=8: bits changed since" in nudged.stdout
+    assert "0 failed" in nudged.stdout and "golden: bits changed at 1 point (--golden=strict fails the climb)" in nudged.stdout
     doc = json.loads((tmp_path / "r.json").read_text())                            # typed, in the report itself
     g = doc["golden"]
+    assert doc["exit_code"] == 1 and g["fails"] and all(r["verdict"] == "passed" for r in doc["rungs"] if r["climbed"])
     assert g["strict"] and g["changed"] == [{"id": "r1-M=4-N=8", "outputs": ["out"]}] and g["nondeterministic"] == []
     assert "r1-M=4-N=8" not in g["equal"] and len(g["equal"]) >= 3 and g["recorded"][:4].isdigit()
     by_id = {p["id"]: p["golden"] for r in doc["rungs"] for p in r["points"]}
@@ -90,8 +107,37 @@ def test_golden_round_trips_and_names_the_changed_point(tmp_path):
     jsonschema.validate(doc, schema)
     page = (tmp_path / "r.html").read_text()
     assert 'id="golden-changed"' in page and "<code>r1-M=4-N=8</code>" in page
-    warned = climb(tmp_path, NUDGE_BITS, "--golden")
+    assert "failed (exit 1)" in page and "bits changed at 1 point" in page
+    warned = climb(tmp_path, NUDGE_BITS, "--golden", "--json", "r2.json")
     assert warned.returncode == 0 and "bits changed since" in warned.stdout
+    doc = json.loads((tmp_path / "r2.json").read_text())
+    assert doc["exit_code"] == 0 and not doc["golden"]["fails"] and len(doc["golden"]["changed"]) == 1
+    lines = kladder(tmp_path, "history", "--history", "h.sqlite").stdout.splitlines()
+    verdicts = [line.split("  scale  ")[1].split("  ")[0] for line in lines]
+    assert verdicts == ["passed", "failed", "passed", "failed"]     # the history's verdict is the exit status's
+
+
+def test_golden_keeps_and_compares_no_nondeterministic_point(tmp_path):
+    """A point whose calls differ bit for bit is listed apart: never kept as golden, never
+    compared, whatever its hashes."""
+    from kladder.history.golden import check, record
+    h = History(str(tmp_path / "h.sqlite"))
+    fp = {"device_name": "cpu", "torch": "2.13"}
+    c = h.begin("climb", "s", "s.py", "cpu", "0", "2026-01-01T00:00:00", "run-1", fp)
+    for i, nondet in enumerate((False, False, True)):
+        h.point(c, {"id": f"p{i}", "rung": 5, "status": "passed", "hashes": {"out": "a"}, "nondeterministic": nondet})
+    h.end(c, "2026-01-01T00:01:00", "passed", 0, fp, "cpu", [])
+    kept = record(h, "s")
+    assert kept.kept == 2 and kept.nondeterministic == ["p2"]
+    assert sorted(g["id"] for g in h.golden("s")) == ["p0", "p1"]
+    rows = [{"id": "p0", "hashes": {"out": "a"}, "nondeterministic": False},
+            {"id": "p1", "hashes": {"out": "b"}, "nondeterministic": False},
+            {"id": "p2", "hashes": {"out": "zz"}, "nondeterministic": True}]
+    g = check(h, "s", fp, rows, strict=True)
+    assert g.equal == ["p0"] and [(x.id, x.outputs) for x in g.changed] == [("p1", ["out"])]
+    assert g.nondeterministic == ["p2"] and g.fails
+    assert not check(h, "s", fp, [rows[0], rows[2]], strict=True).fails          # only p2 differs: not compared
+    h.close()
 
 
 SLOW = '''
@@ -217,20 +263,41 @@ def test_a_rung_is_slower_only_beyond_noise():
     a, b = {"id": 1, "toolchain": {}}, {"id": 2, "toolchain": {}}
     base = [0.5, 0.6, 0.55, 0.7, 0.52, 0.61, 0.58, 0.66, 0.5, 0.63]
     twice = diff(a, _pts(base), b, _pts([2 * s for s in base]))
-    assert [s["rung"] for s in twice["slower_rungs"]] == [1] and twice["worse"]
-    assert twice["slower_rungs"][0]["ratio"] > 1.9 and twice["slower_rungs"][0]["p"] < 0.01
+    assert [s.rung for s in twice.slower_rungs] == [1] and twice.worse
+    assert twice.slower_rungs[0].ratio > 1.9 and twice.slower_rungs[0].p < 0.01
     noisy = [s * f for s, f in zip(base, [1.6, 0.7, 1.5, 0.8, 1.4, 0.75, 1.3, 0.9, 1.5, 0.8], strict=True)]
-    assert diff(a, _pts(base), b, _pts(noisy))["slower_rungs"] == []          # some slower, some faster: noise
+    assert diff(a, _pts(base), b, _pts(noisy)).slower_rungs == []          # some slower, some faster: noise
     one = base[:-1] + [base[-1] * 20]
-    assert diff(a, _pts(base), b, _pts(one))["slower_rungs"] == []            # one slow point is not a slower rung
+    assert diff(a, _pts(base), b, _pts(one)).slower_rungs == []            # one slow point is not a slower rung
     few = diff(a, _pts(base[:4]), b, _pts([3 * s for s in base[:4]]))
-    assert few["slower_rungs"] == []                                           # too few pairs to tell
+    assert few.slower_rungs == []                                           # too few pairs to tell
 
 
 def test_nondeterministic_outputs_are_never_compared_bit_for_bit():
     from kladder.history.diff import diff
     a, b = {"id": 1, "toolchain": {}}, {"id": 2, "toolchain": {}}
     d = diff(a, _pts([0.1] * 3, nondet=True), b, _pts([0.1] * 3, hashes={"out": "b"}))
-    assert d["bits_changed"] == [] and d["nondeterministic"] == ["p0", "p1", "p2"] and not d["worse"]
+    assert d.bits_changed == [] and d.nondeterministic == ["p0", "p1", "p2"] and not d.worse
     d = diff(a, _pts([0.1] * 3), b, _pts([0.1] * 3, hashes={"out": "b"}))
-    assert [r["id"] for r in d["bits_changed"]] == ["p0", "p1", "p2"] and not d["worse"]
+    assert [r.id for r in d.bits_changed] == ["p0", "p1", "p2"] and not d.worse
+
+
+def test_history_as_a_page_lists_the_climbs_newest_first_escaped(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    h = History(path)
+    for k, (spec, verdict) in enumerate((("scale", "passed"), ("<script>x()</script>", "failed"), ("scale", None))):
+        c = h.begin("climb", spec, "s.py", "cpu", "0.1.0", f"2026-01-0{k + 1}T00:00:00", f"run-{k}",
+                    {"device_name": "cpu", "torch": "2.13"})
+        h.point(c, {"id": "p0", "rung": 1, "status": "failed" if verdict == "failed" else "passed", "hashes": {}})
+        if verdict:
+            h.end(c, "2026-01-01T00:01:00", verdict, 0 if verdict == "passed" else 1, None, "cpu", [])
+    h.close()
+    p = kladder(tmp_path, "history", "--history", path, "--html", "h.html")
+    assert p.returncode == 0 and len(p.stdout.splitlines()) == 3, p.stdout + p.stderr
+    page = (tmp_path / "h.html").read_text()
+    rows = re.findall(r"<tr><td>#(\d+)</td>", page)
+    assert rows == ["3", "2", "1"] and 'id="history"' in page
+    assert "<script>x()" not in page and "&lt;script&gt;x()&lt;/script&gt;" in page
+    assert 'class="v-failed">failed' in page and 'class="v-unfinished">unfinished' in page and "torch 2.13" in page
+    one = kladder(tmp_path, "history", "scale", "--history", path, "--html", "s.html")
+    assert one.returncode == 0 and re.findall(r"<tr><td>#(\d+)</td>", (tmp_path / "s.html").read_text()) == ["3", "1"]

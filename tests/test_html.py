@@ -16,6 +16,7 @@ from kladder.outcome import Status
 from kladder.report.data import ClimbReport, RungReport
 from kladder.report.html import report_html
 from kladder.report.jsonout import report_dict, strict
+from kladder.report.terminal import render_text
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "golden"))
@@ -50,6 +51,20 @@ def rate_doc() -> dict:
                          kladder_version="0.1.0")
     report.rungs.append(RungReport(5, "repetition", [bad, good], seconds=1.0))
     return strict(report_dict(report))
+
+
+@pytest.fixture(scope="module")
+def stream_report():
+    """Rung 5's stream for real (tests/specs/stream_state.py): ring_bad, wrong from call 1,025 on
+    (its ring of 1,024 slots wraps), 1,100 calls; ring_good's 40 clean calls."""
+    from test_calls import _load, _stream
+    bad = _stream(_load("ring_bad"), calls=1100, seconds=120.0)
+    good = _stream(_load("ring_good"), calls=40, seconds=120.0)
+    assert bad.status == "failed" and good.status == "passed", (bad.note, good.note)
+    report = ClimbReport("ring_bad", "tests/specs/stream_state.py::ring_bad", "cpu", device_name="cpu",
+                         started="2026-12-02T00:00:00", kladder_version="0.1.0")
+    report.rungs.append(RungReport(5, "repetition", [bad, good], seconds=1.0))
+    return report
 
 
 def _hostile_doc() -> dict:
@@ -114,8 +129,25 @@ def test_the_map_folds_a_big_output_and_marks_its_tile_grid():
 
 def test_rung5_shows_the_rate_with_its_interval_and_the_curve():
     html = report_html(rate_doc())
-    assert "rate 0.1 (interval 0.0" in html and html.count('class="rate-curve"') == 2
+    assert "rate <b>0.1</b> (95% CI 0.0" in html and html.count('class="rate-curve"') == 2
     assert "the rate of a wrong call is below" in html
+
+
+def test_rung5_s_stream_shows_its_first_wrong_call_and_its_rate(stream_report):
+    """The stream's finding (StreamFacts): its first wrong call, its rate with the interval and the
+    curve, in the page as in the terminal; the clean stream's bound in the proved section."""
+    x = stream_report.outcomes[0].findings[0].facts
+    assert x.first_wrong == 1025 and x.judged == 1099
+    html = report_html(strict(report_dict(stream_report)))
+    assert 'the first wrong call is <b class="first-wrong">call 1,025</b> (step 257 of the pattern AABB, input set A)' in html
+    assert f"{x.wrong:,} of 1,099 calls of the stream wrong" in html and "wrong calls 1,025, 1,026," in html
+    assert f"rate <b>{x.rate:.2g}</b> (95% CI {x.lo:.2g} to {x.hi:.2g})" in html
+    assert html.count('class="rate-curve"') == 2                               # the failure's and the clean one's
+    assert "0 of 39 calls of the stream wrong against the reference of their own inputs; the rate of a wrong call is " \
+           f"below {stream_report.outcomes[1].note.facts.bound:.2g} (95% confidence)" in html
+    text = render_text(stream_report)
+    assert "the first is call 1,025 (step 257, input set A)" in text and f"Rate {x.rate:.2g} (95% CI" in text
+    assert "0 of 39 calls wrong against the reference of their own inputs" in text
 
 
 def test_kladder_report_renders_a_json_file(tmp_path):
@@ -188,7 +220,7 @@ def test_in_chromium_a_rung5_rate(tmp_path):
     dom, img, console, shot = _shoot(tmp_path, "rate", rate_doc())
     assert console == []
     _not_blank(img)
-    assert 'class="rate-curve"' in dom and "rate 0.1" in dom
+    assert 'class="rate-curve"' in dom and "rate <b>0.1</b>" in dom
     if os.environ.get("KLADDER_SCREENSHOTS"):
         shutil.copy(shot, os.path.join(os.environ["KLADDER_SCREENSHOTS"], "html-rate.png"))
 
@@ -201,7 +233,7 @@ def test_golden_bits_are_typed_in_the_json_and_shown_with_the_nondeterministic_a
         report = report_of(json.load(f))
     ids = [o.point.id for o in report.outcomes]
     report.golden = GoldenFacts(recorded="2026-12-01T09:00:00", target={"triton": "3.5"},
-                                toolchain={"triton": ["3.5", "3.6"]}, strict=False, equal=ids[2:],
+                                toolchain={"triton": ["3.5", "3.6"]}, strict=False, fails=False, equal=ids[2:],
                                 changed=[{"id": ids[0], "outputs": ["out"]}], not_kept=[], nondeterministic=[ids[1]])
     doc = strict(report_dict(report))
     points = {p["id"]: p for r in doc["rungs"] for p in r["points"]}
@@ -274,3 +306,14 @@ def test_the_budget_is_one_line_and_its_derivation_a_details_element():
     assert line in html
     details = html.index('<details class="budget"><summary>how the budget was set</summary>')
     assert html.index(line) < details and "the honest peers allow no more" in html[details:details + 600]
+
+
+@NEEDS
+def test_in_chromium_rung5_s_stream(tmp_path, stream_report):
+    dom, img, console, _ = _shoot(tmp_path, "stream", strict(report_dict(stream_report)))
+    assert console == []
+    _not_blank(img)
+    assert 'id="ladder"' in dom and 'class="first-wrong">call 1,025</b>' in dom and 'class="rate-curve"' in dom
+    band = [0.6 * c / 255 + 0.4 for c in (0xf4, 0xb1, 0x83)]    # maps.rate_curve's interval, alpha 0.6 on white
+    orange = (abs(img[..., 0] - band[0]) < 0.03) & (abs(img[..., 1] - band[1]) < 0.03) & (abs(img[..., 2] - band[2]) < 0.03)
+    assert orange.sum() > 2000                                # the curves' interval bands, on screen

@@ -351,7 +351,7 @@ def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
         print(f"kladder: error: {report.start_error['message']}", file=sys.stderr)
     else:
         sys.stdout.write(render_text(report, color=_color(args.color), verbose=getattr(args, "verbose", False)))
-    return _golden(report, args, report.exit_code)
+    return report.exit_code                  # --golden=strict's failure in it (report.golden.fails)
 
 
 def _write_html(path: str, report) -> bool:
@@ -373,33 +373,19 @@ def _golden_check(report, args) -> None:
     if not getattr(args, "golden", None) or report.start_error:
         return
     from .history.commands import open_history
-    from .history.golden import check
+    from .history.golden import check, unreadable
     from .history.record import point_row
+    rows = [point_row(o) for o in report.outcomes]
     try:
         h = open_history(args)
     except UsageProblem as e:
         print(f"kladder: --golden: {e}", file=sys.stderr)
+        report.golden = unreadable(rows, strict=args.golden == "strict")
         return
     try:
-        report.golden = check(h, report.spec, report.fingerprint, [point_row(o) for o in report.outcomes],
-                              strict=args.golden == "strict")
+        report.golden = check(h, report.spec, report.fingerprint, rows, strict=args.golden == "strict")
     finally:
         h.close()
-
-
-def _golden(report, args, code: int) -> int:
-    """--golden: the check's words after the report; a change is a warning, and with
-    --golden=strict a failure (exit 1 where the climb would exit 0)."""
-    if not args.golden or report.start_error:
-        return code
-    from .report.history_text import golden_check_text
-    g = report.golden
-    if g is None:
-        print(f"kladder: --golden: no golden hashes of {report.spec!r} in the history; record them with "
-              f"`kladder golden record {report.spec}`", file=sys.stderr)
-        return max(code, EXIT_FAILED) if args.golden == "strict" else code
-    sys.stdout.write(golden_check_text(g))
-    return max(code, EXIT_FAILED) if args.golden == "strict" and g.changed else code
 
 
 def _write_json(path: str, report) -> bool:

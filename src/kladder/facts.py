@@ -6,12 +6,18 @@ run/modes/ for notes) build them, report/words/ says them, report/jsonout.py wri
 with `opt()` is left out of the JSON when it is None: the JSON then holds exactly the keys a
 finding of that shape has (a crash by a signal has `signal`, one by an exit status
 `exit_status`); every other field is always written. Values stay JSON's own types (str, int,
-float, bool, lists, dicts): the same facts go from a worker to its parent as JSON.
+float, bool, lists, dicts) or a facts class of their own (a piece one finding's facts hold:
+SpreadFacts, PeerFacts, ...): the same facts go from a worker to its parent as JSON, and a field
+typed with a facts class takes that class or its JSON dict, made typed where the facts are made
+(`__post_init__`; a union of facts classes takes the one whose fields the dict's keys are).
 """
 from __future__ import annotations
 
+import functools
+import types
+import typing
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Union
 
 Json = Any          # a JSON value: str, int, float, bool, None, a list or a dict of them
 
@@ -24,13 +30,20 @@ def opt(default: Any = None) -> Any:
 @dataclass(frozen=True, kw_only=True)
 class Facts:
     """The base of every facts class: JSON out (`to_dict`) and back in (`from_dict`)."""
+    def __post_init__(self) -> None:
+        for name, hint in _nested(type(self)).items():
+            v = getattr(self, name)
+            typed = _typed(hint, v, f"{type(self).__name__}.{name}")
+            if typed is not v:
+                object.__setattr__(self, name, typed)
+
     def to_dict(self) -> dict[str, Json]:
         out, left_out = {}, self.left_out()
         for f in fields(self):
             v = getattr(self, f.name)
             if (v is None and f.metadata.get("omit")) or f.name in left_out:
                 continue
-            out[f.name] = v
+            out[f.name] = _plain(v)
         return out
 
     sometimes: ClassVar[tuple[str, ...]] = ()     # fields left_out may drop (not required in the schema)
@@ -42,6 +55,53 @@ class Facts:
     @classmethod
     def from_dict(cls, d: dict[str, Json] | None) -> "Facts":
         return cls(**(d or {}))
+
+
+def _is_facts(t: Any) -> bool:
+    return isinstance(t, type) and issubclass(t, Facts)
+
+
+def _mentions_facts(t: Any) -> bool:
+    return _is_facts(t) or any(_mentions_facts(a) for a in typing.get_args(t))
+
+
+@functools.cache
+def _nested(cls: type) -> dict[str, Any]:
+    """The fields of `cls` typed with a facts class (itself, in a list, or in a union)."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in fields(cls) if _mentions_facts(hints[f.name])}
+
+
+def _required(cls: type) -> set[str]:
+    from dataclasses import MISSING
+    return {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+
+
+def _typed(t: Any, v: Any, where: str) -> Any:
+    """`v` as the annotation `t` says: a JSON dict in a facts class's place made that class."""
+    if v is None or isinstance(v, Facts):
+        return v
+    if _is_facts(t):
+        return t.from_dict(v) if isinstance(v, dict) else v
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin is list and isinstance(v, list) and args:
+        return [_typed(args[0], x, where) for x in v]
+    if origin in (Union, types.UnionType) and isinstance(v, dict):
+        classes = [a for a in args if _is_facts(a)]
+        fits = [c for c in classes if set(v) <= {f.name for f in fields(c)} and _required(c) <= set(v)]
+        if len(fits) != 1 and classes:
+            raise TypeError(f"{where}: {sorted(v)} are the fields of {len(fits)} of {[c.__name__ for c in classes]}")
+        return fits[0].from_dict(v) if fits else v
+    return v
+
+
+def _plain(v: Any) -> Any:
+    """A field's value as JSON: a facts class as its dict."""
+    if isinstance(v, Facts):
+        return v.to_dict()
+    if isinstance(v, list) and v and isinstance(v[0], Facts):
+        return [_plain(x) for x in v]
+    return v
 
 
 # ---------------------------------------------------------------------------- pieces shared by several kinds
@@ -62,6 +122,37 @@ class LoadFacts(Facts):
     seconds: float = 0.0
     alone: str | None = None    # the alone run's Status
     alone_s: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpreadFacts(Facts):
+    """The rounding spread s at the element furthest past its budget (checks/peer.py): how far
+    the float64 reference's output moves when every input is rounded once more."""
+    draws: int                         # draws of per-element rounding (0: the output's rounding alone)
+    at: float                          # s there
+    terms: float                       # s over the inputs' unit roundoff: the size of the terms that make the element
+
+
+@dataclass(frozen=True, kw_only=True)
+class PeerFacts(Facts):
+    """The honest peer: the reference run in the kernel's own precision (checks/peer.py)."""
+    dtype: str                         # the precision it ran in (the output's dtype)
+    factor: float | None = opt()       # K: its largest error in units of s (None: no spread to measure it in)
+    capped: bool | None = opt()        # C x K x s was past the cap at the worst element
+    cap: float | None = opt()          # the cap: this many times what the default or s allows ...
+    half_digits: float | None = opt()  # ... or this power of the dtype's epsilon of the element's scale
+    runs: int | None = opt()           # correct runs in the kernel's precision K is the largest over
+
+
+@dataclass(frozen=True, kw_only=True)
+class PeerFailedFacts(ErrorFacts):
+    """The reference could not run in the kernel's precision: its error (no peer budget)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PeerSkippedFacts(Facts):
+    """No peer asked: more failing elements than it judges (checks/values.PEER_MAX_ELEMENTS)."""
+    skipped: int                       # the elements that fail the default
 
 
 # ---------------------------------------------------------------------------- findings
@@ -89,8 +180,8 @@ class ValuesFacts(Facts):
     mutated: bool | None = opt()       # a declared-mutated input compared bit for bit
     budget: Literal["default", "spread", "peer"] | None = opt()   # which set the allowed error at the worst element
     c: float | None = opt()            # checks/peer.py's C
-    spread: dict[str, float] | None = opt()   # {draws, at, terms}: the rounding spread s at the worst element
-    peer: dict[str, Json] | None = opt()      # {dtype, factor, capped, cap, half_digits, runs} | {error, text} | {skipped}
+    spread: SpreadFacts | None = opt()        # the rounding spread s at the worst element
+    peer: PeerFacts | PeerFailedFacts | PeerSkippedFacts | None = opt()   # the honest peer: ran, failed, or not asked
     slack_ulps: int | None = opt()     # ulps of slack granted (the interpreter's bfloat16 truncation)
     # The budget at the element furthest past it (budget_at, the report's index; the largest
     # difference's element is often the same): what was allowed there, the dtype's default there
@@ -106,6 +197,15 @@ class ValuesFacts(Facts):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AllocatedFacts(Facts):
+    """A tensor the kernel allocated itself during the call, guarded (run/guarded_alloc.py)."""
+    op: str                            # the torch factory that made it (empty, zeros, ...)
+    shape: list[int]
+    dtype: str
+    returned: bool                     # the kernel returned it as an output (else its scratch)
+
+
+@dataclass(frozen=True, kw_only=True)
 class GuardFacts(Facts):
     itemsize: int
     n_after: int                       # guard bytes overwritten after the end, and before the start
@@ -116,7 +216,7 @@ class GuardFacts(Facts):
     after_hi: int | None = opt()
     before_lo: int | None = opt()
     before_hi: int | None = opt()
-    allocated: dict[str, Json] | None = opt()   # {op, shape, dtype, returned}: a tensor the kernel allocated itself
+    allocated: AllocatedFacts | None = opt()   # a tensor the kernel allocated itself (run/guarded_alloc.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -251,7 +351,7 @@ class RanFacts(Facts):
 @dataclass(frozen=True, kw_only=True)
 class DispatchFacts(Facts):
     expected: list[dict[str, Json]]        # [{kernel, launch, label, when}] that did not run
-    ran: dict[str, Json]                   # RanFacts' dict
+    ran: RanFacts                          # what the call ran
     env: dict[str, Json] | None = opt()    # the variables the point set (None: unset)
     env_set: Literal["at_start", "after_import"] | None = opt()   # at the process's start, or after import and one call
     started: dict[str, Json] | None = opt()   # after_import: each variable as the process started (None: unset)
@@ -320,7 +420,7 @@ class RepeatsCleanFacts(Facts):
     load: bool
     seconds: float
     stopped: str
-    fallback: dict[str, Json] | None = None    # the capture's error, when graph replays fell back to eager calls
+    fallback: ErrorFacts | None = None     # the capture's error, when graph replays fell back to eager calls
     post_graph: str | None = None
     calls_s: float = 0.0
     rate: float = 0.0
@@ -665,21 +765,44 @@ class GoldenPointFacts(Facts):
     changed since they were kept (which outputs), none kept for this point, or not compared
     (its outputs are nondeterministic: their bits are not stable)."""
     bits: Literal["equal", "changed", "not_kept", "nondeterministic"]
-    since: str                                  # when the golden hashes were kept (ISO date and time)
+    since: str | None                           # when the golden hashes were kept (ISO date and time; None: none are)
     outputs: list[str] | None = opt()           # changed: the outputs whose bits differ
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoldenRecordFacts(Facts):
+    """`kladder golden record SPEC`: the climb whose output hashes were kept, for which target,
+    and the points not kept (nondeterministic outputs; no output made)."""
+    spec: str
+    climb: int                                  # the climb's number (#N in `kladder history`)
+    target: dict[str, Json]                     # the (device, toolchain) they hold for (history/store.toolchain)
+    kept: int                                   # points whose hashes were kept
+    recorded: str                               # when (ISO date and time)
+    nondeterministic: list[str]                 # not kept: their outputs' bits are not stable
+    no_hashes: list[str]                        # not kept: no output made (skipped, crashed, ...)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoldenChangedFacts(Facts):
+    """A point whose output bits are not the golden ones."""
+    id: str
+    outputs: list[str]                          # the outputs whose bits differ
 
 
 @dataclass(frozen=True, kw_only=True)
 class GoldenFacts(Facts):
     """A climb's points against the golden hashes of its spec (`--golden`; `kladder golden record`):
     the (device, toolchain) target they were kept for, what differs from this climb's, and the
-    points in each class, the nondeterministic ones apart."""
-    recorded: str                               # when the golden hashes were kept
+    points in each class, the nondeterministic ones apart. With --golden=strict, bits changed at
+    a point, or no golden hashes of the spec at all, fail the climb (`fails`: exit 1 where every
+    point passed; the report's exit_code says it)."""
+    recorded: str | None                        # when the golden hashes were kept (None: the spec has none)
     target: dict[str, Json]                     # the toolchain they were kept for (history/store.toolchain)
     toolchain: dict[str, list[Json]]            # what differs: name -> [the golden's, this climb's]
     strict: bool                                # --golden=strict: a change is a failure (exit 1)
+    fails: bool                                 # strict, and bits changed (or none kept): the climb fails for it
     equal: list[str]                            # point ids whose bits are the golden's
-    changed: list[dict[str, Json]]              # [{id, outputs}]
+    changed: list[GoldenChangedFacts]           # the points whose bits differ, and which outputs
     not_kept: list[str]                         # no golden hashes for them (a new point, or no output made)
     nondeterministic: list[str]                 # not compared: their outputs' bits are not stable
 
@@ -687,12 +810,72 @@ class GoldenFacts(Facts):
         if point_id in self.equal:
             return GoldenPointFacts(bits="equal", since=self.recorded)
         for c in self.changed:
-            if c["id"] == point_id:
-                return GoldenPointFacts(bits="changed", since=self.recorded, outputs=list(c["outputs"]))
+            if c.id == point_id:
+                return GoldenPointFacts(bits="changed", since=self.recorded, outputs=list(c.outputs))
         for kind in ("not_kept", "nondeterministic"):
             if point_id in getattr(self, kind):
                 return GoldenPointFacts(bits=kind, since=self.recorded)
         return None
+
+
+# ---------------------------------------------------------------------------- kladder diff (history/diff.py)
+@dataclass(frozen=True, kw_only=True)
+class DiffClimbFacts(Facts):
+    """One of the two climbs a diff compares, as the history holds it."""
+    id: int                                     # its number (#N in `kladder history`)
+    run_id: str | None
+    spec: str
+    started: str | None
+    ended: str | None                           # None: unfinished (killed, or still running)
+    verdict: str | None
+    git_commit: str | None                      # the kernel's repository's commit, when there is one
+    kladder_version: str | None
+    toolchain: dict[str, Json]                  # history/store.toolchain
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffPointFacts(Facts):
+    """A point both climbs ran, its status in each (and the headline check's name)."""
+    id: str
+    rung: int
+    before: str
+    after: str
+    failure_before: str | None
+    failure_after: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffBitsFacts(DiffPointFacts):
+    """A point with the same status in both climbs and other output bits."""
+    outputs: list[str]                          # the outputs whose hashes differ
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlowerRungFacts(Facts):
+    """A rung slower beyond noise: its points paired, the median ratio of their seconds, and a
+    one-sided Wilcoxon signed-rank test of the log ratios (history/diff.py)."""
+    rung: int
+    ratio: float                                # the median per-point ratio, later / earlier
+    p: float
+    pairs: int
+    before_s: float                             # the paired points' seconds in all, in each climb
+    after_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffFacts(Facts):
+    """`kladder diff A B`: what changed from climb A to the later climb B of one spec."""
+    a: DiffClimbFacts
+    b: DiffClimbFacts
+    newly_failing: list[DiffPointFacts]
+    newly_passing: list[DiffPointFacts]
+    bits_changed: list[DiffBitsFacts]
+    nondeterministic: list[str]                 # not compared bit for bit: their outputs' bits are not stable
+    only_a: list[str]                           # point ids only one climb ran
+    only_b: list[str]
+    slower_rungs: list[SlowerRungFacts]
+    toolchain: dict[str, list[Json]]            # what differs: name -> [A's, B's]
+    worse: bool                                 # a point newly fails or a rung got slower: exit 1
 
 
 # ---------------------------------------------------------------------------- the tables

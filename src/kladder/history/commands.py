@@ -23,6 +23,7 @@ def add_parsers(sub) -> None:
     h.add_argument("spec", nargs="?", metavar="SPEC", help="only this spec's climbs (its name)")
     h.add_argument("--history", metavar="PATH", help=HISTORY_HELP)
     h.add_argument("-n", "--limit", type=int, default=50, metavar="N", help="at most N climbs (default 50)")
+    h.add_argument("--html", metavar="FILE", help="write the climbs as one self-contained HTML file")
     d = sub.add_parser("diff", help="what changed between two climbs (default: the last two of the same spec); exit 1 "
                        "when something got worse")
     d.add_argument("a", nargs="?", metavar="A", help="a climb's number (#N in `kladder history`) or run id, or a "
@@ -54,9 +55,14 @@ def cmd_history(args) -> int:
     from ..report.history_text import history_text
     h = open_history(args)
     try:
-        sys.stdout.write(history_text(h.climbs(args.spec, limit=args.limit)))
+        climbs = h.climbs(args.spec, limit=args.limit)
     finally:
         h.close()
+    sys.stdout.write(history_text(climbs))
+    if getattr(args, "html", None):
+        from ..report.html import history_html
+        from .store import default_path
+        _write_html(args.html, history_html(climbs, args.spec, args.history or default_path()))
     return 0
 
 
@@ -95,11 +101,11 @@ def cmd_diff(args) -> int:
     sys.stdout.write(diff_text(d))
     if args.json:
         from ..report.jsonout import dumps, write_atomic
-        write_atomic(args.json, dumps(d, indent=1))
+        write_atomic(args.json, dumps(d.to_dict(), indent=1))
     if args.html:
         from ..report.html import diff_html
         _write_html(args.html, diff_html(d))
-    return 1 if d["worse"] else 0
+    return 1 if d.worse else 0
 
 
 def cmd_golden(args) -> int:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import statistics
 
+from ..facts import DiffBitsFacts, DiffClimbFacts, DiffFacts, DiffPointFacts, SlowerRungFacts
+
 GOOD = ("passed",)
 BAD = ("failed", "flaky")
 SLOWER, ALPHA, MIN_PAIRED, MIN_S = 1.25, 0.01, 6, 0.5
@@ -29,7 +31,7 @@ def _keyed(points: list[dict]) -> dict[str, dict]:
     return out
 
 
-def diff(a: dict, pa: list[dict], b: dict, pb: list[dict]) -> dict:
+def diff(a: dict, pa: list[dict], b: dict, pb: list[dict]) -> DiffFacts:
     """The changes from climb `a` (points `pa`) to the later climb `b` (points `pb`)."""
     ka, kb = _keyed(pa), _keyed(pb)
     both = [k for k in kb if k in ka]
@@ -45,22 +47,23 @@ def diff(a: dict, pa: list[dict], b: dict, pb: list[dict]) -> dict:
             continue
         changed = sorted(n for n in set(x["hashes"]) & set(y["hashes"]) if x["hashes"][n] != y["hashes"][n])
         if changed:
-            bits.append({**_pair(k, x, y), "outputs": changed})
+            bits.append(DiffBitsFacts(**_pair(k, x, y).to_dict(), outputs=changed))
     slower = [s for s in (_slower(r, ka, kb, both) for r in sorted({kb[k]["rung"] for k in both})) if s]
     worse = bool(failing or slower)
-    return {"a": _climb(a), "b": _climb(b), "newly_failing": failing, "newly_passing": passing, "bits_changed": bits,
-            "nondeterministic": unstable, "only_a": [k for k in ka if k not in kb], "only_b": [k for k in kb if k not in ka],
-            "slower_rungs": slower, "toolchain": _toolchain_change(a, b), "worse": worse}
+    return DiffFacts(a=_climb(a), b=_climb(b), newly_failing=failing, newly_passing=passing, bits_changed=bits,
+                     nondeterministic=unstable, only_a=[k for k in ka if k not in kb], only_b=[k for k in kb if k not in ka],
+                     slower_rungs=slower, toolchain=_toolchain_change(a, b), worse=worse)
 
 
-def _pair(key: str, x: dict, y: dict) -> dict:
-    return {"id": key, "rung": y["rung"], "before": x["status"], "after": y["status"],
-            "failure_before": x["failure"], "failure_after": y["failure"]}
+def _pair(key: str, x: dict, y: dict) -> DiffPointFacts:
+    return DiffPointFacts(id=key, rung=y["rung"], before=x["status"], after=y["status"], failure_before=x["failure"],
+                          failure_after=y["failure"])
 
 
-def _climb(c: dict) -> dict:
-    return {k: c.get(k) for k in ("id", "run_id", "spec", "started", "ended", "verdict", "git_commit", "kladder_version",
-                                  "toolchain")}
+def _climb(c: dict) -> DiffClimbFacts:
+    return DiffClimbFacts(id=c["id"], run_id=c.get("run_id"), spec=c.get("spec") or "", started=c.get("started"),
+                          ended=c.get("ended"), verdict=c.get("verdict"), git_commit=c.get("git_commit"),
+                          kladder_version=c.get("kladder_version"), toolchain=c.get("toolchain") or {})
 
 
 def _toolchain_change(a: dict, b: dict) -> dict:
@@ -68,7 +71,7 @@ def _toolchain_change(a: dict, b: dict) -> dict:
     return {k: [ta.get(k), tb.get(k)] for k in sorted(set(ta) | set(tb)) if ta.get(k) != tb.get(k)}
 
 
-def _slower(rung: int, ka: dict, kb: dict, both: list[str]) -> dict | None:
+def _slower(rung: int, ka: dict, kb: dict, both: list[str]) -> SlowerRungFacts | None:
     pairs = [(ka[k]["seconds"], kb[k]["seconds"]) for k in both if kb[k]["rung"] == rung
              and (ka[k]["seconds"] or 0) > 0 and (kb[k]["seconds"] or 0) > 0]
     if len(pairs) < MIN_PAIRED:
@@ -82,8 +85,8 @@ def _slower(rung: int, ka: dict, kb: dict, both: list[str]) -> dict | None:
     p = float(wilcoxon(logs, alternative="greater").pvalue)
     if not p < ALPHA:
         return None
-    return {"rung": rung, "ratio": ratio, "p": p, "pairs": len(pairs), "before_s": sum(x for x, _ in pairs),
-            "after_s": sum(y for _, y in pairs)}
+    return SlowerRungFacts(rung=rung, ratio=ratio, p=p, pairs=len(pairs), before_s=sum(x for x, _ in pairs),
+                           after_s=sum(y for _, y in pairs))
 
 
 def last_two(history, spec: str | None) -> tuple[dict, dict] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 
-from ..facts import GoldenFacts
+from ..facts import GoldenChangedFacts, GoldenFacts, GoldenRecordFacts
 from .store import toolchain
 
 
@@ -23,7 +23,7 @@ def _finished(h, spec: str, climb: str | None) -> dict | None:
     return done[0] if done else None
 
 
-def record(h, spec: str, climb: str | None = None) -> dict | None:
+def record(h, spec: str, climb: str | None = None) -> GoldenRecordFacts | None:
     c = _finished(h, spec, climb)
     if c is None:
         return None
@@ -32,35 +32,46 @@ def record(h, spec: str, climb: str | None = None) -> dict | None:
     target = c["toolchain"] or toolchain(c["fingerprint"])
     recorded = datetime.datetime.now().isoformat(timespec="seconds")
     h.keep_golden(spec, target, c["id"], recorded, stable)
-    return {"spec": spec, "climb": c["id"], "target": target, "kept": len(stable), "recorded": recorded,
-            "nondeterministic": [p["id"] for p in points if p["nondeterministic"]],
-            "no_hashes": [p["id"] for p in points if not p["hashes"] and not p["nondeterministic"]]}
+    return GoldenRecordFacts(spec=spec, climb=c["id"], target=target, kept=len(stable), recorded=recorded,
+                             nondeterministic=[p["id"] for p in points if p["nondeterministic"]],
+                             no_hashes=[p["id"] for p in points if not p["hashes"] and not p["nondeterministic"]])
 
 
-def check(h, spec: str, fingerprint: dict, rows: list[dict], strict: bool = False) -> GoldenFacts | None:
+def check(h, spec: str, fingerprint: dict, rows: list[dict], strict: bool = False) -> GoldenFacts:
     """Each point of a climb (history/record.point_row's rows) against the golden hashes:
-    equal, changed (which outputs), not kept (no golden for it), or nondeterministic. None
-    when the spec has no golden hashes at all."""
+    equal, changed (which outputs), not kept (no golden for it), or nondeterministic (never
+    compared). A spec with no golden hashes at all: recorded None, every point not kept (with
+    `strict`, a failure: a gate on the bits that has nothing to compare with must not pass)."""
     target = toolchain(fingerprint or {})
     kept = h.golden(spec, target)
     if not kept:
         every = sorted(h.golden(spec), key=lambda g: g["recorded"], reverse=True)
-        if not every:
-            return None
-        newest = every[0]["target"]
+        newest = every[0]["target"] if every else None
         kept = [g for g in every if g["target"] == newest]
     by_id = {g["id"]: g for g in kept}
-    was = kept[0]["target"]
-    out = {"recorded": kept[0]["recorded"], "target": was, "strict": strict,
-           "toolchain": {k: [was.get(k), target.get(k)] for k in sorted(set(was) | set(target)) if was.get(k) != target.get(k)},
-           "equal": [], "changed": [], "not_kept": [], "nondeterministic": []}
+    was = kept[0]["target"] if kept else {}
+    equal, changed, not_kept, nondeterministic = [], [], [], []
     for r in rows:
         g = by_id.get(r["id"])
         if r["nondeterministic"]:
-            out["nondeterministic"].append(r["id"])
+            nondeterministic.append(r["id"])
         elif g is None or not r["hashes"]:
-            out["not_kept"].append(r["id"])
+            not_kept.append(r["id"])
         else:
-            changed = sorted(n for n in set(g["hashes"]) | set(r["hashes"]) if g["hashes"].get(n) != r["hashes"].get(n))
-            (out["changed"] if changed else out["equal"]).append({"id": r["id"], "outputs": changed} if changed else r["id"])
-    return GoldenFacts(**out)
+            outs = sorted(n for n in set(g["hashes"]) | set(r["hashes"]) if g["hashes"].get(n) != r["hashes"].get(n))
+            if outs:
+                changed.append(GoldenChangedFacts(id=r["id"], outputs=outs))
+            else:
+                equal.append(r["id"])
+    tools = {k: [was.get(k), target.get(k)] for k in sorted(set(was) | set(target)) if kept and was.get(k) != target.get(k)}
+    return GoldenFacts(recorded=kept[0]["recorded"] if kept else None, target=was, toolchain=tools, strict=strict,
+                       fails=strict and bool(changed or not kept), equal=equal, changed=changed, not_kept=not_kept,
+                       nondeterministic=nondeterministic)
+
+
+def unreadable(rows: list[dict], strict: bool = False) -> GoldenFacts:
+    """The check when the history cannot be read: no golden hashes to compare with (with
+    `strict`, a failure, as for a spec that has none)."""
+    return GoldenFacts(recorded=None, target={}, toolchain={}, strict=strict, fails=strict, equal=[], changed=[],
+                       not_kept=[r["id"] for r in rows if not r["nondeterministic"]],
+                       nondeterministic=[r["id"] for r in rows if r["nondeterministic"]])

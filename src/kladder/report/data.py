@@ -101,7 +101,9 @@ class ClimbReport:
         NOTHING_RAN when none ran (a climb that tested nothing must not pass, aiter #5133);
         1 otherwise; 130 (as a shell reports SIGINT) when the climb was interrupted; 2 when it could
         not start (start_error: {"kind": "usage" | "device", "message": ..., and for "device" what
-        failed, the device's free and total bytes and the processes holding it})."""
+        failed, the device's free and total bytes and the processes holding it}). With
+        --golden=strict, 1 where bits changed since the golden hashes (or none are kept) though
+        every point passed (golden.fails)."""
         if self.start_error:
             return NOT_STARTED
         if self.kladder_error:
@@ -109,7 +111,7 @@ class ClimbReport:
         if self.interrupted:
             return INTERRUPTED
         ok = all(o.status in (Status.PASSED, Status.SKIPPED) for o in self.outcomes)
-        if not ok:
+        if not ok or (self.golden is not None and self.golden.fails):
             return 1
         return NOTHING_RAN if self.nothing_ran else 0
 

@@ -13,7 +13,11 @@ from . import maps
 BAD = ("failed", "flaky")
 UNJUDGED = ("skipped", "not_judged", "broken", "oom")
 MAX_MAPS = 40             # error maps beyond each group's first point (a zoo climb's hundreds of failures)
-RATE_CHECKS = ("repeats", "nondeterministic")
+RATE_CHECKS = ("repeats", "nondeterministic", "stream")     # rung 5's: a rate, its interval, the calls-to-see curve
+PROVED = ("repeats_clean", "stream_clean")                   # rung 5's passing points: the bound they proved
+RATE_FACTS = ("rate", "lo", "hi", "conf", "bound", "calls_50", "calls_95", "calls", "compared", "differ", "wrong",
+              "bitwise", "judged", "first_wrong", "first_calls", "step", "letter", "pattern", "declared", "undecided",
+              "truncated", "stopped", "seconds")
 # C0 controls but tab, newline and carriage return, and DEL: each as the four characters \xNN
 CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f]}
 
@@ -30,6 +34,7 @@ def _env():
     env = jinja2.Environment(loader=jinja2.PackageLoader("kladder.report", "templates"), autoescape=True,
                              finalize=_clean, undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = _num
+    env.filters["sig"] = lambda v: f"{v:.2g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else _clean(v)
     env.filters["secs"] = lambda s: f"{s:.2f} s" if isinstance(s, (int, float)) else _clean(s)
     return env
 
@@ -61,8 +66,7 @@ def _finding_view(f: dict, p: dict, budget: list, first: bool) -> dict:
         budget[0] -= view["map"] is not None and not first
     if f["check"] in RATE_CHECKS and facts.get("curve"):
         view["curve"] = maps.rate_curve(facts["curve"], f"{p['id']}: calls to see it")
-    view["rate"] = {k: facts.get(k) for k in ("rate", "lo", "hi", "conf", "calls_50", "calls_95", "calls", "compared")} \
-        if f["check"] in RATE_CHECKS else None
+    view["rate"] = {"check": f["check"], **{k: facts.get(k) for k in RATE_FACTS}} if f["check"] in RATE_CHECKS else None
     return view
 
 
@@ -82,13 +86,15 @@ def _failures(points: list[dict]) -> list[dict]:
 
 
 def _rates(points: list[dict]) -> list[dict]:
-    """Rung 5's passing points: what they proved (the bound on the rate, its interval)."""
+    """Rung 5's passing points: what they proved (the bound on the rate, its interval); a
+    stream's (stream_clean) counts the calls judged against their own reference."""
     out = []
     for p in points:
         note = p.get("note") or {}
-        if p["rung"] == 5 and note.get("kind") == "repeats_clean":
+        if p["rung"] == 5 and note.get("kind") in PROVED:
             facts = note.get("facts") or {}
-            out.append({"p": p, "facts": facts, "curve": maps.rate_curve(facts.get("curve"), f"{p['id']}: calls to see it")})
+            out.append({"p": p, "kind": note["kind"], "facts": facts,
+                        "curve": maps.rate_curve(facts.get("curve"), f"{p['id']}: calls to see it")})
     return out
 
 
@@ -106,3 +112,8 @@ def report_html(doc: dict) -> str:
 
 def diff_html(d: dict) -> str:
     return _env().get_template("diff.html.j2").render(d=d)
+
+
+def history_html(climbs: list[dict], spec: str | None = None, path: str | None = None) -> str:
+    """`kladder history --html`: the climbs (history/store.History.climbs), newest first."""
+    return _env().get_template("history.html.j2").render(climbs=climbs, spec=spec, path=path)

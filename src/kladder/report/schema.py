@@ -18,8 +18,18 @@ from typing import Any, Literal, Union
 
 from .. import facts as F
 
-def type_schema(t: Any) -> dict:
-    """A Python annotation (facts.py's) as a JSON Schema."""
+def part_name(cls: type) -> str:
+    """The definition of a facts class one facts class holds in a field (facts.SpreadFacts ...)."""
+    return "part_" + cls.__name__
+
+
+def type_schema(t: Any, parts: set | None = None) -> dict:
+    """A Python annotation (facts.py's) as a JSON Schema; a facts class in it as a reference to
+    its definition, added to `parts`."""
+    if isinstance(t, type) and issubclass(t, F.Facts):
+        if parts is not None:
+            parts.add(t)
+        return {"$ref": f"#/$defs/{part_name(t)}"}
     if t is Any:
         return {}
     if t is type(None):
@@ -36,20 +46,20 @@ def type_schema(t: Any) -> dict:
     if origin is Literal:
         return {"enum": list(args)}
     if origin in (Union, types.UnionType):
-        return {"anyOf": [type_schema(a) for a in args]}
+        return {"anyOf": [type_schema(a, parts) for a in args]}
     if origin is list:
-        return {"type": "array", "items": type_schema(args[0])} if args else {"type": "array"}
+        return {"type": "array", "items": type_schema(args[0], parts)} if args else {"type": "array"}
     if origin is dict:
-        return {"type": "object", "additionalProperties": type_schema(args[1])} if args else {"type": "object"}
+        return {"type": "object", "additionalProperties": type_schema(args[1], parts)} if args else {"type": "object"}
     raise TypeError(f"no JSON Schema for {t!r}")
 
 
-def facts_schema(cls: type) -> dict:
+def facts_schema(cls: type, parts: set | None = None) -> dict:
     """One facts class: every field typed; those written always are required; no other key."""
     hints = typing.get_type_hints(cls)
     props, required = {}, []
     for f in dataclasses.fields(cls):
-        props[f.name] = type_schema(hints[f.name])
+        props[f.name] = type_schema(hints[f.name], parts)
         if not f.metadata.get("omit") and f.name not in cls.sometimes:
             required.append(f.name)
     doc = (cls.__doc__ or "").strip()
@@ -67,10 +77,22 @@ def _keyed(key: str, table: dict, prefix: str) -> list[dict]:
 
 def generate(schema: dict) -> dict:
     """`schema` with its generated parts made afresh from facts.py."""
-    made = {f"facts_{k}": facts_schema(c) for k, c in F.CHECK_FACTS.items()}
-    made |= {f"note_facts_{k}": facts_schema(c) for k, c in F.NOTE_FACTS.items()}
-    made |= {"golden": facts_schema(F.GoldenFacts), "golden_point": facts_schema(F.GoldenPointFacts)}
-    defs = {k: v for k, v in schema["$defs"].items() if k not in made}
+    parts: set = set()
+    made = {f"facts_{k}": facts_schema(c, parts) for k, c in F.CHECK_FACTS.items()}
+    made |= {f"note_facts_{k}": facts_schema(c, parts) for k, c in F.NOTE_FACTS.items()}
+    made |= {"golden": facts_schema(F.GoldenFacts, parts), "golden_point": facts_schema(F.GoldenPointFacts, parts),
+             "diff": facts_schema(F.DiffFacts, parts), "golden_record": facts_schema(F.GoldenRecordFacts, parts)}
+    done: set = set()
+    while parts - done:
+        for cls in sorted(parts - done, key=lambda c: c.__name__):
+            done.add(cls)
+            made[part_name(cls)] = facts_schema(cls, parts)
+    classes, todo = set(), [F.Facts]
+    while todo:
+        classes |= set(todo)
+        todo = [c for t in todo for c in t.__subclasses__() if c not in classes]
+    names = {c.__name__ for c in classes}     # a definition made from one (its title) is made afresh or goes
+    defs = {k: v for k, v in schema["$defs"].items() if k not in made and v.get("title") not in names}
     finding = defs["finding"]
     finding["properties"]["check"] = {"enum": list(F.CHECK_FACTS), "description": "outcome.Check"}
     finding["properties"]["facts"] = {"type": "object", "description": "the check's facts: facts_<check>"}

@@ -13,6 +13,7 @@ from collections import defaultdict
 from ..outcome import Check, NoteKind, Outcome, Replay, Status
 from . import words
 from .data import ClimbReport, RungReport, bias_group, note_group, note_key, pattern_shape, reason_group
+from .history_text import golden_check_text, golden_summary_text
 
 PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN = (Status.PASSED, Status.FAILED, Status.FLAKY, Status.SKIPPED, Status.OOM,
                                                Status.BROKEN)
@@ -86,6 +87,8 @@ def renderables(report: ClimbReport, verbose: bool = False) -> list:
     proved = [o for o in report.outcomes if o.status == PASSED and o.note is not None and o.note.kind in PROVED]
     if proved:
         parts.append(_proved(proved))
+    if report.golden is not None:
+        parts.append(_text(("\n" + golden_check_text(report.golden).rstrip("\n"), "bold red" if report.golden.fails else "")))
     parts.append(_summary(report))
     return parts
 
@@ -311,7 +314,8 @@ def _summary(report: ClimbReport):
     parts = [f"{c[FAILED]} failed", f"{c[PASSED]} passed", f"{c[SKIPPED]} skipped"]
     parts += [f"{c[s]} {words.status_word(s)}" for s in (FLAKY, OOM, BROKEN, NOT_JUDGED) if c[s]]
     low = report.lowest_failing_rung
-    tail = [f" of {total} points in {report.seconds:.1f} s" + (f"; lowest failing rung: {low}" if low else "")]
+    tail = [f" of {total} points in {report.seconds:.1f} s" + (f"; lowest failing rung: {low}" if low else "")
+            + golden_summary_text(report.golden)]
     if report.interrupted:
         tail += ["; ", ("interrupted", "bold yellow"), ": the report holds the points run so far"]
     elif report.nothing_ran:

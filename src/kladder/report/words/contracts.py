@@ -2,7 +2,7 @@
 bytes overwritten, inputs changed, a reference that runs the kernel."""
 from __future__ import annotations
 
-from ...facts import ContractFacts, GuardFacts, InputChangedFacts, InvalidReferenceFacts
+from ...facts import AllocatedFacts, ContractFacts, GuardFacts, InputChangedFacts, InvalidReferenceFacts
 from .base import pattern_text, says
 
 
@@ -38,14 +38,14 @@ def _guard(f, x: GuardFacts) -> str:
     return "; ".join(parts) + own
 
 
-def _guarded_what(f, alloc: dict | None) -> tuple[str, str]:
+def _guarded_what(f, alloc: AllocatedFacts | None) -> tuple[str, str]:
     """The guarded tensor's name, and for one the kernel allocated itself, how it did."""
-    if not alloc:
+    if alloc is None:
         return f"`{f.output}`", ""
-    made = f" (the kernel allocated it with torch.{alloc['op']}: {tuple(alloc['shape'])} {alloc['dtype']})"
-    if alloc["returned"]:
+    made = f" (the kernel allocated it with torch.{alloc.op}: {tuple(alloc.shape)} {alloc.dtype})"
+    if alloc.returned:
         return f"`{f.output}`", made
-    return f"the kernel's scratch allocation torch.{alloc['op']} {tuple(alloc['shape'])} {alloc['dtype']}", ""
+    return f"the kernel's scratch allocation torch.{alloc.op} {tuple(alloc.shape)} {alloc.dtype}", ""
 
 
 @says(InputChangedFacts)

@@ -175,7 +175,7 @@ def _run_to_run(x, sized=True):
 
 @notes(F.RanFacts)
 def _ran(x, sized=True):
-    return "ran " + ran_text(x.to_dict()) + "".join(f"; {_unjudged(u)}" for u in x.unjudged or [])
+    return "ran " + ran_text(x) + "".join(f"; {_unjudged(u)}" for u in x.unjudged or [])
 
 
 def _unjudged(u: dict) -> str:

@@ -22,7 +22,7 @@ def how_text(x: RepeatsCleanFacts) -> str:
     parts = ["graph replays" if x.launch == "graph" else "eager calls"]
     if x.fallback:
         parts[0] = "eager calls (the kernel cannot be captured in a CUDA graph: " \
-                   f"{x.fallback['error']}: {x.fallback['text']})"
+                   f"{x.fallback.error}: {x.fallback.text})"
     parts.append(f"fresh inputs from a pool of {x.firsts}" if x.inputs == "fresh" else "the same inputs")
     if x.load:
         parts.append("beside a second stream of work")

@@ -23,15 +23,15 @@ def _some(names: list, total: int) -> str:
     return ", ".join(names) + more
 
 
-def ran_text(x: dict) -> str:
-    """What a call ran (facts.RanFacts' dict): its Triton launches, GPU kernels and Python functions."""
+def ran_text(x) -> str:
+    """What a call ran (facts.RanFacts): its Triton launches, GPU kernels and Python functions."""
     parts = []
-    if x["launches"]:
-        parts.append("Triton " + _some([launch_text(one) for one in x["launches"]], x["n_launches"]))
-    if x["gpu"]:
-        parts.append("GPU kernels " + _some([g[:80] for g in x["gpu"]], x["n_gpu"]))
-    if x["functions"]:
-        parts.append("Python " + _some(x["functions"], x["n_functions"]))
+    if x.launches:
+        parts.append("Triton " + _some([launch_text(one) for one in x.launches], x.n_launches))
+    if x.gpu:
+        parts.append("GPU kernels " + _some([g[:80] for g in x.gpu], x.n_gpu))
+    if x.functions:
+        parts.append("Python " + _some(x.functions, x.n_functions))
     return "; ".join(parts) or "no Triton kernel, GPU kernel or Python function of the kernel's own"
 
 

@@ -2,7 +2,8 @@
 invariant, NaN/Inf accepted, the model's score (rungs 1-3 and 8)."""
 from __future__ import annotations
 
-from ...facts import BiasFacts, InvariantFacts, ModelFacts, ModelScoresFacts, NonfiniteFacts, ValuesFacts
+from ...facts import (BiasFacts, InvariantFacts, ModelFacts, ModelScoresFacts, NonfiniteFacts, PeerFacts, PeerFailedFacts,
+                      PeerSkippedFacts, SpreadFacts, ValuesFacts)
 from .base import notes, pattern_text, says
 
 
@@ -60,12 +61,13 @@ def budget_headline(f) -> str:
     x = f.facts
     if not isinstance(x, ValuesFacts) or x.rtol is None or f.largest is None:
         return ""
-    name, peer = _default_name(x), x.peer or {}
+    name, peer = _default_name(x), x.peer
     the = "the " if name.endswith("default") else ""          # "more than the float32 default"
-    dtype = peer.get("dtype") or x.dtype
-    cannot = f"the reference cannot run in {dtype}" if "error" in peer else ""
+    dtype = peer.dtype if isinstance(peer, PeerFacts) else x.dtype
+    cannot = f"the reference cannot run in {dtype}" if isinstance(peer, PeerFailedFacts) else ""
     if x.budget_allowed is None:            # no budget but the tolerance: the largest difference's
-        tail = f"no honest peer asked: {peer['skipped']:,} elements fail" if "skipped" in peer else cannot
+        tail = (f"no honest peer asked: {peer.skipped:,} elements fail" if isinstance(peer, PeerSkippedFacts)
+                else cannot)
         return f"allowed {_g(f.largest.allowed)} = {name}" + (f" ({tail})" if tail else "")
     allowed = f"allowed {_g(x.budget_allowed)}{_there(f, x)}"
     off = None if x.budget_peer_error is None else _g(x.budget_peer_error)
@@ -74,11 +76,11 @@ def budget_headline(f) -> str:
     if x.budget == "default":
         return f"{allowed} = {name}" + (f" ({peer_words})" if peer_words else "")
     if x.budget == "spread":
-        terms = (x.spread or {}).get("terms") or 0.0
+        terms = x.spread.terms if x.spread is not None else 0.0
         return (f"{allowed} = {name} at the scale of the terms that make the element ({_g(terms)}; "
                 f"{_g(x.budget_default)} at its own)" + (f"; {peer_words}" if peer_words else ""))
     more = f"more than {the}{name} ({_g(x.budget_default)})"
-    if peer.get("capped"):                   # C x the peer's error is past what rounding can be
+    if isinstance(peer, PeerFacts) and peer.capped:                   # C x the peer's error is past what rounding can be
         return (f"{allowed} = a peer budget's cap (not {x.c:g} x {off}: a {dtype} implementation off by that much "
                 f"here is past rounding), {more}")
     return f"{allowed} = {x.c:g} x what a {dtype} implementation is off by here ({off}), {more}"
@@ -107,27 +109,25 @@ def budget_text(x: ValuesFacts) -> str:
     return f"allowed: {what[x.budget]}, more than {default} ({seen})"
 
 
-def _spread_text(sp: dict | None) -> str:
-    if not sp:
+def _spread_text(sp: SpreadFacts | None) -> str:
+    if sp is None:
         return ""
-    draws = f", {sp['draws']} draws" if sp.get("draws") else ", the output's rounding alone"
-    terms = f", terms of size {sp['terms']:.3g}" if sp.get("terms") else ""
-    return f"s = {sp['at']:.3g} there (the float64 reference under rounding of every input{draws}{terms})"
+    draws = f", {sp.draws} draws" if sp.draws else ", the output's rounding alone"
+    terms = f", terms of size {sp.terms:.3g}" if sp.terms else ""
+    return f"s = {sp.at:.3g} there (the float64 reference under rounding of every input{draws}{terms})"
 
 
-def _peer_text(p: dict | None) -> str:
-    if not p:
+def _peer_text(p: PeerFacts | PeerFailedFacts | PeerSkippedFacts | None) -> str:
+    if isinstance(p, PeerSkippedFacts):
+        return f"{p.skipped:,} elements fail: no peer is asked for that many"
+    if isinstance(p, PeerFailedFacts):
+        return f"the reference cannot run in the kernel's precision ({p.error}: {p.text})"
+    if p is None or p.factor is None:
         return ""
-    if "skipped" in p:
-        return f"{p['skipped']:,} elements fail: no peer is asked for that many"
-    if "error" in p:
-        return f"the reference cannot run in the kernel's precision ({p['error']}: {p['text']})"
-    if "factor" not in p:
-        return ""
-    most = (f"the larger of {p['cap']:g} x what the default or s allows and sqrt(u) of the element's scale "
-            f"(half its {p['dtype']} digits)" if "half_digits" in p else f"{p['cap']:g} x what the default or s allows")
-    capped = f", counted up to {most}" if p.get("capped") else ""
-    return f"the reference run in {p['dtype']} is off by up to K = {p['factor']:.3g} x s{capped}"
+    most = (f"the larger of {p.cap:g} x what the default or s allows and sqrt(u) of the element's scale "
+            f"(half its {p.dtype} digits)" if p.half_digits is not None else f"{p.cap:g} x what the default or s allows")
+    capped = f", counted up to {most}" if p.capped else ""
+    return f"the reference run in {p.dtype} is off by up to K = {p.factor:.3g} x s{capped}"
 
 
 @says(InvariantFacts)
