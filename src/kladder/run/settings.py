@@ -47,3 +47,47 @@ def torch_setting(name: str, value):
         yield was
     finally:
         put(was)
+
+
+INDUCTOR_CONFIG = "torch._inductor.config"
+
+
+def deterministic_on() -> None:
+    """torch.use_deterministic_algorithms(True, warn_only=True) without its import of Inductor's
+    config (about 900 modules: torch._dynamo and torch._inductor, seconds of a worker's start on a
+    loaded machine, for points that never compile). torch's own switch is set now; Inductor's
+    `deterministic`, which use_deterministic_algorithms also sets, is set the moment
+    torch._inductor.config is first imported (torch.compile, a launcher's compiled helper), before
+    anything reads it."""
+    import sys
+
+    import torch
+    torch._C._set_deterministic_algorithms(True, warn_only=True)
+    mod = sys.modules.get(INDUCTOR_CONFIG)
+    if mod is not None:
+        mod.deterministic = True
+    elif not any(isinstance(f, _InductorDeterministic) for f in sys.meta_path):
+        sys.meta_path.insert(0, _InductorDeterministic())
+
+
+class _InductorDeterministic:
+    """A meta-path finder for torch._inductor.config alone: the module found as usual, its
+    `deterministic` set once it has run."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != INDUCTOR_CONFIG:
+            return None
+        import importlib.machinery
+        import sys
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            module.deterministic = True
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+        spec.loader.exec_module = exec_module
+        return spec
