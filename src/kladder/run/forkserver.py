@@ -55,7 +55,12 @@ EAGER_PREFIXES = ("PYTHON", "LD_", "MALLOC", "GLIBC", "TORCH", "PYTORCH", "TRITO
 PRELOAD = ("numpy", "torch", "triton", "triton.experimental.gluon", "kladder.run.worker", "kladder.run.trial", "kladder.load",
            "kladder.fingerprint", "kladder.run.interpreter", "kladder.run.modes.jitcache",
            "kladder.run.modes.envset", "kladder.run.modes.imports")
-ADDRESS_ENV = "KLADDER_FORKSERVER"
+
+# What a worker imports at its start besides (torch.use_deterministic_algorithms imports Inductor's
+# config: torch._dynamo, sympy, 900 modules): the workers' server has it imported, the modes'
+# processes' server not (a fresh one of them imports it only if its kernel's call does).
+WORKER_PRELOAD = ("torch._inductor.config",)
+WORKERS = ".w"                  # the workers' server's socket: the first one's, with this added
 
 ADDRESS: str | None = None      # in a worker: the climb's server's socket (set with each point's request)
 
@@ -246,8 +251,9 @@ class Server:
             self.proc.wait()
         with contextlib.suppress(OSError):
             self.proc.stdout.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.address)
+        for path in (self.address, self.address + WORKERS):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         with contextlib.suppress(OSError):
             os.rmdir(self.dir)
 
@@ -351,19 +357,39 @@ def _become(req: dict, fds: list[int], close: list[int], env_delta: dict, env_go
         os._exit(code & 0xFF if code >= 0 else 1)
 
 
-def serve(address: str) -> int:
-    """`python -m kladder.run.forkserver SOCKET [LABEL]`: preload, print 'ready', serve until stdin closes."""
-    base = dict(os.environ)
+def _preload(names, base: dict, delta: dict, gone: list) -> tuple[dict, list]:
+    """Import `names`; what they set in os.environ is noted (a child gets it as its own import
+    would set it) and taken back, so that the server's environment stays the one it started with."""
     import importlib
-    import warnings
-    warnings.filterwarnings("ignore")
-    for name in PRELOAD:
+    for name in names:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    env_delta = {k: v for k, v in os.environ.items() if base.get(k) != v}
-    env_gone = [k for k in base if k not in os.environ]
+    delta = {**delta, **{k: v for k, v in os.environ.items() if base.get(k) != v}}
+    gone = [*gone, *(k for k in base if k not in os.environ)]
     os.environ.clear()
     os.environ.update(base)
+    return delta, gone
+
+
+def serve(address: str) -> int:
+    """`python -m kladder.run.forkserver SOCKET [LABEL]`: preload, print 'ready', serve until
+    stdin closes; and a second server forked from it, on SOCKET + WORKERS, that has imported
+    what a worker imports at its start too (WORKER_PRELOAD), for workers only."""
+    base = dict(os.environ)
+    import warnings
+    warnings.filterwarnings("ignore")
+    env_delta, env_gone = _preload(PRELOAD, base, {}, [])
+    sys.stdout.flush()
+    if os.fork() == 0:                           # the workers' server: its own loop, the same stdin lifeline
+        with contextlib.suppress(BaseException):
+            env_delta, env_gone = _preload(WORKER_PRELOAD, base, env_delta, env_gone)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)          # 'ready' is the first server's to say
+            _loop(address + WORKERS, base, env_delta, env_gone)
+        os._exit(0)
+    return _loop(address, base, env_delta, env_gone)
+
+
+def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen(64)

@@ -159,12 +159,14 @@ class Worker:
 
     def _forked(self, server, env: dict, lifeline: int):
         """The worker forked from the server (its own session, the lifeline passed), or None."""
-        from .forkserver import spawn
+        from .forkserver import WORKERS, spawn
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         try:
-            child = spawn(["-m", "kladder.run.worker", self.ref, self.device], env, (in_r, out_w, self.log.fileno()),
-                          {LIFELINE_ENV: lifeline}, address=server.address)
+            argv, fds = ["-m", "kladder.run.worker", self.ref, self.device], (in_r, out_w, self.log.fileno())
+            child = None
+            for address in (server.address + WORKERS, server.address):   # the workers' own server, once it serves
+                child = child or spawn(argv, env, fds, {LIFELINE_ENV: lifeline}, address=address)
         finally:
             os.close(in_r)
             os.close(out_w)
@@ -318,6 +320,8 @@ class Pool:
         self._fresh_left = 0             # fresh-process points still to come in this rung
         self._fresh_lanes = 1
         self.server = None               # the fork server (run/forkserver.py), once a rung needs new processes
+        if os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
+            self.start_server()
 
     def _start(self) -> Worker:
         gpu = self.gpus[self._next_gpu % len(self.gpus)]
@@ -334,7 +338,8 @@ class Pool:
     def start_server(self) -> None:
         """Start the fork server (once, in the background): fresh workers and the modes' own
         processes are forked from it once it is ready, started afresh until then and wherever it
-        cannot serve (run/forkserver.py). KLADDER_FORKSERVER=0 keeps every process fresh."""
+        cannot serve (run/forkserver.py). KLADDER_FORKSERVER=0 keeps every process fresh;
+        KLADDER_FORKSERVER=always starts it with the pool, every worker forked."""
         if self.server is not None or self.closed or os.name != "posix" or os.environ.get("KLADDER_FORKSERVER") == "0":
             return
         from .forkserver import Server

@@ -17,8 +17,7 @@ def _setup_torch(device: str) -> dict:
     import torch
     # Outputs the kernel allocates itself (torch.empty) come back NaN-filled (ints: the max
     # value) instead of holding a previous tensor's plausible bytes.
-    from .settings import deterministic_on
-    deterministic_on()                         # torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True
     if device == "cpu":
         # CPU points are small (the CPU budget): torch's intra-op threads only wait on each other
