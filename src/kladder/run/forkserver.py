@@ -39,6 +39,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 # Variables read only when used, never at import: they may differ between the server and a child.
@@ -220,21 +221,25 @@ class Server:
         self.address = os.path.join(self.dir, "s")
         self.env = dict(env)
         self._ready = False
+        self._lock = threading.Lock()
         self.proc = subprocess.Popen([sys.executable, "-m", "kladder.run.forkserver", self.address, label],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=self.env, start_new_session=True)
 
     def ready(self, wait_s: float = 0.0) -> bool:
-        if self._ready or self.proc.poll() is not None:
+        with self._lock:
+            if self._ready or self.proc.poll() is not None:
+                return self._ready and self.proc.poll() is None
+            sel = selectors.DefaultSelector()
+            try:
+                sel.register(self.proc.stdout, selectors.EVENT_READ)
+                if sel.select(wait_s):
+                    self._ready = self.proc.stdout.readline().strip() == b"ready"
+            except (OSError, ValueError):          # closed under us (the climb is ending)
+                return False
+            finally:
+                sel.close()
             return self._ready and self.proc.poll() is None
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        try:
-            if sel.select(wait_s):
-                self._ready = self.proc.stdout.readline().strip() == b"ready"
-        finally:
-            sel.close()
-        return self._ready and self.proc.poll() is None
 
     def serves(self, env: dict) -> bool:
         return self.ready() and incompatible(self.env, env) is None

@@ -326,7 +326,7 @@ class Pool:
     def _start(self) -> Worker:
         gpu = self.gpus[self._next_gpu % len(self.gpus)]
         self._next_gpu += 1
-        w = Worker(self.ref, self.device, gpu, server=self.server if self.server_address(wait=True) else None)
+        w = Worker(self.ref, self.device, gpu, server=self.server if self.server_address() else None)
         self._all.append(w)
         return w
 
@@ -357,7 +357,7 @@ class Pool:
 
     def server_address(self, wait: bool = False) -> str | None:
         """The fork server's socket once it serves, else None; with `wait`, a server still
-        starting is waited for (it started before any worker that would be started now)."""
+        starting is waited for."""
         s = self.server
         return s.address if s is not None and s.ready(STARTUP_TIMEOUT_S if wait else 0.0) else None
 
@@ -385,7 +385,11 @@ class Pool:
 
     def take(self, fresh: bool = False) -> Worker:
         """A ready worker: a spare if one is started, else a new one. Taking one for a fresh
-        point starts the next fresh point's worker."""
+        point starts the next fresh point's worker. With no spare and the fork server on its
+        way, it is waited for (outside the lock: a Ctrl-C's kill is not held up): it started
+        before any worker that would be started now."""
+        if not self._spare and self._starting():
+            self.server_address(wait=True)
         with self._lock:
             if self.closed:
                 raise WorkerError("the climb is shutting down")
