@@ -27,7 +27,7 @@ from .point import Point
 from .report.data import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
 from .run import faults
-from .run.isolation import HOST_BUSY_CORES, Lane, Pool, stage_budget, worker_timeout
+from .run.isolation import HOST_BUSY_CORES, Lane, Pool, child_processes, stage_budget, worker_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
 from .sizes import CPU_BUDGET, budget_for, is_big, numel_of, total_bytes
 from .spec import Spec
@@ -183,7 +183,8 @@ class Runner:
         alone: two of them side by side run the device out of memory and say nothing."""
         points = list(points)
         lanes = min(self.jobs, max(1, len(points) // POINTS_PER_LANE))
-        self.pool.expect_fresh(sum(fresh_process(p) for p in points), lanes)
+        self.pool.expect_fresh(sum(fresh_process(p) for p in points), lanes,
+                               children=sum(child_processes(p, self.device) for p in points))
         if lanes == 1:
             for p in points:
                 if started:

@@ -78,6 +78,16 @@ CHILD_PROCESSES = {"jitcache": 2, "cachekey": 3, "flags": 3, "imports": 1, "disp
 CHILD_TIMEOUT_FACTOR = 3
 
 
+def child_processes(point: Point, device: str) -> int:
+    """How many processes of its own a point's mode starts (about: a flag given as a launcher
+    keyword starts none), for the pool to have its fork server ready (Pool.expect_fresh)."""
+    if point.mode == "dispatch":
+        return 1 if point.env else 0
+    if point.mode == "cachekey" and point.variant == "compiler" and device != "cuda":
+        return 0                              # skipped: nothing is compiled under the interpreter
+    return CHILD_PROCESSES.get(point.mode, 0)
+
+
 def child_timeout(spec, device: str) -> float:
     """How long one child process of a mode may run (its start-up included)."""
     return point_timeout(spec, device) * CHILD_TIMEOUT_FACTOR
@@ -122,25 +132,50 @@ def worker_env(device: str, gpu: str | None = None) -> dict[str, str]:
 
 
 class Worker:
-    """One worker process; started at construction, ready once its hello arrives."""
+    """One worker process; started at construction, ready once its hello arrives. With a fork
+    server that serves its environment (run/forkserver.py), forked from it instead of started
+    afresh."""
 
-    def __init__(self, ref: str, device: str, gpu: str | None = None, extra_env: dict | None = None):
+    def __init__(self, ref: str, device: str, gpu: str | None = None, extra_env: dict | None = None,
+                 server=None):
         self.ref, self.device, self.gpu = ref, device, gpu
         self.log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115 - the worker writes it across calls; close() closes it
         lifeline, self._lifeline = os.pipe()
         env = {**worker_env(device, gpu), **(extra_env or {})}
-        env[LIFELINE_ENV] = str(lifeline)
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kladder.run.worker", ref, device],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                start_new_session=True, env=env, pass_fds=(lifeline,))
+            self.proc = self._forked(server, env, lifeline) if server is not None and server.serves(env) else None
+            if self.proc is None:
+                env[LIFELINE_ENV] = str(lifeline)
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "kladder.run.worker", ref, device],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                    start_new_session=True, env=env, pass_fds=(lifeline,))
         finally:
             os.close(lifeline)
         self._buf = b""
         self._hello: dict | None = None
         self.gpu = gpu
         self.load = Load()                   # what else used the host during the last point
+
+    def _forked(self, server, env: dict, lifeline: int):
+        """The worker forked from the server (its own session, the lifeline passed), or None."""
+        from .forkserver import WORKERS, spawn
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            argv, fds = ["-m", "kladder.run.worker", self.ref, self.device], (in_r, out_w, self.log.fileno())
+            child = None
+            for address in (server.address + WORKERS, server.address):   # the workers' own server, once it serves
+                child = child or spawn(argv, env, fds, {LIFELINE_ENV: lifeline}, address=address)
+        finally:
+            os.close(in_r)
+            os.close(out_w)
+        if child is None:
+            os.close(in_w)
+            os.close(out_r)
+            return None
+        child.stdin, child.stdout = os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb")
+        return child
 
     def ready(self) -> dict:
         """The worker's hello (device name, free memory), waiting for it the first time."""
@@ -156,17 +191,20 @@ class Worker:
             self._hello = hello
         return self._hello
 
-    def run(self, point: Point, timeout_s: float, budget_s: float | None = None) -> tuple[Outcome, bool]:
+    def run(self, point: Point, timeout_s: float, budget_s: float | None = None,
+            forkserver: str | None = None) -> tuple[Outcome, bool]:
         """Run one point; returns (outcome, alive). A dead worker must be replaced. The kernel's
         stage may be silent `timeout_s` (then it hangs), each of kladder's `budget_s` (then the
-        point is not judged); `self.load` is then what else used the host meanwhile."""
+        point is not judged); `self.load` is then what else used the host meanwhile. `forkserver`:
+        the socket of the server the worker forks its modes' own processes from. A forked worker
+        whose server died before its exit status was known raises forkserver.ServerLost."""
         budget_s = budget_s or KLADDER_STAGE_FACTOR * timeout_s
         self.ready()
         self.log.seek(0, os.SEEK_END)
         mark = self.log.tell()
         host = HostSample(self.proc.pid)
         try:
-            self.proc.stdin.write((json.dumps({"point": point.to_dict()}) + "\n").encode())
+            self.proc.stdin.write((json.dumps({"point": point.to_dict(), "forkserver": forkserver}) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass
@@ -179,7 +217,7 @@ class Worker:
             now = time.monotonic()                # a stage began: its own clock starts
             seen[stage] = seen.get(stage, 0.0) + now - since
             stage, since = Stage(msg["stage"]), now
-        self.load = host.end()
+        self.load = host.end((msg or {}).get("children_cpu_s", 0.0))
         if msg is not None:
             outcome = Outcome.from_dict(msg["outcome"])
             outcome.output = self.stderr_tail(since=mark, limit=OUTPUT_KEPT)
@@ -187,6 +225,9 @@ class Worker:
         silent = time.monotonic() - since
         seen[stage] = seen.get(stage, 0.0) + silent
         output = self.stderr_tail(since=mark, limit=OUTPUT_KEPT)
+        if self.proc.poll() is not None and getattr(self.proc, "lost", False):
+            from .forkserver import ServerLost
+            raise ServerLost("the fork server ended before this worker's exit status was known")
         if self.proc.poll() is None:          # no answer in time: the kernel hung, or kladder's stage overran
             self.kill()
             outcome = (faults.hang(point, timeout_s) if stage == Stage.KERNEL
@@ -229,8 +270,11 @@ class Worker:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+            if isinstance(self.proc, subprocess.Popen):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+            else:
+                self.proc.kill()                # a forked worker: its server kills the group, not yet reaped
             self.proc.wait()
         self._cut()
 
@@ -249,6 +293,10 @@ class Worker:
             except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
                 self.kill()
         self._cut()
+        if not isinstance(self.proc, subprocess.Popen):
+            for f in (self.proc.stdin, self.proc.stdout):
+                with contextlib.suppress(OSError):
+                    f.close()
         with contextlib.suppress(OSError):
             self.log.close()
 
@@ -271,41 +319,84 @@ class Pool:
         self.hello: dict = {}
         self._fresh_left = 0             # fresh-process points still to come in this rung
         self._fresh_lanes = 1
+        self.server = None               # the fork server (run/forkserver.py), once a rung needs new processes
+        if os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
+            self.start_server()
 
     def _start(self) -> Worker:
         gpu = self.gpus[self._next_gpu % len(self.gpus)]
         self._next_gpu += 1
-        w = Worker(self.ref, self.device, gpu)
+        w = Worker(self.ref, self.device, gpu, server=self.server if self.server_address() else None)
         self._all.append(w)
         return w
+
+    def _starting(self) -> bool:
+        """The fork server is on its way: a worker started now would import torch beside it."""
+        s = self.server
+        return s is not None and not s.ready() and s.proc.poll() is None
+
+    def start_server(self) -> None:
+        """Start the fork server (once, in the background): fresh workers and the modes' own
+        processes are forked from it once it is ready, started afresh until then and wherever it
+        cannot serve (run/forkserver.py). KLADDER_FORKSERVER=0 keeps every process fresh;
+        KLADDER_FORKSERVER=always starts it with the pool, every worker forked."""
+        if self.server is not None or self.closed or os.name != "posix" or os.environ.get("KLADDER_FORKSERVER") == "0":
+            return
+        from .forkserver import Server
+        try:
+            self.server = Server(worker_env(self.device), label=self.ref)
+        except OSError:
+            self.server = None
+
+    def plain(self, gpu: str | None) -> Worker:
+        """A worker started afresh, never forked (its server died under the one before it)."""
+        w = Worker(self.ref, self.device, gpu)
+        with self._lock:
+            self._all.append(w)
+        return w
+
+    def server_address(self, wait: bool = False) -> str | None:
+        """The fork server's socket once it serves, else None; with `wait`, a server still
+        starting is waited for."""
+        s = self.server
+        return s.address if s is not None and s.ready(STARTUP_TIMEOUT_S if wait else 0.0) else None
 
     def warm(self, n: int = 1) -> None:
         """Start `n` workers now (the CLI calls this first, so they import torch and the spec
         while this process does the same)."""
         self.prefetch(n)
 
-    def expect_fresh(self, n: int, lanes: int) -> None:
+    def expect_fresh(self, n: int, lanes: int, children: int = 0) -> None:
         """`n` points of the rung to come each need a fresh worker, `lanes` at a time: keep that
-        many started ahead, so that none waits for a worker's start."""
+        many started ahead, so that none waits for a worker's start. With those, or `children`
+        processes of the modes' own to come (child_processes), the fork server starts."""
+        if n or children:
+            self.start_server()
         self._fresh_left, self._fresh_lanes = n, lanes
         self.prefetch(min(n, lanes))
 
     def prefetch(self, n: int) -> None:
         """Have `n` spares started (at most `spares`), for points known to come."""
         with self._lock:
+            if self._starting():              # forked at need once it serves (a fork costs a fraction of a start)
+                return
             while not self.closed and len(self._spare) < min(n, max(self.spares, 1)):
                 self._spare.append(self._start())
 
     def take(self, fresh: bool = False) -> Worker:
         """A ready worker: a spare if one is started, else a new one. Taking one for a fresh
-        point starts the next fresh point's worker."""
+        point starts the next fresh point's worker. With no spare and the fork server on its
+        way, it is waited for (outside the lock: a Ctrl-C's kill is not held up): it started
+        before any worker that would be started now."""
+        if not self._spare and self._starting():
+            self.server_address(wait=True)
         with self._lock:
             if self.closed:
                 raise WorkerError("the climb is shutting down")
             w = self._spare.pop(0) if self._spare else self._start()
             if fresh:
                 self._fresh_left = max(0, self._fresh_left - 1)
-                want = min(self._fresh_left, self._fresh_lanes, max(self.spares, 1))
+                want = 0 if self._starting() else min(self._fresh_left, self._fresh_lanes, max(self.spares, 1))
                 while len(self._spare) < want:
                     self._spare.append(self._start())
         hello, w = self._ready(w)
@@ -374,6 +465,12 @@ class Pool:
             workers, self._all, self._spare = list(self._all), [], []
         for w in workers:
             w.close()
+        self._stop_server()
+
+    def _stop_server(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            server.close()
 
     def kill(self) -> None:
         """Kill every worker at once (Ctrl-C): their blocked reads return, their points are dropped."""
@@ -382,6 +479,7 @@ class Pool:
             workers = list(self._all)
         for w in workers:
             w.kill()
+        self._stop_server()
 
 
 class Lane:
@@ -398,17 +496,30 @@ class Lane:
     def run(self, point: Point, timeout_s: float, fresh: bool = False, budget_s: float | None = None) -> Outcome:
         """With `fresh`, the point runs alone in a new worker, which is closed after it: no
         state from earlier calls reaches it, and none of its state reaches later points."""
+        from .forkserver import ServerLost
+        address = self.pool.server_address()
         if fresh:
             w = self.pool.take(fresh=True)
             try:
-                return w.run(point, timeout_s, budget_s)[0]
+                try:
+                    return w.run(point, timeout_s, budget_s, address)[0]
+                except ServerLost:           # the fork server died under it: the point again, in a new process
+                    self.pool.retire(w)
+                    w = self.pool.plain(w.gpu)
+                    return w.run(point, timeout_s, budget_s)[0]
             finally:
                 self.load, self.gpu = w.load, w.gpu
                 self.pool.retire(w)
         if self.worker is None:
             self.worker = self.pool.take()
             self.ran = 0
-        outcome, alive = self.worker.run(point, timeout_s, budget_s)
+        try:
+            outcome, alive = self.worker.run(point, timeout_s, budget_s, address)
+        except ServerLost:
+            self.pool.retire(self.worker)
+            self.worker = self.pool.plain(self.worker.gpu)
+            self.ran = 0
+            outcome, alive = self.worker.run(point, timeout_s, budget_s)
         self.load, self.gpu = self.worker.load, self.worker.gpu
         self.ran += 1
         if not alive:
@@ -467,15 +578,18 @@ def _ours_s(pid: int) -> float:
 class HostSample:
     """Other processes' CPU time over a point: the host's busy time less the climb's process and
     the point's worker (two reads of /proc at each end: microseconds). A grandchild of the worker
-    (Triton's compiler, a mode's own process) counts as another process until it is reaped."""
+    (Triton's compiler, a mode's own process) counts as another process until it is reaped; a
+    mode's process forked by the fork server is the point's own by what the worker reports
+    (`children_s`: their CPU seconds, which the server's reaping measured)."""
 
     def __init__(self, pid: int):
         self.pid, self.t0 = pid, time.monotonic()
         self.host0, self.ours0 = _host_busy_s(), _ours_s(pid)
 
-    def end(self) -> Load:
+    def end(self, children_s: float = 0.0) -> Load:
         host = _host_busy_s()
-        others = 0.0 if host is None or self.host0 is None else host - self.host0 - (_ours_s(self.pid) - self.ours0)
+        ours = _ours_s(self.pid) - self.ours0 + children_s
+        others = 0.0 if host is None or self.host0 is None else host - self.host0 - ours
         return Load(host_cpu_s=round(max(others, 0.0), 3), seconds=round(time.monotonic() - self.t0, 3))
 
 

@@ -176,7 +176,7 @@ class RayPool:
             lane.close(keep=True)
         return self.hello.get("free_bytes")
 
-    def expect_fresh(self, n: int, lanes: int) -> None:
+    def expect_fresh(self, n: int, lanes: int, children: int = 0) -> None:
         """Each actor's own pool keeps a spare worker started."""
 
     def pids(self) -> list[int]:

@@ -63,13 +63,17 @@ def main(argv: list[str]) -> int:
     from .trial import run_point
     # the parent's watchdog times each stage by its kind: it learns here which one began
     CLOCK.sink = lambda stage: proto.write('{"stage": "%s"}\n' % stage)
+    from . import forkserver
     for line in sys.stdin:
-        point = Point.from_dict(json.loads(line)["point"])
+        msg = json.loads(line)
+        point = Point.from_dict(msg["point"])
+        forkserver.ADDRESS, forkserver.CPU.s = msg.get("forkserver"), 0.0   # the modes' own processes fork from it
         try:
             result = run_point(spec, point, device)
         except BaseException as e:  # noqa: BLE001 - kladder's own bug: an answer, not a silent death
             result = Result(kladder_error(point, e), fatal=True)
-        proto.write(json.dumps({"outcome": result.outcome.to_dict(), "fatal": result.fatal}) + "\n")
+        proto.write(json.dumps({"outcome": result.outcome.to_dict(), "fatal": result.fatal,
+                                "children_cpu_s": round(forkserver.CPU.s, 3)}) + "\n")
         proto.flush()
         if result.fatal:
             os._exit(3)

@@ -58,6 +58,7 @@ def kernel_modules(spec) -> list[str]:
 def caught_imports(h, targets: list[str]) -> list[dict]:
     """The ImportErrors raised in the kernel's own code while `targets` are imported in a new
     process (torch and triton imported first, outside the trace)."""
+    from ..forkserver import run
     from ..isolation import child_timeout, worker_env
     if not targets:
         return []
@@ -65,8 +66,7 @@ def caught_imports(h, targets: list[str]) -> list[dict]:
         out = os.path.join(d, "caught.json")
         cmd = [sys.executable, "-m", "kladder.run.modes.imports", out, *targets]
         try:
-            p = subprocess.run(cmd, env=worker_env(h.device), capture_output=True, text=True,
-                               timeout=child_timeout(h.spec, h.device))
+            p = run(cmd, worker_env(h.device), child_timeout(h.spec, h.device))   # forked warm where it can be
         except subprocess.TimeoutExpired:
             raise SpecBroken(NoteKind.PROCESS_FAILED, label="import tracing",
                              text=f"did not finish within {child_timeout(h.spec, h.device):g} s") from None

@@ -65,10 +65,12 @@ def with_env(base: dict, env: dict) -> dict:
 
 
 def run_child(cmd: list[str], env: dict, timeout: float, where: str, label: str) -> None:
-    """Run one mode's own process: its timeout and a kernel error (exit 3) are the kernel's
+    """Run one mode's own process (run/forkserver.run: as a new process, forked warm where the
+    climb's fork server can serve it): its timeout and a kernel error (exit 3) are the kernel's
     (KernelError, `where` names the process), any other failure is the spec's (SpecBroken)."""
+    from ..forkserver import run
     try:
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        p = run(cmd, env, timeout)            # forked from the climb's server where it can be, else afresh
     except subprocess.TimeoutExpired:
         raise KernelError(TimeoutError(f"the process did not finish within {timeout:g} s"), where) from None
     if p.returncode != 0:

@@ -1,0 +1,179 @@
+"""The fork server (run/forkserver.py): a child forked from it is what a new process would be
+for what a point tests: its environment as it asked, before its modules import; its own cache
+directories; its exit status, a crash's signal, a hang's timeout; and where the server cannot
+serve (a variable read at import differs, the server is gone), the process starts afresh."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import kladder as kl
+from kladder.run import forkserver as fs
+from kladder.run.isolation import worker_env
+
+HERE = os.path.dirname(__file__)
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="fork")
+
+# a module that reads a flag at its import (as a kernel's library may), and Triton's cache dir
+FLAG_MODULE = """
+import os, sys
+AT_IMPORT = os.environ.get("KL_TEST_FLAG")
+import triton
+print(AT_IMPORT, triton.knobs.cache.dir, os.environ.get("TORCHINDUCTOR_CACHE_DIR"), sys.argv[1:], __name__)
+"""
+EXIT_MODULE = "import sys\nprint('kernel said', file=sys.stderr)\nsys.exit(int(sys.argv[1]))\n"
+SEGV_MODULE = "import ctypes\nctypes.string_at(0)\n"
+HANG_MODULE = "import os, sys, time\nprint(os.getpid(), flush=True)\nwhile True:\n    time.sleep(0.01)\n"
+MODULES_MODULE = """
+import json, sys
+from kladder.run.modes.tracing import is_machinery
+if sys.argv[1] == "fresh":                     # what the import-tracing child imports before it traces
+    import importlib
+    for heavy in ("torch", "triton"):
+        importlib.import_module(heavy)
+    import kladder.load, kladder.run.modes.imports  # noqa: F401
+print(json.dumps(sorted(m for m, v in list(sys.modules.items())
+                        if getattr(v, "__file__", None) and not is_machinery(v.__file__))))
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mods")
+    for name, text in (("kl_flag", FLAG_MODULE), ("kl_exit", EXIT_MODULE), ("kl_segv", SEGV_MODULE),
+                       ("kl_hang", HANG_MODULE), ("kl_modules", MODULES_MODULE)):
+        (d / f"{name}.py").write_text(text)
+    env = {**worker_env("cpu"), "PYTHONPATH": os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")])}
+    s = fs.Server(env, "test")
+    assert s.ready(600), "the fork server did not start"
+    yield s, env
+    s.close()
+
+
+@pytest.fixture
+def address(server, monkeypatch):
+    monkeypatch.setattr(fs, "ADDRESS", server[0].address)
+    return server[0].address
+
+
+def _cmd(module, *args):
+    return [sys.executable, "-m", module, *args]
+
+
+def test_a_child_reads_its_flag_at_import_and_its_own_cache_dirs(server, address, tmp_path):
+    _, env = server
+    for value in ("0", "1"):
+        cache = tmp_path / f"cache{value}"
+        child_env = {**env, "KL_TEST_FLAG": value, "TRITON_CACHE_DIR": str(cache / "triton"),
+                     "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor")}
+        before = fs.CPU.s
+        p = fs.run(_cmd("kl_flag", "a", "b"), child_env, 120)
+        assert p.returncode == 0, p.stderr
+        assert fs.CPU.s > before                      # it was forked: the server measured its CPU
+        assert p.stdout.split() == [value, str(cache / "triton"), str(cache / "inductor"), "['a',", "'b']", "__main__"]
+    unset = {k: v for k, v in env.items() if k != "KL_TEST_FLAG"}
+    assert fs.run(_cmd("kl_flag"), unset, 120).stdout.split()[0] == "None"
+
+
+def test_exit_status_and_stderr_as_a_new_process_gives_them(server, address):
+    _, env = server
+    for code in (0, 3, 7):
+        forked = fs.run(_cmd("kl_exit", str(code)), env, 120)
+        fresh = subprocess.run(_cmd("kl_exit", str(code)), env=env, capture_output=True, text=True, timeout=300,
+                               cwd=os.path.dirname(fs.__file__))
+        assert forked.returncode == code and forked.stderr == "kernel said\n"
+        assert fresh.returncode == code
+
+
+def test_a_segfault_is_its_signal(server, address):
+    _, env = server
+    assert fs.run(_cmd("kl_segv"), env, 120).returncode == -signal.SIGSEGV
+
+
+def test_a_hang_times_out_and_its_process_is_gone(server, address, tmp_path):
+    _, env = server
+    out = tmp_path / "out"
+    with open(out, "wb") as f, open(os.devnull, "rb") as null:
+        child = fs.spawn(["-m", "kl_hang"], env, (null.fileno(), f.fileno(), 2))
+    assert isinstance(child, fs.Forked)
+    with pytest.raises(subprocess.TimeoutExpired):
+        child.wait(1.0)
+    child.kill()
+    assert child.wait(30) == -signal.SIGKILL
+    with pytest.raises(subprocess.TimeoutExpired):
+        fs.run(_cmd("kl_hang"), env, 1.0)
+
+
+def test_a_child_dies_with_the_process_that_asked_for_it(server, address, tmp_path):
+    _, env = server
+    out = tmp_path / "pid"
+    with open(out, "wb") as f, open(os.devnull, "rb") as null:
+        child = fs.spawn(["-m", "kl_hang"], env, (null.fileno(), f.fileno(), 2))
+    deadline = time.monotonic() + 60
+    while not out.read_text().strip() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(out.read_text())
+    child.conn.close()                                # the requester is gone (a worker killed)
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}")
+
+
+def test_a_variable_read_at_import_that_differs_is_started_afresh(server, address):
+    _, env = server
+    with open(os.devnull, "rb") as null, open(os.devnull, "wb") as sink:
+        assert fs.spawn(["-m", "kl_exit", "0"], {**env, "LD_PRELOAD": ""}, (null.fileno(), sink.fileno(), 2)) is None
+        assert fs.spawn(["-m", "kl_exit", "0"], {**env, "TRITON_INTERPRET": "0"}, (null.fileno(), sink.fileno(), 2)) is None
+    before = fs.CPU.s
+    p = fs.run(_cmd("kl_flag"), {**env, "TRITON_DEFAULT_FP_FUSION": "0"}, 300)
+    assert p.returncode == 0 and fs.CPU.s == before                   # run, afresh
+    assert fs.incompatible(env, {**env, "TRITON_CACHE_DIR": "/x", "MY_LIB_FLAG": "1"}) is None
+
+
+def test_the_server_imports_no_code_a_fresh_import_tracing_child_would_trace(server, address):
+    _, env = server
+    forked = set(json.loads(fs.run(_cmd("kl_modules", "forked"), env, 120).stdout))
+    fresh = set(json.loads(subprocess.run(_cmd("kl_modules", "fresh"), env=env, capture_output=True, text=True,
+                                          timeout=600).stdout))
+    assert forked <= fresh, forked - fresh
+
+
+def test_without_a_server_or_after_it_died_the_process_starts_afresh(server, monkeypatch, tmp_path):
+    _, env = server
+    s = fs.Server(env, "test-dying")
+    try:
+        assert s.ready(600)
+        monkeypatch.setattr(fs, "ADDRESS", s.address)
+        out = tmp_path / "pid"
+        with open(out, "wb") as f, open(os.devnull, "rb") as null:
+            child = fs.spawn(["-m", "kl_hang"], env, (null.fileno(), f.fileno(), 2))
+        os.kill(s.proc.pid, signal.SIGKILL)           # the server dies under a running child
+        assert child.wait(30) is not None and child.lost
+        s.proc.wait()
+        p = fs.run(_cmd("kl_exit", "3"), env, 300)    # gone: afresh, same answer
+        assert p.returncode == 3 and p.stderr == "kernel said\n"
+    finally:
+        s.close()
+    monkeypatch.setattr(fs, "ADDRESS", None)
+    assert fs.run(_cmd("kl_exit", "0"), env, 300).returncode == 0
+
+
+def test_forked_workers_report_each_misbehaviour_as_fresh_ones_do(tmp_path, monkeypatch):
+    """tests/test_isolation.py's faulty spec, every worker forked from the server."""
+    from kladder.report.words import message
+    monkeypatch.setenv("KLADDER_FORKSERVER", "always")
+    rep = kl.climb(os.path.join(HERE, "specs", "faulty.py"), rungs=1, device="cpu", timeout_s=3,
+                   log_path=str(tmp_path / "l.jsonl"))
+    by_n = {o.point.sizes["N"]: o for o in rep.outcomes}
+    assert by_n[3].status == "failed" and by_n[3].headline.check == "raised"
+    assert by_n[5].headline.check == "crashed" and "SIGSEGV" in message(by_n[5].headline)
+    assert by_n[7].headline.check == "hang"
+    assert by_n[6].headline.check == "guard"
+    assert by_n[4].status == "oom"
+    for n in (1, 2, 8, 9):
+        assert by_n[n].status == "passed", (n, by_n[n])
