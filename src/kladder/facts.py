@@ -119,6 +119,7 @@ class LoadFacts(Facts):
     device_used_bytes: int | None = None
     device_total_bytes: int | None = None
     host_cpu_s: float = 0.0
+    worker_cpu_s: float = 0.0
     seconds: float = 0.0
     alone: str | None = None    # the alone run's Status
     alone_s: float = 0.0
@@ -758,6 +759,14 @@ class DeviceFullFacts(LoadFacts):
     text: str                              # its OOM's text
 
 
+@dataclass(frozen=True, kw_only=True)
+class HostBusyFacts(LoadFacts):
+    """A hang under load and alone too, with the alone run's load (run/faults.under_load): other
+    processes held the host's CPU and the worker got less than half a core of it."""
+    timeout_s: float                       # the kernel's limit, wall time
+    cores: int                             # the host's CPUs
+
+
 # ---------------------------------------------------------------------------- golden hashes (--golden)
 @dataclass(frozen=True, kw_only=True)
 class GoldenPointFacts(Facts):
@@ -907,4 +916,5 @@ NOTE_FACTS: dict[str, type[Facts]] = {
     "sanitizer_clean": SanitizerCleanFacts, "no_sanitizer": NoSanitizerFacts,
     "interpreter_defect": InterpreterDefectFacts, "interpreter_error": InterpreterErrorFacts,
     "stage_overrun": StageOverrunFacts, "device_full": DeviceFullFacts,
+    "host_busy": HostBusyFacts,
 }

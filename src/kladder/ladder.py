@@ -260,8 +260,8 @@ class Runner:
         outcome, load = self._on_lane(point, timeout, fresh)
         if not faults.load_sensitive(outcome) or not busy(load) or point.mode in OWN_PROCESS_MODES:
             return outcome
-        alone, _ = self._on_lane(point, timeout, True, alone=True)
-        return faults.under_load(outcome, alone, load)
+        alone, alone_load = self._on_lane(point, timeout, True, alone=True)
+        return faults.under_load(outcome, alone, load, alone_load)
 
     def _first(self, point: Point) -> Outcome:
         """The point's first run, and its replay when it failed."""

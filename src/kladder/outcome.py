@@ -179,6 +179,9 @@ class NoteKind(_Words):
                                                    # was silent past its budget; the worker was killed, nothing judged
     DEVICE_FULL = "device_full"                    # text (the OOM), first (its NoteKind), alone (Status), the Load's
                                                    # facts: out of memory while others held the device's memory
+    HOST_BUSY = "host_busy"                        # timeout_s, cores, the alone run's Load facts: hung under load and
+                                                   # alone too, while other processes held the host's CPU and the
+                                                   # worker got little of it: the kernel never had the time to finish
 
 
 class Replay(_Words):
@@ -278,6 +281,7 @@ class Load:
     device_used_bytes: int | None = None  # device memory in use by processes other than this point's worker
     device_total_bytes: int | None = None
     host_cpu_s: float = 0.0               # CPU time of every process but this point's worker and the climb's (/proc)
+    worker_cpu_s: float = 0.0             # the point's worker's own CPU time meanwhile (read before a hung one is killed)
     seconds: float = 0.0                  # the point's wall time while measured
     alone: Status | None = None           # the alone run's status (None: not re-run)
     alone_s: float = 0.0                  # the alone run's wall time

@@ -148,16 +148,41 @@ def others_memory(load: Load) -> bool:
     return used > 0.1 * load.device_total_bytes if load.device_total_bytes else used > 0
 
 
-def under_load(first: Outcome, alone: Outcome, load: Load) -> Outcome:
+STARVED_HOST_SHARE = 0.5      # others used at least this share of the host's CPUs over the alone run,
+STARVED_WORKER_CORES = 0.5    # and the worker less than this many cores: it was not given the time
+
+
+def starved(load: Load | None) -> bool:
+    """Whether a worker was kept from the CPU over a run: other processes held at least half of
+    the host's CPUs and the worker got less than half a core. A kernel spinning in a real hang
+    uses its core whole (the worker's CPU near the wall time); a worker that got a tenth of a core
+    while the host was full has not shown that its kernel would not finish."""
+    if load is None or load.seconds <= 0:
+        return False
+    cores = os.cpu_count() or 1
+    return (load.host_cpu_s >= STARVED_HOST_SHARE * cores * load.seconds
+            and load.worker_cpu_s < STARVED_WORKER_CORES * load.seconds)
+
+
+def under_load(first: Outcome, alone: Outcome, load: Load, alone_load: Load | None = None) -> Outcome:
     """A point that hung, crashed, faulted or ran out of memory while other work used the device
     or the host, and its run alone in a fresh worker with the other lanes held back: failing
     alone too, the first run's verdict stands; passing alone, a hang passes with a warning (a
     crash or a fault is flaky: see _load_excuses); out of
     memory that passes alone, or while others hold the device's memory: not judged, the device
-    was full. `load` gets the alone run's status and is kept on the outcome (what else ran)."""
+    was full; a hang that hangs alone too while other processes held the host's CPU and the
+    worker got little of it (`alone_load`, starved): not judged, the host was busy. `load` gets
+    the alone run's status and is kept on the outcome (what else ran)."""
     load.alone, load.alone_s = alone.status, round(alone.seconds, 3)
     what = str(first.headline.check) if first.status == Status.FAILED else str(first.status)
-    if first.status == Status.OOM and (alone.status in (Status.PASSED, Status.OOM) and
+    hung = (first.status == Status.FAILED and first.headline.check == Check.HANG
+            and alone.status == Status.FAILED and alone.headline.check == Check.HANG)
+    if hung and starved(alone_load):
+        facts = {**alone_load.facts(), "alone": str(alone.status), "alone_s": round(alone.seconds, 3)}
+        out = Outcome(first.point, Status.NOT_JUDGED, note=Note.of(
+            NoteKind.HOST_BUSY, timeout_s=alone.headline.facts.timeout_s, cores=os.cpu_count() or 1, **facts),
+            seconds=first.seconds + alone.seconds, stages=first.stages)
+    elif first.status == Status.OOM and (alone.status in (Status.PASSED, Status.OOM) and
                                        (alone.status == Status.PASSED or others_memory(load))):
         out = Outcome(first.point, Status.NOT_JUDGED, note=Note.of(
             NoteKind.DEVICE_FULL, first=str(first.note.kind) if first.note else "",

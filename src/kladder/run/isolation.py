@@ -584,13 +584,15 @@ class HostSample:
 
     def __init__(self, pid: int):
         self.pid, self.t0 = pid, time.monotonic()
-        self.host0, self.ours0 = _host_busy_s(), _ours_s(pid)
+        self.host0, self.ours0, self.worker0 = _host_busy_s(), _ours_s(pid), _process_cpu_s(pid)
 
     def end(self, children_s: float = 0.0) -> Load:
         host = _host_busy_s()
         ours = _ours_s(self.pid) - self.ours0 + children_s
         others = 0.0 if host is None or self.host0 is None else host - self.host0 - ours
-        return Load(host_cpu_s=round(max(others, 0.0), 3), seconds=round(time.monotonic() - self.t0, 3))
+        worker = _process_cpu_s(self.pid) - self.worker0 + children_s
+        return Load(host_cpu_s=round(max(others, 0.0), 3), worker_cpu_s=round(max(worker, 0.0), 3),
+                    seconds=round(time.monotonic() - self.t0, 3))
 
 
 def device_load(gpu: str | None, ours: list[int]) -> dict:

@@ -158,6 +158,14 @@ def _device_full(x, sized=True):
             f"(in {x.alone_s:.1f} s)")
 
 
+@notes(F.HostBusyFacts)
+def _host_busy(x, sized=True):
+    return (f"the host was busy: the kernel did not finish in its {x.timeout_s:g} s under load, nor alone, and alone "
+            f"its worker got {x.worker_cpu_s:.1f} s of CPU in {x.seconds:.1f} s while other processes used "
+            f"{x.host_cpu_s:.1f} s of the {x.cores} CPUs' {x.cores * x.seconds:.0f} s: not judged, and not the kernel's "
+            "hang (a hanging kernel spins its core whole); run it again on an idle host")
+
+
 @notes(F.CacheFilesFacts)
 def _cache_files(x, sized=True):
     return f"the cold process left {x.files} file(s) in the cache directory"
