@@ -125,12 +125,49 @@ def test_devices_map_to_the_visible_cuda_devices(monkeypatch):
 @pytest.mark.parametrize("device,order", [("cpu", ["worker", "spec"]), ("auto", ["spec"])])
 def test_repro_on_the_cpu_starts_its_worker_before_this_process_loads_the_spec(device, order, monkeypatch):
     # the worker imports torch and the spec while this process does the same (--device cpu);
-    # with auto the device is chosen first (torch imported), then the worker starts when the point runs
+    # with auto the device is chosen first (torch imported), then the worker starts when the point runs.
+    # The point reads as a point (a text that does not is refused before either: the next test)
+    # and names another spec, which only the loaded spec can tell: refused after both
     from kladder import cli, load
     from kladder.run import isolation
     seen = []
     monkeypatch.setattr(isolation.Pool, "warm", lambda self, n=1: seen.append("worker"))
     real = load.load_spec
     monkeypatch.setattr(load, "load_spec", lambda ref: (seen.append("spec"), real(ref))[1])
-    assert cli.main(["repro", os.path.join(HERE, "specs", "trivial.py"), "{bad", "--device", device]) == 2
+    other = '{"spec":"other","rung":1,"dims":[["N",2]]}'
+    assert cli.main(["repro", os.path.join(HERE, "specs", "trivial.py"), other, "--device", device]) == 2
     assert seen == order
+
+
+@pytest.mark.parametrize("args", [
+    ["climb", "nope.py"], ["climb", FAULTY, "--rungs", "9"], ["climb", FAULTY, "--rungs", "x"],
+    ["climb", FAULTY, "--shard", "4/3"], ["climb", FAULTY, "--device", "tpu"], ["points", "nope.py"],
+    ["points", FAULTY, "--rungs", "9"], ["repro", FAULTY, "{bad"], ["repro", FAULTY, "{bad", "--device", "cpu"],
+    ["repro", "nope.py", "{}"], ["explore", "nope.py", "--device", "cpu"], ["bisect", "a", "b", "nope.py", "--rungs", "9"],
+])
+def test_a_usage_error_needs_no_torch_and_no_worker(args, monkeypatch, capsys):
+    # what needs neither (the spec's file, --rungs, --shard, --device's word, the point's text)
+    # is checked before either: such an error is a fraction of a second, not torch's import
+    # and a worker's start (~4 CPU s each, many tests of the suite)
+    from kladder import cli
+    from kladder.run import isolation
+
+    def no(*a, **k):
+        raise AssertionError("a worker started for a usage error")
+    monkeypatch.setattr(isolation.Pool, "warm", no)
+    import builtins
+    import signal
+    sigint = signal.getsignal(signal.SIGINT)          # a climb's report ends with SIGINT ignored: put it back
+    real = builtins.__import__
+
+    def guarded(name, *a, **k):
+        if name == "torch" or name.startswith("torch."):
+            raise AssertionError(f"torch imported for a usage error: {args}")
+        return real(name, *a, **k)
+    builtins.__import__ = guarded
+    try:
+        assert cli.main(args) == 2
+    finally:
+        builtins.__import__ = real
+        signal.signal(signal.SIGINT, sigint)
+    assert "kladder: error:" in capsys.readouterr().err
