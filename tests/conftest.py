@@ -45,6 +45,22 @@ def report_json(path):
 
 
 
+@pytest.fixture(scope="session")
+def good_climb(tmp_path_factory):
+    """tests/specs/good.py (a correct softmax) climbed through the CLI on the CPU, every rung at
+    the defaults, once for the tests that read it (test_cli's clean climb, test_modes' CPU
+    skips): (the process, its --json report, its --log path). ~60-100 CPU s a climb."""
+    import subprocess
+    import sys
+    here = os.path.dirname(__file__)
+    d = tmp_path_factory.mktemp("good-climb")
+    out, log = d / "r.json", d / "l.jsonl"
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", os.path.join(here, "specs", "good.py"),
+                        "--device", "cpu", "--json", str(out), "--log", str(log)],
+                       capture_output=True, text=True, timeout=1800, cwd=here)
+    return p, report_json(out), log
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under `--dist loadgroup` (the Makefile's), the tests sharing a module-scoped fixture run
@@ -68,8 +84,10 @@ def pytest_collection_modifyitems(config, items):
             defs = infos.name2fixturedefs.get(name)
             own = defs and getattr(defs[-1].func, "__module__", "") in (item.module.__name__, "conftest")
             if own and defs[-1].scope in ("module", "package", "session"):      # not pytest's tmp_path_factory
-                # no ']' in a group: xdist reads a node id whose last ']' follows its '@' as no group
-                keys.append(f"{item.module.__name__}::{name}" + (f"({params[name]})" if name in params else ""))
+                # no ']' in a group: xdist reads a node id whose last ']' follows its '@' as no group;
+                # a session fixture of this file (good_climb) is one group across the modules using it
+                where = "conftest" if defs[-1].scope == "session" else item.module.__name__
+                keys.append(f"{where}::{name}" + (f"({params[name]})" if name in params else ""))
         if keys:
             item.add_marker(pytest.mark.xdist_group("+".join(sorted(keys))))
 
