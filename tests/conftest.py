@@ -25,6 +25,28 @@ def poisoned_empty():
     torch.use_deterministic_algorithms(was)
 
 
+_VALIDATOR = []
+
+
+def _validator():
+    """docs/report.schema.json's validator, the schema checked once a process. What
+    jsonschema.validate(doc, schema) does for each document, without its per-call cost: it
+    checks the schema and builds the validator again every call, ~0.3-1 CPU s a document
+    with this schema (a climb's log has a record a point: 181 records, 21 CPU s for 20 of
+    them at load 20 against 1.4 s for all 181 with one validator, measured in
+    docs/results/2026-12-02-cpu-suite-session7)."""
+    if not _VALIDATOR:
+        import json
+        import pathlib
+
+        import jsonschema
+        schema = json.loads((pathlib.Path(__file__).resolve().parent.parent / "docs" / "report.schema.json").read_text())
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        _VALIDATOR.append(cls(schema))
+    return _VALIDATOR[0]
+
+
 def report_json(path):
     """A report or a JSON-lines log read back, every document checked against the schema
     (docs/report.schema.json): the suite validates what every climb it runs writes."""
@@ -32,17 +54,35 @@ def report_json(path):
     import pathlib
 
     import jsonschema
-    schema = json.loads((pathlib.Path(__file__).resolve().parent.parent / "docs" / "report.schema.json").read_text())
     text = pathlib.Path(path).read_text()
     strict = {"parse_constant": lambda c: (_ for _ in ()).throw(ValueError(f"non-strict JSON constant {c}"))}
     if str(path).endswith(".jsonl"):
         docs = [json.loads(line, **strict) for line in text.splitlines()]
     else:
         docs = [json.loads(text, **strict)]
+    v = _validator()
     for d in docs:
-        jsonschema.validate(d, schema)
+        error = jsonschema.exceptions.best_match(v.iter_errors(d))     # as jsonschema.validate raises it
+        if error is not None:
+            raise error
     return docs if str(path).endswith(".jsonl") else docs[0]
 
+
+
+@pytest.fixture(scope="session")
+def good_climb(tmp_path_factory):
+    """tests/specs/good.py (a correct softmax) climbed through the CLI on the CPU, every rung at
+    the defaults, once for the tests that read it (test_cli's clean climb, test_modes' CPU
+    skips): (the process, its --json report, its --log path). ~60-100 CPU s a climb."""
+    import subprocess
+    import sys
+    here = os.path.dirname(__file__)
+    d = tmp_path_factory.mktemp("good-climb")
+    out, log = d / "r.json", d / "l.jsonl"
+    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", os.path.join(here, "specs", "good.py"),
+                        "--device", "cpu", "--json", str(out), "--log", str(log)],
+                       capture_output=True, text=True, timeout=1800, cwd=here)
+    return p, report_json(out), log
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -68,8 +108,10 @@ def pytest_collection_modifyitems(config, items):
             defs = infos.name2fixturedefs.get(name)
             own = defs and getattr(defs[-1].func, "__module__", "") in (item.module.__name__, "conftest")
             if own and defs[-1].scope in ("module", "package", "session"):      # not pytest's tmp_path_factory
-                # no ']' in a group: xdist reads a node id whose last ']' follows its '@' as no group
-                keys.append(f"{item.module.__name__}::{name}" + (f"({params[name]})" if name in params else ""))
+                # no ']' in a group: xdist reads a node id whose last ']' follows its '@' as no group;
+                # a session fixture of this file (good_climb) is one group across the modules using it
+                where = "conftest" if defs[-1].scope == "session" else item.module.__name__
+                keys.append(f"{where}::{name}" + (f"({params[name]})" if name in params else ""))
         if keys:
             item.add_marker(pytest.mark.xdist_group("+".join(sorted(keys))))
 

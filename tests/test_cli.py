@@ -1,5 +1,4 @@
 """The CLI from outside: exit codes, usage errors, JSON, repro."""
-import json
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from conftest import report_json
 HERE = os.path.dirname(__file__)
 FAULTY = os.path.join(HERE, "specs", "faulty.py")
 GOOD = os.path.join(HERE, "specs", "good.py")
+OVERRUN = os.path.join(HERE, "specs", "overrun.py")
 
 
 def kladder(*args, timeout=300):
@@ -42,12 +42,11 @@ def test_usage_errors_exit_2_with_the_fix(args, words):
     assert words in p.stderr
 
 
-def test_clean_spec_exits_0_and_writes_json(tmp_path):
-    out = tmp_path / "r.json"
-    p = kladder("climb", GOOD, "--device", "cpu", "--json", str(out), "--log", str(tmp_path / "l.jsonl"))
+def test_clean_spec_exits_0_and_writes_json(good_climb):
+    # the whole default ladder of good.py (conftest's good_climb, shared with test_modes)
+    p, doc, log = good_climb
     assert p.returncode == 0, p.stdout + p.stderr
-    doc = report_json(out)
-    report_json(tmp_path / "l.jsonl")
+    report_json(log)
     pts = doc["rungs"][0]["points"]
     assert sum(pt["status"] == "passed" for pt in pts) > 10
     assert all(pt["status"] == "passed" or (pt["status"] == "skipped" and "GPU point" in pt["reason"]) for pt in pts)
@@ -57,9 +56,10 @@ def test_clean_spec_exits_0_and_writes_json(tmp_path):
 
 def test_failing_spec_exits_1_and_its_repro_reproduces(tmp_path):
     out = tmp_path / "r.json"
-    # rung 1 alone: every assertion below is of rung 1's points (the faulty sizes hang, crash and
-    # restart workers again on every later rung, tens of seconds that show nothing more here)
-    p = kladder("climb", FAULTY, "--rungs", "1", "--device", "cpu", "--timeout", "3", "--json", str(out),
+    # rung 1 alone: every assertion below is of rung 1's points. overrun.py is faulty.py's write
+    # past the end alone: faulty.py's hang, crash and out-of-memory sizes (their own tests:
+    # test_isolation.py) cost a timeout and worker restarts here and showed nothing asserted here
+    p = kladder("climb", OVERRUN, "--rungs", "1", "--device", "cpu", "--json", str(out),
                 "--log", str(tmp_path / "l.jsonl"))
     assert p.returncode == 1
     doc = report_json(out)
@@ -77,11 +77,9 @@ def test_a_reader_that_leaves_early_is_no_traceback():
     assert p.stdout.count("\n") == 1 and "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr, p.stderr
 
 
-def test_progress_shows_on_a_terminal_and_nowhere_else(tmp_path):
+def _on_a_terminal(args):
+    """The climb's stdout on a pseudo-terminal, read to its end: (exit status, what it showed)."""
     import pty
-    trivial = os.path.join(HERE, "specs", "trivial.py")
-    args = [sys.executable, "-m", "kladder.cli", "climb", trivial, "--rungs", "1", "--device", "cpu",
-            "--log", str(tmp_path / "l.jsonl")]
     master, slave = pty.openpty()
     p = subprocess.Popen(args, stdout=slave, stderr=subprocess.PIPE, cwd=HERE)
     os.close(slave)
@@ -95,12 +93,23 @@ def test_progress_shows_on_a_terminal_and_nowhere_else(tmp_path):
             break
         chunks.append(data)
     p.wait(timeout=300)
-    seen = b"".join(chunks).decode(errors="replace")
-    assert p.returncode == 0 and "rung 1 shapes: 3 points, 3 passed, 0 failed" in seen, seen[-2000:]
-    quiet = subprocess.run(args + ["--quiet"], capture_output=True, text=True, timeout=300, cwd=HERE)
-    piped = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=HERE)
-    for run in (quiet, piped):
-        assert run.returncode == 0 and "rung 1 shapes: 3 points" not in run.stdout and "eta" not in run.stdout
+    os.close(master)
+    return p.returncode, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminal_and_nowhere_else(tmp_path, good_climb):
+    trivial = os.path.join(HERE, "specs", "trivial.py")
+    args = [sys.executable, "-m", "kladder.cli", "climb", trivial, "--rungs", "1", "--device", "cpu",
+            "--log", str(tmp_path / "l.jsonl")]
+    code, seen = _on_a_terminal(args)
+    assert code == 0 and "rung 1 shapes: 3 points, 3 passed, 0 failed" in seen, seen[-2000:]
+    # --quiet on the terminal itself (the report is printed; no progress line)
+    code, quiet = _on_a_terminal(args + ["--quiet"])
+    assert code == 0 and "0 failed" in quiet and "rung 1 shapes: 3 points" not in quiet and "eta" not in quiet, quiet
+    # piped: good.py's whole climb (conftest's good_climb, its stdout captured), 65 rung-1 points
+    piped, _, _ = good_climb
+    assert piped.returncode == 0 and "0 failed" in piped.stdout
+    assert "rung 1 shapes: " not in piped.stdout and "eta" not in piped.stdout
 
 
 def test_devices_map_to_the_visible_cuda_devices(monkeypatch):
@@ -125,12 +134,49 @@ def test_devices_map_to_the_visible_cuda_devices(monkeypatch):
 @pytest.mark.parametrize("device,order", [("cpu", ["worker", "spec"]), ("auto", ["spec"])])
 def test_repro_on_the_cpu_starts_its_worker_before_this_process_loads_the_spec(device, order, monkeypatch):
     # the worker imports torch and the spec while this process does the same (--device cpu);
-    # with auto the device is chosen first (torch imported), then the worker starts when the point runs
+    # with auto the device is chosen first (torch imported), then the worker starts when the point runs.
+    # The point reads as a point (a text that does not is refused before either: the next test)
+    # and names another spec, which only the loaded spec can tell: refused after both
     from kladder import cli, load
     from kladder.run import isolation
     seen = []
     monkeypatch.setattr(isolation.Pool, "warm", lambda self, n=1: seen.append("worker"))
     real = load.load_spec
     monkeypatch.setattr(load, "load_spec", lambda ref: (seen.append("spec"), real(ref))[1])
-    assert cli.main(["repro", os.path.join(HERE, "specs", "trivial.py"), "{bad", "--device", device]) == 2
+    other = '{"spec":"other","rung":1,"dims":[["N",2]]}'
+    assert cli.main(["repro", os.path.join(HERE, "specs", "trivial.py"), other, "--device", device]) == 2
     assert seen == order
+
+
+@pytest.mark.parametrize("args", [
+    ["climb", "nope.py"], ["climb", FAULTY, "--rungs", "9"], ["climb", FAULTY, "--rungs", "x"],
+    ["climb", FAULTY, "--shard", "4/3"], ["climb", FAULTY, "--device", "tpu"], ["points", "nope.py"],
+    ["points", FAULTY, "--rungs", "9"], ["repro", FAULTY, "{bad"], ["repro", FAULTY, "{bad", "--device", "cpu"],
+    ["repro", "nope.py", "{}"], ["explore", "nope.py", "--device", "cpu"], ["bisect", "a", "b", "nope.py", "--rungs", "9"],
+])
+def test_a_usage_error_needs_no_torch_and_no_worker(args, monkeypatch, capsys):
+    # what needs neither (the spec's file, --rungs, --shard, --device's word, the point's text)
+    # is checked before either: such an error is a fraction of a second, not torch's import
+    # and a worker's start (~4 CPU s each, many tests of the suite)
+    from kladder import cli
+    from kladder.run import isolation
+
+    def no(*a, **k):
+        raise AssertionError("a worker started for a usage error")
+    monkeypatch.setattr(isolation.Pool, "warm", no)
+    import builtins
+    import signal
+    sigint = signal.getsignal(signal.SIGINT)          # a climb's report ends with SIGINT ignored: put it back
+    real = builtins.__import__
+
+    def guarded(name, *a, **k):
+        if name == "torch" or name.startswith("torch."):
+            raise AssertionError(f"torch imported for a usage error: {args}")
+        return real(name, *a, **k)
+    builtins.__import__ = guarded
+    try:
+        assert cli.main(args) == 2
+    finally:
+        builtins.__import__ = real
+        signal.signal(signal.SIGINT, sigint)
+    assert "kladder: error:" in capsys.readouterr().err

@@ -9,8 +9,8 @@ import pathlib
 import subprocess
 import sys
 
-import jsonschema
 import pytest
+from conftest import report_json
 
 SCHEMA = json.loads((pathlib.Path(__file__).resolve().parent.parent / "docs" / "report.schema.json").read_text())
 HOSTILE = "[/] \\[reverse]rev [bold red]x[/] [link=http://evil.example]cfg[/link] \x1b[31mRED\x1b[0m \x1b]8;;http://e.example\x1b\\lnk\x1b]8;;\x1b\\"
@@ -80,15 +80,13 @@ def test_the_json_is_strict_and_matches_the_schema(climbed):
     text = out.read_text()
     assert "NaN" not in text.replace('"NaN"', "") and "Infinity" not in text.replace('"Infinity"', "").replace('"-Infinity"', "")
     doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
-    jsonschema.validate(doc, SCHEMA)
+    report_json(out)                                               # the schema (one validator: conftest)
     assert doc["exit_code"] == p.returncode == 1
     messages = [f["message"] for r in doc["rungs"] for pt in r["points"] for f in pt["findings"]]
     assert any(HOSTILE in m for m in messages)                     # the JSON keeps the string exactly
     nan = [pt for r in doc["rungs"] for pt in r["points"] if pt["failure"] == "values"]
     assert nan and all(pt["findings"][0]["kernel"] == "NaN" for pt in nan)
-    records = [json.loads(line) for line in log.read_text().splitlines()]
-    for r in records:
-        jsonschema.validate(r, SCHEMA)
+    records = report_json(log)                                     # each record against the schema
     assert records[0]["record"] == "header" and records[-1]["record"] == "end"
     assert records[-1]["exit_code"] == 1 and records[-1]["points"] == len(records) - 2
 

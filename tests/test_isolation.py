@@ -49,22 +49,29 @@ def test_outcomes_are_logged_as_they_arrive(report):
     assert all(r["repro"].startswith("kladder repro ") for r in rows)
 
 
-def _climb_into_the_hang(tmp_path, *extra):
-    """A climb of the faulty spec, waited on until a worker sits in the N = 7 hang."""
+def _climb_into_the_hang(tmp_path, spec=FAULTY, before=('"r1-N=6"',)):
+    """A climb of the faulty spec, waited on until a worker sits in the N = 7 hang (the points
+    `before` it logged); of HANG, until N = 1 and N = 3 are logged and only N = 2's hang runs."""
     import subprocess
     import sys
     import time
     log = tmp_path / "l.jsonl"
-    p = subprocess.Popen([sys.executable, "-m", "kladder.cli", "climb", FAULTY, "--device", "cpu", "--timeout", "60",
-                          "--log", str(log), "--json", str(tmp_path / "r.json"), *extra],
+    p = subprocess.Popen([sys.executable, "-m", "kladder.cli", "climb", spec, "--device", "cpu", "--timeout", "60",
+                          "--log", str(log), "--json", str(tmp_path / "r.json")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        if log.exists() and '"r1-N=6"' in log.read_text():
+        if log.exists() and all(b in log.read_text() for b in before):
             break
         time.sleep(0.2)
     time.sleep(1.0)
     return p, log
+
+
+# three points, N = 2 hangs: for the tests that need a climb in a hang and nothing before it
+# (faulty.py's raise, crash and out-of-memory sizes cost worker restarts there: ~10 CPU s each)
+HANG = os.path.join(HERE, "specs", "hang_one.py")
+HANG_BEFORE = ('"r1-N=1"', '"r1-N=3"')
 
 
 def test_ctrl_c_still_prints_the_report_so_far(tmp_path):
@@ -87,7 +94,7 @@ def test_ctrl_c_still_prints_the_report_so_far(tmp_path):
 def test_ctrl_c_twice_still_ends_cleanly(tmp_path):
     import signal
     import time
-    p, _ = _climb_into_the_hang(tmp_path)
+    p, _ = _climb_into_the_hang(tmp_path, HANG, HANG_BEFORE)
     p.send_signal(signal.SIGINT)
     time.sleep(0.05)
     p.send_signal(signal.SIGINT)
@@ -114,14 +121,14 @@ def _kladder_processes(marker: str) -> list[int]:
 def test_kill_9_of_the_parent_leaves_no_worker_behind(tmp_path):
     import signal
     import time
-    p, _ = _climb_into_the_hang(tmp_path)
-    assert len(_kladder_processes(FAULTY)) >= 2            # the climb and its workers
+    p, _ = _climb_into_the_hang(tmp_path, HANG, HANG_BEFORE)
+    assert len(_kladder_processes(HANG)) >= 2              # the climb and its workers
     p.send_signal(signal.SIGKILL)
     p.communicate(timeout=30)
     deadline = time.monotonic() + 5
-    while _kladder_processes(FAULTY) and time.monotonic() < deadline:
+    while _kladder_processes(HANG) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _kladder_processes(FAULTY) == []
+    assert _kladder_processes(HANG) == []
 
 
 def test_a_failure_that_does_not_recur_is_flaky_with_its_rate(tmp_path):

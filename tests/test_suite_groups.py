@@ -43,3 +43,17 @@ def test_a_module_fixtures_tests_run_on_one_worker(pytester):
     assert set(ran) == {"test_a[1]", "test_b[1]", "test_a[2]", "test_b[2]"}, result.stdout.str()
     assert ran["test_a[1]"] == ran["test_b[1]"] and ran["test_a[2]"] == ran["test_b[2]"]
     assert "test_grouped.py::test_c@" not in result.stdout.str()          # no fixture of its own: no group
+
+
+def test_a_session_fixtures_tests_run_on_one_worker_across_modules(pytester):
+    # conftest's good_climb (a whole CLI climb) is read by test_cli and test_modes: one group for
+    # the fixture, not one per module (which would build it on both workers)
+    shared = '\n\n@pytest.fixture(scope="session")\ndef shared():\n    return 1\n'
+    pytester.makeconftest(pathlib.Path(CONFTEST).read_text() + shared)
+    pytester.makepyfile(**{f"test_m{i}": "def test_uses(shared):\n    pass\n\n\ndef test_free():\n    pass\n"
+                           for i in range(4)})
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=8)
+    workers = set(re.findall(r"\[(gw\d)\] .*PASSED test_m\d\.py::test_uses@conftest::shared", result.stdout.str()))
+    assert len(workers) == 1, result.stdout.str()
+    assert len(re.findall(r"PASSED test_m\d\.py::test_uses@", result.stdout.str())) == 4

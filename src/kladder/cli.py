@@ -288,13 +288,9 @@ def _new_report(ref: str, args):
 
 def _climb_started(ref: str, args, report, started: dict) -> None:
     from .ladder import climb
+    _checked_early(ref, args)
     device = _climb_device(args)
     report.device = device
-    from .load import check_ref
-    try:
-        check_ref(ref)
-    except usage_errors() as e:
-        raise UsageProblem(str(e)) from None
     opts = climb_options(args, ref, device, keep=started["pools"])
     opts.on_outcome = started["recorder"].point
     started["rungs"] = opts.rungs
@@ -304,6 +300,44 @@ def _climb_started(ref: str, args, report, started: dict) -> None:
         climb(ref, spec, opts, report=report)
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None
+
+
+def _device_word(device: str) -> None:
+    """A --device that is none of auto, cpu, cuda: its usage error at once (resolve_device
+    says it before it imports torch to look for CUDA)."""
+    if device not in ("auto", "cpu", "cuda"):
+        device_of(device)
+
+
+def _checked_ref(ref: str) -> None:
+    from .load import check_ref
+    try:
+        check_ref(ref)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+
+
+def _checked_rungs_and_shard(args) -> None:
+    """--rungs and --shard read (climb_options and cmd_points read them again, as cheaply)."""
+    from .ladder import parse_rungs
+    from .shard import ShardError, parse_shard
+    try:
+        parse_rungs(args.rungs)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    try:
+        parse_shard(getattr(args, "shard", None))
+    except ShardError as e:
+        raise UsageProblem(str(e)) from None
+
+
+def _checked_early(ref: str, args) -> None:
+    """The checks that need neither torch nor a worker, before either: a usage error (a spec
+    file that does not exist, --rungs 9, --shard 4/3, --device tpu) exits 2 in a fraction of
+    a second instead of after torch's import and a worker's start (~4 CPU s)."""
+    _device_word(args.device)
+    _checked_ref(ref)
+    _checked_rungs_and_shard(args)
 
 
 def _climb_device(args) -> str:
@@ -418,9 +452,13 @@ def cmd_merge(args) -> int:
 
 
 def cmd_repro(args) -> int:
+    # what needs no torch, no worker and no spec first: the device's word, the file, the point's text
+    _device_word(args.device)
+    _checked_ref(args.ref)
+    point = _parsed_point(args.point)
     pool = _early_pool(args.ref, args.device)
     try:
-        return _repro(args, pool)
+        return _repro(args, pool, point)
     finally:
         if pool is not None:
             pool.close()
@@ -432,28 +470,18 @@ def _early_pool(ref: str, device: str):
     repro's time). With auto, choosing the device imports torch first; nothing is gained."""
     if device != "cpu":
         return None
-    from .load import LoadError, check_ref
-    from .run.isolation import Pool
-    try:
-        check_ref(ref)
-    except LoadError as e:
-        raise UsageProblem(str(e)) from None
+    from .run.isolation import Pool                     # the spec's file checked already (cmd_repro)
     os.environ.setdefault("TRITON_INTERPRET", "1")      # as device_of("cpu"), without importing the ladder first
     pool = Pool(ref, "cpu", spares=1)
     pool.warm(1)
     return pool
 
 
-def _repro(args, pool) -> int:
+def _repro(args, pool, point) -> int:
     from .ladder import Runner
-    from .point import Point
     from .report.terminal import render_outcome
     device = device_of(args.device)
     spec = _load(args.ref, device)
-    try:
-        point = Point.parse(args.point)
-    except ValueError as e:
-        raise UsageProblem(f"POINT: {e}") from None
     if point.spec != spec.name:
         raise UsageProblem(f"POINT belongs to spec {point.spec!r}, not {spec.name!r}; check PATH::NAME.")
     from .pointcheck import PointError, check_point
@@ -479,6 +507,14 @@ def _repro(args, pool) -> int:
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
 
 
+def _parsed_point(text: str):
+    from .point import Point
+    try:
+        return Point.parse(text)
+    except ValueError as e:
+        raise UsageProblem(f"POINT: {e}") from None
+
+
 def _record_repro(args, spec, device, started, outcome, fp) -> None:
     """A repro in the history too: a climb of kind 'repro' with its one point."""
     from .history.record import Recorder
@@ -495,10 +531,11 @@ def cmd_points(args) -> int:
     from .ladder import parse_rungs, rung_points
     from .report.points import points_json, points_text
     from .sizes import budget_for
-    device = device_of(args.device)
-    spec = _load(args.ref, device)
+    _checked_early(args.ref, args)
     if args.json:
         writable("--json", args.json)
+    device = device_of(args.device)
+    spec = _load(args.ref, device)
     try:
         rungs = parse_rungs(args.rungs)
     except usage_errors() as e:
@@ -524,7 +561,7 @@ def cmd_bisect(args) -> int:
     from .bisect import BisectProblem, bisect
     from .report.debugging import bisect_step, bisect_text
     writable("--json", args.json)
-    device = device_of(args.device)
+    _device_word(args.device)
     if args.point is not None:
         from .point import Point
         try:
@@ -537,6 +574,7 @@ def cmd_bisect(args) -> int:
             parse_rungs(args.rungs)
         except usage_errors() as e:
             raise UsageProblem(str(e)) from None
+    device = device_of(args.device)
     try:
         result = bisect(args.good, args.bad, args.ref, point=args.point, rungs=args.rungs, device=device,
                         timeout_s=args.timeout, on_step=lambda s: print(bisect_step(s), flush=True))
@@ -551,20 +589,17 @@ def cmd_bench(args) -> int:
     from .bench import BenchProblem, bench
     from .report.debugging import bench_text
     writable("--json", args.json)
-    device = device_of(args.device)
+    _device_word(args.device)
     for ref in (args.ref, args.against):
         if ref:
-            from .load import check_ref
-            try:
-                check_ref(ref)
-            except usage_errors() as e:
-                raise UsageProblem(str(e)) from None
+            _checked_ref(ref)
     if args.point is not None:
         from .point import Point
         try:
             Point.parse(args.point)
         except ValueError as e:
             raise UsageProblem(f"--point: {e}") from None
+    device = device_of(args.device)
     try:
         result = bench(args.ref, args.against, point=args.point, device=device, rounds=args.rounds,
                        calls=args.calls, warmup=args.warmup, flops=args.flops)
@@ -581,7 +616,8 @@ def cmd_explore(args) -> int:
     from .report.debugging import explore_point, explore_text
     from .sizes import budget_for
     writable("--json", args.json)
-    device = device_of(args.device)
+    _device_word(args.device)
+    _checked_ref(args.ref)
     try:
         rungs = parse_rungs(args.rungs)
     except usage_errors() as e:
@@ -589,6 +625,7 @@ def cmd_explore(args) -> int:
     if not set(rungs) <= {1, 2, 3}:
         raise UsageProblem(f"--rungs {args.rungs!r}: explore draws sizes (1), values (2) and layouts (3); give rungs "
                            "from 1-3, e.g. --rungs 1-3")
+    device = device_of(args.device)
     spec = _load(args.ref, device)
     runner = Runner(args.ref, spec, device, args.timeout)
     try:
