@@ -30,8 +30,8 @@ jsonschema.validate(d, json.load(open('docs/report.schema.json'))); print('    s
 z() { local n=$1 t=$2; shift 2; step "$n" "$t" $KL "$@" --device cuda --shrink-s 0 --json "$W/$n.json" --no-history; summary "$W/$n.json"; }
 pids=()
 ( TAILN=6 step pytest_fork 150 python3 -m pytest -q -p no:cacheprovider tests/test_forkserver.py tests/test_host_busy.py tests/test_poison.py ) & pids+=($!)
-( z router_r1 90 zoo climb router_lanes_256 --rungs 1; z router_fixed 150 zoo climb router_lanes_256 --fixed --rungs 1-5 ) & pids+=($!)
-( z active_r1 90 zoo climb active_count_full_width --rungs 1; z active_fixed 150 zoo climb active_count_full_width --fixed --rungs 1-5 ) & pids+=($!)
+( z router_r1 70 zoo climb router_lanes_256 --rungs 1; z router_fixed 130 zoo climb router_lanes_256 --fixed --rungs 1-5 ) & pids+=($!)
+( z active_r1 70 zoo climb active_count_full_width --rungs 1; z active_fixed 130 zoo climb active_count_full_width --fixed --rungs 1-5 ) & pids+=($!)
 ( z gm_ring 90 climb tests/specs/grads_modes.py::ring_workspace --rungs 5; z gm_ring_fixed 90 climb tests/specs/grads_modes.py::ring_workspace_fixed --rungs 5;
   z ln_op 120 climb tests/specs/grads_torch.py::layernorm_op --rungs 4-5 ) & pids+=($!)
 ( z ln_half 170 climb tests/specs/grads_torch.py::layernorm_half --rungs 1-5 ) & pids+=($!)
@@ -39,8 +39,6 @@ pids=()
 wait "${pids[@]}"
 # alone on the device
 TAILN=24 step climb_speed 330 python3 bench/climb_speed.py --base .bench/base/src --device cuda --rounds 2 --no-warmup --json "$W/climb_speed.json"
-TAILN=14 step overhead 90 python3 bench/overhead.py --device cuda --rounds 20 --json "$W/overhead.json"
-TAILN=8 step throughput 60 python3 bench/repeat_throughput.py "$W/throughput.json" 3 2
 kill $PACKER 2>/dev/null; wait $PACKER 2>/dev/null
 tar -C /tmp -czf "$OUT/s7c.tgz" s7c
 cp "$W/summary.txt" "$OUT/summary3.txt"; cat "$W/summary.txt"
