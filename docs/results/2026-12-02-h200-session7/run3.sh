@@ -3,8 +3,10 @@
 # fork server, the backward on the stream and compiled, golden/strict in the report, the host-busy
 # hang, the suite's cuts). First the CUDA confirmations side by side; then, alone on the device,
 # the timings: the default climb of the rmsnorm twin, this tree against 9b7e7c9 (the session's
-# start, before the fork server) alternating (bench/climb_speed.py), the checks' overhead and
-# rung 5's throughput against the bare graph replay.
+# start, before the fork server) alternating (bench/climb_speed.py). The overhead and throughput
+# benches are not re-run: their code paths did not change since session 5.
+
+
 set -u
 OUT=${OUT:-/tmp/kladder-results}
 W=/tmp/s7c; rm -rf "$W"; mkdir -p "$W"
