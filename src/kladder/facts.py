@@ -120,6 +120,7 @@ class LoadFacts(Facts):
     device_total_bytes: int | None = None
     host_cpu_s: float = 0.0
     worker_cpu_s: float = 0.0
+    worker_wait_s: float = 0.0
     seconds: float = 0.0
     alone: str | None = None    # the alone run's Status
     alone_s: float = 0.0
@@ -762,7 +763,8 @@ class DeviceFullFacts(LoadFacts):
 @dataclass(frozen=True, kw_only=True)
 class HostBusyFacts(LoadFacts):
     """A hang under load and alone too, with the alone run's load (run/faults.under_load): other
-    processes held the host's CPU and the worker got less than half a core of it."""
+    processes held the host's CPUs and the worker waited for one (runnable, not running) at least
+    half the time."""
     timeout_s: float                       # the kernel's limit, wall time
     cores: int                             # the host's CPUs
 

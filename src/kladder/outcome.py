@@ -282,6 +282,7 @@ class Load:
     device_total_bytes: int | None = None
     host_cpu_s: float = 0.0               # CPU time of every process but this point's worker and the climb's (/proc)
     worker_cpu_s: float = 0.0             # the point's worker's own CPU time meanwhile (read before a hung one is killed)
+    worker_wait_s: float = 0.0            # the worker's threads' time runnable but waiting for a CPU (/proc schedstat)
     seconds: float = 0.0                  # the point's wall time while measured
     alone: Status | None = None           # the alone run's status (None: not re-run)
     alone_s: float = 0.0                  # the alone run's wall time

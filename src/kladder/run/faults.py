@@ -148,20 +148,19 @@ def others_memory(load: Load) -> bool:
     return used > 0.1 * load.device_total_bytes if load.device_total_bytes else used > 0
 
 
-STARVED_HOST_SHARE = 0.5      # others used at least this share of the host's CPUs over the alone run,
-STARVED_WORKER_CORES = 0.5    # and the worker less than this many cores: it was not given the time
+STARVED_WAIT_SHARE = 0.5      # the worker waited for a CPU at least this share of the alone run
 
 
 def starved(load: Load | None) -> bool:
-    """Whether a worker was kept from the CPU over a run: other processes held at least half of
-    the host's CPUs and the worker got less than half a core. A kernel spinning in a real hang
-    uses its core whole (the worker's CPU near the wall time); a worker that got a tenth of a core
-    while the host was full has not shown that its kernel would not finish."""
+    """Whether a worker was kept from the CPU over a run: runnable but waiting for a CPU (the
+    run queue's delay, /proc schedstat) at least half of the wall time. A kernel blocked for good
+    (a lock, a sleep, a flag never set) waits on no run queue, however busy the host: its hang
+    stands; a kernel spinning in a hang on an idle host runs its core whole: its hang stands; a
+    worker that waited most of the time for a CPU others held has not shown that its kernel
+    would not finish."""
     if load is None or load.seconds <= 0:
         return False
-    cores = os.cpu_count() or 1
-    return (load.host_cpu_s >= STARVED_HOST_SHARE * cores * load.seconds
-            and load.worker_cpu_s < STARVED_WORKER_CORES * load.seconds)
+    return load.worker_wait_s >= STARVED_WAIT_SHARE * load.seconds
 
 
 def under_load(first: Outcome, alone: Outcome, load: Load, alone_load: Load | None = None) -> Outcome:
@@ -170,8 +169,8 @@ def under_load(first: Outcome, alone: Outcome, load: Load, alone_load: Load | No
     alone too, the first run's verdict stands; passing alone, a hang passes with a warning (a
     crash or a fault is flaky: see _load_excuses); out of
     memory that passes alone, or while others hold the device's memory: not judged, the device
-    was full; a hang that hangs alone too while other processes held the host's CPU and the
-    worker got little of it (`alone_load`, starved): not judged, the host was busy. `load` gets
+    was full; a hang that hangs alone too while its worker waited for a CPU most of the time
+    (`alone_load`, starved): not judged, the host was busy. `load` gets
     the alone run's status and is kept on the outcome (what else ran)."""
     load.alone, load.alone_s = alone.status, round(alone.seconds, 3)
     what = str(first.headline.check) if first.status == Status.FAILED else str(first.status)

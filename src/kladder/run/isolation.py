@@ -575,6 +575,23 @@ def _ours_s(pid: int) -> float:
     return t.user + t.system + t.children_user + t.children_system + _process_cpu_s(pid)
 
 
+def _waited_s(pid: int) -> float:
+    """Seconds a live process's threads spent runnable but waiting for a CPU (the run-queue
+    delay of /proc/PID/task/*/schedstat); 0 when it is gone or the kernel keeps no schedstat."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
+
+
 class HostSample:
     """Other processes' CPU time over a point: the host's busy time less the climb's process and
     the point's worker (two reads of /proc at each end: microseconds). A grandchild of the worker
@@ -584,15 +601,16 @@ class HostSample:
 
     def __init__(self, pid: int):
         self.pid, self.t0 = pid, time.monotonic()
-        self.host0, self.ours0, self.worker0 = _host_busy_s(), _ours_s(pid), _process_cpu_s(pid)
+        self.host0, self.ours0, self.worker0, self.wait0 = _host_busy_s(), _ours_s(pid), _process_cpu_s(pid), _waited_s(pid)
 
     def end(self, children_s: float = 0.0) -> Load:
         host = _host_busy_s()
         ours = _ours_s(self.pid) - self.ours0 + children_s
         others = 0.0 if host is None or self.host0 is None else host - self.host0 - ours
         worker = _process_cpu_s(self.pid) - self.worker0 + children_s
+        waited = _waited_s(self.pid) - self.wait0
         return Load(host_cpu_s=round(max(others, 0.0), 3), worker_cpu_s=round(max(worker, 0.0), 3),
-                    seconds=round(time.monotonic() - self.t0, 3))
+                    worker_wait_s=round(max(waited, 0.0), 3), seconds=round(time.monotonic() - self.t0, 3))
 
 
 def device_load(gpu: str | None, ours: list[int]) -> dict:

@@ -161,9 +161,9 @@ def _device_full(x, sized=True):
 @notes(F.HostBusyFacts)
 def _host_busy(x, sized=True):
     return (f"the host was busy: the kernel did not finish in its {x.timeout_s:g} s under load, nor alone, and alone "
-            f"its worker got {x.worker_cpu_s:.1f} s of CPU in {x.seconds:.1f} s while other processes used "
-            f"{x.host_cpu_s:.1f} s of the {x.cores} CPUs' {x.cores * x.seconds:.0f} s: not judged, and not the kernel's "
-            "hang (a hanging kernel spins its core whole); run it again on an idle host")
+            f"its worker ran {x.worker_cpu_s:.1f} s and waited {x.worker_wait_s:.1f} s for a CPU in {x.seconds:.1f} s "
+            f"while other processes used {x.host_cpu_s:.1f} s of the {x.cores} CPUs' {x.cores * x.seconds:.0f} s: "
+            "not judged, and not the kernel's hang; run it again on an idle host")
 
 
 @notes(F.CacheFilesFacts)
