@@ -90,8 +90,10 @@ def test_golden_round_trips_and_names_the_changed_point(tmp_path):
     assert same.returncode == 0 and "bits equal to golden of" in same.stdout and "bits changed" not in same.stdout
     doc = json.loads((tmp_path / "r1.json").read_text())
     assert doc["exit_code"] == 0 and not doc["golden"]["fails"] and doc["golden"]["changed"] == []
-    nudged = climb(tmp_path, NUDGE_BITS, "--golden=strict", "--json", "r.json", "--html", "r.html")
+    nudged = climb(tmp_path, NUDGE_BITS, "--golden=strict", "--json", "r.json", "--html", "r.html", "--log", "l.jsonl")
     assert nudged.returncode == 1, nudged.stdout + nudged.stderr                  # every point passed; strict fails it
+    end = [json.loads(line) for line in (tmp_path / "l.jsonl").read_text().splitlines()][-1]
+    assert end["record"] == "end" and end["exit_code"] == 1       # the log's end record after the golden check
     assert "r1-M=4-N=8: bits changed since" in nudged.stdout
     assert "0 failed" in nudged.stdout and "golden: bits changed at 1 point (--golden=strict fails the climb)" in nudged.stdout
     doc = json.loads((tmp_path / "r.json").read_text())                            # typed, in the report itself
@@ -114,7 +116,11 @@ def test_golden_round_trips_and_names_the_changed_point(tmp_path):
     assert doc["exit_code"] == 0 and not doc["golden"]["fails"] and len(doc["golden"]["changed"]) == 1
     lines = kladder(tmp_path, "history", "--history", "h.sqlite").stdout.splitlines()
     verdicts = [line.split("  scale  ")[1].split("  ")[0] for line in lines]
-    assert verdicts == ["passed", "failed", "passed", "failed"]     # the history's verdict is the exit status's
+    assert verdicts[0] == verdicts[2] == "passed"                  # the history's verdict is the exit status's, and
+    assert re.fullmatch(r"failed \(--golden=strict: bits changed at 1 point since [0-9T:-]+\)", verdicts[1])   # why
+    assert verdicts[3] == "failed (--golden=strict: no golden hashes kept)"
+    page = kladder(tmp_path, "history", "--history", "h.sqlite", "--html", "h.html")
+    assert page.returncode == 0 and "(--golden=strict: bits changed at 1 point since" in (tmp_path / "h.html").read_text()
 
 
 def test_golden_keeps_and_compares_no_nondeterministic_point(tmp_path):

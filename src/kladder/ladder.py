@@ -53,6 +53,9 @@ class Options:
     seed: int = 0                        # shifts every point's seed (--seed): false alarms are seed-dependent
     shrink_s: float = 0.0                # seconds to shrink the climb's failures after its rungs (--shrink-s; 0: none)
     on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
+    # the caller's last word on the whole report, once every point ran and before the log's end
+    # record is written (the CLI's --golden: a strict failure is in the end record's exit_code)
+    on_end: Callable[[ClimbReport], None] | None = field(default=None, repr=False)
     progress: Any = field(default=None, repr=False)   # report.progress.Progress, or None
     pool: Pool | None = field(default=None, repr=False)  # workers already started (the CLI warms them early)
     shard: Any = None                    # shard.Shard: run only the I-th of N slices of every rung's points (--shard I/N)
@@ -445,6 +448,8 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
         runner.close()
         report.seconds = time.perf_counter() - t0
         end_climb(report, opts.rungs, guard.seen)
+        if opts.on_end is not None:
+            opts.on_end(report)
         if log:
             log.close(report)
         if opts.progress:

@@ -82,8 +82,10 @@ class Recorder:
             return
         rungs = [{"rung": r.rung, "verdict": r.verdict, "seconds": round(r.seconds, 3)} for r in report.rungs if r.climbed]
         code = report.exit_code
+        golden = report.golden                # --golden's result: why a climb whose points passed failed
         self._safely(self.h.end, self.climb_id, datetime.datetime.now().isoformat(timespec="seconds"),
-                     VERDICTS.get(code, f"exit {code}"), code, report.fingerprint, report.device_name, rungs)
+                     VERDICTS.get(code, f"exit {code}"), code, report.fingerprint, report.device_name, rungs,
+                     None if golden is None else golden.to_dict())
         self.close()
 
     def close(self) -> None:

@@ -80,6 +80,10 @@ MIGRATIONS = (
         PRIMARY KEY (spec, target, point_id)
     );
     """,
+    # 2 -> 3: why a climb failed where no point did (--golden=strict)
+    """
+    ALTER TABLE climbs ADD COLUMN golden TEXT;         -- JSON: the climb's --golden result (facts.GoldenFacts), or null
+    """,
 )
 VERSION = len(MIGRATIONS)
 
@@ -174,14 +178,14 @@ class History:
                         int(bool(row.get("nondeterministic"))), json.dumps(row.get("point"), default=str)))
 
     def end(self, climb_id: int, ended: str, verdict: str, exit_code: int, fingerprint: dict | None,
-            device_name: str | None, rungs: list[dict]) -> None:
+            device_name: str | None, rungs: list[dict], golden: dict | None = None) -> None:
         fp = fingerprint or None
         with self._write() as db:
             if fp:
                 db.execute("UPDATE climbs SET fingerprint = ?, git_commit = ?, toolchain = ? WHERE id = ?",
                            (json.dumps(fp, default=str), _commit(fp), json.dumps(toolchain(fp)), climb_id))
-            db.execute("UPDATE climbs SET ended = ?, verdict = ?, exit_code = ?, device_name = ? WHERE id = ?",
-                       (ended, verdict, exit_code, device_name, climb_id))
+            db.execute("UPDATE climbs SET ended = ?, verdict = ?, exit_code = ?, device_name = ?, golden = ? WHERE id = ?",
+                       (ended, verdict, exit_code, device_name, None if golden is None else json.dumps(golden), climb_id))
             db.executemany("INSERT OR REPLACE INTO rungs (climb_id, rung, verdict, seconds) VALUES (?,?,?,?)",
                            [(climb_id, r["rung"], r["verdict"], r["seconds"]) for r in rungs])
 
@@ -247,6 +251,7 @@ def _climb_row(r: sqlite3.Row) -> dict:
     d = dict(r)
     d["fingerprint"] = json.loads(d["fingerprint"] or "{}")
     d["toolchain"] = json.loads(d.get("toolchain") or "{}")
+    d["golden"] = json.loads(d["golden"]) if d.get("golden") else None
     return d
 
 

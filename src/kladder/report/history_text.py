@@ -22,8 +22,19 @@ def _tools(t: dict) -> str:
     return " ".join(f"{k} {t[k]}" for k in keys)
 
 
+def golden_reason(g: dict | None) -> str:
+    """Why --golden made a climb's verdict, where it did (a strict climb whose points all passed):
+    the history's `golden` column (facts.GoldenFacts as a dict), in words; "" where it did not."""
+    if not g or not g.get("fails"):
+        return ""
+    if g.get("recorded") is None:
+        return "(--golden=strict: no golden hashes kept)"
+    n = len(g.get("changed") or [])
+    return f"(--golden=strict: bits changed at {n} point{'s' * (n != 1)} since {g['recorded']})"
+
+
 def history_line(c: dict) -> str:
-    verdict = c["verdict"] or "unfinished (killed, or still running)"
+    verdict = f"{c['verdict']} {golden_reason(c.get('golden'))}".rstrip() if c["verdict"] else "unfinished (killed, or still running)"
     kind = "" if c["kind"] == "climb" else f" [{c['kind']}]"
     return (f"#{c['id']:<4} {c['started']}  {c['spec']}{kind}  {verdict}  ({_counts(c)})  kladder {c['kladder_version']}  "
             f"{_short(c['git_commit'])}  {_tools(c.get('toolchain') or {})}").rstrip()

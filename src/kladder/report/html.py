@@ -116,4 +116,5 @@ def diff_html(d: dict) -> str:
 
 def history_html(climbs: list[dict], spec: str | None = None, path: str | None = None) -> str:
     """`kladder history --html`: the climbs (history/store.History.climbs), newest first."""
-    return _env().get_template("history.html.j2").render(climbs=climbs, spec=spec, path=path)
+    from .history_text import golden_reason
+    return _env().get_template("history.html.j2").render(climbs=climbs, spec=spec, path=path, golden_reason=golden_reason)
