@@ -177,3 +177,15 @@ def test_forked_workers_report_each_misbehaviour_as_fresh_ones_do(tmp_path, monk
     assert by_n[4].status == "oom"
     for n in (1, 2, 8, 9):
         assert by_n[n].status == "passed", (n, by_n[n])
+
+
+def test_a_server_whose_climb_is_gone_before_it_serves_exits_without_serving(tmp_path):
+    """The climb killed (its end of the server's stdin closed) while the server still imports
+    torch and Triton: the server exits then, never saying 'ready' (before, it outlived the climb
+    until its imports ended: seconds on a loaded host, past the kill -9 test's wait)."""
+    p = subprocess.Popen(_cmd("kladder.run.forkserver", str(tmp_path / "s"), "test"), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=worker_env("cpu"), start_new_session=True)
+    p.stdin.close()
+    out = p.stdout.read()
+    assert p.wait(timeout=120) == 0
+    assert out == b"" and not (tmp_path / "s").exists()       # it never got to serve

@@ -383,7 +383,11 @@ def serve(address: str) -> int:
     base = dict(os.environ)
     import warnings
     warnings.filterwarnings("ignore")
+    preloading = threading.Event()
+    preloading.set()
+    threading.Thread(target=_lifeline_while, args=(preloading,), daemon=True).start()
     env_delta, env_gone = _preload(PRELOAD, base, {}, [])
+    preloading.clear()                           # from here the loop watches stdin (and kills its children first)
     sys.stdout.flush()
     if os.fork() == 0:                           # the workers' server: its own loop, the same stdin lifeline
         with contextlib.suppress(BaseException):
@@ -392,6 +396,17 @@ def serve(address: str) -> int:
             _loop(address + WORKERS, base, env_delta, env_gone)
         os._exit(0)
     return _loop(address, base, env_delta, env_gone)
+
+
+def _lifeline_while(preloading: threading.Event) -> None:
+    """The climb went away (stdin closed) while the server still imports torch and Triton
+    (seconds, more on a loaded host): exit at once, with no child yet to kill, rather than
+    outlive the climb until the imports end. Once the loop runs, stdin is the loop's."""
+    with contextlib.suppress(OSError):
+        while os.read(0, 1024):
+            pass
+    if preloading.is_set():
+        os._exit(0)
 
 
 def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
