@@ -345,6 +345,37 @@ def test_a_cache_key_that_leaves_a_flag_out_hands_the_restart_the_last_processs_
     assert "B (TWICE=True) in a process on the cache A left differs from B on an empty cache" in message(f)
 
 
+def test_the_modes_processes_wait_only_for_the_one_before_them_on_their_cache(monkeypatch):
+    """jitcache.run_processes: a restart runs after the process whose cache it reads; a process
+    on a cache of its own starts at once (cachekey's B on an empty cache runs beside A: each
+    compile from nothing is seconds on a GPU). run_child stands in for the children: A waits
+    until B-empty has started, which only a concurrent start allows."""
+    import threading
+    import types
+
+    from kladder.run.modes import jitcache
+    monkeypatch.setenv(jitcache.REF_ENV, "spec.py::s")
+    started, order = {label: threading.Event() for label in ("A", "B warm", "B empty")}, []
+
+    def child(cmd, env, timeout, where, label):
+        order.append(("start", label))
+        started[label].set()
+        if label == "A":
+            assert started["B empty"].wait(30), "B on its own cache did not start while A ran"
+            assert not started["B warm"].is_set(), "the restart started before A, whose cache it reads, ended"
+        order.append(("end", label))
+        open(cmd[5] + ".json", "w").write("[]")
+
+    monkeypatch.setattr(jitcache, "run_child", child)
+    monkeypatch.setattr(jitcache, "_load", lambda path: {"out": torch.zeros(1)})
+    monkeypatch.setattr("kladder.run.isolation.child_timeout", lambda spec, device: 60.0)
+    h = types.SimpleNamespace(spec=None, device="cpu", point=None)
+    procs = [jitcache.Process("A", [], cache="shared"), jitcache.Process("B warm", [], cache="shared"),
+             jitcache.Process("B empty", [], cache="empty")]
+    results = jitcache.run_processes(h, procs)
+    assert len(results) == 3 and order.index(("end", "A")) < order.index(("start", "B warm"))
+
+
 # ---------------------------------------------------------------------------- dispatch points (issue 21 item 7)
 def test_every_shape_an_expectation_names_gets_a_dispatch_point():
     widths = [100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 2880, 4096]      # past the old cap of 8

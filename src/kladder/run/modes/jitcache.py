@@ -81,30 +81,45 @@ def run_child(cmd: list[str], env: dict, timeout: float, where: str, label: str)
 
 
 def run_processes(h, processes: list[Process]) -> list[Result]:
-    """Run each process in turn, each a child of this worker (`python -m kladder.run.modes.jitcache`)
-    with TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR pointed at its cache directory. A child
-    whose kernel raised is the kernel's error; any other failure is kladder's or the spec's."""
-    from ..isolation import child_timeout, worker_env
+    """Run the processes, each a child of this worker (`python -m kladder.run.modes.jitcache`)
+    with TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR pointed at its cache directory: a process
+    starts once the one before it on the same cache directory has ended (a restart runs on what
+    its predecessor left), and at once where its directory is its own (cachekey's B on an empty
+    cache beside A on the shared one: each compiles from nothing, and on a GPU each compile is
+    seconds). A child whose kernel raised is the kernel's error; any other failure is kladder's
+    or the spec's; where several fail, the first in the list is said."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..isolation import child_timeout
     ref = os.environ.get(REF_ENV)
     if not ref:
         raise Skip(NoteKind.OUTSIDE_CLIMB, mode=h.point.mode)
     timeout = child_timeout(h.spec, h.device)
-    results = []
-    with tempfile.TemporaryDirectory(prefix="kladder-jit-") as d:
+    with tempfile.TemporaryDirectory(prefix="kladder-jit-") as d, ThreadPoolExecutor(len(processes)) as pool:
+        last: dict = {}                                       # a cache directory -> the last process on it
+        futures = []
         for i, proc in enumerate(processes):
-            cache = os.path.join(d, proc.cache)
-            env = with_env({**worker_env(h.device), **{var: os.path.join(cache, var.lower()) for var in CACHE_VARS}}, proc.env)
-            out = os.path.join(d, f"{i}.safetensors")
-            cmd = ([sys.executable, "-m", "kladder.run.modes.jitcache", ref, h.device, out, f"{KEEP}{proc.keep}"]
-                   + [p.to_json() for p in proc.points])
-            run_child(cmd, env, timeout, f"process with a {proc.label}", proc.label)
-            with open(out + ".json") as f:
-                launches = json.load(f)
-            saved = _load(out)
-            firsts = {n: t for n, t in saved.items() if SEP not in n}
-            more = [{n.split(SEP, 1)[1]: t for n, t in saved.items() if n.startswith(f"{k}{SEP}")} for k in range(1, proc.keep)]
-            results.append(Result(firsts, launches, sum(len(f) for _, _, f in os.walk(cache)), more))
-    return results
+            futures.append(pool.submit(_run_process, h, ref, d, i, proc, timeout, last.get(proc.cache)))
+            last[proc.cache] = futures[-1]
+        return [f.result() for f in futures]
+
+
+def _run_process(h, ref: str, d: str, i: int, proc: Process, timeout: float, after) -> Result:
+    from ..isolation import worker_env
+    if after is not None:
+        after.result()                                        # its predecessor on the cache (its error is said there)
+    cache = os.path.join(d, proc.cache)
+    env = with_env({**worker_env(h.device), **{var: os.path.join(cache, var.lower()) for var in CACHE_VARS}}, proc.env)
+    out = os.path.join(d, f"{i}.safetensors")
+    cmd = ([sys.executable, "-m", "kladder.run.modes.jitcache", ref, h.device, out, f"{KEEP}{proc.keep}"]
+           + [p.to_json() for p in proc.points])
+    run_child(cmd, env, timeout, f"process with a {proc.label}", proc.label)
+    with open(out + ".json") as f:
+        launches = json.load(f)
+    saved = _load(out)
+    firsts = {n: t for n, t in saved.items() if SEP not in n}
+    more = [{n.split(SEP, 1)[1]: t for n, t in saved.items() if n.startswith(f"{k}{SEP}")} for k in range(1, proc.keep)]
+    return Result(firsts, launches, sum(len(f) for _, _, f in os.walk(cache)), more)
 
 
 class JitCache:
