@@ -127,6 +127,37 @@ def test_the_map_folds_a_big_output_and_marks_its_tile_grid():
     assert [r[0] for r in cells] == [0, 2, 0, 0, 0, 2, 0, 0, 0, 0] and unlocated == {"rows_not_located": 7}
 
 
+def test_the_map_draws_an_even_sample_of_scattered_wrong_elements_at_their_own_rows():
+    """A scattered failure over a big output, its rows sampled (a big point checks some rows): the
+    pattern keeps an even sample of the wrong elements as indices into the whole output, each one
+    really wrong, spread over the wrong rows; the map draws them all, not only the first, and says
+    how many are left undrawn."""
+    import torch
+
+    from kladder.checks.pattern import SAMPLE, Where, describe
+    from kladder.report.maps import WRONG, grid
+    from kladder.outcome import _pattern_dict
+    g = torch.Generator().manual_seed(0)
+    bad = torch.rand(400, 1000, generator=g) < 0.01                    # ~4,000 wrong of the 400 rows checked
+    bad[:50] = False                                                   # none in the first 50 checked rows
+    rows = list(range(0, 40000, 100))                                  # the checked rows of a 40,000-row output
+    p = describe(bad, Where(("M", "N"), row_ids={0: rows}))
+    assert p.kind == "scattered" and 100 <= len(p.sample) <= SAMPLE
+    for m, n in p.sample:                                              # each an index into the whole output, wrong there
+        assert m % 100 == 0 and bad[m // 100, n]
+    ms = sorted(m for m, _ in p.sample)
+    assert ms[0] < 8000 and ms[-1] > 35000                             # spread over the wrong rows (5,000 .. 39,900)
+    cells, (fr, _), *_, unlocated = grid(_pattern_dict(p), [40000, 1000])
+    wrong_rows = {r for r, row in enumerate(cells) if WRONG in row}
+    assert len(wrong_rows) > 50 and min(wrong_rows) * fr >= 5000 - fr
+    assert unlocated["elements_drawn"] == len(set(p.sample) | {p.first})
+    assert unlocated["elements_not_located"] == p.n_bad - unlocated["elements_drawn"]
+    whole = describe(torch.ones(30, 8, dtype=torch.bool).index_fill_(0, torch.arange(0, 30, 3), False), Where(("M", "N")))
+    assert whole.kind == "whole_rows" and whole.n_bad == 20 and len({m for m, _ in whole.sample}) == 20
+    cells, *_, unlocated = grid(_pattern_dict(whole), [30, 8])
+    assert unlocated == {"rows_not_located": 0} and sum(WRONG in row for row in cells) == 20
+
+
 def test_rung5_shows_the_rate_with_its_interval_and_the_curve():
     html = report_html(rate_doc())
     assert "rate <b>0.1</b> (95% CI 0.0" in html and html.count('class="rate-curve"') == 2

@@ -217,6 +217,8 @@ class Pattern:
     kind: single | every | elements (a 1-d run: cols) | block (cols of rows; cols None: whole
           rows) | whole_rows (count of n_rows, ids) | runs (most/scattered elements of rows) |
           scattered (n_bad of numel, first)
+    sample: for whole_rows (past its five ids), runs and scattered, the indices of up to 256 wrong
+            elements spread evenly over the wrong rows and their wrong columns (the HTML's map)
     rows: ("every",) | ("one", a) | ("from", a, b) | ("range", a, b) | ("runs", ((a, b), ...))"""
     kind: str
     cols: Span | None = None
@@ -228,6 +230,7 @@ class Pattern:
     most: bool = False
     checked: bool = False
     first: tuple = ()
+    sample: tuple = ()       # where the kind does not locate every wrong element: up to 256 of their indices, spread evenly
 
 
 def _typed(table: dict, kind, facts):
@@ -347,7 +350,7 @@ def _pattern_from(d):
     cols = d.get("cols")
     span = None if cols is None else Span(cols["first"], cols["last"], cols["n"], _freeze(cols.get("tile_note")))
     return Pattern(**{**d, "cols": span, "rows": _freeze(d.get("rows")), "ids": _freeze(d.get("ids", ())),
-                      "first": _freeze(d.get("first", ()))})
+                      "first": _freeze(d.get("first", ())), "sample": _freeze(d.get("sample", ()))})
 
 
 @dataclass

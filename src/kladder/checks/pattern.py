@@ -38,7 +38,7 @@ def describe(bad, where: Where) -> Pattern:
         return _block(rows_bad, cols_bad, n_rows, n_cols, bad.dim() == 1, where)
     if n_cols > 1 and bool(m[rows_bad].all()):
         return Pattern("whole_rows", n_bad=len(rows_bad), n_rows=n_rows, ids=tuple(_row_ids(rows_bad[:5], where)),
-                       checked=bool(where.row_ids))
+                       checked=bool(where.row_ids), sample=_sample(m, rows_bad, bad, where) if len(rows_bad) > 5 else ())
     runs = _runs(_row_ids(rows_bad, where))
     if len(runs) <= 3 and (len(rows_bad) == 1 or any(b > a for a, b in runs)):
         n_bad, span = int(m.sum()), len(rows_bad) * n_cols
@@ -48,9 +48,30 @@ def describe(bad, where: Where) -> Pattern:
             rows = _rows(rows_bad, n_rows, where)
         else:
             rows = ("runs", tuple(runs))
-        return Pattern("runs", rows=rows, n_bad=n_bad, n_total=span, most=2 * n_bad >= span)
+        return Pattern("runs", rows=rows, n_bad=n_bad, n_total=span, most=2 * n_bad >= span,
+                       sample=_sample(m, rows_bad, bad, where))
     first = original_index(unravel(int(bad.reshape(-1).nonzero()[0]), tuple(bad.shape)), where)
-    return Pattern("scattered", n_bad=int(bad.sum()), n_total=bad.numel(), first=first)
+    return Pattern("scattered", n_bad=int(bad.sum()), n_total=bad.numel(), first=first,
+                   sample=_sample(m, rows_bad, bad, where))
+
+
+SAMPLE_ROWS, SAMPLE = 64, 256
+
+
+def _sample(m, rows_bad: list[int], bad, where: Where) -> tuple:
+    """Where a pattern does not locate every wrong element (scattered, runs, whole rows past the
+    five it names): the indices of at most SAMPLE of them, spread evenly over the wrong rows (at
+    most SAMPLE_ROWS) and over each row's wrong columns, as indices into the whole output (the
+    HTML's error map draws them). Reads at most SAMPLE_ROWS rows of the mask, never every wrong
+    element's index (millions of them at a big point)."""
+    step = -(-len(rows_bad) // SAMPLE_ROWS)
+    rows = rows_bad[::step]
+    per, n_cols, out = max(1, SAMPLE // len(rows)), m.shape[1], []
+    for r in rows:
+        cols = m[r].nonzero().flatten()
+        for c in cols[::-(-len(cols) // per)].tolist():
+            out.append(original_index(unravel(r * n_cols + c, tuple(bad.shape)), where))
+    return tuple(out[:SAMPLE])
 
 
 def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -6,9 +6,10 @@ shape (facts.shape): the output seen as rows x columns (every dim but the last f
 rows), folded to at most MAX_ROWS x MAX_COLS cells (a cell is wrong when any element in it
 is), the tile grid where the pattern names the tile whose remainder the wrong columns are,
 the worst element marked, and the first row past each 2^31 / 2^32 size cliff the output
-crosses (facts.cliffs, dashed). What the pattern does not locate (rows beyond the five ids a
-whole_rows pattern keeps, a scattered pattern's elements after the first) is drawn as it is
-known and said under the map, never made up."""
+crosses (facts.cliffs, dashed). Where the pattern does not locate every wrong element (rows
+beyond the five ids a whole_rows pattern keeps, the elements of a runs or scattered pattern),
+its `sample` (up to 256 wrong elements spread evenly over the wrong rows) is drawn, and how many
+are left undrawn is said under the map: never made up."""
 from __future__ import annotations
 
 import base64
@@ -72,6 +73,8 @@ def grid(where: dict, shape: list[int]):
     kind = where.get("kind")
     cols = where.get("cols") or {}
     c0, c1 = (cols["first"], cols["last"]) if cols else (0, n_cols - 1)
+    # an even sample of the wrong elements the kind does not locate (checks/pattern._sample)
+    sample = {tuple(i) for i in where.get("sample") or () if len(i) == len(shape)}
     if kind in ("every", "single"):
         mark(0, n_rows - 1, 0, n_cols - 1)
     elif kind == "elements":
@@ -80,18 +83,24 @@ def grid(where: dict, shape: list[int]):
         for a, b in _row_ranges(where.get("rows"), n_rows):
             mark(a, b, c0, c1)
     elif kind == "whole_rows":
-        for r in where.get("ids") or ():
+        rows = set(where.get("ids") or ()) | {_flat_row(list(i), shape) for i in sample}
+        for r in rows:
             mark(r, r, 0, n_cols - 1)
-        unlocated["rows_not_located"] = max(where.get("n_bad", 0) - len(where.get("ids") or ()), 0)
+        unlocated["rows_not_located"] = max(where.get("n_bad", 0) - len(rows), 0)
     elif kind == "runs":
         for a, b in _row_ranges(where.get("rows"), n_rows):
             mark(a, b, 0, n_cols - 1, SOME)
+        for i in sample:
+            r = _flat_row(list(i), shape)
+            mark(r, r, i[-1], i[-1])
     elif kind == "scattered":
-        first = list(where.get("first") or ())
-        if first:
-            r, c = _flat_row(first, shape), first[-1]
-            mark(r, r, c, c)
-        unlocated["elements_not_located"] = max(where.get("n_bad", 0) - 1, 0)
+        first = tuple(where.get("first") or ())
+        drawn = sample | ({first} if first else set())
+        for i in drawn:
+            r = _flat_row(list(i), shape)
+            mark(r, r, i[-1], i[-1])
+        unlocated["elements_not_located"] = max(where.get("n_bad", 0) - len(drawn), 0)
+        unlocated["elements_drawn"] = len(drawn)
     return cells, (fr, fc), n_rows, n_cols, unlocated
 
 
