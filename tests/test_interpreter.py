@@ -71,3 +71,18 @@ def test_an_interpreter_error_is_the_interpreters_with_its_message():
     assert o.status == "skipped" and o.note.kind == "interpreter_error"
     assert o.note.facts.error == "InterpreterError" and o.note.facts.probe == "libdevice"
     assert "raised InterpreterError" in reason(o) and "(its probe of a libdevice call raised the same)" in reason(o)
+
+
+def test_an_interpreter_error_in_a_modes_own_process_is_the_interpreters_too(monkeypatch):
+    """jitcache's (and the flag modes') own processes send the kernel's error back as data, its
+    type's name and message: an InterpreterError there is not judged on the CPU, as in the worker
+    (before, the child's stderr came back as the kernel's RuntimeError: FAILED, a false alarm)."""
+    import dataclasses
+
+    from kladder.run.modes.jitcache import REF_ENV
+    spec, pts = _points("exp_libdevice", 2)
+    monkeypatch.setenv(REF_ENV, f"{SPECS}::exp_libdevice")
+    pt = dataclasses.replace(pts[0], rung=4, mode="jitcache", partner=(("dims", pts[0].dims),))
+    o = run_point(spec, pt, "cpu").outcome
+    assert o.status == "skipped" and o.note.kind == "interpreter_error", (o.status, o.findings, o.note)
+    assert o.note.facts.error == "InterpreterError" and o.note.facts.probe == "libdevice"

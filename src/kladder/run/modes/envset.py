@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ...outcome import NoteKind, Skip
 from .base import Ran
-from .jitcache import CACHE_VARS, REF_ENV, run_child, with_env
+from .jitcache import CACHE_VARS, REF_ENV, child_raised, run_child, with_env
 
 
 @dataclass
@@ -84,8 +84,7 @@ def child(argv: list[str]) -> int:
         prep = h.prepare()
         returned, ran = traced_call(h, prep)
     except Exception as e:  # noqa: BLE001
-        print(f"the kernel raised {type(e).__name__}: {e}", file=sys.stderr)
-        return 3
+        return child_raised(e)
     outputs = h.outputs(prep, returned)
     save_file({n: t.detach().contiguous().cpu() for n, t in outputs.items() if isinstance(t, torch.Tensor)}, out)
     with open(out + ".json", "w") as f:

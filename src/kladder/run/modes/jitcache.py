@@ -64,19 +64,44 @@ def with_env(base: dict, env: dict) -> dict:
     return out
 
 
+RAISED = "kladder-child-raised: "        # the last line a mode's child writes to stderr when the kernel raised
+
+
+def child_raised(e: BaseException) -> int:
+    """In a mode's child: say on stderr what the kernel raised, as data (its type's name and
+    its message), and return the exit status that means it (3)."""
+    if isinstance(e, KernelError):                   # the harness's wrapper: what the kernel itself raised
+        e = e.error
+    print(f"the kernel raised {type(e).__name__}: {e}", file=sys.stderr)
+    print(RAISED + json.dumps({"error": type(e).__name__, "text": str(e)}), file=sys.stderr)
+    return 3
+
+
+def _raised(stderr: str) -> BaseException:
+    """The child's kernel error rebuilt with its type's name and message, so that the worker
+    judges it as it judges one raised in its own process (faults.kernel_error: an error of
+    Triton's interpreter is not the kernel's)."""
+    for line in reversed(stderr.strip().splitlines()):
+        if line.startswith(RAISED):
+            d = json.loads(line[len(RAISED):])
+            return type(str(d["error"]), (RuntimeError,), {})(str(d["text"]))
+    return RuntimeError((stderr.strip().splitlines() or ["exited 3"])[-1])
+
+
 def run_child(cmd: list[str], env: dict, timeout: float, where: str, label: str) -> None:
     """Run one mode's own process (run/forkserver.run: as a new process, forked warm where the
     climb's fork server can serve it): its timeout and a kernel error (exit 3) are the kernel's
-    (KernelError, `where` names the process), any other failure is the spec's (SpecBroken)."""
+    (KernelError, `where` names the process; the error as the child's kernel raised it), any
+    other failure is the spec's (SpecBroken)."""
     from ..forkserver import run
     try:
         p = run(cmd, env, timeout)            # forked from the climb's server where it can be, else afresh
     except subprocess.TimeoutExpired:
         raise KernelError(TimeoutError(f"the process did not finish within {timeout:g} s"), where) from None
+    if p.returncode == 3:
+        raise KernelError(_raised(p.stderr), where)
     if p.returncode != 0:
         err = (p.stderr.strip().splitlines() or ["exited " + str(p.returncode)])[-1]
-        if p.returncode == 3:
-            raise KernelError(RuntimeError(err), where)
         raise SpecBroken(NoteKind.PROCESS_FAILED, label=label, text=err)
 
 
@@ -190,8 +215,7 @@ def child(argv: list[str]) -> int:
             with Launches() as launched:
                 returned = h.call(prep)
         except Exception as e:  # noqa: BLE001
-            print(f"the kernel raised {type(e).__name__}: {e}", file=sys.stderr)
-            return 3
+            return child_raised(e)
         if i < keep:
             outputs = h.outputs(prep, returned)
             saved.update({(n if not i else f"{i}{SEP}{n}"): t.detach().contiguous().cpu()
