@@ -338,12 +338,13 @@ class Pool:
     def start_server(self) -> None:
         """Start the fork server (once, in the background): fresh workers and the modes' own
         processes are forked from it once it is ready, started afresh until then and wherever it
-        cannot serve (run/forkserver.py). Opt-in for now: KLADDER_FORKSERVER=1 starts it when a
-        rung needs new processes, =always with the pool, every worker forked; unset or 0, every
-        process is fresh. Not the default because a climb killed with SIGKILL left the two
-        servers behind (tests/test_isolation.py's kill -9 test, 2026-12-02)."""
+        cannot serve (run/forkserver.py). On by default: it starts when a rung needs new processes;
+        KLADDER_FORKSERVER=always starts it with the pool, every worker forked (tests); =0, every
+        process is fresh. (Opt-in until 2026-12-06: a SIGKILLed climb's server outlived it while
+        still importing torch, fixed by its lifeline thread; the whole suite then passed with it on,
+        19:47 against 22:27 off, docs/results/2026-12-06-cpu-suite.)"""
         if (self.server is not None or self.closed or os.name != "posix"
-                or os.environ.get("KLADDER_FORKSERVER") not in ("1", "always")):
+                or os.environ.get("KLADDER_FORKSERVER") == "0"):
             return
         from .forkserver import Server
         try:
