@@ -112,7 +112,8 @@ def table(result: dict) -> str:
 
 def write(args, result: dict) -> None:
     if args.json:
-        sys.path.insert(0, SRC)
+        if SRC not in sys.path:                        # once: it is written after every climb
+            sys.path.insert(0, SRC)
         from kladder.report.jsonout import dumps, write_atomic
         write_atomic(args.json, dumps(result, indent=1) + "\n")
 

@@ -70,6 +70,10 @@ def grid(where: dict, shape: list[int]):
             for c in range(max(c0, 0) // fc, min(c1, n_cols - 1) // fc + 1):
                 cells[r][c] = max(cells[r][c], level)
 
+    def dot(index) -> None:                      # one wrong element, by its index into the output
+        r = _flat_row(list(index), shape)
+        mark(r, r, index[-1], index[-1])
+
     kind = where.get("kind")
     cols = where.get("cols") or {}
     c0, c1 = (cols["first"], cols["last"]) if cols else (0, n_cols - 1)
@@ -91,14 +95,12 @@ def grid(where: dict, shape: list[int]):
         for a, b in _row_ranges(where.get("rows"), n_rows):
             mark(a, b, 0, n_cols - 1, SOME)
         for i in sample:
-            r = _flat_row(list(i), shape)
-            mark(r, r, i[-1], i[-1])
+            dot(i)
     elif kind == "scattered":
         first = tuple(where.get("first") or ())
         drawn = sample | ({first} if first else set())
         for i in drawn:
-            r = _flat_row(list(i), shape)
-            mark(r, r, i[-1], i[-1])
+            dot(i)
         unlocated["elements_not_located"] = max(where.get("n_bad", 0) - len(drawn), 0)
         unlocated["elements_drawn"] = len(drawn)
     return cells, (fr, fc), n_rows, n_cols, unlocated
