@@ -544,6 +544,16 @@ class GpuPointFacts(Facts):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ValueOutOfRangeFacts(Facts):
+    """A rung-2 value kind that no value inside an input's declared range can show (fill.range_problem)."""
+    arg: str
+    value: str                                  # the value kind, as the point holds it ("tiny")
+    lo: float                                   # the declared range at the point's sizes
+    hi: float
+    why: str                                    # no_value (the dtype holds no value there), no_tiny, no_one
+
+
+@dataclass(frozen=True, kw_only=True)
 class NoDeviceMemoryFacts(Facts):
     need_bytes: int
     free_bytes: int
@@ -903,7 +913,7 @@ CHECK_FACTS: dict[str, type[Facts]] = {
 }
 
 NOTE_FACTS: dict[str, type[Facts]] = {
-    "gpu_point": GpuPointFacts, "no_device_memory": NoDeviceMemoryFacts, "mode_needs_cuda": ModeNeedsCudaFacts,
+    "gpu_point": GpuPointFacts, "value_out_of_range": ValueOutOfRangeFacts, "no_device_memory": NoDeviceMemoryFacts, "mode_needs_cuda": ModeNeedsCudaFacts,
     "graphs_not_claimed": GraphsNotClaimedFacts, "no_out_args": NoOutArgsFacts, "inputs_mutated": InputsMutatedFacts,
     "not_torch_op": NotTorchOpFacts, "outside_climb": OutsideClimbFacts, "race_not_set_up": RaceNotSetUpFacts,
     "layout_refused": LayoutRefusedFacts, "raised_as_asked": RaisedAsAskedFacts, "inputs_failed": InputsFailedFacts,

@@ -107,12 +107,32 @@ def repro_command(ref: str, device: str, point: Point) -> str:
 def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> Note | None:
     if point.mode == "model":
         return None                      # the model sizes its own tensors
+    note = range_note(spec, point)
+    if note is not None:
+        return note
     need = total_bytes(spec, point.sizes, point.dtype_of)
     # a point past every small budget is a GPU point by its sizes, whatever its `needs` says
     if device != "cuda" and (point.needs == "cuda" or is_big(spec, point.sizes)):
         return Note.of(NoteKind.GPU_POINT, need_bytes=need, budget=CPU_BUDGET.text())
     if device == "cuda" and free_bytes is not None and need > MEMORY_HEADROOM * free_bytes:
         return Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=need, free_bytes=free_bytes)
+    return None
+
+
+def range_note(spec: Spec, point: Point) -> Note | None:
+    """A value kind that cannot be drawn inside its input's declared range is skipped for that
+    input, with the reason (fill.range_problem): a point that tests nothing is never run."""
+    from .fill import range_problem
+    from .notation import ValueKind
+    from .sizes import dtype_of
+    for name, kind in point.kinds.items():
+        if name not in spec.all_tensors or not isinstance(kind, ValueKind):
+            continue                     # a padding fill, or an upstream gradient's kind
+        rng = spec.range_of(name, point.sizes)
+        why = range_problem(kind, dtype_of(spec, name, point.dtype_of), rng)
+        if why is not None:
+            return Note.of(NoteKind.VALUE_OUT_OF_RANGE, arg=name, value=kind.format(), lo=float(rng[0]),
+                           hi=float(rng[1]), why=why)
     return None
 
 

@@ -133,6 +133,7 @@ class NoteKind(_Words):
     """Why a point was skipped, broken or out of memory, or what a passing mode measured. Its
     facts: facts.py's NOTE_FACTS (one frozen dataclass per member)."""
     GPU_POINT = "gpu_point"                        # need_bytes, budget
+    VALUE_OUT_OF_RANGE = "value_out_of_range"      # arg, value, lo, hi, why: the value kind has no value inside the declared range
     NO_DEVICE_MEMORY = "no_device_memory"          # need_bytes, free_bytes
     MODE_NEEDS_CUDA = "mode_needs_cuda"            # mode
     GRAPHS_NOT_CLAIMED = "graphs_not_claimed"      # error, text: the capture failed; Spec(graphs=False) says production

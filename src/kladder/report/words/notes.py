@@ -54,6 +54,17 @@ def _gpu_point(x, sized=True):
             "program in Python; climb with --device cuda")
 
 
+RANGE_WHY = {"no_value": "the dtype holds no value there",
+             "no_tiny": "no subnormal, smallest-normal or zero value lies in it",
+             "no_one": "1 does not lie in it"}
+
+
+@notes(F.ValueOutOfRangeFacts)
+def _value_out_of_range(x, sized=True):
+    return (f"{x.arg}: {x.value} cannot be drawn inside its declared range [{x.lo:g}, {x.hi:g}] "
+            f"({RANGE_WHY.get(x.why, x.why)}): this value kind is skipped for this input")
+
+
 @notes(F.NoDeviceMemoryFacts)
 def _no_device_memory(x, sized=True):
     return f"needs {human_bytes(x.need_bytes)} of tensors; the device has {human_bytes(x.free_bytes)} free"
