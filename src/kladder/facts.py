@@ -590,6 +590,15 @@ class ReferenceRaisedFacts(ErrorFacts):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReferenceShapeFacts(Facts):
+    """The reference returned an output of another shape than `returns=` declares, while the
+    kernel's output has the declared shape: the spec's problem, never the kernel's."""
+    output: str
+    shape: list[int]                            # the reference's output
+    declared: list[int]                         # returns= at the point's sizes (and the kernel's output)
+
+
+@dataclass(frozen=True, kw_only=True)
 class InputsMutatedFacts(Facts):
     args: list[str]
 
@@ -917,7 +926,7 @@ NOTE_FACTS: dict[str, type[Facts]] = {
     "graphs_not_claimed": GraphsNotClaimedFacts, "no_out_args": NoOutArgsFacts, "inputs_mutated": InputsMutatedFacts,
     "not_torch_op": NotTorchOpFacts, "outside_climb": OutsideClimbFacts, "race_not_set_up": RaceNotSetUpFacts,
     "layout_refused": LayoutRefusedFacts, "raised_as_asked": RaisedAsAskedFacts, "inputs_failed": InputsFailedFacts,
-    "reference_raised": ReferenceRaisedFacts,
+    "reference_raised": ReferenceRaisedFacts, "reference_shape": ReferenceShapeFacts,
     "reference_nan": ReferenceNanFacts, "invariant_raised": InvariantRaisedFacts, "process_failed": ProcessFailedFacts,
     "no_such_slot": NoSuchSlotFacts, "baseline_failed": BaselineFailedFacts, "kladder_error": KladderErrorFacts,
     "kernel_oom": KernelOomFacts, "inputs_oom": InputsOomFacts, "model_scores": ModelScoresFacts,

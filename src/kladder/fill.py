@@ -12,7 +12,7 @@ import math
 
 from .notation import Padding, ValueKind, Values
 from .sizes import as_rows
-from .spec import FLOAT_DTYPES
+from .spec import FLOAT_DTYPES, representable_range
 
 INT_BITS = {8: "int64", 4: "int32", 2: "int16", 1: "int8"}
 SLICE_PAD = 16          # elements between the rows of a sliced view
@@ -96,43 +96,6 @@ def tiny_values(dtype: str) -> list[float]:
 
 
 # ---------------------------------------------------------------------------- a declared range
-def representable_range(dtype: str, rng: tuple) -> tuple[float, float] | None:
-    """The smallest and largest values of `dtype` inside [lo, hi] (both inclusive), or None where
-    the dtype holds no value there (a range narrower than the dtype's spacing)."""
-    torch = _torch()
-    dt = getattr(torch, dtype)
-    lo, hi = float(rng[0]), float(rng[1])
-    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-        return None
-    fi = torch.finfo(dt)
-    a = torch.tensor(max(lo, float(fi.min)), dtype=torch.float64).to(dt)
-    b = torch.tensor(min(hi, float(fi.max)), dtype=torch.float64).to(dt)
-    if float(a) < lo:                               # rounded below lo: one step up
-        a = _step(a, lo, dt, up=True)
-    if float(b) > hi:
-        b = _step(b, hi, dt, up=False)
-    return (float(a), float(b)) if float(a) <= float(b) else None
-
-
-def _step(v, bound: float, dt, up: bool):
-    """The neighbour of `v` in dtype `dt`, one bit pattern towards `bound`, until it is on the right side."""
-    torch = _torch()
-    bits_dt = getattr(torch, INT_BITS[torch.tensor([], dtype=dt).element_size()])
-    x = v.reshape(1).clone()
-    for _ in range(4):
-        f = float(x)
-        if (up and f >= bound) or (not up and f <= bound):
-            break
-        towards_zero = (f > 0) != up               # moving up from a negative value shrinks its magnitude
-        bits = x.view(bits_dt)
-        if f == 0.0:
-            x = torch.tensor([math.copysign(float(torch.finfo(dt).tiny * torch.finfo(dt).eps), 1.0 if up else -1.0)],
-                             dtype=torch.float64).to(dt)
-        else:
-            bits.add_(-1 if towards_zero else 1)
-    return x.reshape(())
-
-
 def range_problem(kind: ValueKind | str, dtype: str, rng: tuple | None) -> str | None:
     """Why value kind `kind` cannot be drawn inside the declared range of a float input (None: it
     can, or nothing constrains it): a range with no value of the dtype in it holds nothing; tiny

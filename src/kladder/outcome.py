@@ -147,6 +147,7 @@ class NoteKind(_Words):
     RAISED_AS_ASKED = "raised_as_asked"            # error
     INPUTS_FAILED = "inputs_failed"                # error, text
     REFERENCE_RAISED = "reference_raised"          # error, text
+    REFERENCE_SHAPE = "reference_shape"            # output, shape (the reference's), declared (returns=, the kernel's too)
     REFERENCE_NAN = "reference_nan"                # output, count, total, at (the first, as the kernel's index): NaN where every input is finite and the kernel gave a number
     INVARIANT_RAISED = "invariant_raised"          # name, error, text
     PROCESS_FAILED = "process_failed"              # label, text

@@ -107,6 +107,13 @@ def _reference_raised(x, sized=True):
     return f"the reference raised {x.error}: {x.text} (a spec problem, not a kernel failure)"
 
 
+@notes(F.ReferenceShapeFacts)
+def _reference_shape(x, sized=True):
+    return (f"the reference returned `{x.output}` of shape {tuple(x.shape)} where returns= declares "
+            f"{tuple(x.declared)} (the kernel's output has it): the reference's fault (a spec problem), not a "
+            "kernel failure: fix the reference, or returns=")
+
+
 @notes(F.ReferenceNanFacts)
 def _reference_nan(x, sized=True):
     return (f"the reference returned NaN at {x.count:,} of {x.total:,} elements of `{x.output}` (the first at "
