@@ -18,11 +18,6 @@ from liger_kernel.transformers.functional import liger_rms_norm
 import kladder as kl
 
 EPS = 1e-6
-# A norm's weight is O(1) in every model: rung 2's value kinds but `huge` (float16's largest values,
-# +-6e4), where the backward's first product dY * w overflows float16 in liger's 'llama' casting mode
-# exactly as in Hugging Face's Llama RMSNorm, which that mode matches by contract (a torch stand-in of
-# it fails those points the same way: bench/README.md). x keeps every kind, huge included.
-WEIGHT_VALUES = ["peaked", "ties", "identical", "distinct", "tiny"]
 
 
 def rmsnorm(x, w, eps):
@@ -36,7 +31,7 @@ def rmsnorm_ref(x, w, eps):
 spec = kl.Spec(
     "liger_rmsnorm", kernel=rmsnorm, reference=rmsnorm_ref,
     args={"x": kl.Tensor("M N", dtype=["bfloat16", "float16", "float32"]),
-          "w": kl.Tensor("N", like="x", values=WEIGHT_VALUES),   # a model's weight, in the activations' dtype
+          "w": kl.Tensor("N", like="x"),                 # a model's weight, in the activations' dtype
           "eps": EPS},
     returns=kl.Tensor("M N", like="x"),
     dims={"M": kl.Dim(1, 65536),                          # tokens of a micro-batch (B x T)
