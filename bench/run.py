@@ -79,6 +79,8 @@ BENCHES = (
           "--json", env=INTERPRETED),
     Bench("sdpa-tie", "sdpa_tie.py", "why torch's bfloat16 SDPA fails one element on the H200 (a near tie)", None,
           "cuda"),
+    Bench("light-climb", "light_climb.py", "issue 32's targets: the rmsnorm twin cold, again and edited, the wrong "
+          "GEMV's big point, five liger-kernel ops side by side", "--json", "cuda"),
 )
 BY_NAME = {b.name: b for b in BENCHES}
 NOT_BENCHES = ("planted.py", "rung6_shared_gpu.py", "run.py", "__init__.py", "__main__.py")   # spec modules, this runner
