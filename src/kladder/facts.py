@@ -889,6 +889,40 @@ class DiffFacts(Facts):
     worse: bool                                 # a point newly fails or a rung got slower: exit 1
 
 
+# ---------------------------------------------------------------------------- shrinking (shrink.py)
+@dataclass(frozen=True, kw_only=True)
+class EdgeFacts(Facts):
+    """Where one dim's bisection ended: size `fails` failed and `passes`, the size below it, did
+    not, with the smallest point's inputs; both run again under other seeds (other inputs of the
+    same kinds at the same sizes): of `seeds` input sets, how many failed at `fails` and how many
+    passed at `passes`, and how often a size below the edge failed under another seed first (the
+    point moved down)."""
+    dim: str
+    fails: int
+    passes: int
+    seeds: int
+    fails_under: int
+    passes_under: int
+    moved_down: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShrinkCauseFacts(Facts):
+    """What decides the smallest failing point's failure (shrink.py). kind: `values` (the value
+    kinds: normal values pass at the failing point's shape, and no shape edge holds), `shape` (an
+    edge that holds under every seed: the size decides it), `inputs` (normal values, and the edge
+    moves with the seed: the inputs' values decide where it fails), `everywhere` (normal values
+    fail at every dim's floor), `unsettled` (the budget ran out first)."""
+    kind: Literal["values", "shape", "inputs", "everywhere", "unsettled"]
+    values: list[list[str]]                     # the smallest point's value kinds, [input, kind] ([]: normal values)
+    milder: str | None                          # the failing point's shape with normal values: what it gave (None: not run)
+    milder_at: list[list[Json]]                 # that shape ([dim, size] pairs)
+    floors: bool                                # every dim of the smallest point is at its floor
+    every_shape: bool                           # every shape run with these values failed, under one seed or another
+    shapes: int                                 # shapes run with these values
+    edges: list[EdgeFacts]                      # per dim whose floor passes: where it starts failing
+
+
 # ---------------------------------------------------------------------------- the tables
 CHECK_FACTS: dict[str, type[Facts]] = {
     "contract": ContractFacts, "values": ValuesFacts, "guard": GuardFacts, "raised": RaisedFacts,

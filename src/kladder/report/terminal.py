@@ -293,7 +293,7 @@ PROVED = (NoteKind.REPEATS_CLEAN, NoteKind.STREAM_CLEAN, NoteKind.SANITIZER_CLEA
 
 
 def _shrunk(shrunk: list[dict]):
-    from .debugging import shrunk_lines
+    from .words.shrinking import shrunk_lines
     lines = [_text(("\nSmallest failing points", "bold"), " (each rung's first failure, shrunk):")]
     lines += [_text("  ", line) for s in shrunk for line in shrunk_lines(s)]
     return _joined(lines)
@@ -354,7 +354,7 @@ def render_case_text(title: str, bug: ClimbReport, twin: ClimbReport, color: boo
     if bug.failures:
         lines = _failure_lines(bug.failures[0], lead="")
         console.print(_joined([_text("  first failure:"), *[_text("  ", line) for line in lines]]))
-    from .debugging import shrunk_lines
+    from .words.shrinking import shrunk_lines
     for s in bug.shrunk:
         if s["rung"] == bug.lowest_failing_rung:
             console.print(_joined([_text("  smallest failing point:"), *[_text("    ", line) for line in shrunk_lines(s)]]))
