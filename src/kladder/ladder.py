@@ -240,6 +240,8 @@ class Runner:
                 outcome.note.facts, elements=sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)))
         for k, v in held.items():
             setattr(load, k, v if v is not None else getattr(load, k))
+        if outcome.ran_with is None:
+            outcome.ran_with = dataclasses.replace(load)      # a copy: under_load() marks `load` with the alone run
         return outcome, load
 
     def _began(self) -> list[int]:

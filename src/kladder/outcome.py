@@ -369,6 +369,8 @@ class Outcome:
     stages: dict[Stage, float] = field(default_factory=dict)   # seconds spent in each stage (run/stages.py)
     load: Load | None = None             # what else ran while it ran, when it was re-run alone for it
     hashes: dict[str, str] = field(default_factory=dict)   # output name -> sha256 of its bytes, first call (run/hashes.py)
+    ran_with: Load | None = None         # what else used the host and the device during its run (every run's; the
+                                         # history keeps it, and `kladder diff` compares timings only at like load)
 
     @property
     def headline(self) -> Finding | None:
@@ -384,7 +386,8 @@ class Outcome:
                 "replay": None if self.replay is None else str(self.replay),
                 "replay_status": None if self.replay_status is None else str(self.replay_status),
                 "output": self.output, "stages": {str(k): v for k, v in self.stages.items()},
-                "load": None if self.load is None else self.load.facts(), "hashes": self.hashes}
+                "load": None if self.load is None else self.load.facts(), "hashes": self.hashes,
+                "ran_with": None if self.ran_with is None else self.ran_with.facts()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
@@ -396,7 +399,7 @@ class Outcome:
                    None if d.get("replay") is None else Replay(d["replay"]),
                    None if d.get("replay_status") is None else Status(d["replay_status"]), d.get("output", ""),
                    {Stage(k): v for k, v in (d.get("stages") or {}).items()}, Load.from_facts(d.get("load")),
-                   dict(d.get("hashes") or {}))
+                   dict(d.get("hashes") or {}), Load.from_facts(d.get("ran_with")))
 
 
 # ---------------------------------------------------------------------------- between layers

@@ -110,8 +110,13 @@ def report_html(doc: dict) -> str:
     return _env().get_template("report.html.j2").render(**view)
 
 
-def diff_html(d: dict) -> str:
-    return _env().get_template("diff.html.j2").render(d=d)
+def diff_html(d) -> str:
+    """`kladder diff --html` (facts.DiffFacts), its sentences history_text's."""
+    from .history_text import bits_lines, slower_line, timing_text, verdict_line
+    bits = bits_lines(d, False, more="")
+    return _env().get_template("diff.html.j2").render(
+        d=d, verdict=verdict_line(d), timing=timing_text(d), slower=[slower_line(s) for s in d.slower_rungs],
+        bits=bits[0] if bits else "")
 
 
 def history_html(climbs: list[dict], spec: str | None = None, path: str | None = None) -> str:
