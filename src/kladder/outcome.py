@@ -219,6 +219,9 @@ class Pattern:
           scattered (n_bad of numel, first)
     sample: for whole_rows (past its five ids), runs and scattered, the indices of up to 256 wrong
             elements spread evenly over the wrong rows and their wrong columns (the HTML's map)
+    density: for the same kinds, where every row was checked: the share of wrong elements in each
+            cell of the output folded to at most 32 x 64 cells (the HTML's map draws a dense failure
+            by it: 94% of a row wrong is a red band, not a sample's stripes)
     rows: ("every",) | ("one", a) | ("from", a, b) | ("range", a, b) | ("runs", ((a, b), ...))"""
     kind: str
     cols: Span | None = None
@@ -231,6 +234,8 @@ class Pattern:
     checked: bool = False
     first: tuple = ()
     sample: tuple = ()       # where the kind does not locate every wrong element: up to 256 of their indices, spread evenly
+    density: tuple = ()      # there too, the output checked whole: (rows a cell, columns a cell, per cell the share of
+                             # its elements that are wrong in percent, 1..100 where any is) over at most 32 x 64 cells
 
 
 def _typed(table: dict, kind, facts):
@@ -350,7 +355,8 @@ def _pattern_from(d):
     cols = d.get("cols")
     span = None if cols is None else Span(cols["first"], cols["last"], cols["n"], _freeze(cols.get("tile_note")))
     return Pattern(**{**d, "cols": span, "rows": _freeze(d.get("rows")), "ids": _freeze(d.get("ids", ())),
-                      "first": _freeze(d.get("first", ())), "sample": _freeze(d.get("sample", ()))})
+                      "first": _freeze(d.get("first", ())), "sample": _freeze(d.get("sample", ())),
+                      "density": _freeze(d.get("density", ()))})
 
 
 @dataclass

@@ -75,8 +75,9 @@ def _cause_line(s: dict) -> list[str]:
     return [f"  cause: {cause_text(ShrinkCauseFacts.from_dict(c), s['smallest']['dims'])}"]
 
 
-def shrunk_lines(s: dict) -> list[str]:
-    """A climb's shrunk failure (shrink.py's facts), as the terminal and the HTML say it."""
+def shrunk_lines(s: dict, repro: bool = True) -> list[str]:
+    """A climb's shrunk failure (shrink.py's facts), as the terminal and the HTML say it; without
+    `repro`, the smallest point's repro line is left out (the HTML shows it in a box of its own)."""
     head = f"rung {s['rung']}, from {s['failed_id']}"
     if s.get("cannot_shrink"):
         return [f"{head}: cannot shrink: {s['cannot_shrink']}"]
@@ -91,7 +92,7 @@ def shrunk_lines(s: dict) -> list[str]:
     done = "" if s["complete"] else " (the shrink budget ran out first: it may shrink further)"
     return [f"{head}: fails down to {dims_text(s['smallest']['dims'])}, the same check ({s['check']}), after "
             f"{s['runs']} runs{done}" + (f"; one below: {passes}" if passes else ""),
-            *_cause_line(s), f"  repro: {s['repro']}"]
+            *_cause_line(s), *([f"  repro: {s['repro']}"] if repro else [])]
 
 
 def explore_shrunk_lines(s: dict, hypothesis_dims) -> list[str]:
