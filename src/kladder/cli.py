@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     pts.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
     pts.add_argument("--json", metavar="FILE", help="write the points as JSON to FILE")
     pts.add_argument("--shard", metavar="I/N", help="only the points `kladder climb --shard I/N` deals to shard I")
+    pts.add_argument("--history", metavar="PATH", help="with --shard: the history the deal reads each point's cost from, "
+                     "as the climb's (default .kladder/history.sqlite, or $KLADDER_HISTORY)")
+    pts.add_argument("--no-history", action="store_true", help="with --shard: deal by the points' bytes alone")
     z = sub.add_parser("zoo", help="the bundled buggy kernels and their fixed twins")
     zsub = z.add_subparsers(dest="zoo_cmd", required=True)
     zsub.add_parser("list", help="list the cases")
@@ -549,7 +552,11 @@ def cmd_points(args) -> int:
     except ShardError as e:
         raise UsageProblem(str(e)) from None
     budget = budget_for(device)
-    slicer = Slicer(shard) if shard else None
+    slicer = None
+    if shard:
+        from .session import history_of
+        from .shard import history_costs
+        slicer = Slicer(shard, spec, history_costs(history_of(args), spec.name, device))
     points = [p for r in rungs
               for p in (slicer.take(r, list(rung_points(spec, r, budget, args.seed))) if slicer
                         else rung_points(spec, r, budget, args.seed))]

@@ -226,6 +226,25 @@ class History:
                  "nondeterministic": bool(r["nondeterministic"]), "point": json.loads(r["point"] or "null"),
                  "load": json.loads(r["load"]) if r["load"] else None} for r in rows]
 
+    def point_seconds(self, spec: str, device: str, climbs: int = 3) -> list[tuple[dict, float]]:
+        """(point, seconds) of every point the newest `climbs` finished climbs and pytest runs of
+        `spec` on `device` ran, a climb run with --shard left out (its points are a slice): what
+        shard.py deals by."""
+        ids = [r[0] for r in self.db.execute(
+            "SELECT id FROM climbs WHERE spec = ? AND device = ? AND ended IS NOT NULL AND shard IS NULL "
+            "AND kind IN ('climb', 'pytest') ORDER BY id DESC LIMIT ?", (spec, device, int(climbs))).fetchall()]
+        out = []
+        for i in ids:
+            for r in self.db.execute("SELECT point, seconds FROM points WHERE climb_id = ? AND seconds > 0 AND point "
+                                     "IS NOT NULL", (i,)).fetchall():
+                try:
+                    point = json.loads(r["point"])
+                except ValueError:
+                    continue
+                if isinstance(point, dict):
+                    out.append((point, float(r["seconds"])))
+        return out
+
     def rungs(self, climb_id: int) -> dict[int, dict]:
         rows = self.db.execute("SELECT * FROM rungs WHERE climb_id = ?", (climb_id,)).fetchall()
         return {r["rung"]: {"verdict": r["verdict"], "seconds": r["seconds"]} for r in rows}
