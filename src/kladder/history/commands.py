@@ -82,7 +82,7 @@ def _pick(h, a: str | None, b: str | None):
     if ca is None:
         raise UsageProblem(f"A: no climb {a!r} in the history; `kladder history` lists them (#N or the run id)")
     if b is None:
-        later = [c for c in h.climbs(ca["spec"]) if c["kind"] == "climb" and c["id"] > ca["id"]]
+        later = [c for c in h.climbs(ca["spec"]) if c["kind"] == ca["kind"] and c["id"] > ca["id"]]
         if not later:
             raise UsageProblem(f"A: climb #{ca['id']} is the newest of {ca['spec']!r}; give B, an earlier climb as A")
         return ca, later[0]

@@ -185,10 +185,15 @@ def _slower(rung: int, ka: dict, kb: dict, both: list[str]) -> SlowerRungFacts |
                            kernel_stage=all(timed[k][2] for k in keys))
 
 
+COMPARED = ("climb", "pytest")      # what a diff compares: climbs, and pytest runs of a spec (never a repro's one point)
+
+
 def last_two(history, spec: str | None) -> tuple[dict, dict] | None:
-    """The newest climb (of `spec`, or of any spec) and the one before it of the same spec."""
-    newest = [c for c in history.climbs(spec, limit=50) if c["kind"] == "climb"][:1]
+    """The newest climb or pytest run (of `spec`, or of any spec) and the one before it of the
+    same spec and kind."""
+    newest = [c for c in history.climbs(spec, limit=50) if c["kind"] in COMPARED][:1]
     if not newest:
         return None
-    two = [c for c in history.climbs(newest[0]["spec"], limit=50) if c["kind"] == "climb"][:2]
+    kind = newest[0]["kind"]
+    two = [c for c in history.climbs(newest[0]["spec"], limit=50) if c["kind"] == kind][:2]
     return (two[1], two[0]) if len(two) == 2 else None
