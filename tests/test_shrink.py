@@ -34,7 +34,7 @@ def test_a_tile_tail_bug_shrinks_to_one_tile_plus_one(runner):
     assert 10 <= facts["runs"] <= 30
     # the edge holds under other inputs: the shape decides it
     cause = facts["cause"]
-    assert cause["kind"] == "shape" and cause["values"] == [] and cause["milder"] is None
+    assert cause["kind"] == "shape" and cause["values"] == [] and cause["milder"] is None and cause["contiguous"] is None
     assert cause["edges"] == [{"dim": "N", "fails": 257, "passes": 256, "seeds": 3, "fails_under": 3, "passes_under": 3,
                                "moved_down": 0}]
 
@@ -193,8 +193,8 @@ def test_a_failure_at_every_floor_with_normal_values_names_neither():
     start = Point("always", 1, (("M", 8), ("N", 4000)))
     facts = _shrunk(start, lambda p: True, M=64, N=8192)
     assert dict(facts["smallest"]["dims"]) == {"M": 1, "N": 1}
-    assert facts["cause"]["kind"] == "everywhere" and facts["cause"]["floors"]
-    assert "fails at the floor of every dim (M = 1, N = 1) with normal values" in _words(facts)
+    assert facts["cause"]["kind"] == "floor" and facts["cause"]["floors"]
+    assert "fails at the floor of every dim (M = 1, N = 1) with normal values: no value kind is needed" in _words(facts)
 
 
 def test_values_not_needed_are_dropped_and_a_stable_edge_is_the_shape():
@@ -210,3 +210,18 @@ def test_a_budget_spent_first_leaves_the_cause_unsettled():
     run = _fake(lambda p: p.sizes["N"] > 256)
     facts = shrink(start, run(start), run, _spec(M=64, N=8192), budget_s=0.0)
     assert facts["cause"]["kind"] == "unsettled" and not facts["complete"]
+
+
+def test_a_layout_the_failure_needs_is_named_with_its_edge():
+    """The zoo's assumes_contiguous: a sliced x is wrong from two rows on (the row stride is taken
+    as the row length), contiguous inputs pass: the edge at M = 2 is named with the layout."""
+    start = Point("softmax", 3, (("M", 17), ("N", 17)), layouts=(("x", "sliced"),))
+    facts = _shrunk(start, lambda p: bool(p.layouts) and p.sizes["M"] >= 2, M=64, N=64)
+    c = facts["cause"]
+    assert c["kind"] == "shape" and c["layouts"] == [["x", "sliced"]] and c["contiguous"] == "passed", c
+    assert dict(facts["smallest"]["dims"]) == {"M": 2, "N": 1}
+    assert ("a shape edge with x: sliced: M = 2 fails and M = 1 passes, under 3 seeds each; with contiguous inputs it "
+            "passes at M = 17, N = 17") in _words(facts)
+    every = _shrunk(start, lambda p: bool(p.layouts), M=64, N=64)
+    assert every["cause"]["kind"] == "layout"
+    assert "fails for x: sliced at every shape tried" in _words(every) and "the layout decides it" in _words(every)

@@ -944,18 +944,22 @@ class EdgeFacts(Facts):
 @dataclass(frozen=True, kw_only=True)
 class ShrinkCauseFacts(Facts):
     """What decides the smallest failing point's failure (shrink.py). kind: `values` (the value
-    kinds: normal values pass at the failing point's shape, and no shape edge holds), `shape` (an
-    edge that holds under every seed: the size decides it), `inputs` (normal values, and the edge
-    moves with the seed: the inputs' values decide where it fails), `everywhere` (normal values
-    fail at every dim's floor), `unsettled` (the budget ran out first)."""
-    kind: Literal["values", "shape", "inputs", "everywhere", "unsettled"]
+    kinds: normal values pass at the failing point's shape, and no shape edge holds), `layout`
+    (likewise its inputs' layouts: contiguous inputs pass there), `shape` (an edge that holds
+    under every seed: the size decides it), `inputs` (normal values, and the edge moves with the
+    seed: the inputs' values decide where it fails), `floor` (normal values fail at every dim's
+    floor: no value kind is needed and no smaller shape can show an edge), `unsettled` (the
+    budget ran out first)."""
+    kind: Literal["values", "layout", "shape", "inputs", "floor", "unsettled"]
     values: list[list[str]]                     # the smallest point's value kinds, [input, kind] ([]: normal values)
     milder: str | None                          # the failing point's shape with normal values: what it gave (None: not run)
-    milder_at: list[list[Json]]                 # that shape ([dim, size] pairs)
+    milder_at: list[list[Json]]                 # the failing point's shape ([dim, size] pairs): where those runs were made
     floors: bool                                # every dim of the smallest point is at its floor
     every_shape: bool                           # every shape run with these values failed, under one seed or another
     shapes: int                                 # shapes run with these values
     edges: list[EdgeFacts]                      # per dim whose floor passes: where it starts failing
+    layouts: list[list[str]] = field(default_factory=list)   # the smallest point's layouts, [input, layout] ([]: contiguous)
+    contiguous: str | None = None               # its shape with contiguous inputs: what it gave (None: not run)
 
 
 # ---------------------------------------------------------------------------- the tables

@@ -20,9 +20,10 @@ Values first, then shapes:
 
 What decides it (facts.ShrinkCauseFacts, said by report/words/shrinking.py): the values (the
 point needs its value kinds and no shape edge holds: "fails for x: huge at every shape tried,
-down to M = 1, N = 1"), a shape (an edge that holds under every seed: "N = 257 fails and
+down to M = 1, N = 1"), likewise a layout (contiguous inputs pass), a shape (an edge that holds under every seed: "N = 257 fails and
 N = 256 passes, under 3 seeds each"), the inputs (normal values, an edge that moves with the
-seed), or nothing the search can name (normal values fail at every dim's floor).
+seed), or the floor (normal values fail at every dim's floor: no value kind is needed, and no
+smaller shape can show an edge).
 
 A point at a size cliff (2^31 bytes or elements: rung 1's "big" points) cannot shrink: below
 the cliff it is another point, and the report says so."""
@@ -96,6 +97,7 @@ class Search:
         self.edges: dict[str, dict] = {}                 # dim -> facts.EdgeFacts' fields
         self.milder: str | None = None                   # normal values at the failing point's shape: what they gave
         self.milder_at: tuple = ()
+        self.contiguous: str | None = None               # contiguous layouts there: what they gave
 
     # ------------------------------------------------------------------ one run
     def fails(self, candidate, keep: bool = True) -> bool | None:
@@ -118,6 +120,7 @@ class Search:
     def values(self) -> bool:
         """Normal values, then contiguous layouts, at the failing point's shape: kept where the
         failure needs them."""
+        self.milder_at = self.best.dims
         for field in ("values", "layouts"):
             if not getattr(self.best, field):
                 continue
@@ -126,7 +129,9 @@ class Search:
             if got is None:
                 return False
             if field == "values":
-                self.milder, self.milder_at = self.seen[key(simpler)], simpler.dims
+                self.milder = self.seen[key(simpler)]
+            else:
+                self.contiguous = self.seen[key(simpler)]
         b = self.best
         self.shapes_failed[(b.dims, b.values, b.layouts)] = True
         return True
@@ -230,12 +235,15 @@ class Search:
             kind = "shape"
         elif needs_values:
             kind = "values"
+        elif best.layouts and self.contiguous == "passed":
+            kind = "layout"
         elif edges:
             kind = "inputs"
         else:
-            kind = "everywhere"
+            kind = "floor"
         return ShrinkCauseFacts(kind=kind, values=[[n, v] for n, v in best.values], milder=self.milder,
-                                milder_at=[[n, v] for n, v in self.milder_at], floors=floors,
+                                milder_at=[[n, v] for n, v in self.milder_at], layouts=[[n, v] for n, v in best.layouts],
+                                contiguous=self.contiguous, floors=floors,
                                 every_shape=bool(tried) and all(tried), shapes=len(tried), edges=edges)
 
 

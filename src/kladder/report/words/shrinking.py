@@ -14,6 +14,17 @@ def _values(c: ShrinkCauseFacts) -> str:
     return ", ".join(f"{n}: {k}" for n, k in c.values)
 
 
+def _layouts(c: ShrinkCauseFacts) -> str:
+    return ", ".join(f"{n}: {k}" for n, k in c.layouts)
+
+
+def _needed(c: ShrinkCauseFacts) -> str:
+    """The value kinds and layouts the failure needs (those whose plain form passed)."""
+    parts = ([_values(c)] if c.values and c.milder == "passed" else [])
+    parts += [_layouts(c)] if c.layouts and c.contiguous == "passed" else []
+    return ", ".join(parts)
+
+
 def _times(n: int) -> str:
     return "once" if n == 1 else "twice" if n == 2 else f"{n} times"
 
@@ -35,9 +46,9 @@ def _held(e: EdgeFacts) -> bool:
 
 
 def _milder(c: ShrinkCauseFacts) -> str:
-    if c.milder == "passed":
-        return f"; with normal values it passes at {dims_text(c.milder_at)}"
-    return ""
+    parts = [f"with normal values it passes at {dims_text(c.milder_at)}"] if c.milder == "passed" else []
+    parts += [f"with contiguous inputs it passes at {dims_text(c.milder_at)}"] if c.layouts and c.contiguous == "passed" else []
+    return "".join(f"; {p}" for p in parts)
 
 
 def cause_text(c: ShrinkCauseFacts, smallest_dims) -> str:
@@ -48,17 +59,20 @@ def cause_text(c: ShrinkCauseFacts, smallest_dims) -> str:
     if c.kind == "values":
         where = f"at every shape tried ({c.shapes}), down to {at}" if c.every_shape else f"down to {at}"
         return f"fails for {_values(c)} {where}{_milder(c)}{moves}: the values decide it, not a shape edge"
+    if c.kind == "layout":
+        where = f"at every shape tried ({c.shapes}), down to {at}" if c.every_shape else f"down to {at}"
+        return f"fails for {_layouts(c)} {where}{_milder(c)}{moves}: the layout decides it, not a shape edge"
     if c.kind == "shape":
         e = next(e for e in c.edges if _held(e))
-        with_values = f" with {_values(c)}" if c.values and c.milder == "passed" else ""
-        return (f"a shape edge{with_values}: {e.dim} = {e.fails:,} fails and {e.dim} = {e.passes:,} passes, under "
-                f"{e.seeds} seeds each{_milder(c)}")
+        needed = _needed(c)
+        return (f"a shape edge{f' with {needed}' if needed else ''}: {e.dim} = {e.fails:,} fails and {e.dim} = "
+                f"{e.passes:,} passes, under {e.seeds} seeds each{_milder(c)}")
     if c.kind == "inputs":
         return f"the values decide it, not a shape edge: where it starts moves with the inputs ({moving})"
-    if c.kind == "everywhere":
+    if c.kind == "floor":
         if c.floors:
-            return (f"fails at the floor of every dim ({at}) with normal values: neither a shape edge nor a value kind "
-                    "decides it")
+            return (f"fails at the floor of every dim ({at}) with normal values: no value kind is needed, and no smaller "
+                    "shape can show an edge")
         return f"fails down to {at} with normal values, and no edge was found"
     return "what decides it is not settled: the shrink budget ran out first"
 
