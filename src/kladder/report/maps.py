@@ -178,7 +178,8 @@ def error_map(where: dict | None, shape: list | None, worst: list | None, title:
     ax.set_yticks(_ticks(n_rows))
     extent = (-0.5 * fc, w * fc - 0.5 * fc, h * fr - 0.5 * fr, -0.5 * fr)
     if shares is not None:
-        cmap = LinearSegmentedColormap.from_list("wrong", ["#fbe3cf", "#f4b183", "#c0392b", "#641e16"]).with_extremes(
+        # 1% a pale orange, 100% the red of a wholly wrong cell in the other maps
+        cmap = LinearSegmentedColormap.from_list("wrong", ["#fbe3cf", "#f4b183", "#c0392b"]).with_extremes(
             under="#e8f1e4")                      # no wrong element in the cell
         image = ax.imshow(cells, cmap=cmap, vmin=0.5, vmax=100, aspect="auto", interpolation="nearest", extent=extent)
         bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02, ticks=[1, 25, 50, 75, 100])
