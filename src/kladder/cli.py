@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     pts.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
     pts.add_argument("--json", metavar="FILE", help="write the points as JSON to FILE")
     pts.add_argument("--shard", metavar="I/N", help="only the points `kladder climb --shard I/N` deals to shard I")
+    pts.add_argument("--history", metavar="PATH", help="with --shard: the history the deal reads each point's cost from, "
+                     "as the climb's (default .kladder/history.sqlite, or $KLADDER_HISTORY)")
+    pts.add_argument("--no-history", action="store_true", help="with --shard: deal by the points' bytes alone")
     z = sub.add_parser("zoo", help="the bundled buggy kernels and their fixed twins")
     zsub = z.add_subparsers(dest="zoo_cmd", required=True)
     zsub.add_parser("list", help="list the cases")
@@ -134,11 +137,12 @@ def _explore_parser(sub) -> None:
                        "shrunk and replayed first next time")
     e.add_argument("ref", metavar="PATH[::NAME]")
     e.add_argument("--budget-s", type=_positive(float, "seconds, e.g. 60"), default=60.0, metavar="S",
-                   help="seconds to search for a failure (default 60)")
-    e.add_argument("--shrink-s", type=_positive(float, "seconds, e.g. 60"), default=60.0, metavar="S",
-                   help="seconds to shrink a failure, for Hypothesis and again for the plain search (default 60)")
-    e.add_argument("--rungs", default="1", help="what to vary: 1 sizes, dtypes and configs; 2 also value kinds; 3 also "
-                   "layouts (default 1)")
+                   help="seconds for the whole run, search and shrinking (default 60; kept within a tenth): cheap "
+                   "points first, and a failure found is shrunk with what is left (at least a tenth of S)")
+    e.add_argument("--shrink-s", type=_positive(float, "seconds, e.g. 60"), default=None, metavar="S",
+                   help="at most this many of the budget's seconds to shrink a failure (default: what is left)")
+    e.add_argument("--rungs", default="1-2", help="what to vary: 1 sizes, dtypes and configs; 2 also value kinds; 3 also "
+                   "layouts (default 1-2)")
     e.add_argument("--device", default="auto", help=DEVICE_HELP)
     e.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S")
     e.add_argument("--seed", type=int, metavar="S", help="Hypothesis's seed (default: a fresh one each run)")
@@ -548,7 +552,11 @@ def cmd_points(args) -> int:
     except ShardError as e:
         raise UsageProblem(str(e)) from None
     budget = budget_for(device)
-    slicer = Slicer(shard) if shard else None
+    slicer = None
+    if shard:
+        from .session import history_of
+        from .shard import history_costs
+        slicer = Slicer(shard, spec, history_costs(history_of(args), spec.name, device))
     points = [p for r in rungs
               for p in (slicer.take(r, list(rung_points(spec, r, budget, args.seed))) if slicer
                         else rung_points(spec, r, budget, args.seed))]
@@ -613,6 +621,8 @@ def cmd_bench(args) -> int:
 
 
 def cmd_explore(args) -> int:
+    import time
+    started = time.monotonic()                   # the budget counts the spec's import and the workers' start
     from .explore import explore
     from .ladder import Runner, parse_rungs
     from .report.debugging import explore_point, explore_text
@@ -628,11 +638,21 @@ def cmd_explore(args) -> int:
         raise UsageProblem(f"--rungs {args.rungs!r}: explore draws sizes (1), values (2) and layouts (3); give rungs "
                            "from 1-3, e.g. --rungs 1-3")
     device = device_of(args.device)
-    spec = _load(args.ref, device)
-    runner = Runner(args.ref, spec, device, args.timeout)
+    from .run.isolation import Pool
+    # two workers start now, importing torch and the spec while this process does: the first runs
+    # the points, the second is ready for the first failure's run alone (ladder.Runner), which
+    # would otherwise wait a worker's start (16 s on the loaded 2-core CI box) inside the budget
+    pool = Pool(args.ref, device, spares=2)
+    pool.warm(2)
+    try:
+        spec = _load(args.ref, device)
+    except BaseException:
+        pool.close()
+        raise
+    runner = Runner(args.ref, spec, device, args.timeout, pool=pool)
     try:
         result = explore(args.ref, spec, runner, budget=budget_for(device), rungs=rungs, budget_s=args.budget_s,
-                         shrink_s=args.shrink_s, seed=args.seed,
+                         shrink_s=args.shrink_s, seed=args.seed, started=started,
                          on_point=lambda e: print(explore_point(e), flush=True))
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None

@@ -882,14 +882,47 @@ class DiffBitsFacts(DiffPointFacts):
 
 @dataclass(frozen=True, kw_only=True)
 class SlowerRungFacts(Facts):
-    """A rung slower beyond noise: its points paired, the median ratio of their seconds, and a
-    one-sided Wilcoxon signed-rank test of the log ratios (history/diff.py)."""
+    """A rung slower beyond noise: its points paired, the median ratio of their seconds (the
+    kernel's stage where both climbs timed it), a one-sided Wilcoxon signed-rank test of the log
+    ratios, and the spread each climb measured within itself: the median stretch of its points'
+    times by waiting for a CPU (seconds / (seconds - the worker's run-queue wait)), which the ratio
+    exceeds (history/diff.py)."""
     rung: int
     ratio: float                                # the median per-point ratio, later / earlier
     p: float
     pairs: int
     before_s: float                             # the paired points' seconds in all, in each climb
     after_s: float
+    spread_a: float                             # each climb's own spread (1.0: its points never waited)
+    spread_b: float
+    kernel_stage: bool                          # the kernel's stage was timed (else the points' whole seconds)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClimbLoadFacts(Facts):
+    """What else used the host and the device while one climb's points ran (outcome.Load of each
+    point's run, as the history keeps it; history/diff.py sums them)."""
+    points: int                                 # points whose load was recorded
+    seconds: float                              # their wall time in all
+    others_cores: float                         # other processes' CPU seconds a second: the cores they kept busy
+    wait_share: float                           # the share of that time the points' workers waited for a CPU
+    lanes: float                                # other lanes of the climb running meanwhile, on average (--jobs)
+    device_processes: float                     # other processes on the device, on average (CUDA; 0 where not asked)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimingFacts(Facts):
+    """Whether `kladder diff` compared the climbs' timings: only on the same device with comparable
+    load (history/diff.py's limits); `why` names what stopped it: `device` (another device),
+    `load` (other processes, waits, lanes or device processes differed past the limits),
+    `not_recorded` (a climb from a kladder that did not record its points' load)."""
+    compared: bool
+    why: Literal["compared", "device", "load", "not_recorded"]
+    device_a: str | None                        # the device each ran on (its name where known)
+    device_b: str | None
+    load_a: ClimbLoadFacts | None
+    load_b: ClimbLoadFacts | None
+    differed: list[str]                         # why `load`: the ClimbLoadFacts fields past their limits
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -903,9 +936,49 @@ class DiffFacts(Facts):
     nondeterministic: list[str]                 # not compared bit for bit: their outputs' bits are not stable
     only_a: list[str]                           # point ids only one climb ran
     only_b: list[str]
-    slower_rungs: list[SlowerRungFacts]
+    slower_rungs: list[SlowerRungFacts]         # empty where the timing was not compared
+    timing: TimingFacts
     toolchain: dict[str, list[Json]]            # what differs: name -> [A's, B's]
-    worse: bool                                 # a point newly fails or a rung got slower: exit 1
+    fail_on: list[str]                          # what fails the gate besides a new failure: [] or ["slower"] (--fail-on)
+    worse: bool                                 # a point newly fails, or (--fail-on slower) a rung got slower: exit 1
+
+
+# ---------------------------------------------------------------------------- shrinking (shrink.py)
+@dataclass(frozen=True, kw_only=True)
+class EdgeFacts(Facts):
+    """Where one dim's bisection ended: size `fails` failed and `passes`, the size below it, did
+    not, with the smallest point's inputs; both run again under other seeds (other inputs of the
+    same kinds at the same sizes): of `seeds` input sets, how many failed at `fails` and how many
+    passed at `passes`, and how often a size below the edge failed under another seed first (the
+    point moved down)."""
+    dim: str
+    fails: int
+    passes: int
+    seeds: int
+    fails_under: int
+    passes_under: int
+    moved_down: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShrinkCauseFacts(Facts):
+    """What decides the smallest failing point's failure (shrink.py). kind: `values` (the value
+    kinds: normal values pass at the failing point's shape, and no shape edge holds), `layout`
+    (likewise its inputs' layouts: contiguous inputs pass there), `shape` (an edge that holds
+    under every seed: the size decides it), `inputs` (normal values, and the edge moves with the
+    seed: the inputs' values decide where it fails), `floor` (normal values fail at every dim's
+    floor: no value kind is needed and no smaller shape can show an edge), `unsettled` (the
+    budget ran out first)."""
+    kind: Literal["values", "layout", "shape", "inputs", "floor", "unsettled"]
+    values: list[list[str]]                     # the smallest point's value kinds, [input, kind] ([]: normal values)
+    milder: str | None                          # the failing point's shape with normal values: what it gave (None: not run)
+    milder_at: list[list[Json]]                 # the failing point's shape ([dim, size] pairs): where those runs were made
+    floors: bool                                # every dim of the smallest point is at its floor
+    every_shape: bool                           # every shape run with these values failed, under one seed or another
+    shapes: int                                 # shapes run with these values
+    edges: list[EdgeFacts]                      # per dim whose floor passes: where it starts failing
+    layouts: list[list[str]] = field(default_factory=list)   # the smallest point's layouts, [input, layout] ([]: contiguous)
+    contiguous: str | None = None               # its shape with contiguous inputs: what it gave (None: not run)
 
 
 # ---------------------------------------------------------------------------- the tables

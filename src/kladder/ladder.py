@@ -59,6 +59,7 @@ class Options:
     progress: Any = field(default=None, repr=False)   # report.progress.Progress, or None
     pool: Pool | None = field(default=None, repr=False)  # workers already started (the CLI warms them early)
     shard: Any = None                    # shard.Shard: run only the I-th of N slices of every rung's points (--shard I/N)
+    history: str | None = None           # the history the shard's deal reads its points' costs from (None: by bytes)
     ray: str | None = None               # a Ray cluster's address: the pool's lanes are Ray actors (run/ray_lanes.py)
 
 
@@ -260,6 +261,8 @@ class Runner:
                 outcome.note.facts, elements=sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)))
         for k, v in held.items():
             setattr(load, k, v if v is not None else getattr(load, k))
+        if outcome.ran_with is None:
+            outcome.ran_with = dataclasses.replace(load)      # a copy: under_load() marks `load` with the alone run
         return outcome, load
 
     def _began(self) -> list[int]:
@@ -438,7 +441,7 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
     report.kladder_version = __version__
     t0 = time.perf_counter()
     runner = Runner(ref, spec, device, opts.timeout_s, jobs=opts.jobs, pool=opts.pool)
-    slicer = _slicer(opts)
+    slicer = _slicer(opts, spec, device)
     log = None
     try:
         try:
@@ -511,11 +514,11 @@ def end_climb(report: ClimbReport, rungs: tuple[int, ...], interrupted: bool) ->
             rr.climbed, rr.note = False, why
 
 
-def _slicer(opts: Options):
+def _slicer(opts: Options, spec: Spec, device: str):
     if opts.shard is None:
         return None
-    from .shard import Slicer
-    return Slicer(opts.shard)
+    from .shard import Slicer, history_costs
+    return Slicer(opts.shard, spec, history_costs(opts.history, spec.name, device))
 
 
 def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options, slicer=None):

@@ -221,6 +221,9 @@ class Pattern:
           scattered (n_bad of numel, first)
     sample: for whole_rows (past its five ids), runs and scattered, the indices of up to 256 wrong
             elements spread evenly over the wrong rows and their wrong columns (the HTML's map)
+    density: for the same kinds, where every row was checked: the share of wrong elements in each
+            cell of the output folded to at most 32 x 64 cells (the HTML's map draws a dense failure
+            by it: 94% of a row wrong is a red band, not a sample's stripes)
     rows: ("every",) | ("one", a) | ("from", a, b) | ("range", a, b) | ("runs", ((a, b), ...))"""
     kind: str
     cols: Span | None = None
@@ -233,6 +236,8 @@ class Pattern:
     checked: bool = False
     first: tuple = ()
     sample: tuple = ()       # where the kind does not locate every wrong element: up to 256 of their indices, spread evenly
+    density: tuple = ()      # there too, the output checked whole: (rows a cell, columns a cell, per cell the share of
+                             # its elements that are wrong in percent, 1..100 where any is) over at most 32 x 64 cells
 
 
 def _typed(table: dict, kind, facts):
@@ -352,7 +357,8 @@ def _pattern_from(d):
     cols = d.get("cols")
     span = None if cols is None else Span(cols["first"], cols["last"], cols["n"], _freeze(cols.get("tile_note")))
     return Pattern(**{**d, "cols": span, "rows": _freeze(d.get("rows")), "ids": _freeze(d.get("ids", ())),
-                      "first": _freeze(d.get("first", ())), "sample": _freeze(d.get("sample", ()))})
+                      "first": _freeze(d.get("first", ())), "sample": _freeze(d.get("sample", ())),
+                      "density": _freeze(d.get("density", ()))})
 
 
 @dataclass
@@ -371,6 +377,8 @@ class Outcome:
     stages: dict[Stage, float] = field(default_factory=dict)   # seconds spent in each stage (run/stages.py)
     load: Load | None = None             # what else ran while it ran, when it was re-run alone for it
     hashes: dict[str, str] = field(default_factory=dict)   # output name -> sha256 of its bytes, first call (run/hashes.py)
+    ran_with: Load | None = None         # what else used the host and the device during its run (every run's; the
+                                         # history keeps it, and `kladder diff` compares timings only at like load)
 
     @property
     def headline(self) -> Finding | None:
@@ -386,7 +394,8 @@ class Outcome:
                 "replay": None if self.replay is None else str(self.replay),
                 "replay_status": None if self.replay_status is None else str(self.replay_status),
                 "output": self.output, "stages": {str(k): v for k, v in self.stages.items()},
-                "load": None if self.load is None else self.load.facts(), "hashes": self.hashes}
+                "load": None if self.load is None else self.load.facts(), "hashes": self.hashes,
+                "ran_with": None if self.ran_with is None else self.ran_with.facts()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
@@ -398,7 +407,7 @@ class Outcome:
                    None if d.get("replay") is None else Replay(d["replay"]),
                    None if d.get("replay_status") is None else Status(d["replay_status"]), d.get("output", ""),
                    {Stage(k): v for k, v in (d.get("stages") or {}).items()}, Load.from_facts(d.get("load")),
-                   dict(d.get("hashes") or {}))
+                   dict(d.get("hashes") or {}), Load.from_facts(d.get("ran_with")))
 
 
 # ---------------------------------------------------------------------------- between layers

@@ -105,7 +105,15 @@ def climb_options(args, ref: str, device: str, keep: list | None = None):
     return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
                    jobs=jobs, pool=pool, progress=_progress(args), repeat=getattr(args, "repeat", None),
                    repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0), shard=shard, ray=address,
-                   shrink_s=getattr(args, "shrink_s", 0.0))
+                   shrink_s=getattr(args, "shrink_s", 0.0), history=history_of(args) if shard else None)
+
+
+def history_of(args) -> str | None:
+    """The history a command reads and writes (--history PATH, else the default), None with --no-history."""
+    if getattr(args, "no_history", False):
+        return None
+    from .history.store import default_path
+    return getattr(args, "history", None) or default_path()
 
 
 def _ray_pool(args, ref: str, device: str, address: str, keep: list | None):

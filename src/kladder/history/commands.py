@@ -25,13 +25,16 @@ def add_parsers(sub) -> None:
     h.add_argument("-n", "--limit", type=int, default=50, metavar="N", help="at most N climbs (default 50)")
     h.add_argument("--html", metavar="FILE", help="write the climbs as one self-contained HTML file")
     d = sub.add_parser("diff", help="what changed between two climbs (default: the last two of the same spec); exit 1 "
-                       "when something got worse")
+                       "when a point newly fails (or, with --fail-on slower, a rung got slower beyond noise)")
     d.add_argument("a", nargs="?", metavar="A", help="a climb's number (#N in `kladder history`) or run id, or a "
                    "spec's name (its last two climbs)")
     d.add_argument("b", nargs="?", metavar="B", help="the later climb (default: the newest of A's spec)")
     d.add_argument("--history", metavar="PATH", help=HISTORY_HELP)
     d.add_argument("--json", metavar="PATH", help="write the diff as JSON to PATH")
     d.add_argument("--html", metavar="FILE", help="write the diff as one self-contained HTML file")
+    d.add_argument("--fail-on", choices=("slower",), metavar="slower", help="exit 1 on a rung slower beyond noise too "
+                   "(compared only on the same device at comparable load); a new failure always exits 1")
+    d.add_argument("-v", "--verbose", action="store_true", help="list every point whose output bits changed")
     g = sub.add_parser("golden", help="golden output hashes for a (device, toolchain)")
     gsub = g.add_subparsers(dest="golden_cmd", required=True)
     gr = gsub.add_parser("record", help="keep the last finished climb's output hashes of SPEC as its golden ones")
@@ -79,7 +82,7 @@ def _pick(h, a: str | None, b: str | None):
     if ca is None:
         raise UsageProblem(f"A: no climb {a!r} in the history; `kladder history` lists them (#N or the run id)")
     if b is None:
-        later = [c for c in h.climbs(ca["spec"]) if c["kind"] == "climb" and c["id"] > ca["id"]]
+        later = [c for c in h.climbs(ca["spec"]) if c["kind"] == ca["kind"] and c["id"] > ca["id"]]
         if not later:
             raise UsageProblem(f"A: climb #{ca['id']} is the newest of {ca['spec']!r}; give B, an earlier climb as A")
         return ca, later[0]
@@ -95,10 +98,10 @@ def cmd_diff(args) -> int:
     h = open_history(args)
     try:
         a, b = _pick(h, args.a, args.b)
-        d = diff(a, h.points(a["id"]), b, h.points(b["id"]))
+        d = diff(a, h.points(a["id"]), b, h.points(b["id"]), fail_on=(args.fail_on,) if args.fail_on else ())
     finally:
         h.close()
-    sys.stdout.write(diff_text(d))
+    sys.stdout.write(diff_text(d, verbose=args.verbose))
     if args.json:
         from ..report.jsonout import dumps, write_atomic
         write_atomic(args.json, dumps(d.to_dict(), indent=1))

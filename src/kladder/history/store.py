@@ -84,6 +84,12 @@ MIGRATIONS = (
     """
     ALTER TABLE climbs ADD COLUMN golden TEXT;         -- JSON: the climb's --golden result (facts.GoldenFacts), or null
     """,
+    # 3 -> 4: what else ran beside each point (the diff compares timings only at like load), and a
+    # climb's --shard (a shard's points are not the whole climb's: shard.py's costs leave them out)
+    """
+    ALTER TABLE points ADD COLUMN load TEXT;           -- JSON: outcome.Load's facts of the point's run, or null
+    ALTER TABLE climbs ADD COLUMN shard TEXT;          -- "I/N" for a climb run with --shard, else null
+    """,
 )
 VERSION = len(MIGRATIONS)
 
@@ -172,20 +178,22 @@ class History:
         with self._write() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points WHERE climb_id = ?", (climb_id,)).fetchone()[0]
             db.execute("INSERT INTO points (climb_id, seq, point_id, rung, status, failure, seconds, stages, hashes, "
-                       "nondeterministic, point) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                       "nondeterministic, point, load) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                        (climb_id, seq, row["id"], row["rung"], row["status"], row.get("failure"), row.get("seconds"),
                         json.dumps(row.get("stages") or {}), json.dumps(row.get("hashes") or {}),
-                        int(bool(row.get("nondeterministic"))), json.dumps(row.get("point"), default=str)))
+                        int(bool(row.get("nondeterministic"))), json.dumps(row.get("point"), default=str),
+                        None if row.get("load") is None else json.dumps(row["load"])))
 
     def end(self, climb_id: int, ended: str, verdict: str, exit_code: int, fingerprint: dict | None,
-            device_name: str | None, rungs: list[dict], golden: dict | None = None) -> None:
+            device_name: str | None, rungs: list[dict], golden: dict | None = None, shard: str | None = None) -> None:
         fp = fingerprint or None
         with self._write() as db:
             if fp:
                 db.execute("UPDATE climbs SET fingerprint = ?, git_commit = ?, toolchain = ? WHERE id = ?",
                            (json.dumps(fp, default=str), _commit(fp), json.dumps(toolchain(fp)), climb_id))
-            db.execute("UPDATE climbs SET ended = ?, verdict = ?, exit_code = ?, device_name = ?, golden = ? WHERE id = ?",
-                       (ended, verdict, exit_code, device_name, None if golden is None else json.dumps(golden), climb_id))
+            db.execute("UPDATE climbs SET ended = ?, verdict = ?, exit_code = ?, device_name = ?, golden = ?, shard = ? "
+                       "WHERE id = ?", (ended, verdict, exit_code, device_name, None if golden is None else json.dumps(golden),
+                                        shard, climb_id))
             db.executemany("INSERT OR REPLACE INTO rungs (climb_id, rung, verdict, seconds) VALUES (?,?,?,?)",
                            [(climb_id, r["rung"], r["verdict"], r["seconds"]) for r in rungs])
 
@@ -215,7 +223,27 @@ class History:
         rows = self.db.execute("SELECT * FROM points WHERE climb_id = ? ORDER BY seq", (climb_id,)).fetchall()
         return [{"id": r["point_id"], "rung": r["rung"], "status": r["status"], "failure": r["failure"],
                  "seconds": r["seconds"], "stages": json.loads(r["stages"] or "{}"), "hashes": json.loads(r["hashes"] or "{}"),
-                 "nondeterministic": bool(r["nondeterministic"]), "point": json.loads(r["point"] or "null")} for r in rows]
+                 "nondeterministic": bool(r["nondeterministic"]), "point": json.loads(r["point"] or "null"),
+                 "load": json.loads(r["load"]) if r["load"] else None} for r in rows]
+
+    def point_seconds(self, spec: str, device: str, climbs: int = 3) -> list[tuple[dict, float]]:
+        """(point, seconds) of every point the newest `climbs` finished climbs and pytest runs of
+        `spec` on `device` ran, a climb run with --shard left out (its points are a slice): what
+        shard.py deals by."""
+        ids = [r[0] for r in self.db.execute(
+            "SELECT id FROM climbs WHERE spec = ? AND device = ? AND ended IS NOT NULL AND shard IS NULL "
+            "AND kind IN ('climb', 'pytest') ORDER BY id DESC LIMIT ?", (spec, device, int(climbs))).fetchall()]
+        out = []
+        for i in ids:
+            for r in self.db.execute("SELECT point, seconds FROM points WHERE climb_id = ? AND seconds > 0 AND point "
+                                     "IS NOT NULL", (i,)).fetchall():
+                try:
+                    point = json.loads(r["point"])
+                except ValueError:
+                    continue
+                if isinstance(point, dict):
+                    out.append((point, float(r["seconds"])))
+        return out
 
     def rungs(self, climb_id: int) -> dict[int, dict]:
         rows = self.db.execute("SELECT * FROM rungs WHERE climb_id = ?", (climb_id,)).fetchall()

@@ -6,6 +6,7 @@ import os
 import secrets
 import time
 from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..facts import BiasFacts, ContractFacts, GoldenFacts, GpuPointFacts, GuardFacts, NondeterministicFacts
@@ -139,6 +140,22 @@ def pattern_shape(f: Finding) -> tuple:
         given = x.to_dict()
         return tuple(sorted(k for k in given if k != "problems")) + tuple(p[0] for p in x.problems or [])
     return tuple(str(getattr(x, k, None)) for k in _SHAPE_FIELDS.get(f.check, ()))
+
+
+def failure_key(o: Outcome) -> tuple:
+    """Failures with one key are one bug seen at several points: the same status, rung and mode,
+    and the headline's check, output, call and pattern shape. The terminal and the HTML group by it."""
+    head = o.headline
+    return (o.status, o.point.rung, o.point.mode) + (
+        (head.check, head.output, head.call, pattern_shape(head)) if head else (id(o),))
+
+
+def failure_groups(failures: list[Outcome]) -> list[list[Outcome]]:
+    """Failures grouped by failure_key, in order of their first member."""
+    groups: dict[tuple, list[Outcome]] = defaultdict(list)
+    for o in failures:
+        groups[failure_key(o)].append(o)
+    return list(groups.values())
 
 
 def note_key(n: Note | None) -> tuple:

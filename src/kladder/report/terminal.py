@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from ..outcome import Check, NoteKind, Outcome, Replay, Status
 from . import words
-from .data import ClimbReport, RungReport, bias_group, note_group, note_key, pattern_shape, reason_group
+from .data import ClimbReport, RungReport, bias_group, failure_groups, note_group, note_key, reason_group
 from .history_text import golden_check_text, golden_summary_text
 
 PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN = (Status.PASSED, Status.FAILED, Status.FLAKY, Status.SKIPPED, Status.OOM,
@@ -135,18 +135,6 @@ def _ladder_row(rr: RungReport) -> list:
 
 
 # ---------------------------------------------------------------------------- failures
-def failure_groups(failures: list[Outcome]) -> list[list[Outcome]]:
-    """Failures with the same status, check, output, call, mode and pattern shape, in order of
-    their first member."""
-    groups: dict[tuple, list[Outcome]] = defaultdict(list)
-    for o in failures:
-        head = o.headline
-        key = (o.status, o.point.rung, o.point.mode) + (
-            (head.check, head.output, head.call, pattern_shape(head)) if head else (id(o),))
-        groups[key].append(o)
-    return list(groups.values())
-
-
 def _failure_lines(o: Outcome, like: list[Outcome] = (), lead: str = "\n", verbose: bool = False) -> list:
     head = o.headline
     word = "FLAKY" if o.status == FLAKY else "FAILED"
@@ -293,7 +281,7 @@ PROVED = (NoteKind.REPEATS_CLEAN, NoteKind.STREAM_CLEAN, NoteKind.SANITIZER_CLEA
 
 
 def _shrunk(shrunk: list[dict]):
-    from .debugging import shrunk_lines
+    from .words.shrinking import shrunk_lines
     lines = [_text(("\nSmallest failing points", "bold"), " (each rung's first failure, shrunk):")]
     lines += [_text("  ", line) for s in shrunk for line in shrunk_lines(s)]
     return _joined(lines)
@@ -354,7 +342,7 @@ def render_case_text(title: str, bug: ClimbReport, twin: ClimbReport, color: boo
     if bug.failures:
         lines = _failure_lines(bug.failures[0], lead="")
         console.print(_joined([_text("  first failure:"), *[_text("  ", line) for line in lines]]))
-    from .debugging import shrunk_lines
+    from .words.shrinking import shrunk_lines
     for s in bug.shrunk:
         if s["rung"] == bug.lowest_failing_rung:
             console.print(_joined([_text("  smallest failing point:"), *[_text("    ", line) for line in shrunk_lines(s)]]))
