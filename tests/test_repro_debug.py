@@ -28,7 +28,7 @@ def repro(*args, stdin: str | None = None, timeout: float = 600) -> subprocess.C
 def test_pdb_stops_after_the_judgement_with_the_inputs_outputs_reference_mask_and_finding_in_scope():
     cmds = "\n".join(["p finding.check", "p sorted(inputs)", "p mask['out'].nonzero().tolist()",
                       "p (outputs['out'] - expected['out']).abs().max().item()", "p point.id", "p message.splitlines()[0]",
-                      "c"]) + "\n"
+                      "p torch.finfo(outputs['out'].dtype).bits", "c"]) + "\n"
     p = repro(TAIL, TAIL_POINT, "--device", "cpu", "--pdb", stdin=cmds)
     out = p.stdout
     assert p.returncode == 1, p.stderr[-2000:]
@@ -36,6 +36,7 @@ def test_pdb_stops_after_the_judgement_with_the_inputs_outputs_reference_mask_an
     assert "(Pdb) <Check.VALUES: 'values'>" in out and "['x']" in out
     assert "[[0, 1], [1, 1], [2, 1]]" in out                      # the last column of every row: the kernel's +1
     assert "(Pdb) 1.0" in out and "r1-M=3-N=2-float32" in out and "Mismatched elements: 3 / 6" in out
+    assert "(Pdb) 32" in out                                      # torch is in scope too
     assert out.rstrip().splitlines()[-1].startswith("  repro:") and "FAILED r1-M=3-N=2-float32" in out   # `c`: the verdict
 
 

@@ -14,7 +14,7 @@ each call after its judgement and of the kernel's exception.
     expected  {name: the reference's output} (float64 unless the spec says otherwise; a big point's checked rows)
     mask      {name: bool tensor, True where the element failed} for the outputs that failed the values check
     finding   the first finding of the call; findings, all of them; message, the finding in the report's words
-    point, spec, kernel
+    point, spec, kernel, torch
   `c` continues the run (its verdict is printed), `q` quits it.
 
 --save DIR writes the first failing call's (else the last call's; at an exception, the raising
@@ -95,14 +95,16 @@ def _stop_after_judgement(spec, seen, outputs: dict, expected: dict, mask: dict,
     said = message.replace("\n", "\n    ")
     print(f"\nkladder: stopped after {seen.label or 'the call'} was judged: {finding.check}"
           f"{f' on `{finding.output}`' if finding.output else ''}:\n    {said}\n"
-          "  in scope: inputs, args, kwargs, outputs, expected, mask, finding, findings, message, point, spec, kernel\n"
+          "  in scope: inputs, args, kwargs, outputs, expected, mask, finding, findings, message, point, spec, kernel, torch\n"
           "  (`c` continues the run and prints its verdict, `q` quits)", flush=True)
     _stopped(inputs, args, kwargs, outputs, expected, mask, finding, findings, message, prep.point, spec, spec.kernel)
 
 
 def _stopped(inputs, args, kwargs, outputs, expected, mask, finding, findings, message, point, spec, kernel) -> None:
-    """The frame pdb stops in: its arguments are the names in scope (pdb's `args` lists them)."""
+    """The frame pdb stops in: its arguments are the names in scope (pdb's `args` lists them), and torch."""
     import pdb
+
+    import torch  # noqa: F401 - in scope for the user's expressions
     pdb.Pdb().set_trace(sys._getframe())
     return None                              # pdb stops here: every name above is in scope
 
