@@ -478,8 +478,10 @@ def _cpu_first(device: str) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
-def _repro_spec(args, point):
-    """The device, the spec and the point checked against it (and shifted, sanitized as asked)."""
+def _repro_spec(args, point, here: bool = False):
+    """The device, the spec and the point checked against it (and shifted, sanitized as asked).
+    This process set up as a worker is (torch's settings) where it runs the point itself (`here`:
+    --pdb, --save) or forks the CPU's workers from itself."""
     _cpu_first(args.device)
     device = device_of(args.device)
     _cpu_first(device)
@@ -491,7 +493,7 @@ def _repro_spec(args, point):
         check_point(spec, point)
     except PointError as e:
         raise UsageProblem(str(e)) from None
-    if device == "cpu":                      # this process runs the point (--pdb, --save) or forks its workers
+    if device == "cpu" or here:              # this process runs the point (--pdb, --save) or forks its workers
         from .run.worker import setup_torch
         setup_torch(device, light=True)
     if args.sanitize:
@@ -531,7 +533,7 @@ def _debug_repro(args, point) -> int:
     from .ladder import repro_command
     from .report.terminal import render_outcome
     from .run.debug import debug_run
-    device, spec, point = _repro_spec(args, point)
+    device, spec, point = _repro_spec(args, point, here=True)
     started = datetime.datetime.now().isoformat(timespec="seconds")
     import bdb
     try:
