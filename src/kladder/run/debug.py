@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..outcome import KernelError, Outcome
 from ..point import Point
@@ -51,13 +51,11 @@ class Watch:
     spec: object
     pdb: bool = False
     kept: Seen | None = None               # the first failing call, else the last call
-    stopped: list = field(default_factory=list)
 
     def judged(self, seen, outputs: dict, expected, found: list, masks: dict) -> None:
         if self.kept is None or not self.kept.findings:
             self.kept = Seen(seen.prep.point, dict(outputs), dict(expected.refs), dict(masks), list(found), seen.label)
         if found and self.pdb:
-            self.stopped.append(seen.label or "the call")
             _stop_after_judgement(self.spec, seen, outputs, expected.refs, masks, found)
 
     def raised(self, h, k: KernelError) -> None:
@@ -65,7 +63,6 @@ class Watch:
         if prep is not None and (self.kept is None or not self.kept.findings):
             self.kept = Seen(prep.point, {}, {}, {}, [], k.label)
         if self.pdb:
-            self.stopped.append("the kernel's exception")
             _post_mortem(self.spec, k)
 
 
