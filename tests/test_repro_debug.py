@@ -37,7 +37,8 @@ def test_pdb_stops_after_the_judgement_with_the_inputs_outputs_reference_mask_an
     assert "[[0, 1], [1, 1], [2, 1]]" in out                      # the last column of every row: the kernel's +1
     assert "(Pdb) 1.0" in out and "r1-M=3-N=2-float32" in out and "Mismatched elements: 3 / 6" in out
     assert "(Pdb) 32" in out                                      # torch is in scope too
-    assert out.rstrip().splitlines()[-1].startswith("  repro:") and "FAILED r1-M=3-N=2-float32" in out   # `c`: the verdict
+    assert out.rstrip().splitlines()[-2].startswith("  repro:") and "FAILED r1-M=3-N=2-float32" in out   # `c`: the verdict
+    assert out.rstrip().splitlines()[-1].startswith("(run once in this process for --pdb: no replay")
 
 
 def test_pdb_at_the_kernels_exception_is_a_post_mortem_in_the_users_own_frame():

@@ -546,6 +546,8 @@ def _debug_repro(args, point) -> int:
     outcome.repro = repro_command(args.ref, device, point)
     _record_repro(args, spec, device, started, outcome, fp)
     sys.stdout.write(render_outcome(outcome, fingerprint=fp, verbose=args.verbose))
+    sys.stdout.write(f"(run once in this process for {'--pdb' if args.pdb else '--save'}: no replay, no run alone, "
+                     "no timeout; without it the repro judges as the climb does)\n")
     if args.save:
         sys.stdout.write(f"saved: {args.save} (README.md says what each file holds)\n")
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
