@@ -530,12 +530,13 @@ def _repro(args, point) -> int:
 def _debug_repro(args, point) -> int:
     """--pdb / --save: the point run once in this process (no worker, no replay, no timeout), a
     debugger at its failure and its tensors written as asked (run/debug.py)."""
+    import bdb
+
     from .ladder import repro_command
     from .report.terminal import render_outcome
     from .run.debug import debug_run
     device, spec, point = _repro_spec(args, point, here=True)
     started = datetime.datetime.now().isoformat(timespec="seconds")
-    import bdb
     try:
         outcome, fp = debug_run(spec, point, device, args.ref, pdb=args.pdb, save=args.save)
     except usage_errors() as e:
