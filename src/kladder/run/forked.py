@@ -10,7 +10,8 @@ repro's verdict is the climb's.
 
 CPU only: a process that has touched CUDA cannot fork a child that uses it (the driver's state is
 not copied), and this one never touches it (Pool on CUDA starts workers as the climb does). Forks
-are made from the thread that runs the repro; this process has started no other thread then."""
+are made from the thread that runs the repro, while this process runs no other thread (else the
+worker is started afresh)."""
 from __future__ import annotations
 
 import contextlib
@@ -22,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from ..outcome import Load
@@ -146,7 +148,9 @@ class ForkPool(Pool):
         probe()                              # once here, so no fork probes again
 
     def _start(self) -> Worker:
-        w = ForkedWorker(self)
+        # a fork copies one thread: with another running (holding a lock the child would wait on
+        # for ever), the worker is started afresh instead, as a climb starts its workers
+        w = ForkedWorker(self) if threading.active_count() == 1 else Worker(self.ref, self.device)
         self._all.append(w)
         return w
 
