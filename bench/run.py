@@ -56,6 +56,8 @@ BENCHES = (
     Bench("false-alarms", "false_alarms.py", "correct torch ops climbed point by point under several seeds: none may fail",
           "--json", "cuda"),
     Bench("startup", "cpu_startup.py", "a trivial rung-1 CPU climb against `python -c 'import torch'`", "--json"),
+    Bench("repro-speed", "repro_speed.py", "`kladder repro` of three small CPU points against `import torch` (issue 33)",
+          "--json"),
     Bench("big-point", "big_point.py", "kladder's stages at one 2 GiB GEMV point, each against the reference's call",
           "--json", "cuda"),
     Bench("guarded-alloc", "guarded_alloc.py", "the cost of guarding the kernel's own allocations", "arg"),

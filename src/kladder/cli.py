@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0, metavar="S", help="shift the point's seed by S")
     r.add_argument("--history", metavar="PATH", help="the history file (default .kladder/history.sqlite)")
     r.add_argument("--no-history", action="store_true", help="do not record this repro in the history")
+    r.add_argument("--pdb", action="store_true", help="run the point once in this process and stop in pdb at the "
+                   "kernel's exception (post-mortem), or right after a call whose judgement failed, with `inputs`, "
+                   "`outputs`, `expected`, `mask`, `finding` and `kernel` in scope (README: kladder repro --pdb)")
+    r.add_argument("--save", metavar="DIR", help="run the point once in this process and write its inputs, outputs, "
+                   "the reference's outputs and the mismatch masks to DIR as safetensors, with a README.md of each")
     pts = sub.add_parser("points", help="list the points a climb would run, without running anything")
     pts.add_argument("ref", metavar="PATH[::NAME]")
     pts.add_argument("--rungs", help=RUNGS_HELP)
@@ -462,31 +467,28 @@ def cmd_repro(args) -> int:
     _device_word(args.device)
     _checked_ref(args.ref)
     point = _parsed_point(args.point)
-    pool = _early_pool(args.ref, args.device)
-    try:
-        return _repro(args, pool, point)
-    finally:
-        if pool is not None:
-            pool.close()
+    if args.save:
+        _checked_dir("--save", args.save)
+    if args.pdb or args.save:
+        return _debug_repro(args, point)
+    return _repro(args, point)
 
 
-def _early_pool(ref: str, device: str):
-    """With --device cpu, the point's worker started first, before this process imports torch
-    and the spec: the two imports run side by side (a worker's start is most of a small
-    repro's time). With auto, choosing the device imports torch first; nothing is gained."""
-    if device != "cpu":
-        return None
-    from .run.isolation import Pool                     # the spec's file checked already (cmd_repro)
-    os.environ.setdefault("TRITON_INTERPRET", "1")      # as device_of("cpu"), without importing the ladder first
-    pool = Pool(ref, "cpu", spares=1)
-    pool.warm(1)
-    return pool
+def _cpu_first(device: str) -> None:
+    """On the CPU, this process as a worker's: Triton interpreted, no CUDA device (run/isolation.worker_env),
+    set before torch and the spec are imported."""
+    if device == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
-def _repro(args, pool, point) -> int:
-    from .ladder import Runner
-    from .report.terminal import render_outcome
+def _repro_spec(args, point, here: bool = False):
+    """The device, the spec and the point checked against it (and shifted, sanitized as asked).
+    This process set up as a worker is (torch's settings) where it runs the point itself (`here`:
+    --pdb, --save) or forks the CPU's workers from itself."""
+    _cpu_first(args.device)
     device = device_of(args.device)
+    _cpu_first(device)
     spec = _load(args.ref, device)
     if point.spec != spec.name:
         raise UsageProblem(f"POINT belongs to spec {point.spec!r}, not {spec.name!r}; check PATH::NAME.")
@@ -495,10 +497,26 @@ def _repro(args, pool, point) -> int:
         check_point(spec, point)
     except PointError as e:
         raise UsageProblem(str(e)) from None
+    if device == "cpu" or here:              # this process runs the point (--pdb, --save) or forks its workers
+        from .run.worker import setup_torch
+        setup_torch(device, light=True)
     if args.sanitize:
         from .gaps.repetition import sanitized
         point = sanitized(point, args.sanitize)
-    point = point.shifted(args.seed)
+    return device, spec, point.shifted(args.seed)
+
+
+def _repro(args, point) -> int:
+    """The point through the climb's Runner (replayed, re-run alone, judged as the climb judged it).
+    On the CPU its workers are forks of this process, which imported torch and the spec once
+    (run/forked.py): a small point's repro costs little more than torch's import."""
+    from .ladder import Runner
+    from .report.terminal import render_outcome
+    device, spec, point = _repro_spec(args, point)
+    pool = None
+    if device == "cpu":
+        from .run.forked import ForkPool
+        pool = ForkPool(args.ref, spec, device, {"device_name": "cpu"})
     runner = Runner(args.ref, spec, device, args.timeout, pool=pool)
     started = datetime.datetime.now().isoformat(timespec="seconds")
     try:
@@ -511,6 +529,45 @@ def _repro(args, pool, point) -> int:
     _record_repro(args, spec, device, started, outcome, fp)
     sys.stdout.write(render_outcome(outcome, fingerprint=fp, verbose=args.verbose))
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
+
+
+def _debug_repro(args, point) -> int:
+    """--pdb / --save: the point run once in this process (no worker, no replay, no timeout), a
+    debugger at its failure and its tensors written as asked (run/debug.py)."""
+    import bdb
+
+    from .ladder import repro_command
+    from .report.terminal import render_outcome
+    from .run.debug import debug_run
+    device, spec, point = _repro_spec(args, point, here=True)
+    started = datetime.datetime.now().isoformat(timespec="seconds")
+    try:
+        outcome, fp = debug_run(spec, point, device, args.ref, pdb=args.pdb, save=args.save)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    except bdb.BdbQuit:
+        print("kladder: quit in the debugger: the point's run ended there, no verdict", file=sys.stderr)
+        return EXIT_FAILED
+    outcome.repro = repro_command(args.ref, device, point)
+    _record_repro(args, spec, device, started, outcome, fp)
+    sys.stdout.write(render_outcome(outcome, fingerprint=fp, verbose=args.verbose))
+    sys.stdout.write(f"(run once in this process for {'--pdb' if args.pdb else '--save'}: no replay, no run alone, "
+                     "no timeout; without it the repro judges as the climb does)\n")
+    if args.save:
+        sys.stdout.write(f"saved: {args.save} (README.md says what each file holds)\n")
+    return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
+
+
+def _checked_dir(option: str, path: str) -> None:
+    """An output folder: made if missing, refused if it is a file or cannot be written."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageProblem(f"{option} {path!r}: a file is there; give a folder (made if missing).")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise UsageProblem(f"{option} {path!r}: cannot make the folder ({e.strerror}); give a folder you can write.") from None
+    if not os.access(path, os.W_OK):
+        raise UsageProblem(f"{option} {path!r}: the folder is not writable; give a folder you can write.")
 
 
 def _parsed_point(text: str):

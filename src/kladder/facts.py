@@ -106,9 +106,37 @@ def _plain(v: Any) -> Any:
 
 # ---------------------------------------------------------------------------- pieces shared by several kinds
 @dataclass(frozen=True, kw_only=True)
+class FrameFacts(Facts):
+    """One frame of a traceback (run/frames.py): where, and the source line there."""
+    file: str                   # relative to the working folder when inside it
+    line: int
+    function: str
+    kind: Literal["user", "library", "jit"] = "user"   # library: the raising frame of torch/Triton/numpy/Python;
+                                                       # jit: a Triton compile error's line in the @jit function
+    code: str = ""              # the source line, stripped (200 characters)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceFacts(Facts):
+    """The traceback of the kernel's exception, folded to the user's frames (run/frames.py): the
+    frames kept, outermost first, the one that raised last; how many of kladder's, of the
+    libraries' (torch, Triton, numpy, Python's own, between the user's frames) and beyond
+    MAX_FRAMES were folded; whether the call entered the launcher, and where the launcher is
+    defined with the names kladder passed when it did not (a signature that does not match)."""
+    frames: list[FrameFacts] = field(default_factory=list)
+    folded_kladder: int = 0
+    folded_library: int = 0
+    folded_more: int | None = opt()
+    entered: bool | None = opt()           # None: the launcher is not a Python function (its frames cannot tell)
+    launcher: FrameFacts | None = opt()    # only when not entered: its `def` line
+    called: list[str] | None = opt()       # only when not entered: the arguments' names in order, keywords as 'name='
+
+
+@dataclass(frozen=True, kw_only=True)
 class ErrorFacts(Facts):
     error: str = ""             # the exception's type name
     text: str = ""              # its message's first line (300 characters), or the whole message
+    trace: TraceFacts | None = opt()   # the kernel's own exception: its traceback (run/frames.py)
 
 
 @dataclass(frozen=True, kw_only=True)

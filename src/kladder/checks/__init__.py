@@ -86,6 +86,9 @@ class Judge:
     unjudged: Note | None = None       # a failure that Triton's interpreter explains (run/interpreter.py)
     _open: _Open | None = None
     _stream: object = None             # rung 5's stream, batch by batch (repetition.StreamTally)
+    # the last call's mismatch masks of the outputs that failed the values check, by name (bool,
+    # the output's shape, or its checked rows'): what `kladder repro --pdb/--save` shows (run/debug.py)
+    masks: dict = field(default_factory=dict)
 
     def call(self, prep, outputs: dict, returned, expected: values.Expected, label: str = "",
              rounding: dict | None = None) -> dict:
@@ -96,6 +99,7 @@ class Judge:
         `rounding`: the interpreter's probe evidence when the call converted float32 to
         bfloat16 on an interpreter that truncates."""
         spec, pt = self.spec, prep.point
+        self.masks = {}
         head = _guard_findings(spec, prep.inputs, pt) + _allocation_findings(getattr(prep, "allocated", []), outputs)
         head += inputs.changed(spec, prep.inputs, pt, getattr(prep, "snapshot", None) or [])
         backward = getattr(prep, "backward", None)
@@ -232,6 +236,8 @@ class Judge:
                 _reference_nan(name, m, ref, prep, where)
             pending = _Pending(name, "values", out, ref, tol, where, about, dtype, m)
             if m is not None:
+                if not m.n_excusable:
+                    self.masks[name] = m.bad
                 slots.append(pending if m.n_excusable else values.finding(name, m, out, ref, tol, where, about))
             elif self._bias_judged(pt, dtype) and bias.bias(name, out, ref) is not None:
                 pending.need = "bias"
@@ -287,6 +293,7 @@ class Judge:
                 self.unjudged = Note.of(NoteKind.INTERPRETER_DEFECT, feature="bf16_rounding", **rounding)
                 return None
             if m is not None:
+                self.masks[p.name] = m.bad
                 return values.finding(p.name, m, p.out, p.ref, p.tol, p.where, p.about)
         if self._bias_judged(self.point, p.dtype):
             w = bias.bias(p.name, p.out, p.ref, kernel_peer)

@@ -155,7 +155,8 @@ def finding_dict(f: Finding) -> dict[str, Any]:
             "allowed": big.allowed if big else None, "mismatched": f.mismatched, "total": f.total,
             "kernel": big.kernel if big else None, "reference": big.reference if big else None,
             "facts": f.facts.to_dict(), "call": f.call, "where": f.to_dict()["pattern"],
-            "budget": words.budget_headline(f) or None, "budget_details": words.budget_text(f.facts) or None}
+            "budget": words.budget_headline(f) or None, "budget_details": words.budget_text(f.facts) or None,
+            "trace": words.trace_lines(getattr(f.facts, "trace", None)) or None}
 
 
 def zoo_dict(rows: list, device: str) -> dict[str, Any]:

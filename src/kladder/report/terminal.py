@@ -189,7 +189,7 @@ def _output_lines(o: Outcome) -> list:
 
 def _finding_lines(f, verbose: bool = False) -> list[str]:
     if f.check != Check.VALUES:
-        return [f"  {f.check + ':':9} {_indented(words.message(f), 12)}"]
+        return [f"  {f.check + ':':9} {_indented(words.message(f), 12)}", *_trace_lines(getattr(f.facts, "trace", None))]
     x, big = f.facts, f.largest
     nonfinite = f"; {x.nonfinite:,} non-finite where the reference is finite" if x.nonfinite else ""
     lines = [f"  largest:  kernel {big.kernel:.6g} vs reference {big.reference:.6g} at {big.index} "
@@ -199,6 +199,12 @@ def _finding_lines(f, verbose: bool = False) -> list[str]:
     short, derivation = words.budget_headline(f), words.budget_text(x)
     lines += [f"  budget:   {short}"] if short else []
     return lines + ([f"            {derivation}"] if verbose and derivation else [])
+
+
+def _trace_lines(trace) -> list[str]:
+    """The kernel's traceback under its error, the first line labelled `trace:`."""
+    lines = words.trace_lines(trace)
+    return [f"  {'trace:' if i == 0 else '':9} {line}" for i, line in enumerate(lines)]
 
 
 def _indented(text: str, indent: int) -> str:
@@ -325,6 +331,9 @@ def render_outcome(o: Outcome, color: bool = False, width: int = 120, fingerprin
     else:
         why = words.reason(o)
         console.print(_text(f"{o.status.upper()} {o.point.id}" + (f": {why}" if why else "") + f"  ({o.seconds:.2f} s)"))
+        trace = getattr(o.note.facts, "trace", None) if o.note is not None and o.replay is None else None
+        if trace is not None:               # a skip for the kernel's exception (the interpreter's, a layout refused)
+            console.print(_joined([_text(line) for line in _trace_lines(trace)]))
     return buf.getvalue()
 
 

@@ -64,18 +64,20 @@ def is_device_fault(e: BaseException) -> bool:
 
 
 def kernel_error(spec, point: Point, k: KernelError) -> Result:
-    """The kernel raised during a call (`k.label` says which)."""
+    """The kernel raised during a call (`k.label` says which). Whatever it becomes, its facts
+    carry the exception's traceback, folded to the kernel's own frames (run/frames.py)."""
     e = k.error
+    trace = kernel_trace(spec, point, e)
     if isinstance(e, SystemExit):            # sys.exit() in the kernel: it ends the process, as in production
         return Result(Outcome(point, Status.FAILED, [Finding(Check.CRASHED, call=k.label,
                                                              facts=CrashedFacts(exit_status=_status(e.code)))]), fatal=True)
     theirs = interpreter.explains(e)
     if theirs is not None:       # Triton's interpreter failed, not the kernel: not judged on the CPU
         _, facts = theirs
-        return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.INTERPRETER_ERROR, **facts)))
+        return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.INTERPRETER_ERROR, **facts, trace=trace)))
     if point.layouts and not is_device_fault(e) and not is_oom(e):
         # refusing a layout loudly is allowed; reading the wrong elements silently is not
-        return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.LAYOUT_REFUSED, **error_facts(e))))
+        return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.LAYOUT_REFUSED, **error_facts(e), trace=trace)))
     if spec.nonfinite == "raise" and any(kd == ValueKind(Values.NONFINITE) for kd in point.kinds.values()) and not is_device_fault(e):
         return Result(Outcome(point, Status.PASSED, note=Note.of(NoteKind.RAISED_AS_ASKED, error=type(e).__name__)))
     if is_oom(e):
@@ -87,12 +89,23 @@ def kernel_error(spec, point: Point, k: KernelError) -> Result:
                       fatal=True)
     if k.label == "capture":
         # a failed capture can leave the context unusable: the worker is replaced as after a fault
-        facts = CaptureFacts(**error_facts(e), claimed=True if getattr(spec, "graphs", None) else None)
+        facts = CaptureFacts(**error_facts(e), trace=trace, claimed=True if getattr(spec, "graphs", None) else None)
         return Result(Outcome(point, Status.FAILED, [Finding(Check.CAPTURE, call=k.label, facts=facts)]), fatal=True)
     if is_device_fault(e):
         return Result(Outcome(point, Status.FAILED, [Finding(Check.DEVICE_FAULT, call=k.label,
-                                                             facts=DeviceFaultFacts(**error_facts(e), in_call=True))]), fatal=True)
-    return Result(Outcome(point, Status.FAILED, [Finding(Check.RAISED, call=k.label, facts=RaisedFacts(**error_facts(e)))]))
+                                                             facts=DeviceFaultFacts(**error_facts(e), trace=trace, in_call=True))]), fatal=True)
+    return Result(Outcome(point, Status.FAILED, [Finding(Check.RAISED, call=k.label, facts=RaisedFacts(**error_facts(e), trace=trace))]))
+
+
+def kernel_trace(spec, point: Point, e: BaseException) -> dict | None:
+    """The traceback of the kernel's exception as TraceFacts' fields (run/frames.py), with the
+    launcher kladder called and the names it passed (Spec.args in order, the config's keys)."""
+    from .frames import trace_of
+    names = [n for n in getattr(spec, "args", {})]
+    try:
+        return trace_of(e, getattr(spec, "kernel", None), names, list(point.kwargs))
+    except Exception:  # noqa: BLE001 - a traceback that cannot be read leaves the error's own words
+        return None
 
 
 def outside_call(point: Point, e: BaseException) -> Result | None:

@@ -101,6 +101,7 @@ class Harness:
         self.guard = guard                   # guard bytes around every tensor (0 under compute-sanitizer)
         self.touched: set[str] = set()      # the interpreter's known defects the kernel's calls touched
         self.backward = bool(spec.grads) and point.mode in BACKWARD_MODES
+        self.calling: Prepared | None = None  # the inputs of the call under way or last made (a debugging run reads them)
 
     @timed(Stage.INPUTS)
     def prepare(self, point: Point | None = None, seed: int | None = None, outs_from: Prepared | None = None) -> Prepared:
@@ -144,6 +145,7 @@ class Harness:
     def call(self, prep: Prepared, label: str = "", runner=None):
         """One call of the kernel (through `runner`, the mode's, when given); what it allocates
         itself is guarded too (guarded_alloc.py) and kept on `prep` for the judge."""
+        self.calling = prep
         with interpreter.watch() as seen, guarding(self.device, KERNEL_GUARD_BYTES if self.guard else 0) as allocated:
             prep.allocated = allocated
             try:

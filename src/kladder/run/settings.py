@@ -9,6 +9,7 @@ made flip that misses its restore on one path leaves the worker's next points ju
 wrong setting."""
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
 
 
@@ -47,3 +48,45 @@ def torch_setting(name: str, value):
         yield was
     finally:
         put(was)
+
+
+
+def deterministic_on() -> None:
+    """torch.use_deterministic_algorithms(True, warn_only=True) without importing Inductor's config
+    (1.5 s of sympy and Dynamo on the 2-core CPU, for a process that may never compile): torch's
+    flag is set at once; Inductor's `deterministic`, which torch's function sets too, on its config
+    if it is imported, else the moment it is (an import hook that sets it as the module finishes
+    loading, then removes itself). No environment variable is set: a process started from this
+    one, and the environment's fingerprint, are what they are without it."""
+    import torch
+    torch._C._set_deterministic_algorithms(True, warn_only=True)
+    config = sys.modules.get(INDUCTOR_CONFIG)
+    if config is not None:
+        config.deterministic = True
+    elif not any(isinstance(f, _SetOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _SetOnImport())
+
+
+INDUCTOR_CONFIG = "torch._inductor.config"
+
+
+class _SetOnImport:
+    """A meta path finder for Inductor's config alone: it finds the module as the other finders
+    do, and sets `deterministic` on it once it has loaded."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != INDUCTOR_CONFIG:
+            return None
+        import importlib.machinery
+        sys.meta_path.remove(self)                 # once; the other finders find the module
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            module.deterministic = True
+
+        spec.loader.exec_module = exec_module
+        return spec

@@ -13,11 +13,18 @@ import sys
 
 from .isolation import hold_lifeline
 
-def _setup_torch(device: str) -> dict:
+def setup_torch(device: str, light: bool = False) -> dict:
+    """torch as every point runs under it; returns the hello's device facts. `light`: without
+    importing Inductor's config (run/settings.deterministic_on), for a process that runs the
+    point itself (`kladder repro` on the CPU)."""
     import torch
     # Outputs the kernel allocates itself (torch.empty) come back NaN-filled (ints: the max
     # value) instead of holding a previous tensor's plausible bytes.
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    if light:
+        from .settings import deterministic_on
+        deterministic_on()
+    else:
+        torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True
     if device == "cpu":
         # CPU points are small (the CPU budget): torch's intra-op threads only wait on each other
@@ -31,32 +38,23 @@ def _setup_torch(device: str) -> dict:
     return info
 
 
-def main(argv: list[str]) -> int:
-    hold_lifeline()
-    ref, device = argv[0], argv[1]
-    os.environ["KLADDER_SPEC_REF"] = ref        # modes that start processes of their own (jitcache)
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    faulthandler.enable()                      # a segfault leaves a Python traceback in stderr
-    import warnings
-    warnings.filterwarnings("ignore")
-    try:
-        info = _setup_torch(device)
-    except BaseException as e:  # noqa: BLE001 - the device refused (another process holds it): the parent retries
-        proto.write(json.dumps({"error": f"{type(e).__name__}: {e}", "device_error": device == "cuda"}) + "\n")
-        return 2
-    try:
-        from ..fingerprint import fingerprint, source_file
-        from ..load import load_spec
-        spec = load_spec(ref)
-        info["fingerprint"] = fingerprint(source_file(ref), device)
-    except BaseException as e:  # noqa: BLE001 - reported to the parent as a usage error
-        proto.write(json.dumps({"error": f"{type(e).__name__}: {e}"}) + "\n")
-        return 2
+def prepare(ref: str, device: str, info: dict):
+    """After setup_torch: the spec loaded, the environment's fingerprint taken (into `info`, the
+    hello's facts), and on the CPU Triton's interpreter probed. Returns the spec; raises what failed."""
+    from ..fingerprint import fingerprint, source_file
+    from ..load import load_spec
+    spec = load_spec(ref)
+    info["fingerprint"] = fingerprint(source_file(ref), device)
     if device == "cpu":
         from .interpreter import probe
         probe()                                # once, if the spec runs Triton: what its interpreter gets wrong here
-    proto.write(json.dumps({"ready": True, **info}) + "\n")
+    return spec
+
+
+def serve(spec, device: str, lines, proto) -> None:
+    """Run each point that arrives on `lines` (one JSON line each), its outcome a JSON line on
+    `proto`; returns when `lines` ends. A point after which the process must not go on (a device
+    fault) ends it with exit status 3 once its answer is written."""
     from ..point import Point
     from .faults import Result, kladder_error
     from .stages import CLOCK
@@ -64,7 +62,7 @@ def main(argv: list[str]) -> int:
     # the parent's watchdog times each stage by its kind: it learns here which one began
     CLOCK.sink = lambda stage: proto.write('{"stage": "%s"}\n' % stage)
     from . import forkserver
-    for line in sys.stdin:
+    for line in lines:
         msg = json.loads(line)
         point = Point.from_dict(msg["point"])
         forkserver.ADDRESS, forkserver.CPU.s = msg.get("forkserver"), 0.0   # the modes' own processes fork from it
@@ -77,6 +75,29 @@ def main(argv: list[str]) -> int:
         proto.flush()
         if result.fatal:
             os._exit(3)
+
+
+def main(argv: list[str]) -> int:
+    hold_lifeline()
+    ref, device = argv[0], argv[1]
+    os.environ["KLADDER_SPEC_REF"] = ref        # modes that start processes of their own (jitcache)
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    faulthandler.enable()                      # a segfault leaves a Python traceback in stderr
+    import warnings
+    warnings.filterwarnings("ignore")
+    try:
+        info = setup_torch(device)
+    except BaseException as e:  # noqa: BLE001 - the device refused (another process holds it): the parent retries
+        proto.write(json.dumps({"error": f"{type(e).__name__}: {e}", "device_error": device == "cuda"}) + "\n")
+        return 2
+    try:
+        spec = prepare(ref, device, info)
+    except BaseException as e:  # noqa: BLE001 - reported to the parent as a usage error
+        proto.write(json.dumps({"error": f"{type(e).__name__}: {e}"}) + "\n")
+        return 2
+    proto.write(json.dumps({"ready": True, **info}) + "\n")
+    serve(spec, device, sys.stdin, proto)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)                                # stdin closed: no interpreter teardown to wait for

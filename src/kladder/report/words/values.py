@@ -12,7 +12,7 @@ def describe(f) -> str:
     x = f.facts
     if getattr(x, "dtype", None) is None or getattr(x, "shape", None) is None:
         return ""
-    return f"{x.dtype}, {' x '.join(map(str, x.shape))}, {x.mode}"
+    return ", ".join([x.dtype, " x ".join(map(str, x.shape)), *([x.mode] if x.mode else [])])   # kl.assert_close: no mode
 
 
 def largest_text(f) -> str:
