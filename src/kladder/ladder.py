@@ -60,6 +60,9 @@ class Options:
     pool: Pool | None = field(default=None, repr=False)  # workers already started (the CLI warms them early)
     shard: Any = None                    # shard.Shard: run only the I-th of N slices of every rung's points (--shard I/N)
     ray: str | None = None               # a Ray cluster's address: the pool's lanes are Ray actors (run/ray_lanes.py)
+    store: Any = field(default=None, repr=False)   # history/outcomes.OutcomeStore: outcomes reused under an unchanged key
+    exitfirst: bool = False              # -x: no rung climbed after the first with a failure
+    first: frozenset = frozenset()       # --lf: ids of points that failed last time, run first in their rung
 
 
 def resolve_device(device: str) -> str:
@@ -419,6 +422,7 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
     t0 = time.perf_counter()
     runner = Runner(ref, spec, device, opts.timeout_s, jobs=opts.jobs, pool=opts.pool)
     slicer = _slicer(opts)
+    reuse = opts.store.climbing(ref, spec, device, runner, report.run_id, opts.timeout_s) if opts.store else None
     log = None
     try:
         try:
@@ -428,8 +432,12 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
                     report.log_path = opts.log_path
             plan_rungs(report, opts.rungs)
             for rr in report.rungs:
-                if rr.climbed:
-                    _climb_rung(rr, spec, budget, runner, report, log, opts, slicer)
+                if rr.climbed and report.stopped_at is not None:
+                    rr.climbed, rr.stopped = False, True          # -x: stopped at an earlier rung's failure
+                elif rr.climbed:
+                    _climb_rung(rr, spec, budget, runner, report, log, opts, slicer, reuse)
+                    if opts.exitfirst and rr.failed:
+                        report.stopped_at = rr.rung
             if opts.shrink_s > 0 and report.failures:
                 _shrink(report, runner, opts)
         finally:
@@ -442,6 +450,8 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
         runner.kill()
     finally:
         report.fingerprint = runner.fingerprint
+        if reuse is not None:
+            report.reuse = reuse.facts()
         if slicer is not None:
             from .shard import options_record
             report.shard = slicer.record(options_record(opts))
@@ -498,17 +508,23 @@ def _slicer(opts: Options):
     return Slicer(opts.shard)
 
 
-def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options, slicer=None):
+def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options, slicer=None, reuse=None):
     t0 = time.perf_counter()
     extra = _rung_options(rr.rung, opts, runner)
     points = list(rung_points(spec, rr.rung, budget, opts.seed, **extra))
     if slicer is not None:
         points = _shard_points(slicer, rr.rung, points, spec, budget, opts, extra)
+    if opts.first:                            # --lf: last time's failures first
+        points.sort(key=lambda p: p.id not in opts.first)
     progress = opts.progress
     if progress:
         progress.rung_started(rr, len(points))
+    started = progress.point_started if progress else None
+    outcomes = (reuse.outcomes(points, lambda pts: runner.run_all(pts, started=started), started,
+                               lambda p: repro_command(runner.ref, runner.device, p))
+                if reuse is not None else runner.run_all(points, started=started))
     try:
-        for outcome in runner.run_all(points, started=progress.point_started if progress else None):
+        for outcome in outcomes:
             report.device_name = runner.device_name or report.device_name
             rr.outcomes.append(outcome)
             if log:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .facts import CHECK_FACTS, NOTE_FACTS, Facts
+from .facts import CHECK_FACTS, NOTE_FACTS, Facts, ReusedFacts
 from .point import Point
 
 
@@ -369,6 +369,7 @@ class Outcome:
     stages: dict[Stage, float] = field(default_factory=dict)   # seconds spent in each stage (run/stages.py)
     load: Load | None = None             # what else ran while it ran, when it was re-run alone for it
     hashes: dict[str, str] = field(default_factory=dict)   # output name -> sha256 of its bytes, first call (run/hashes.py)
+    reused: ReusedFacts | None = None    # not run in this climb: the earlier climb whose outcome it is (history/outcomes.py)
 
     @property
     def headline(self) -> Finding | None:
@@ -384,7 +385,8 @@ class Outcome:
                 "replay": None if self.replay is None else str(self.replay),
                 "replay_status": None if self.replay_status is None else str(self.replay_status),
                 "output": self.output, "stages": {str(k): v for k, v in self.stages.items()},
-                "load": None if self.load is None else self.load.facts(), "hashes": self.hashes}
+                "load": None if self.load is None else self.load.facts(), "hashes": self.hashes,
+                "reused": None if self.reused is None else self.reused.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
@@ -396,7 +398,7 @@ class Outcome:
                    None if d.get("replay") is None else Replay(d["replay"]),
                    None if d.get("replay_status") is None else Status(d["replay_status"]), d.get("output", ""),
                    {Stage(k): v for k, v in (d.get("stages") or {}).items()}, Load.from_facts(d.get("load")),
-                   dict(d.get("hashes") or {}))
+                   dict(d.get("hashes") or {}), None if d.get("reused") is None else ReusedFacts.from_dict(d["reused"]))
 
 
 # ---------------------------------------------------------------------------- between layers

@@ -74,10 +74,11 @@ def default_jobs(device: str, n_gpus: int = 1) -> int:
     return max(1, min(4 * n_gpus, cores // 2))
 
 
-def climb_options(args, ref: str, device: str, keep: list | None = None):
+def climb_options(args, ref: str, device: str, keep: list | None = None, warm: bool = True):
     """Options for one climb from the command line, its workers already starting (they import
-    torch and the spec while this process does the same); the pool is put in `keep` before any
-    worker starts, so that a Ctrl-C meanwhile still closes it."""
+    torch and the spec while this process does the same; with `warm` False, none is started before
+    a point needs it: a climb of many specs, whose points the store may all give); the pool is put
+    in `keep` before any worker starts, so that a Ctrl-C meanwhile still closes it."""
     from .ladder import Options, parse_rungs
     from .run.isolation import Pool
     try:
@@ -101,11 +102,12 @@ def climb_options(args, ref: str, device: str, keep: list | None = None):
         pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
         if keep is not None:
             keep.append(pool)
-        pool.warm(1 if device == "cpu" else jobs)
+        if warm:
+            pool.warm(1 if device == "cpu" else jobs)
     return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
                    jobs=jobs, pool=pool, progress=_progress(args), repeat=getattr(args, "repeat", None),
                    repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0), shard=shard, ray=address,
-                   shrink_s=getattr(args, "shrink_s", 0.0))
+                   shrink_s=getattr(args, "shrink_s", 0.0), exitfirst=getattr(args, "exitfirst", False))
 
 
 def _ray_pool(args, ref: str, device: str, address: str, keep: list | None):

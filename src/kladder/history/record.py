@@ -23,7 +23,8 @@ def point_row(o: Outcome) -> dict:
     from ..report.jsonout import outcome_dict
     d = outcome_dict(o)
     return {"id": d["id"], "rung": d["rung"], "status": d["status"], "failure": d["failure"], "seconds": d["seconds"],
-            "stages": d["stages"], "hashes": d["hashes"], "nondeterministic": nondeterministic(o), "point": d["point"]}
+            "stages": d["stages"], "hashes": d["hashes"], "nondeterministic": nondeterministic(o), "point": d["point"],
+            "reused_from": None if o.reused is None else o.reused.run_id}
 
 
 class Recorder:

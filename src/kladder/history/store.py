@@ -84,6 +84,35 @@ MIGRATIONS = (
     """
     ALTER TABLE climbs ADD COLUMN golden TEXT;         -- JSON: the climb's --golden result (facts.GoldenFacts), or null
     """,
+    # 3 -> 4: the outcome store (history/outcomes.py): each outcome under the key of all that decides it
+    """
+    CREATE TABLE outcomes (
+        key TEXT PRIMARY KEY,                -- history/key.py: the point, the spec, the code, the toolchain, ...
+        spec TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        point_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        reusable INTEGER NOT NULL,           -- 1: a later climb with this key may reuse it
+        outcome TEXT NOT NULL,               -- JSON: outcome.Outcome.to_dict (lossless)
+        run_id TEXT,                         -- the climb that ran it
+        kept TEXT NOT NULL,                  -- when it ran (local time, ISO 8601)
+        used REAL NOT NULL,                  -- last kept or reused (seconds since the epoch): the least recent go first
+        calls INTEGER,                       -- rung 5: clean calls kept under this key, over `climbs` climbs
+        climbs INTEGER,
+        since TEXT                           -- rung 5: when the first of them ran
+    );
+    CREATE INDEX outcomes_used ON outcomes(used);
+    CREATE INDEX outcomes_spec ON outcomes(spec, ref);
+    CREATE TABLE climb_keys (
+        run_id TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        parts TEXT NOT NULL,                 -- JSON: {part: digest} (history/key.py PART_WORDS)
+        kept TEXT NOT NULL
+    );
+    CREATE INDEX climb_keys_spec ON climb_keys(spec, ref, kept);
+    ALTER TABLE points ADD COLUMN reused_from TEXT;    -- the run id of the climb whose outcome this point reused
+    """,
 )
 VERSION = len(MIGRATIONS)
 
@@ -131,6 +160,12 @@ class History:
         self.db.close()
 
     @contextlib.contextmanager
+    def transaction(self):
+        """One write transaction (BEGIN IMMEDIATE, busy retried): the outcome store's writes."""
+        with self._write() as db:
+            yield db
+
+    @contextlib.contextmanager
     def _write(self):
         _retry(lambda: self.db.execute("BEGIN IMMEDIATE"))
         try:
@@ -172,10 +207,11 @@ class History:
         with self._write() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points WHERE climb_id = ?", (climb_id,)).fetchone()[0]
             db.execute("INSERT INTO points (climb_id, seq, point_id, rung, status, failure, seconds, stages, hashes, "
-                       "nondeterministic, point) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                       "nondeterministic, point, reused_from) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                        (climb_id, seq, row["id"], row["rung"], row["status"], row.get("failure"), row.get("seconds"),
                         json.dumps(row.get("stages") or {}), json.dumps(row.get("hashes") or {}),
-                        int(bool(row.get("nondeterministic"))), json.dumps(row.get("point"), default=str)))
+                        int(bool(row.get("nondeterministic"))), json.dumps(row.get("point"), default=str),
+                        row.get("reused_from")))
 
     def end(self, climb_id: int, ended: str, verdict: str, exit_code: int, fingerprint: dict | None,
             device_name: str | None, rungs: list[dict], golden: dict | None = None) -> None:
@@ -215,7 +251,21 @@ class History:
         rows = self.db.execute("SELECT * FROM points WHERE climb_id = ? ORDER BY seq", (climb_id,)).fetchall()
         return [{"id": r["point_id"], "rung": r["rung"], "status": r["status"], "failure": r["failure"],
                  "seconds": r["seconds"], "stages": json.loads(r["stages"] or "{}"), "hashes": json.loads(r["hashes"] or "{}"),
-                 "nondeterministic": bool(r["nondeterministic"]), "point": json.loads(r["point"] or "null")} for r in rows]
+                 "nondeterministic": bool(r["nondeterministic"]), "point": json.loads(r["point"] or "null"),
+                 "reused_from": r["reused_from"]} for r in rows]
+
+    def last_failures(self, spec: str, ref: str | None = None) -> tuple[int | None, list[str]]:
+        """The spec's last finished climb (of `ref`, where given) and the ids of its points that
+        failed or were flaky (--lf)."""
+        q, args = "SELECT id FROM climbs WHERE kind = 'climb' AND spec = ? AND ended IS NOT NULL", [spec]
+        if ref is not None:
+            q, args = q + " AND ref = ?", [spec, ref]
+        row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", args).fetchone()
+        if row is None:
+            return None, []
+        ids = self.db.execute("SELECT point_id FROM points WHERE climb_id = ? AND status IN ('failed', 'flaky') ORDER BY seq",
+                              (row["id"],)).fetchall()
+        return row["id"], [r["point_id"] for r in ids]
 
     def rungs(self, climb_id: int) -> dict[int, dict]:
         rows = self.db.execute("SELECT * FROM rungs WHERE climb_id = ?", (climb_id,)).fetchall()
