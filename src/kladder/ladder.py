@@ -177,9 +177,10 @@ class Runner:
     @property
     def fingerprint(self) -> dict:
         """The environment the points ran in, as a worker saw it; where no worker started
-        (every point skipped), as this process sees it, without the device's details."""
+        (every point skipped, or reused from the outcome store), as this process sees it: the
+        CPU's name on the CPU, no device's details on CUDA."""
         from .fingerprint import fingerprint, source_file
-        return self.pool.fingerprint or fingerprint(source_file(self.ref), None)
+        return self.pool.fingerprint or fingerprint(source_file(self.ref), "cpu" if self.device == "cpu" else None)
 
     def run(self, point: Point) -> Outcome:
         return self._finish(self._first(point))

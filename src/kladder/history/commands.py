@@ -11,7 +11,7 @@ HISTORY_HELP = "the history file (default .kladder/history.sqlite, or $KLADDER_H
 
 def add_store_options(p) -> None:
     """`kladder climb`'s options of the outcome store (history/outcomes.py), of -x and of --lf."""
-    from .outcomes import DEFAULT_SIZE
+    from .store import STORE_SIZE as DEFAULT_SIZE
     p.add_argument("--fresh", action="store_true", help="reuse no outcome from the store: run every point (this "
                    "climb's outcomes are kept for the next)")
     p.add_argument("--accumulate", action="store_true", help="run rung 5's clean repetition points again even where "

@@ -13,8 +13,9 @@ A point's key is the digest of:
 - the toolchain and the device: torch, Triton, CUDA/ROCm, the driver, Python, the device's
   name, capability and count (from a worker's fingerprint on CUDA);
 - kladder's version and a digest of its own source files (a check that changes changes verdicts);
-- the environment variables the fingerprint lists (fingerprint.steering_env) and those the spec
-  names (kl.Flag(env=...), kl.Expect(when={"$VAR": ...}));
+- the environment variables the fingerprint lists (fingerprint.steering_env; not those that only
+  say where a cache goes: WHERE_ONLY) and those the spec names (kl.Flag(env=...),
+  kl.Expect(when={"$VAR": ...}));
 - the climb's options that decide a verdict: the device and --timeout.
 
 A callable's code (`code`): a Python function by its code object (bytecode, constants, names,
@@ -628,6 +629,9 @@ def _replay_files(replay: str) -> Any:
     return out
 
 
+# Variables the fingerprint lists that say where caches go, not what the code is: a CI job's own
+# cache folder must not make every outcome of the last job unusable.
+WHERE_ONLY = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "CUDA_CACHE_PATH")
 SPEC_LEFT_OUT = ("kernel", "reference", "dims", "configs")   # the kernel and the reference are parts of their own
 
 
@@ -666,7 +670,7 @@ def climb_key(spec, device: str, fingerprint: dict, timeout_s: float | None = No
         return ClimbKey(why_not="the CUDA device's name and capability are not known (no worker started)")
     parts["toolchain"] = _digest(TOOLCHAIN(fingerprint))
     parts["kladder"] = kladder_digest()
-    steering = steering_env(env)
+    steering = {k: v for k, v in steering_env(env).items() if k not in WHERE_ONLY}
     named = {k: env.get(k) for k in spec_variables(spec)}
     parts["env"] = _digest(sorted(steering.items()), sorted(named.items()))
     parts["options"] = _digest(device, timeout_s)

@@ -36,9 +36,9 @@ from ..facts import AccumulatedFacts, ReusedFacts, ReuseFacts
 from ..outcome import NoteKind, Outcome, Status
 from ..point import Point
 from .key import PART_WORDS, ClimbKey, climb_key
-from .store import History, HistoryError
+from .store import STORE_SIZE, History, HistoryError
 
-DEFAULT_SIZE = 100_000       # outcomes kept (a passed point's is about 1-2 KB: some 150 MB at most); --store-size N
+DEFAULT_SIZE = STORE_SIZE    # outcomes kept (a passed point's is about 1-2 KB: some 150 MB at most); --store-size N
 STABLE_SKIPS = (NoteKind.GPU_POINT, NoteKind.MODE_NEEDS_CUDA, NoteKind.NO_OUT_ARGS, NoteKind.NOT_TORCH_OP,
                 NoteKind.NOT_COMPILED, NoteKind.COLLECTIVE_NEEDS_CUDA, NoteKind.NOT_ENOUGH_GPUS,
                 NoteKind.GRAPHS_NOT_CLAIMED, NoteKind.INTERPRETER_DEFECT, NoteKind.FLAG_NOT_VISIBLE)

@@ -22,6 +22,7 @@ import sqlite3
 import time
 
 DEFAULT = os.path.join(".kladder", "history.sqlite")
+STORE_SIZE = 100_000        # outcomes the outcome store keeps by default (history/outcomes.py; --store-size N)
 BUSY_S = 60.0
 
 MIGRATIONS = (

@@ -285,8 +285,12 @@ class Worker:
             self._lifeline = None
 
     def close(self) -> None:
-        """An idle worker exits at once when its stdin closes; a busy one is killed."""
-        if self.proc.poll() is None:
+        """An idle worker exits at once when its stdin closes; a busy one is killed, and so is one
+        still starting (it reads its stdin only once ready: a climb whose points were all reused
+        from the outcome store would wait for its import to end)."""
+        if self.proc.poll() is None and self._hello is None:
+            self.kill()
+        elif self.proc.poll() is None:
             try:
                 self.proc.stdin.close()
                 self.proc.wait(timeout=2)
