@@ -85,6 +85,29 @@ def climb_many(refs: list[str], args) -> int:
                            "machine's workers, one after another)")
     device = device_of(args.device)
     t0 = time.perf_counter()
+    server = _server(device)                 # imports torch beside this process's loading of the specs
+    try:
+        return _climb_found(refs, args, device, server, t0)
+    finally:
+        if server is not None:
+            server.close()
+
+
+def _server(device: str):
+    """One fork server for every spec's workers: each spec's first worker is a fork of a process
+    that has imported torch, Triton and kladder already, not a new Python (run/forkserver.py;
+    KLADDER_FORKSERVER=0: none)."""
+    if os.name != "posix" or os.environ.get("KLADDER_FORKSERVER") == "0":
+        return None
+    from .run.forkserver import Server
+    from .run.isolation import worker_env
+    try:
+        return Server(worker_env(device), label="many")
+    except OSError:
+        return None
+
+
+def _climb_found(refs: list[str], args, device: str, server, t0: float) -> int:
     try:
         specs = found(refs)
     except KeyboardInterrupt:
@@ -103,7 +126,7 @@ def climb_many(refs: list[str], args) -> int:
                 why = "not climbed: -x stopped at an earlier spec's failure" if many.stopped_by else "interrupted"
                 many.not_climbed.append((spec.name, ref, why))
                 continue
-            report = _climb_one(args, ref, spec, device, store, failed_before.get(ref, frozenset()))
+            report = _climb_one(args, ref, spec, device, store, failed_before.get(ref, frozenset()), server)
             many.reports.append(report)
             _say(report, width)
             if report.interrupted:
@@ -119,7 +142,7 @@ def climb_many(refs: list[str], args) -> int:
     return _ended(many, args)
 
 
-def _climb_one(args, ref: str, spec, device: str, store, first: frozenset):
+def _climb_one(args, ref: str, spec, device: str, store, first: frozenset, server=None):
     """One spec's climb, recorded in the history as `kladder climb PATH::NAME` records it."""
     from .history.commands import golden_check
     from .history.record import recorded
@@ -127,7 +150,7 @@ def _climb_one(args, ref: str, spec, device: str, store, first: frozenset):
     from .ladder import climb
     Interrupts().install()                   # each climb its own: the one before defers every SIGINT once it ended
     pools: list = []
-    opts = climb_options(args, ref, device, keep=pools, warm=False)
+    opts = climb_options(args, ref, device, keep=pools, warm=False, server=server)
     try:
         opts.store, opts.first = store, first
         opts.on_end = lambda r: golden_check(r, args)

@@ -74,11 +74,12 @@ def default_jobs(device: str, n_gpus: int = 1) -> int:
     return max(1, min(4 * n_gpus, cores // 2))
 
 
-def climb_options(args, ref: str, device: str, keep: list | None = None, warm: bool = True):
+def climb_options(args, ref: str, device: str, keep: list | None = None, warm: bool = True, server=None):
     """Options for one climb from the command line, its workers already starting (they import
     torch and the spec while this process does the same; with `warm` False, none is started before
     a point needs it: a climb of many specs, whose points the store may all give); the pool is put
-    in `keep` before any worker starts, so that a Ctrl-C meanwhile still closes it."""
+    in `keep` before any worker starts, so that a Ctrl-C meanwhile still closes it. `server`: a fork
+    server its workers are forked from (the climbs of many specs share one)."""
     from .ladder import Options, parse_rungs
     from .run.isolation import Pool
     try:
@@ -99,7 +100,7 @@ def climb_options(args, ref: str, device: str, keep: list | None = None, warm: b
     else:
         ids = gpus(args, device)
         jobs = args.jobs or default_jobs(device, len(ids or [None]))
-        pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
+        pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids, server=server)
         if keep is not None:
             keep.append(pool)
         if warm:
