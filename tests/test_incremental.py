@@ -386,25 +386,33 @@ def _tiny_spec():
 
 
 def test_two_climbs_adding_rung_5_calls_to_one_key_at_once_lose_neither(tmp_path):
+    # each climb its own connection (as two processes have), writing the same key 25 times at once
     spec, path = _tiny_spec(), str(tmp_path / "h.sqlite")
     point = Point("tiny", 5, (("N", 8),), mode="repeat")
-    stores = [OutcomeStore(path) for _ in range(2)]
-    climbs = [_climb_store(s, spec, f"run-{i}") for i, s in enumerate(stores)]
-    key = climbs[0]._ensure_key().point(point)
-    assert key == climbs[1]._ensure_key().point(point)
+    key = _climb_store(OutcomeStore(path), spec, "run-0")._ensure_key().point(point)
+    errors = []
 
-    def add(c):
-        for _ in range(25):
-            c._keep(key, _clean(point, 100))
-    threads = [threading.Thread(target=add, args=(c,)) for c in climbs]
+    def add(i):
+        store = OutcomeStore(path)
+        try:
+            c = _climb_store(store, spec, f"run-{i}")
+            assert c._ensure_key().point(point) == key
+            for _ in range(25):
+                c._keep(key, _clean(point, 100))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        finally:
+            store.close()
+    threads = [threading.Thread(target=add, args=(i,)) for i in (1, 2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    row = stores[0].h.db.execute("SELECT calls, climbs FROM outcomes WHERE key = ?", (key,)).fetchone()
+    assert errors == []
+    store = OutcomeStore(path)
+    row = store.h.db.execute("SELECT calls, climbs FROM outcomes WHERE key = ?", (key,)).fetchone()
+    store.close()
     assert (row["calls"], row["climbs"]) == (50 * 100, 50)
-    for s in stores:
-        s.close()
 
 
 def test_the_store_is_bounded_least_recently_used_out(tmp_path):

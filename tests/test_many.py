@@ -52,7 +52,7 @@ def climbs(tmp_path_factory):
     (d / "specs" / "bad.py").write_text(BAD)
     (d / "specs" / "notes.py").write_text("# no spec here, and no mention of the tool either\n")
     (d / "two.py").write_text(TWO)
-    first = _climb(d, "specs/good.py", "specs/bad.py", "--rungs", "1", "--json", "first.json")
+    first = _climb(d, "specs/good.py", "specs/bad.py", "--rungs", "1", "--json", "first.json", "--html", "pages/r.html")
     again = _climb(d, "specs", "--rungs", "1", "--json", "again.json")
     stopped = _climb(d, "specs/good.py", "specs/bad.py", "--rungs", "1-2", "--lf", "-x", "--json", "lf.json",
                      "--log", "lf.jsonl")
@@ -71,6 +71,9 @@ def test_several_specs_one_line_each_then_the_totals(climbs):
     doc = report_json(d / "first.json")
     assert doc["many"] and doc["exit_code"] == 1 and [c["spec"] for c in doc["climbs"]] == ["twice", "wrong_at_7"]
     assert [c["exit_code"] for c in doc["climbs"]] == [0, 1]
+    pages = sorted(os.listdir(d / "pages"))                   # --html: one page a spec
+    assert pages == ["r-1-twice.html", "r-2-wrong_at_7.html"]
+    assert "wrong_at_7" in (d / "pages" / "r-2-wrong_at_7.html").read_text()
 
 
 def test_a_second_climb_of_a_folder_runs_only_the_failed_point(climbs):
@@ -137,3 +140,19 @@ def test_the_exit_status_of_many_specs():
     assert Many("cpu", [R(0), R(2)]).exit_code == 2
     assert Many("cpu", [R(5), R(5)]).exit_code == 5
     assert Many("cpu", [R(0)], interrupted=True).exit_code == 130
+
+
+def test_lf_finds_the_last_climb_by_the_specs_name_when_its_path_was_written_otherwise(tmp_path):
+    from kladder.history.store import History
+    h = History(str(tmp_path / "h.sqlite"))
+    cid = h.begin("climb", "s", "a.py::spec", "cpu", "0", "t0", "r1", {})
+    h.point(cid, {"id": "r1-N=7", "rung": 1, "status": "failed"})
+    h.point(cid, {"id": "r1-N=8", "rung": 1, "status": "passed"})
+    h.point(cid, {"id": "r1-N=9", "rung": 1, "status": "flaky"})
+    h.end(cid, "t1", "failed", 1, {}, "", [])
+    unfinished = h.begin("climb", "s", "a.py::spec", "cpu", "0", "t2", "r2", {})
+    h.point(unfinished, {"id": "r1-N=1", "rung": 1, "status": "failed"})     # killed: never ended, not "last time"
+    assert h.last_failures("s", "./a.py::spec") == (cid, ["r1-N=7", "r1-N=9"])
+    assert h.last_failures("s", "a.py::spec") == (cid, ["r1-N=7", "r1-N=9"])
+    assert h.last_failures("other", None) == (None, [])
+    h.close()

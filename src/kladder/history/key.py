@@ -89,14 +89,15 @@ TOOLCHAIN: Callable[[dict], dict] = toolchain_of     # the seam: tests replace i
 
 @functools.cache
 def kladder_digest() -> str:
-    """kladder's version and every source file of the package (a change in a check changes verdicts)."""
+    """kladder's version and every file of the package (a change in a check changes verdicts; rung 8's
+    model weights ship in it)."""
     from ..version import __version__
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     h = hashlib.sha256(f"{__version__}\0{FORMAT}".encode())
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
-            if name.endswith((".py", ".j2", ".csv")):
+            if not name.endswith((".pyc", ".pyo")):
                 path = os.path.join(folder, name)
                 h.update(os.path.relpath(path, root).encode() + b"\0")
                 with open(path, "rb") as f:

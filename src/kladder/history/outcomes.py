@@ -184,7 +184,21 @@ class ClimbStore:
     def outcomes(self, points: list[Point], run: Callable[[list[Point]], Iterator[Outcome]],
                  started: Callable[[Point], None] | None, repro: Callable[[Point], str]) -> Iterator[Outcome]:
         """The rung's outcomes in the points' order: those reused from the store in place, the
-        rest run (`run`: the runner's run_all on them) and kept as they come."""
+        rest run (`run`: the runner's run_all on them) and kept as they come. (`split` and
+        `kept` are the same two steps for a caller that schedules the points to run itself.)"""
+        taken, keys = self.split(points, repro)
+        fresh = run([p for i, p in enumerate(points) if i not in taken])
+        for i, p in enumerate(points):
+            if i in taken:
+                if started:
+                    started(p)
+                yield taken[i]
+                continue
+            yield self.kept(keys[i], next(fresh))
+
+    def split(self, points: list[Point], repro: Callable[[Point], str]) -> tuple[dict[int, Outcome], list[str | None]]:
+        """The outcomes the store gives, by the points' positions (marked reused, their repro
+        made for this climb), and every point's key (None: not keyed; it runs and is not kept)."""
         keys = [self._key_of(p) for p in points] if self.store.h is not None else [None] * len(points)
         rows = self.store.safely(self._rows, [k for k in keys if k], default={}) or {}
         taken: dict[int, Outcome] = {}
@@ -192,26 +206,25 @@ class ClimbStore:
             for i, k in enumerate(keys):
                 row = rows.get(k) if k else None
                 if row is not None and row["reusable"] and not (self.store.accumulate and row["calls"] is not None):
-                    taken[i] = self._reused(row, points[i], repro)
+                    try:
+                        taken[i] = self._reused(row, points[i], repro)
+                    except (ValueError, TypeError, KeyError):   # an outcome this kladder cannot read: run it
+                        continue
         if taken:
             numbers = self.store.safely(self._climb_numbers, [o.reused.run_id for o in taken.values()], default={}) or {}
             for o in taken.values():
                 o.reused = dataclasses.replace(o.reused, climb=numbers.get(o.reused.run_id))
                 self.from_runs[o.reused.run_id] = o.reused.climb
             self.store.safely(self._touch, [keys[i] for i in taken])
-        fresh = run([p for i, p in enumerate(points) if i not in taken])
-        for i, p in enumerate(points):
-            if i in taken:
-                if started:
-                    started(p)
-                self.reused += 1
-                yield taken[i]
-                continue
-            o = next(fresh)
-            self.ran += 1
-            if keys[i]:
-                self.store.safely(self._keep, keys[i], o)
-            yield o
+        self.reused += len(taken)
+        return taken, keys
+
+    def kept(self, key: str | None, o: Outcome) -> Outcome:
+        """A point's outcome as it ran, kept under its key (rung 5's note then saying the calls kept)."""
+        self.ran += 1
+        if key:
+            self.store.safely(self._keep, key, o)
+        return o
 
     def _key_of(self, p: Point) -> str | None:
         try:

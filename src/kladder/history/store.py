@@ -256,12 +256,14 @@ class History:
                  "reused_from": r["reused_from"]} for r in rows]
 
     def last_failures(self, spec: str, ref: str | None = None) -> tuple[int | None, list[str]]:
-        """The spec's last finished climb (of `ref`, where given) and the ids of its points that
-        failed or were flaky (--lf)."""
-        q, args = "SELECT id FROM climbs WHERE kind = 'climb' AND spec = ? AND ended IS NOT NULL", [spec]
+        """The spec's last finished climb (of `ref`, where given and climbed; else of any ref) and the
+        ids of its points that failed or were flaky (--lf)."""
+        q = "SELECT id FROM climbs WHERE kind = 'climb' AND spec = ? AND ended IS NOT NULL"
+        row = None
         if ref is not None:
-            q, args = q + " AND ref = ?", [spec, ref]
-        row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", args).fetchone()
+            row = self.db.execute(q + " AND ref = ? ORDER BY id DESC LIMIT 1", (spec, ref)).fetchone()
+        if row is None:
+            row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", (spec,)).fetchone()
         if row is None:
             return None, []
         ids = self.db.execute("SELECT point_id FROM points WHERE climb_id = ? AND status IN ('failed', 'flaky') ORDER BY seq",
