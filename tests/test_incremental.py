@@ -454,3 +454,30 @@ def test_the_terminal_says_what_was_reused_and_from_where(edits):
     assert f"{n - ran} of {n} points reused from climb #12; {ran} run" in text
     kernel = edits["kernel"]["double"][0]
     assert "no point reused: " in render_text(kernel) and "the kernel's code changed" in render_text(kernel)
+
+
+def test_a_module_the_launcher_imports_only_when_called_is_in_its_code(tmp_path):
+    # lib/ops.py's launcher imports lib/fast.py inside itself: not imported when the key is made
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "ops.py").write_text("def twice(x):\n    from lib import fast\n    return fast.scale(x)\n")
+    (tmp_path / "lib" / "fast.py").write_text("def scale(x):\n    return 2 * x\n")
+    (tmp_path / "spec_lazy.py").write_text(textwrap.dedent('''
+        import kladder as kl
+        from lib.ops import twice
+        spec = kl.Spec("lazy", kernel=twice, reference=lambda x: 2 * x, args={"x": kl.Tensor("N", dtype="float32")},
+                       returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 8)})
+    '''))
+    for m in ("lib", "lib.ops", "lib.fast"):
+        sys.modules.pop(m, None)
+    try:
+        spec = load_spec(str(tmp_path / "spec_lazy.py"))
+        assert "lib.fast" not in sys.modules
+        before = keymod.climb_key(spec, "cpu", {"torch": "x"}).parts
+        (tmp_path / "lib" / "fast.py").write_text("def scale(x):\n    return x + x\n")
+        after = keymod.climb_key(spec, "cpu", {"torch": "x"}).parts
+    finally:
+        for m in ("lib", "lib.ops", "lib.fast"):
+            sys.modules.pop(m, None)
+    assert before["kernel"] != after["kernel"]
+    assert {k: v for k, v in before.items() if k != "kernel"} == {k: v for k, v in after.items() if k != "kernel"}

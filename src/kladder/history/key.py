@@ -254,8 +254,8 @@ def _imports_of(name: str | None, path: str, scope: _Scope) -> list[tuple[str | 
             hit = _locate(cand, scope)
             if hit is not None:
                 found.append(hit)
-        if not level and "." not in module:
-            found += _beside(scope.folder.rstrip(os.sep), module, names) if not scope.installed else []
+        if not level and not scope.installed:       # a module beside the spec, imported by its own name (sys.path)
+            found += _beside(scope.folder.rstrip(os.sep), module, names)
     return found
 
 
