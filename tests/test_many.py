@@ -156,3 +156,12 @@ def test_lf_finds_the_last_climb_by_the_specs_name_when_its_path_was_written_oth
     assert h.last_failures("s", "a.py::spec") == (cid, ["r1-N=7", "r1-N=9"])
     assert h.last_failures("other", None) == (None, [])
     h.close()
+
+
+def test_a_folder_of_one_spec_climbs_it_as_one_spec(tmp_path):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "good.py").write_text(GOOD)
+    p = _climb(tmp_path, "one", "--rungs", "1", "--json", "r.json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.startswith("kladder climb one/good.py::spec") and " specs:" not in p.stdout
+    assert report_json(tmp_path / "r.json")["spec"] == "twice"            # a report, not the many document

@@ -234,9 +234,15 @@ def _color(choice: str) -> bool:
 def cmd_climb_paths(args) -> int:
     """`kladder climb PATH...`: one spec as it always was; several (several paths, a folder, a
     package, a file holding several specs) through many.py."""
-    from .load import ManySpecs, is_many
+    from .load import ManySpecs, is_many, refs_in
     refs = list(args.refs)
-    if len(refs) == 1 and not is_many(refs[0]):
+    if len(refs) == 1 and is_many(refs[0]):          # a folder or a package: of one spec, climbed as that spec
+        device_of(args.device)                       # Triton's interpreter chosen before any spec imports Triton
+        try:
+            refs = refs_in(refs[0])
+        except usage_errors() as e:
+            raise UsageProblem(str(e)) from None
+    if len(refs) == 1:
         try:
             return cmd_climb(refs[0], args)
         except ManySpecs as e:
