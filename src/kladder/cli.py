@@ -340,12 +340,13 @@ def _many_specs():
 
 def _load_one(ref: str):
     """The spec `ref` names; a file or module holding several (no ::NAME) raises ManySpecs."""
-    from .load import ManySpecs, load_spec, refs_in, split_ref
-    if split_ref(ref)[1] is None:
-        refs = refs_in(ref)
-        if len(refs) > 1:
-            raise ManySpecs(refs)
-    return load_spec(ref)
+    from .load import ManySpecs, load_spec, specs_in, split_ref
+    if split_ref(ref)[1] is not None:
+        return load_spec(ref)
+    found = specs_in(ref)
+    if len(found) > 1:
+        raise ManySpecs([r for r, _ in found])
+    return found[0][1]
 
 
 def _history_options(args, opts, spec, ref: str, started: dict | None = None) -> None:

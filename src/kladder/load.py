@@ -191,43 +191,49 @@ def spec_files(folder: str) -> list[str]:
 
 
 def refs_in(ref: str) -> list[str]:
-    """Every spec a reference names, as PATH::NAME (NAME the variable holding it): PATH::NAME or
-    module::NAME itself; a file or a module, each spec it holds; a folder, each spec of each file
-    under it (spec_files); a package, each spec of each of its modules. A reference that names no
-    spec, or a module that cannot be imported, is a LoadError naming it."""
+    """Every spec a reference names, as PATH::NAME (see specs_in)."""
+    return [r for r, _ in specs_in(ref)]
+
+
+def specs_in(ref: str) -> list[tuple[str, Spec]]:
+    """Every spec a reference names, as (PATH::NAME, Spec), NAME the variable holding it, each module
+    imported once: PATH::NAME or module::NAME itself; a file or a module, each spec it holds; a
+    folder, each spec of each file under it (spec_files); a package, each spec of each of its
+    modules. A reference that names no spec, or a module that cannot be imported, is a LoadError
+    naming it."""
     target, name = split_ref(ref)
     if not os.path.isdir(target):
         check_ref(ref)
     if name is not None:
-        return [ref]
+        return [(ref, load_spec(ref))]
     if os.path.isdir(target):
         files = spec_files(target)
-        refs = [r for f in files for r in _refs_of_module(f, f)]
-        if not refs:
+        found = [rs for f in files for rs in _specs_of_module(f, f)]
+        if not found:
             raise LoadError(f"no kl.Spec found under {target!r} (in {len(files)} .py files that mention kladder); give "
                             "PATH.py::NAME, a file or a folder that holds specs.")
-        return refs
+        return found
     if not _is_path(target):
         try:
-            found = importlib.util.find_spec(target)
+            package = importlib.util.find_spec(target)
         except (ImportError, ValueError):
-            found = None
-        if found is not None and found.submodule_search_locations:
-            refs = []
-            for folder in found.submodule_search_locations:
+            package = None
+        if package is not None and package.submodule_search_locations:
+            found = []
+            for folder in package.submodule_search_locations:
                 for f in spec_files(folder):
                     rel = os.path.relpath(os.path.splitext(f)[0], folder).replace(os.sep, ".")
-                    refs += _refs_of_module(f"{target}.{rel}", f"{target}.{rel}")
-            if not refs:
+                    found += _specs_of_module(f"{target}.{rel}", f"{target}.{rel}")
+            if not found:
                 raise LoadError(f"no kl.Spec found in the package {target!r}; give module::NAME.")
-            return refs
-    refs = _refs_of_module(target, target)
-    if not refs:
+            return found
+    found = _specs_of_module(target, target)
+    if not found:
         raise LoadError(f"{target!r} holds no kl.Spec; give PATH.py::NAME or module::NAME.")
-    return refs
+    return found
 
 
-def _refs_of_module(target: str, shown: str) -> list[str]:
+def _specs_of_module(target: str, shown: str) -> list[tuple[str, Spec]]:
     mod = load_module(target)
     specs = {k: v for k, v in vars(mod).items() if isinstance(v, Spec)}
     _one_name_each(shown, specs, twins_allowed=isinstance(getattr(mod, "CASE", None), dict))
@@ -236,5 +242,5 @@ def _refs_of_module(target: str, shown: str) -> list[str]:
     for var, s in specs.items():
         if id(s) not in seen:                # one Spec bound to two names is one spec
             seen.add(id(s))
-            out.append(f"{target}::{var}")
+            out.append((f"{target}::{var}", s))
     return out

@@ -53,16 +53,16 @@ class Many:
 
 def found(refs: list[str]) -> list[tuple[str, object]]:
     """(PATH::NAME, Spec) for every spec the paths name, each once, in the order given."""
-    from .load import load_spec, refs_in
+    from .load import specs_in
     out, seen = [], set()
     for ref in refs:
         try:
-            for r in refs_in(ref):
+            for r, spec in specs_in(ref):
                 target, _, name = r.partition("::")
                 key = (os.path.abspath(target) if os.path.exists(target) else target, name)
                 if key not in seen:
                     seen.add(key)
-                    out.append((r, load_spec(r)))
+                    out.append((r, spec))
         except usage_errors() as e:
             raise UsageProblem(str(e)) from None
     return out
