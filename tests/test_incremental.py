@@ -481,3 +481,21 @@ def test_a_module_the_launcher_imports_only_when_called_is_in_its_code(tmp_path)
             sys.modules.pop(m, None)
     assert before["kernel"] != after["kernel"]
     assert {k: v for k, v in before.items() if k != "kernel"} == {k: v for k, v in after.items() if k != "kernel"}
+
+
+def test_a_device_others_hold_ends_the_climb_as_without_the_store(tmp_path):
+    # on CUDA the key asks a worker which device it runs on: a device that refuses is the climb's
+    # start error (ladder.climb reports it), never swallowed into "nothing reused"
+    from kladder.devicestart import DeviceStartError
+
+    class Pool:
+        def free_bytes(self):
+            raise DeviceStartError("starting a worker's CUDA context", "out of memory", "0")
+
+    class Runner:
+        pool, fingerprint = Pool(), {}
+    store = OutcomeStore(str(tmp_path / "h.sqlite"))
+    c = store.climbing("x.py::spec", _tiny_spec(), "cuda", Runner(), "run-1", None)
+    with pytest.raises(DeviceStartError):
+        c.split([Point("tiny", 1, (("N", 1),))], repro=lambda p: "")
+    store.close()

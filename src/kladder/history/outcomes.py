@@ -150,8 +150,9 @@ class ClimbStore:
 
     def _ensure_key(self) -> ClimbKey:
         if self.key is None:
+            fp = self._fingerprint()          # what starting a worker raises (a device others hold) is the climb's
             try:
-                self.key = climb_key(self.spec, self.device, self._fingerprint(), self.timeout_s)
+                self.key = climb_key(self.spec, self.device, fp, self.timeout_s)
             except Exception as e:  # noqa: BLE001 - kladder's own gap in the key: nothing is reused, said
                 self.key = ClimbKey(why_not=f"the key could not be computed ({type(e).__name__}: {e})")
             if not self.key.why_not:
@@ -227,9 +228,10 @@ class ClimbStore:
         return o
 
     def _key_of(self, p: Point) -> str | None:
+        key = self._ensure_key()
         try:
-            return self._ensure_key().point(p)
-        except Exception:  # noqa: BLE001 - a point whose own values cannot be keyed runs (the climb's why_not says more)
+            return key.point(p)
+        except Exception:  # noqa: BLE001 - a point whose own values cannot be keyed runs, and is not kept
             return None
 
     def _rows(self, keys: list[str]) -> dict[str, dict]:
