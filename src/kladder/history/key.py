@@ -364,17 +364,21 @@ def _config_dict(c) -> Any:
 def _code_object(co: types.CodeType) -> str:
     """A code object's digest, deterministic across processes (marshal is not: its reference flags
     follow refcounts): bytecode, names, constants (nested code by its own digest)."""
-    consts = []
-    for c in co.co_consts:
-        if isinstance(c, types.CodeType):
-            consts.append(["code", _code_object(c)])
-        elif isinstance(c, frozenset):
-            consts.append(["frozenset", sorted(repr(x) for x in c)])
-        else:
-            consts.append([type(c).__name__, repr(c)])
+    consts = [_const(c) for c in co.co_consts]
     return _digest(co.co_code, list(co.co_names), list(co.co_varnames), list(co.co_freevars), list(co.co_cellvars),
                    co.co_name, getattr(co, "co_qualname", co.co_name), co.co_argcount, co.co_kwonlyargcount,
                    co.co_flags, consts)
+
+
+def _const(c) -> Any:
+    """A code object's constant, deterministically (a frozenset's repr follows the hash seed)."""
+    if isinstance(c, types.CodeType):
+        return ["code", _code_object(c)]
+    if isinstance(c, frozenset):
+        return ["frozenset", sorted(json.dumps(_const(x)) for x in c)]
+    if isinstance(c, tuple):
+        return ["tuple", [_const(x) for x in c]]
+    return [type(c).__name__, repr(c)]
 
 
 class Canon:
