@@ -271,6 +271,8 @@ def test_rung_5_evidence_adds_up_across_climbs_and_its_bound_tightens(tmp_path):
         assert x.accumulated.since == second[pid].accumulated.since
     # without --accumulate the clean points are reused, their evidence shown as kept
     assert set(first) <= plain[2]
+    skipped = {o.point.id for o in reports[0].outcomes if o.status == Status.SKIPPED}   # the sanitizers: CUDA only
+    assert skipped and skipped <= plain[2]
     kept = {o.point.id: o.note.facts for o in plain[0].outcomes if o.point.id in first}
     assert all(k.accumulated.climbs == 3 for k in kept.values())
     from kladder.report.words import note_text
@@ -499,3 +501,15 @@ def test_a_device_others_hold_ends_the_climb_as_without_the_store(tmp_path):
     with pytest.raises(DeviceStartError):
         c.split([Point("tiny", 1, (("N", 1),))], repro=lambda p: "")
     store.close()
+
+
+def test_what_is_reused_passed_and_skips_the_key_decides_and_nothing_else():
+    from kladder.history.outcomes import reusable
+    p = Point("tiny", 1, (("N", 1),))
+    assert reusable(Outcome(p, Status.PASSED))
+    assert reusable(Outcome(p, Status.SKIPPED, note=Note.of(NoteKind.MODE_NEEDS_CUDA, mode="graph")))
+    for o in (Outcome(p, Status.FAILED), Outcome(p, Status.FLAKY), Outcome(p, Status.BROKEN),
+              Outcome(p, Status.NOT_JUDGED), Outcome(p, Status.OOM),
+              Outcome(p, Status.SKIPPED, note=Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=2, free_bytes=1)),
+              Outcome(p, Status.SKIPPED, note=Note.of(NoteKind.NO_SANITIZER, tool="memcheck", searched=[]))):
+        assert not reusable(o), o.status
