@@ -51,6 +51,8 @@ BENCHES = (
           "arg", "cuda"),
     Bench("climb-speed", "climb_speed.py", "a climb's wall and per-rung time, this tree against --base, alternating",
           "--json", "cuda"),
+    Bench("incremental", "incremental.py", "a spec climbed cold, again with nothing changed, and after a one-line "
+          "change of its kernel: the outcome store's reuse (issue 32 item 1)", "--json", "cuda"),
     Bench("memory", "memory.py", "peak device memory of a big point against the kernel's own bytes (<= 3x)",
           "--json", "cuda"),
     Bench("false-alarms", "false_alarms.py", "correct torch ops climbed point by point under several seeds: none may fail",

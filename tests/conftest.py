@@ -8,6 +8,10 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 import tempfile  # noqa: E402
 
 os.environ.setdefault("KLADDER_HISTORY", os.path.join(tempfile.mkdtemp(prefix="kladder-history-"), "history.sqlite"))
+# ...and their CLI climbs reuse nothing from the outcome store that history file holds (every test
+# climb runs its points, whatever climbs ran before it in the session); the store's own tests
+# (test_incremental.py, test_many.py) turn it on for their climbs with KLADDER_STORE=1.
+os.environ.setdefault("KLADDER_STORE", "0")
 
 
 import pytest  # noqa: E402

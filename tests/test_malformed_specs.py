@@ -393,10 +393,11 @@ def test_bad_options_are_usage_errors(argv, words, tmp_path):
     assert "Traceback" not in p.stderr
 
 
-def test_a_directory_as_the_spec_path_is_a_usage_error(tmp_path):
+def test_a_directory_with_no_spec_as_the_spec_path_is_a_usage_error(tmp_path):
+    # a folder climbs every spec under it (tests/test_many.py); one that holds none is a usage error
     p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", str(tmp_path), "--device", "cpu"],
                        capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2 and "is a directory" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 2 and "no kl.Spec found under" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_output_folders_are_made_before_the_climb(tmp_path):

@@ -78,10 +78,14 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="kladder", description="Climb the validation ladder for GPU kernels.")
     sub = top.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("climb", help="climb a spec: PATH.py[::NAME] or module::NAME")
-    c.add_argument("ref", metavar="PATH[::NAME]")
+    c = sub.add_parser("climb", help="climb specs: PATH.py[::NAME], module[::NAME], or a folder (every kl.Spec found)")
+    c.add_argument("refs", nargs="+", metavar="PATH[::NAME]", help="a spec file (each spec in it, or ::NAME), a module, a "
+                   "package or a folder (each spec of each .py file under it that mentions kladder); several climb one "
+                   "after another on this machine's workers, one line each, then the totals")
     c.add_argument("-v", "--verbose", action="store_true", help="under each failure's budget line, how the budget was set")
     _climb_options(c)
+    from .history.commands import add_store_options
+    add_store_options(c)
     c.add_argument("--shard", metavar="I/N", help="run only the I-th of N disjoint slices of every rung's points "
                    "(a CI matrix: one runner a shard, then `kladder merge` their --json reports)")
     c.add_argument("--ray", metavar="ADDRESS", help="run the points on a Ray cluster's workers, one a GPU (or one a "
@@ -186,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.cmd == "climb":
-            return cmd_climb(args.ref, args)
+            return cmd_climb_paths(args)
         if args.cmd == "repro":
             return cmd_repro(args)
         if args.cmd == "merge":
@@ -236,6 +240,26 @@ def _color(choice: str) -> bool:
     return choice == "always" or (choice == "auto" and sys.stdout.isatty())
 
 
+def cmd_climb_paths(args) -> int:
+    """`kladder climb PATH...`: one spec as it always was; several (several paths, a folder, a
+    package, a file holding several specs) through many.py."""
+    from .load import ManySpecs, is_many, refs_in
+    refs = list(args.refs)
+    if len(refs) == 1 and is_many(refs[0]):          # a folder or a package: of one spec, climbed as that spec
+        device_of(args.device)                       # Triton's interpreter chosen before any spec imports Triton
+        try:
+            refs = refs_in(refs[0])
+        except usage_errors() as e:
+            raise UsageProblem(str(e)) from None
+    if len(refs) == 1:
+        try:
+            return cmd_climb(refs[0], args)
+        except ManySpecs as e:
+            refs = e.refs
+    from .many import climb_many
+    return climb_many(refs, args)
+
+
 def cmd_climb(ref: str, args) -> int:
     """A climb, and its report whatever happens: every outcome below ends with the --json
     file written whole (atomically) and the text printed, marked interrupted (Ctrl-C at any
@@ -261,6 +285,9 @@ def cmd_climb(ref: str, args) -> int:
         problem = UsageProblem(str(e))
     except DeviceStartError as e:
         report.start_error = e.facts
+    except _many_specs():                   # the file holds several specs: climbed as many (cmd_climb_paths)
+        started["recorder"].close()
+        raise
     except Exception as e:  # noqa: BLE001 - kladder's own bug mid-climb: the points so far still get their report
         if report is None:
             raise
@@ -270,6 +297,8 @@ def cmd_climb(ref: str, args) -> int:
     finally:
         for pool in started["pools"]:
             pool.close()
+        if started.get("store") is not None:
+            started["store"].close()
     if report is None:                      # --json or --log cannot be written: nothing to write a report to
         if problem is None:
             print("kladder: interrupted before the climb started", file=sys.stderr)
@@ -305,11 +334,38 @@ def _climb_started(ref: str, args, report, started: dict) -> None:
     opts.on_end = lambda r: _golden_check(r, args)       # before the log's end record: its exit_code says it
     started["rungs"] = opts.rungs
     try:
-        spec = _load(ref, device)
+        spec = _load_one(ref)
         opts.log_path = log_path(args, spec, report.run_id)
+        _history_options(args, opts, spec, ref, started)
         climb(ref, spec, opts, report=report)
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None
+
+
+def _many_specs():
+    from .load import ManySpecs
+    return ManySpecs
+
+
+def _load_one(ref: str):
+    """The spec `ref` names; a file or module holding several (no ::NAME) raises ManySpecs."""
+    from .load import ManySpecs, load_spec, specs_in, split_ref
+    if split_ref(ref)[1] is not None:
+        return load_spec(ref)
+    found = specs_in(ref)
+    if len(found) > 1:
+        raise ManySpecs([r for r, _ in found])
+    return found[0][1]
+
+
+def _history_options(args, opts, spec, ref: str, started: dict | None = None) -> None:
+    """The options the history gives a climb: the outcome store, and --lf's failures first."""
+    from .history.commands import last_failures, outcome_store
+    opts.store = outcome_store(args)
+    if started is not None:
+        started["store"] = opts.store
+    if getattr(args, "lf", False):
+        opts.first = frozenset(last_failures(args, spec.name, ref)[1])
 
 
 def _device_word(device: str) -> None:
@@ -412,25 +468,8 @@ def _write_html(path: str, report) -> bool:
 
 
 def _golden_check(report, args) -> None:
-    """--golden: each point's bits against the golden hashes (history/golden.check), kept in
-    the report (report.golden: facts.GoldenFacts) before it is written."""
-    report.golden = None
-    if not getattr(args, "golden", None) or report.start_error:
-        return
-    from .history.commands import open_history
-    from .history.golden import check, unreadable
-    from .history.record import point_row
-    rows = [point_row(o) for o in report.outcomes]
-    try:
-        h = open_history(args)
-    except UsageProblem as e:
-        print(f"kladder: --golden: {e}", file=sys.stderr)
-        report.golden = unreadable(rows, strict=args.golden == "strict")
-        return
-    try:
-        report.golden = check(h, report.spec, report.fingerprint, rows, strict=args.golden == "strict")
-    finally:
-        h.close()
+    from .history.commands import golden_check
+    golden_check(report, args)
 
 
 def _write_json(path: str, report) -> bool:

@@ -436,6 +436,18 @@ class RanksHungFacts(Facts):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AccumulatedFacts(Facts):
+    """Rung 5's evidence kept across climbs (history/outcomes.py): the clean calls of every climb
+    that ran this point under the same key (history/key.py: same point, spec, code, toolchain),
+    this climb's included, and the bound they prove together (stats.upper_bound)."""
+    climbs: int                            # climbs that ran the point clean under this key
+    calls: int                             # their calls compared (or judged, for a stream), all together
+    bound: float                           # the rate of a wrong call is below this, at `conf`
+    conf: float
+    since: str                             # when the first of them ran (local time, ISO 8601)
+
+
+@dataclass(frozen=True, kw_only=True)
 class RepeatsCleanFacts(Facts):
     """Rung 5 (checks/repetition.py): calls compared with the first call on the same inputs,
     and the rate's statistics (stats.summary)."""
@@ -461,6 +473,7 @@ class RepeatsCleanFacts(Facts):
     calls_50: int | float | None = None
     calls_95: int | float | None = None
     curve: list[list[float]] = field(default_factory=list)   # [[N, p, lo, hi]]
+    accumulated: AccumulatedFacts | None = opt()   # with earlier climbs under the same key (history/outcomes.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -505,6 +518,7 @@ class StreamCleanFacts(Facts):
     calls_50: int | float | None = None
     calls_95: int | float | None = None
     curve: list[list[float]] = field(default_factory=list)   # [[N, p, lo, hi]]
+    accumulated: AccumulatedFacts | None = opt()   # with earlier climbs under the same key (history/outcomes.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -874,6 +888,34 @@ class GoldenFacts(Facts):
             if point_id in getattr(self, kind):
                 return GoldenPointFacts(bits=kind, since=self.recorded)
         return None
+
+
+# ---------------------------------------------------------------------------- the outcome store (history/outcomes.py)
+@dataclass(frozen=True, kw_only=True)
+class ReusedFacts(Facts):
+    """A point's outcome reused from an earlier climb (its key unchanged: history/key.py), not run
+    in this one: the climb that ran it."""
+    run_id: str                            # the run id of the climb that ran it
+    climb: int | None                      # that climb's number in the history (#N), where it is recorded
+    kept: str                              # when it ran (local time, ISO 8601)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReuseFacts(Facts):
+    """What a climb took from the outcome store (history/outcomes.py) and what it ran. A passed
+    outcome (or a skip for a reason its key decides) whose key is unchanged is reused; every
+    other point runs."""
+    points: int                            # the climb's points
+    reused: int                            # taken from the store, not run
+    ran: int                               # run in this climb
+    climbs: list[int]                      # the history's numbers (#N) of the climbs the reused outcomes come from
+    run_ids: list[str]                     # their run ids (a climb the history no longer holds has no number)
+    fresh: bool                            # --fresh: nothing was reused (this climb's outcomes are kept all the same)
+    accumulate: bool                       # --accumulate: rung 5's clean points ran again, adding their calls
+    why_not: str | None = None             # why nothing could be reused: a part of the key cannot be computed
+    changed: list[str] = field(default_factory=list)   # parts of the key changed since the spec's last climb kept
+                                                        # (history/key.py PART_WORDS: kernel, reference, spec, ...)
+    since: int | None = opt()              # the climb `changed` compares with (#N)
 
 
 # ---------------------------------------------------------------------------- kladder diff (history/diff.py)

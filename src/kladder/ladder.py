@@ -61,6 +61,9 @@ class Options:
     shard: Any = None                    # shard.Shard: run only the I-th of N slices of every rung's points (--shard I/N)
     history: str | None = None           # the history the shard's deal reads its points' costs from (None: by bytes)
     ray: str | None = None               # a Ray cluster's address: the pool's lanes are Ray actors (run/ray_lanes.py)
+    store: Any = field(default=None, repr=False)   # history/outcomes.OutcomeStore: outcomes reused under an unchanged key
+    exitfirst: bool = False              # -x: no rung climbed after the first with a failure
+    first: frozenset = frozenset()       # --lf: ids of points that failed last time, run first in their rung
 
 
 def resolve_device(device: str) -> str:
@@ -195,9 +198,10 @@ class Runner:
     @property
     def fingerprint(self) -> dict:
         """The environment the points ran in, as a worker saw it; where no worker started
-        (every point skipped), as this process sees it, without the device's details."""
+        (every point skipped, or reused from the outcome store), as this process sees it: the
+        CPU's name on the CPU, no device's details on CUDA."""
         from .fingerprint import fingerprint, source_file
-        return self.pool.fingerprint or fingerprint(source_file(self.ref), None)
+        return self.pool.fingerprint or fingerprint(source_file(self.ref), "cpu" if self.device == "cpu" else None)
 
     def run(self, point: Point) -> Outcome:
         return self._finish(self._first(point))
@@ -442,6 +446,7 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
     t0 = time.perf_counter()
     runner = Runner(ref, spec, device, opts.timeout_s, jobs=opts.jobs, pool=opts.pool)
     slicer = _slicer(opts, spec, device)
+    reuse = opts.store.climbing(ref, spec, device, runner, report.run_id, opts.timeout_s) if opts.store else None
     log = None
     try:
         try:
@@ -451,8 +456,12 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
                     report.log_path = opts.log_path
             plan_rungs(report, opts.rungs)
             for rr in report.rungs:
-                if rr.climbed:
-                    _climb_rung(rr, spec, budget, runner, report, log, opts, slicer)
+                if rr.climbed and report.stopped_at is not None:
+                    rr.climbed, rr.stopped = False, True          # -x: stopped at an earlier rung's failure
+                elif rr.climbed:
+                    _climb_rung(rr, spec, budget, runner, report, log, opts, slicer, reuse)
+                    if opts.exitfirst and rr.failed:
+                        report.stopped_at = rr.rung
             if opts.shrink_s > 0 and report.failures:
                 _shrink(report, runner, opts)
         finally:
@@ -465,6 +474,8 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
         runner.kill()
     finally:
         report.fingerprint = runner.fingerprint
+        if reuse is not None:
+            report.reuse = reuse.facts()
         if slicer is not None:
             from .shard import options_record
             report.shard = slicer.record(options_record(opts))
@@ -521,17 +532,23 @@ def _slicer(opts: Options, spec: Spec, device: str):
     return Slicer(opts.shard, spec, history_costs(opts.history, spec.name, device))
 
 
-def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options, slicer=None):
+def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options, slicer=None, reuse=None):
     t0 = time.perf_counter()
     extra = _rung_options(rr.rung, opts, runner)
     points = list(rung_points(spec, rr.rung, budget, opts.seed, **extra))
     if slicer is not None:
         points = _shard_points(slicer, rr.rung, points, spec, budget, opts, extra)
+    if opts.first:                            # --lf: last time's failures first
+        points.sort(key=lambda p: p.id not in opts.first)
     progress = opts.progress
     if progress:
         progress.rung_started(rr, len(points))
+    started = progress.point_started if progress else None
+    outcomes = (reuse.outcomes(points, lambda pts: runner.run_all(pts, started=started), started,
+                               lambda p: repro_command(runner.ref, runner.device, p))
+                if reuse is not None else runner.run_all(points, started=started))
     try:
-        for outcome in runner.run_all(points, started=progress.point_started if progress else None):
+        for outcome in outcomes:
             report.device_name = runner.device_name or report.device_name
             rr.outcomes.append(outcome)
             if log:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .facts import CHECK_FACTS, NOTE_FACTS, Facts
+from .facts import CHECK_FACTS, NOTE_FACTS, Facts, ReusedFacts
 from .point import Point
 
 
@@ -379,6 +379,7 @@ class Outcome:
     hashes: dict[str, str] = field(default_factory=dict)   # output name -> sha256 of its bytes, first call (run/hashes.py)
     ran_with: Load | None = None         # what else used the host and the device during its run (every run's; the
                                          # history keeps it, and `kladder diff` compares timings only at like load)
+    reused: ReusedFacts | None = None    # not run in this climb: the earlier climb whose outcome it is (history/outcomes.py)
 
     @property
     def headline(self) -> Finding | None:
@@ -395,7 +396,8 @@ class Outcome:
                 "replay_status": None if self.replay_status is None else str(self.replay_status),
                 "output": self.output, "stages": {str(k): v for k, v in self.stages.items()},
                 "load": None if self.load is None else self.load.facts(), "hashes": self.hashes,
-                "ran_with": None if self.ran_with is None else self.ran_with.facts()}
+                "ran_with": None if self.ran_with is None else self.ran_with.facts(),
+                "reused": None if self.reused is None else self.reused.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
@@ -407,7 +409,8 @@ class Outcome:
                    None if d.get("replay") is None else Replay(d["replay"]),
                    None if d.get("replay_status") is None else Status(d["replay_status"]), d.get("output", ""),
                    {Stage(k): v for k, v in (d.get("stages") or {}).items()}, Load.from_facts(d.get("load")),
-                   dict(d.get("hashes") or {}), Load.from_facts(d.get("ran_with")))
+                   dict(d.get("hashes") or {}), Load.from_facts(d.get("ran_with")),
+                   None if d.get("reused") is None else ReusedFacts.from_dict(d["reused"]))
 
 
 # ---------------------------------------------------------------------------- between layers

@@ -74,10 +74,12 @@ def default_jobs(device: str, n_gpus: int = 1) -> int:
     return max(1, min(4 * n_gpus, cores // 2))
 
 
-def climb_options(args, ref: str, device: str, keep: list | None = None):
+def climb_options(args, ref: str, device: str, keep: list | None = None, warm: bool = True, server=None):
     """Options for one climb from the command line, its workers already starting (they import
-    torch and the spec while this process does the same); the pool is put in `keep` before any
-    worker starts, so that a Ctrl-C meanwhile still closes it."""
+    torch and the spec while this process does the same; with `warm` False, none is started before
+    a point needs it: a climb of many specs, whose points the store may all give); the pool is put
+    in `keep` before any worker starts, so that a Ctrl-C meanwhile still closes it. `server`: a fork
+    server its workers are forked from (the climbs of many specs share one)."""
     from .ladder import Options, parse_rungs
     from .run.isolation import Pool
     try:
@@ -98,14 +100,16 @@ def climb_options(args, ref: str, device: str, keep: list | None = None):
     else:
         ids = gpus(args, device)
         jobs = args.jobs or default_jobs(device, len(ids or [None]))
-        pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
+        pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids, server=server)
         if keep is not None:
             keep.append(pool)
-        pool.warm(1 if device == "cpu" else jobs)
+        if warm:
+            pool.warm(1 if device == "cpu" else jobs)
     return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
                    jobs=jobs, pool=pool, progress=_progress(args), repeat=getattr(args, "repeat", None),
                    repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0), shard=shard, ray=address,
-                   shrink_s=getattr(args, "shrink_s", 0.0), history=history_of(args) if shard else None)
+                   shrink_s=getattr(args, "shrink_s", 0.0), history=history_of(args) if shard else None,
+                   exitfirst=getattr(args, "exitfirst", False))
 
 
 def history_of(args) -> str | None:

@@ -9,6 +9,50 @@ from ..session import UsageProblem
 HISTORY_HELP = "the history file (default .kladder/history.sqlite, or $KLADDER_HISTORY)"
 
 
+def add_store_options(p) -> None:
+    """`kladder climb`'s options of the outcome store (history/outcomes.py), of -x and of --lf."""
+    from .store import STORE_SIZE as DEFAULT_SIZE
+    p.add_argument("--fresh", action="store_true", help="reuse no outcome from the store: run every point (this "
+                   "climb's outcomes are kept for the next)")
+    p.add_argument("--accumulate", action="store_true", help="run rung 5's clean repetition points again even where "
+                   "their key is unchanged, adding their calls to those kept (the bound tightens with every climb)")
+    p.add_argument("--store-size", type=int, default=DEFAULT_SIZE, metavar="N", help=f"outcomes the store keeps, the "
+                   f"least recently used going first (default {DEFAULT_SIZE:,})")
+    p.add_argument("-x", "--exitfirst", action="store_true", help="stop after the first rung with a failure (and, "
+                   "with several specs, climb no spec after it)")
+    p.add_argument("--lf", action="store_true", help="run last time's failures first (from the history): the specs "
+                   "whose last climb failed, and in each rung the points that failed")
+
+
+def outcome_store(args):
+    """The outcome store of the history file (--history, $KLADDER_HISTORY, .kladder/history.sqlite),
+    or None: --no-history, KLADDER_STORE=0, or a command without the store's options."""
+    import os
+    if not hasattr(args, "fresh") or getattr(args, "no_history", False) or os.environ.get("KLADDER_STORE") == "0":
+        return None
+    if args.store_size < 0:
+        raise UsageProblem(f"--store-size {args.store_size}: give a number of outcomes, 0 or more (0 keeps none)")
+    from .outcomes import OutcomeStore
+    from .store import default_path
+    return OutcomeStore(args.history or default_path(), size=args.store_size, fresh=args.fresh,
+                        accumulate=args.accumulate)
+
+
+def last_failures(args, spec: str, ref: str) -> tuple[int | None, list[str]]:
+    """--lf: the spec's last climb in the history and its failed points' ids ((None, []) without one)."""
+    from .store import History, HistoryError, default_path
+    if getattr(args, "no_history", False):
+        return None, []
+    try:
+        h = History(args.history or default_path())
+    except HistoryError:
+        return None, []
+    try:
+        return h.last_failures(spec, ref)
+    finally:
+        h.close()
+
+
 def add_climb_options(p) -> None:
     p.add_argument("--history", metavar="PATH", help=HISTORY_HELP)
     p.add_argument("--no-history", action="store_true", help="do not record this climb in the history")
@@ -44,6 +88,27 @@ def add_parsers(sub) -> None:
     r = sub.add_parser("report", help="render a climb's JSON report (--json) again: as HTML with --html")
     r.add_argument("json", metavar="REPORT.json")
     r.add_argument("--html", metavar="FILE", required=True, help="the HTML file to write")
+
+
+def golden_check(report, args) -> None:
+    """--golden: each point's bits against the golden hashes (history/golden.check), kept in
+    the report (report.golden: facts.GoldenFacts) before it is written."""
+    report.golden = None
+    if not getattr(args, "golden", None) or report.start_error:
+        return
+    from .golden import check, unreadable
+    from .record import point_row
+    rows = [point_row(o) for o in report.outcomes]
+    try:
+        h = open_history(args)
+    except UsageProblem as e:
+        print(f"kladder: --golden: {e}", file=sys.stderr)
+        report.golden = unreadable(rows, strict=args.golden == "strict")
+        return
+    try:
+        report.golden = check(h, report.spec, report.fingerprint, rows, strict=args.golden == "strict")
+    finally:
+        h.close()
 
 
 def open_history(args):

@@ -22,6 +22,7 @@ import sqlite3
 import time
 
 DEFAULT = os.path.join(".kladder", "history.sqlite")
+STORE_SIZE = 100_000        # outcomes the outcome store keeps by default (history/outcomes.py; --store-size N)
 BUSY_S = 60.0
 
 MIGRATIONS = (
@@ -90,6 +91,35 @@ MIGRATIONS = (
     ALTER TABLE points ADD COLUMN load TEXT;           -- JSON: outcome.Load's facts of the point's run, or null
     ALTER TABLE climbs ADD COLUMN shard TEXT;          -- "I/N" for a climb run with --shard, else null
     """,
+    # 4 -> 5: the outcome store (history/outcomes.py): each outcome under the key of all that decides it
+    """
+    CREATE TABLE outcomes (
+        key TEXT PRIMARY KEY,                -- history/key.py: the point, the spec, the code, the toolchain, ...
+        spec TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        point_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        reusable INTEGER NOT NULL,           -- 1: a later climb with this key may reuse it
+        outcome TEXT NOT NULL,               -- JSON: outcome.Outcome.to_dict (lossless)
+        run_id TEXT,                         -- the climb that ran it
+        kept TEXT NOT NULL,                  -- when it ran (local time, ISO 8601)
+        used REAL NOT NULL,                  -- last kept or reused (seconds since the epoch): the least recent go first
+        calls INTEGER,                       -- rung 5: clean calls kept under this key, over `climbs` climbs
+        climbs INTEGER,
+        since TEXT                           -- rung 5: when the first of them ran
+    );
+    CREATE INDEX outcomes_used ON outcomes(used);
+    CREATE INDEX outcomes_spec ON outcomes(spec, ref);
+    CREATE TABLE climb_keys (
+        run_id TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        parts TEXT NOT NULL,                 -- JSON: {part: digest} (history/key.py PART_WORDS)
+        kept TEXT NOT NULL
+    );
+    CREATE INDEX climb_keys_spec ON climb_keys(spec, ref, kept);
+    ALTER TABLE points ADD COLUMN reused_from TEXT;    -- the run id of the climb whose outcome this point reused
+    """,
 )
 VERSION = len(MIGRATIONS)
 
@@ -137,6 +167,12 @@ class History:
         self.db.close()
 
     @contextlib.contextmanager
+    def transaction(self):
+        """One write transaction (BEGIN IMMEDIATE, busy retried): the outcome store's writes."""
+        with self._write() as db:
+            yield db
+
+    @contextlib.contextmanager
     def _write(self):
         _retry(lambda: self.db.execute("BEGIN IMMEDIATE"))
         try:
@@ -178,11 +214,11 @@ class History:
         with self._write() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points WHERE climb_id = ?", (climb_id,)).fetchone()[0]
             db.execute("INSERT INTO points (climb_id, seq, point_id, rung, status, failure, seconds, stages, hashes, "
-                       "nondeterministic, point, load) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                       "nondeterministic, point, load, reused_from) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                        (climb_id, seq, row["id"], row["rung"], row["status"], row.get("failure"), row.get("seconds"),
                         json.dumps(row.get("stages") or {}), json.dumps(row.get("hashes") or {}),
                         int(bool(row.get("nondeterministic"))), json.dumps(row.get("point"), default=str),
-                        None if row.get("load") is None else json.dumps(row["load"])))
+                        None if row.get("load") is None else json.dumps(row["load"]), row.get("reused_from")))
 
     def end(self, climb_id: int, ended: str, verdict: str, exit_code: int, fingerprint: dict | None,
             device_name: str | None, rungs: list[dict], golden: dict | None = None, shard: str | None = None) -> None:
@@ -224,7 +260,7 @@ class History:
         return [{"id": r["point_id"], "rung": r["rung"], "status": r["status"], "failure": r["failure"],
                  "seconds": r["seconds"], "stages": json.loads(r["stages"] or "{}"), "hashes": json.loads(r["hashes"] or "{}"),
                  "nondeterministic": bool(r["nondeterministic"]), "point": json.loads(r["point"] or "null"),
-                 "load": json.loads(r["load"]) if r["load"] else None} for r in rows]
+                 "load": json.loads(r["load"]) if r["load"] else None, "reused_from": r["reused_from"]} for r in rows]
 
     def point_seconds(self, spec: str, device: str, climbs: int = 3) -> list[tuple[dict, float]]:
         """(point, seconds) of every point the newest `climbs` finished climbs and pytest runs of
@@ -244,6 +280,21 @@ class History:
                 if isinstance(point, dict):
                     out.append((point, float(r["seconds"])))
         return out
+
+    def last_failures(self, spec: str, ref: str | None = None) -> tuple[int | None, list[str]]:
+        """The spec's last finished climb (of `ref`, where given and climbed; else of any ref) and the
+        ids of its points that failed or were flaky (--lf)."""
+        q = "SELECT id FROM climbs WHERE kind = 'climb' AND spec = ? AND ended IS NOT NULL"
+        row = None
+        if ref is not None:
+            row = self.db.execute(q + " AND ref = ? ORDER BY id DESC LIMIT 1", (spec, ref)).fetchone()
+        if row is None:
+            row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", (spec,)).fetchone()
+        if row is None:
+            return None, []
+        ids = self.db.execute("SELECT point_id FROM points WHERE climb_id = ? AND status IN ('failed', 'flaky') ORDER BY seq",
+                              (row["id"],)).fetchall()
+        return row["id"], [r["point_id"] for r in ids]
 
     def rungs(self, climb_id: int) -> dict[int, dict]:
         rows = self.db.execute("SELECT * FROM rungs WHERE climb_id = ?", (climb_id,)).fetchall()

@@ -9,7 +9,7 @@ from collections import Counter
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..facts import BiasFacts, ContractFacts, GoldenFacts, GpuPointFacts, GuardFacts, NondeterministicFacts
+from ..facts import BiasFacts, ContractFacts, GoldenFacts, GpuPointFacts, GuardFacts, NondeterministicFacts, ReuseFacts
 from ..outcome import STATUSES, Check, Finding, Note, Outcome, Status
 
 NOTHING_RAN = 5     # as pytest's "no tests ran": every point skipped, or none generated
@@ -32,6 +32,7 @@ class RungReport:
     climbed: bool = True
     note: str = ""                       # why a rung was not climbed
     interrupted: bool = False            # Ctrl-C arrived while it ran: its points so far are kept
+    stopped: bool = False                # not climbed: -x stopped the climb at an earlier rung's failure (ClimbReport.stopped_at)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -77,6 +78,8 @@ class ClimbReport:
     shrunk: list[dict] = field(default_factory=list)     # kladder.shrink's facts per rung's first failure (--shrink-s)
     shard: dict | None = None            # --shard I/N: which slice, the options, where each point stands (shard.py)
     golden: GoldenFacts | None = None    # --golden: the points' bits against the golden hashes (history/golden.py)
+    reuse: ReuseFacts | None = None      # what the outcome store gave and what ran (history/outcomes.py); None: not used
+    stopped_at: int | None = None        # -x: the rung whose failure stopped the climb (later rungs not climbed)
 
     @property
     def outcomes(self) -> list[Outcome]:

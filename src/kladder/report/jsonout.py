@@ -87,7 +87,8 @@ def report_dict(report: ClimbReport) -> dict[str, Any]:
             "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
             "rungs": [rung_dict(r, report.golden) for r in report.rungs], "shrunk": report.shrunk,
-            "shard": shard_dict(report), "golden": None if report.golden is None else report.golden.to_dict()}
+            "shard": shard_dict(report), "golden": None if report.golden is None else report.golden.to_dict(),
+            "reuse": None if report.reuse is None else report.reuse.to_dict(), "stopped_at": report.stopped_at}
 
 
 def shard_dict(report: ClimbReport) -> dict[str, Any] | None:
@@ -113,7 +114,8 @@ def end_dict(report: ClimbReport) -> dict[str, Any]:
             "start_error": report.start_error, "kladder_error": report.kladder_error, "seconds": round(report.seconds, 3),
             "interrupted": report.interrupted, "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "device_name": report.device_name, "lowest_failing_rung": report.lowest_failing_rung,
-            "points": len(report.outcomes), "counts": dict(counts), "fingerprint": report.fingerprint}
+            "points": len(report.outcomes), "counts": dict(counts), "fingerprint": report.fingerprint,
+            "reuse": None if report.reuse is None else report.reuse.to_dict(), "stopped_at": report.stopped_at}
 
 
 def rung_dict(r: RungReport, golden=None) -> dict[str, Any]:
@@ -123,7 +125,7 @@ def rung_dict(r: RungReport, golden=None) -> dict[str, Any]:
             g = golden.of_point(p["id"])
             p["golden"] = None if g is None else g.to_dict()
     return {"rung": r.rung, "title": r.title, "verdict": r.verdict, "climbed": r.climbed,
-            "note": r.note, "seconds": round(r.seconds, 3), "counts": r.counts, "points": points}
+            "note": r.note, "seconds": round(r.seconds, 3), "counts": r.counts, "points": points, "stopped": r.stopped}
 
 
 def outcome_dict(o: Outcome) -> dict[str, Any]:
@@ -145,6 +147,7 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
         "under_load": None if o.load is None else o.load.facts(),
         "point": o.point.to_dict(),
         "hashes": o.hashes,
+        "reused": None if o.reused is None else o.reused.to_dict(),
     }
 
 

@@ -117,7 +117,7 @@ def _ladder_table(report: ClimbReport):
                       ("verdict", "left")):
         t.add_column(col, justify=just)
     for rr in report.rungs:
-        t.add_row(*_ladder_row(rr))
+        t.add_row(*_ladder_row(rr, report.stopped_at))
     return t
 
 
@@ -125,9 +125,10 @@ def _verdict(rr: RungReport):
     return _text((rr.verdict.upper() if rr.verdict == "failed" else rr.verdict, VERDICT_STYLE.get(rr.verdict, "")))
 
 
-def _ladder_row(rr: RungReport) -> list:
+def _ladder_row(rr: RungReport, stopped_at: int | None = None) -> list:
     if not rr.climbed:
-        return [_text(str(rr.rung)), _text(rr.title), *[_text("")] * 6, _text((rr.note, "dim"))]
+        note = f"stopped at rung {stopped_at} (-x)" if rr.stopped and stopped_at is not None else rr.note
+        return [_text(str(rr.rung)), _text(rr.title), *[_text("")] * 6, _text((note, "dim"))]
     c = rr.counts
     cells = [str(rr.rung), rr.title, str(len(rr.outcomes)), str(c[PASSED]), str(c[FAILED] + c[FLAKY]),
              str(c[SKIPPED]), str(c[OOM] + c[BROKEN] + c[NOT_JUDGED]), f"{rr.seconds:.1f} s"]
@@ -296,7 +297,8 @@ def _shrunk(shrunk: list[dict]):
 def _proved(outcomes: list[Outcome]):
     lines = [_text(("\nWhat the passing rung-5 points proved", "bold"), f" ({len(outcomes)}):")]
     for o in outcomes[:20]:
-        lines.append(_text(f"  {o.point.id}: {words.note_text(o.note)}"))
+        reused = f" ({words.reused_text(o.reused)})" if o.reused is not None else ""
+        lines.append(_text(f"  {o.point.id}: {words.note_text(o.note)}{reused}"))
     if len(outcomes) > 20:
         lines.append(_text(f"  ... and {len(outcomes) - 20} more (see --json)"))
     return _joined(lines)
@@ -314,6 +316,10 @@ def _summary(report: ClimbReport):
         tail += ["; ", ("interrupted", "bold yellow"), ": the report holds the points run so far"]
     elif report.nothing_ran:
         tail.append(("\n" + words.nothing_ran_text(total), "bold yellow"))
+    if report.reuse is not None:
+        tail.append("\n" + words.reuse_text(report.reuse))
+    if report.stopped_at is not None:
+        tail.append(("\n" + words.stopped_text(report.stopped_at, [r.rung for r in report.rungs if r.stopped]), "bold yellow"))
     if report.log_path:
         tail.append(f"\noutcomes logged to {report.log_path}")
     return _text(("\n" + ", ".join(parts), "bold"), *tail)

@@ -285,8 +285,12 @@ class Worker:
             self._lifeline = None
 
     def close(self) -> None:
-        """An idle worker exits at once when its stdin closes; a busy one is killed."""
-        if self.proc.poll() is None:
+        """An idle worker exits at once when its stdin closes; a busy one is killed, and so is one
+        still starting (it reads its stdin only once ready: a climb whose points were all reused
+        from the outcome store would wait for its import to end)."""
+        if self.proc.poll() is None and self._hello is None:
+            self.kill()
+        elif self.proc.poll() is None:
             try:
                 self.proc.stdin.close()
                 self.proc.wait(timeout=2)
@@ -307,7 +311,7 @@ class Pool:
     another thread, on Ctrl-C). Nothing is started that no point will use: on a 2-core machine
     a worker's start costs a core for two seconds."""
 
-    def __init__(self, ref: str, device: str, spares: int = 1, gpus: list[str] | None = None):
+    def __init__(self, ref: str, device: str, spares: int = 1, gpus: list[str] | None = None, server=None):
         self.ref, self.device, self.spares = ref, device, spares
         self.gpus = gpus or [None]
         self._spare: list[Worker] = []
@@ -319,7 +323,8 @@ class Pool:
         self.hello: dict = {}
         self._fresh_left = 0             # fresh-process points still to come in this rung
         self._fresh_lanes = 1
-        self.server = None               # the fork server (run/forkserver.py), once a rung needs new processes
+        self.server = server             # the fork server (run/forkserver.py), once a rung needs new processes
+        self._own_server = server is None   # one given (the climbs of many specs share one) is not this pool's to close
         if os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
             self.start_server()
 
@@ -473,7 +478,7 @@ class Pool:
 
     def _stop_server(self) -> None:
         server, self.server = self.server, None
-        if server is not None:
+        if server is not None and self._own_server:
             server.close()
 
     def kill(self) -> None:

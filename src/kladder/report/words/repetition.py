@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...facts import NondeterministicFacts, RepeatsCleanFacts, RepeatsFacts, StreamCleanFacts, StreamFacts
 from .base import cap, notes, pattern_text, says
+from .reuse import accumulated_text
 
 
 def count_text(x: RepeatsFacts) -> str:
@@ -69,10 +70,12 @@ def _nondeterministic(f, x: NondeterministicFacts) -> str:
 def repeats_clean_text(x: RepeatsCleanFacts, sized: bool = True) -> str:
     """What a passing rung-5 point proved: "0 of 200,000 calls differ ...: p < 1.5e-05 at 95%"."""
     bound = f"p < {x.bound:.2g} at {x.conf:.0%}"
+    more = f"; {accumulated_text(x.accumulated, 'differ' if not x.differ else 'wrong')}" if x.accumulated else ""
     if not x.differ:
-        return f"0 of {x.compared:,} calls differ from the first call on the same inputs: {bound} that a call does; {how_text(x)}"
+        return (f"0 of {x.compared:,} calls differ from the first call on the same inputs: {bound} that a call does; "
+                f"{how_text(x)}{more}")
     return (f"0 of {x.compared:,} calls wrong ({x.differ:,} differ within the tolerance): {bound} that a call is "
-            f"wrong; {how_text(x)}")
+            f"wrong; {how_text(x)}{more}")
 
 
 # ---------------------------------------------------------------------------- the stream (Spec.calls)
@@ -111,5 +114,6 @@ def _stream(f, x: StreamFacts) -> str:
 @notes(StreamCleanFacts)
 def stream_clean_text(x: StreamCleanFacts, sized: bool = True) -> str:
     """What a clean stream proved: "0 of 2,999 calls wrong against their own reference: p < 1e-03 at 95%"."""
+    more = f"; {accumulated_text(x.accumulated)}" if x.accumulated else ""
     return (f"0 of {x.judged:,} calls wrong against the reference of their own inputs: p < {x.bound:.2g} at "
-            f"{x.conf:.0%} that a call is; {stream_how_text(x)}")
+            f"{x.conf:.0%} that a call is; {stream_how_text(x)}{more}")
