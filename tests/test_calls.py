@@ -23,7 +23,7 @@ HERE = os.path.dirname(__file__)
 SPECS = os.path.join(HERE, "specs", "stream_state.py")
 
 
-def _rowsum(x, precise=True):
+def _rowsum(x, precise=True, BLOCK=64):
     return x.sum(-1)
 
 

@@ -31,15 +31,35 @@ def _line_of(text: str) -> int:
         return next(i for i, line in enumerate(f, 1) if text in line)
 
 
-def test_a_launcher_whose_signature_does_not_match_says_where_it_is_defined_and_what_was_passed():
-    o = _run("signature")
-    f = o.headline
-    assert o.status == "failed" and f.check == "raised" and "takes 2 positional arguments but 3 were given" in f.facts.text
-    t = f.facts.trace
-    assert t.entered is False and t.frames == []                    # the call never reached the launcher
-    assert t.launcher.file.endswith("specs/raising.py") and t.launcher.line == _line_of("def scale(x, w):")
-    assert t.launcher.code.startswith("def scale(x, w):") and t.called == ["x", "w", "eps"]
-    assert t.folded_kladder >= 1                                     # call_once, the harness: kladder's, folded
+def test_a_launcher_whose_signature_does_not_match_is_refused_at_load_saying_where_it_is_defined():
+    import kladder as kl
+    sys.path.insert(0, os.path.dirname(RAISING))
+    try:
+        import raising
+    finally:
+        sys.path.remove(os.path.dirname(RAISING))
+    with pytest.raises(kl.SpecError) as e:
+        raising.signature()
+    text = str(e.value)
+    assert f"specs/raising.py:{_line_of('def scale(x, w):')}" in text and "kladder calls kernel(x, w, eps)" in text
+    assert "too many positional arguments" in text
+
+
+def test_a_call_that_never_entered_the_launcher_says_where_it_is_defined_and_what_was_passed():
+    """The trace's fallback for a launcher whose signature kladder could not bind at load."""
+    from kladder.run.frames import trace_of
+    sys.path.insert(0, os.path.dirname(RAISING))
+    try:
+        import raising
+    finally:
+        sys.path.remove(os.path.dirname(RAISING))
+    try:
+        raising.scale(1, 2, 3)
+    except TypeError as e:
+        t = trace_of(e, raising.scale, ["x", "w", "eps"], [])
+    assert t["entered"] is False and t["called"] == ["x", "w", "eps"]
+    assert t["launcher"]["file"].endswith("specs/raising.py") and t["launcher"]["line"] == _line_of("def scale(x, w):")
+    assert not [f for f in t["frames"] if f["function"] == "scale"]       # the call never reached its body
 
 
 def test_a_launchers_own_frames_are_kept_and_kladders_dispatch_mode_does_not_make_torchs_frame_the_raising_one():
@@ -70,22 +90,23 @@ def test_the_trace_survives_a_workers_json_and_reaches_the_terminal_the_json_and
     from kladder.report.html import report_html
     from kladder.report.jsonout import report_dict, strict
     from kladder.report.terminal import render_outcome, render_text
-    o = Outcome.from_dict(json.loads(json.dumps(_run("signature").to_dict())))      # as a worker sends it
-    assert o.headline.facts.trace.launcher.line == _line_of("def scale(x, w):")
-    where = f"specs/raising.py:{_line_of('def scale(x, w):')}"
+    o = Outcome.from_dict(json.loads(json.dumps(_run("in_torch").to_dict())))       # as a worker sends it
+    line = _line_of("return x @ w.unsqueeze(0)")
+    assert o.headline.facts.trace.frames[-1].line == line
+    where = f"raising.py:{line}"
     text = render_outcome(o)
-    assert f"{where}: kladder called scale(x, w, eps)" in text and "    def scale(x, w):" in text
-    report = ClimbReport("signature", RAISING, "cpu", fingerprint=fingerprint(RAISING, "cpu"), kladder_version="0.1.0",
+    assert where in text and "return x @ w.unsqueeze(0)" in text
+    report = ClimbReport("in_torch", RAISING, "cpu", fingerprint=fingerprint(RAISING, "cpu"), kladder_version="0.1.0",
                          started="2026-12-06T00:00:00")
     report.rungs.append(RungReport(1, "shapes", [o]))
     assert where in render_text(report)
     doc = json.loads(json.dumps(strict(report_dict(report))))
     assert _validator().is_valid(doc)                                # the typed field and the words, in the schema
     finding = doc["rungs"][0]["points"][0]["findings"][0]
-    assert finding["facts"]["trace"]["launcher"]["line"] == _line_of("def scale(x, w):")
-    assert any(where in line for line in finding["trace"])
+    assert finding["facts"]["trace"]["frames"][-1]["line"] == line
+    assert any(where in ln for ln in finding["trace"])
     html = report_html(doc)
-    assert '<pre class="trace">' in html and where in html and "def scale(x, w):" in html
+    assert '<pre class="trace">' in html and where in html and "return x @ w.unsqueeze(0)" in html
 
 
 def test_a_finding_without_a_traceback_writes_none_and_renders_nothing():

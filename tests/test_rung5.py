@@ -29,7 +29,7 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUD
 
 
 def _norm_spec(**over):
-    base = dict(kernel=lambda x, w: x * w, reference=lambda x, w: x * w,
+    base = dict(kernel=lambda x, w, SPLIT=1: x * w, reference=lambda x, w: x * w,
                 args={"x": kl.Tensor("M N", dtype=["bfloat16", "float16"]), "w": kl.Tensor("N", dtype="float32")},
                 returns=kl.Tensor("M N", like="x"),
                 dims={"M": kl.Dim(1, 4096), "N": kl.Dim(1, 65536, tile=1024)}, configs=[{"SPLIT": 4}])

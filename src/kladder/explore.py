@@ -20,7 +20,7 @@ The budget (--budget-s) is the whole run's, search and shrinking, kept within a 
 - cheap points first: each draw is capped by a cost level it draws first (level 0: 2 rows and
   about a thousand elements a tensor; each level fourfold the elements and twofold the rows, up
   to the device's budget: on the CPU a point's cost is its rows, the interpreter's programs);
-  the search admits level 0 at first and one level more every GROW_EVERY points run (a draw of
+  the search admits level 0 at first and one level more every GROW_EVERY points it drew and ran (a draw of
   a higher level is drawn again, which costs nothing), and runs no point whose cost, scaled by
   its size from those run so far, would end past the budget;
 - a failure ends the search and the rest of the budget is spent on it (at least a tenth of the
@@ -242,6 +242,7 @@ class Costs:
     def __init__(self, spec, budget):
         self.spec, self.full = spec, budget
         self.runs: list[tuple[float, float]] = []     # (size, wall seconds) of each point run
+        self.drawn = 0                                 # points run that the search drew (not replayed or swept)
 
     def size(self, point) -> float:
         from .sizes import numel_of, output_rows
@@ -251,11 +252,13 @@ class Costs:
         return float(max(1, elements))
 
     def admits(self, point) -> bool:
-        """The point is within the cost levels admitted so far: one more every GROW_EVERY points run."""
-        return level_of(self.spec, point, self.full) <= len(self.runs) // GROW_EVERY
+        """The point is within the cost levels admitted so far: one more every GROW_EVERY points the
+        search drew and ran (the sweep and the replays, all cheap, admit nothing dearer)."""
+        return level_of(self.spec, point, self.full) <= self.drawn // GROW_EVERY
 
-    def add(self, point, seconds: float) -> None:
+    def add(self, point, seconds: float, drawn: bool = True) -> None:
         self.runs.append((self.size(point), seconds))
+        self.drawn += drawn
 
     def predicted(self, point) -> float:
         """Its seconds: the cheapest run's (a run's fixed cost) plus the median cost a unit of size
@@ -321,7 +324,7 @@ def explore(ref: str, spec, runner, *, budget, rungs=(1, 2), budget_s: float = 6
         elif now > state["hypothesis_end"]:
             raise _OutOfTime()
         outcome = runner.run(point)
-        costs.add(point, time.monotonic() - now)
+        costs.add(point, time.monotonic() - now, drawn=point not in explicit)
         sig = signature(outcome)
         ran[point] = sig
         entry = {"point": point.to_dict(), "id": point.id, "status": str(outcome.status), "check": sig,

@@ -1495,7 +1495,7 @@ def _signatures(found: _Found) -> None:
                 try:
                     sig.bind(*names, **config, **extra)
                 except TypeError as e:
-                    found.add(("kernel",), f"{_fn_name(spec.kernel)}{sig}", f"kladder calls kernel({', '.join(names)}"
+                    found.add(("kernel",), f"{_fn_name(spec.kernel)}{sig}{_defined_at(spec.kernel)}", f"kladder calls kernel({', '.join(names)}"
                               f"{''.join(f', {k}=...' for k in {**config, **extra})}): the args in the order declared, "
                               f"each config's keys as keywords ({e}); make the launcher take them, or declare args in its "
                               "order.")
@@ -1509,12 +1509,29 @@ def _signatures(found: _Found) -> None:
         try:
             rsig.bind(*ins)
         except TypeError as e:
-            found.add(("reference",), f"{_fn_name(spec.reference)}{rsig}", f"kladder calls reference({', '.join(ins)}): "
+            found.add(("reference",), f"{_fn_name(spec.reference)}{rsig}{_defined_at(spec.reference)}", f"kladder calls reference({', '.join(ins)}): "
                       f"the non-Out args in the order declared ({e}); {REFERENCE_FIX}")
 
 
 def _fn_name(fn) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _defined_at(fn) -> str:
+    """' (defined at path:line)' for a Python function, '' for anything else: where to fix it."""
+    import inspect
+    import os
+    try:
+        code = inspect.unwrap(fn).__code__
+    except (AttributeError, ValueError):
+        return ""
+    path = code.co_filename
+    try:
+        rel = os.path.relpath(path)
+        path = rel if not rel.startswith("..") else path
+    except ValueError:
+        pass
+    return f" (defined at {path}:{code.co_firstlineno})"
 
 
 def _links(found: _Found) -> None:

@@ -1,5 +1,5 @@
 """Launchers that raise (tests/test_kernel_trace.py): a launcher whose signature does not take
-what the spec passes, one that raises inside torch through a helper of its own, and a Triton
+what the spec passes (refused when its spec is built: tests build it themselves), one that raises inside torch through a helper of its own, and a Triton
 kernel whose body raises (under the interpreter: an InterpreterError from the body's exception)."""
 import torch
 import triton
@@ -19,7 +19,10 @@ def ref(x, w, eps):
 ARGS = {"x": kl.Tensor("M N", dtype="float32"), "w": kl.Tensor("N", dtype="float32"), "eps": 1e-6}
 DIMS = {"M": kl.Dim(1, 64), "N": kl.Dim(2, 64)}
 
-signature = kl.Spec("signature", kernel=scale, reference=ref, args=ARGS, returns=kl.Tensor("M N", like="x"), dims=DIMS)
+
+def signature():
+    """The spec of `scale`: a SpecError when built (kladder binds the launcher's signature at load)."""
+    return kl.Spec("signature", kernel=scale, reference=ref, args=ARGS, returns=kl.Tensor("M N", like="x"), dims=DIMS)
 
 
 def matmul_scale(x, w, eps):
