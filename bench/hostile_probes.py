@@ -4,7 +4,7 @@ probe is a real `kladder` process, judged from outside.
 - point:   `kladder repro` with points that set PYTHONPATH, LD_PRELOAD (a real .so whose
            constructor writes a marker, where gcc is here), PYTHONSTARTUP, a declared variable
            with an undeclared value, and with fields out of the spec (rung, mode, seed, layouts,
-           config, a 50,000-deep and a 1 MB string, a call in a dict literal): code run = a marker
+           config, a 50,000-deep and a 100 KB string, a call in a dict literal): code run = a marker
            written by the point's code.
 - lost:    a full disk (a real 64 KiB tmpfs where this runs as root, else os.write failing with
            ENOSPC through a sitecustomize on the probe's own PYTHONPATH) under --json, under
@@ -179,28 +179,30 @@ def family_point(pr: Probes) -> None:
     envs += [("LD_PRELOAD", so)] if so else [("LD_PRELOAD", os.path.join(evil, "missing.so"))]
     cases = [(f"env {k}", TRIVIAL, {**base, "env": [[k, v]]}) for k, v in envs]
     cases += [("env declared var, undeclared value + PYTHONPATH", f"{CONDITIONS}::read_at_call",
-               {"spec": "read_at_call", "rung": 7, "dims": [["N", 129]], "mode": "dispatch",
+               {"spec": "fast_at_call", "rung": 7, "dims": [["N", 129]], "mode": "dispatch",
                 "env": [["KLT_FAST", "1"], ["PYTHONPATH", evil]]}),
               ("env declared var, value 'evil'", f"{CONDITIONS}::read_at_call",
-               {"spec": "read_at_call", "rung": 7, "dims": [["N", 129]], "mode": "dispatch", "env": [["KLT_FAST", "evil"]]})]
-    fields = {"rung 9": {"rung": 9}, "mode sanitize at rung 1": {"rung": 1, "mode": "sanitize"},
-              "seed 2**80": {"rung": 1, "seed": 1 << 80}, "seed -1": {"rung": 1, "seed": -1},
-              "layout 'diagonal'": {"rung": 3, "layouts": [["x", "diagonal"]]},
-              "layout on no tensor": {"rung": 3, "layouts": [["os", "sliced"]]},
-              "config value a list": {"rung": 1, "config": [["BLOCK", [1, 2]]]},
-              "repeat tool 'sh'": {"rung": 5, "mode": "sanitize", "repeat": [["tool", "sh"]]},
-              "ranks lag past world": {"rung": 6, "mode": "collective",
-                                       "ranks": [["world", 2], ["lag", 9], ["lag_us", 0], ["sizes", [1]]]},
-              "variant $PYTHONPATH": {"rung": 7, "mode": "flags", "variant": "$PYTHONPATH"}}
-    cases += [(f"field {k}", TRIVIAL, {"spec": "double", "dims": [["N", 2]], **v}) for k, v in fields.items()]
-    for name, ref, point in cases:
+               {"spec": "fast_at_call", "rung": 7, "dims": [["N", 129]], "mode": "dispatch", "env": [["KLT_FAST", "evil"]]})]
+    fields = {"rung 9": ("rung", {"rung": 9}), "mode sanitize at rung 1": ("mode", {"rung": 1, "mode": "sanitize"}),
+              "seed 2**80": ("seed", {"rung": 1, "seed": 1 << 80}), "seed -1": ("seed", {"rung": 1, "seed": -1}),
+              "layout 'diagonal'": ("layouts", {"rung": 3, "layouts": [["x", "diagonal"]]}),
+              "layout on no tensor": ("layouts", {"rung": 3, "layouts": [["os", "sliced"]]}),
+              "config value a list": ("config", {"rung": 1, "config": [["BLOCK", [1, 2]]]}),
+              "repeat tool 'sh'": ("repeat", {"rung": 5, "mode": "sanitize", "repeat": [["tool", "sh"]]}),
+              "ranks lag past world": ("ranks", {"rung": 6, "mode": "collective",
+                                                 "ranks": [["world", 2], ["lag", 9], ["lag_us", 0], ["sizes", [1]]]}),
+              "variant $PYTHONPATH": ("variant", {"rung": 7, "mode": "flags", "variant": "$PYTHONPATH"})}
+    cases = [(name, "env", ref, point) for name, ref, point in cases]
+    cases += [(f"field {k}", field, TRIVIAL, {"spec": "double", "dims": [["N", 2]], **v}) for k, (field, v) in fields.items()]
+    for name, field, ref, point in cases:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(marker)
         p = pr.kladder("repro", ref, json.dumps(point), "--device", "cpu", "--no-history")
-        pr.row("point", name, p, code_ran=os.path.exists(marker), refused=p.returncode == 2)
+        pr.row("point", name, p, code_ran=os.path.exists(marker), refused=p.returncode == 2,
+               names_the_field=f"POINT {field}" in p.stderr)
     texts = {"50,000-deep list": "[" * 50_000 + "]" * 50_000,
              "30,000-deep dims": '{"spec":"double","rung":1,"dims":' + "[" * 30_000 + "]" * 30_000 + "}",
-             "1 MB string": '{"spec":"' + "x" * (1 << 20) + '","rung":1,"dims":[["N",2]]}',
+             "100 KB string (one argument holds 128 KiB)": '{"spec":"' + "x" * 100_000 + '","rung":1,"dims":[["N",2]]}',
              "a call in a dict literal": "{'spec': __import__('os').system('touch " + marker + "'), 'rung': 1}"}
     for name, text in texts.items():
         with contextlib.suppress(FileNotFoundError):
@@ -208,7 +210,7 @@ def family_point(pr: Probes) -> None:
         p = pr.kladder("repro", TRIVIAL, text, "--device", "cpu", "--no-history")
         pr.row("point", name, p, code_ran=os.path.exists(marker), refused=p.returncode == 2)
     p = pr.kladder("repro", f"{CONDITIONS}::read_at_call", json.dumps(
-        {"spec": "read_at_call", "rung": 7, "dims": [["N", 129]], "mode": "dispatch", "env": [["KLT_FAST", "1"]]}),
+        {"spec": "fast_at_call", "rung": 7, "dims": [["N", 129]], "mode": "dispatch", "env": [["KLT_FAST", "1"]]}),
         "--device", "cpu", "--no-history")
     pr.row("point", "control: a declared variable and value runs", p, lost=p.returncode not in (0, 1))
 
@@ -529,23 +531,29 @@ def family_procs(pr: Probes) -> None:
 def summary(rows: list[dict]) -> dict:
     fams = {}
     for r in rows:
-        f = fams.setdefault(r["family"], {"probes": 0, "tracebacks": 0, "lost": 0, "code_ran": 0})
+        f = fams.setdefault(r["family"], {"probes": 0, "tracebacks": 0, "lost": 0, "code_ran": 0, "not_refused": 0,
+                                          "field_not_named": 0})
         f["probes"] += 1
+        f["not_refused"] += r.get("refused") is False           # a bad point or store that was not exit 2
+        f["field_not_named"] += r.get("names_the_field") is False
         f["tracebacks"] += r["traceback"]
         f["lost"] += r["lost"]
         f["code_ran"] += r["code_ran"]
-    total = {k: sum(f[k] for f in fams.values()) for k in ("probes", "tracebacks", "lost", "code_ran")}
+    total = {k: sum(f[k] for f in fams.values()) for k in ("probes", "tracebacks", "lost", "code_ran", "not_refused",
+                                                           "field_not_named")}
     return {"families": fams, "total": total}
 
 
 def markdown(result: dict) -> str:
     lines = [f"# Hostile probes ({result['src']})", "", f"{result['when']}, {result['machine']}; "
-             f"{result['seconds']:.0f} s.", "", "| family | probes | tracebacks | lost reports | code run from a point |",
-             "|---|---|---|---|---|"]
+             f"{result['seconds']:.0f} s.", "", "| family | probes | tracebacks | lost reports | code run from a point | not refused (exit 2) | "
+             "refused without naming the field |", "|---|---|---|---|---|---|---|"]
     for fam, f in result["summary"]["families"].items():
-        lines.append(f"| {fam} | {f['probes']} | {f['tracebacks']} | {f['lost']} | {f['code_ran']} |")
+        lines.append(f"| {fam} | {f['probes']} | {f['tracebacks']} | {f['lost']} | {f['code_ran']} | {f['not_refused']} | "
+                     f"{f['field_not_named']} |")
     t = result["summary"]["total"]
-    lines += [f"| **all** | {t['probes']} | {t['tracebacks']} | {t['lost']} | {t['code_ran']} |", "",
+    lines += [f"| **all** | {t['probes']} | {t['tracebacks']} | {t['lost']} | {t['code_ran']} | {t['not_refused']} | "
+              f"{t['field_not_named']} |", "",
               "| family | probe | exit | traceback | lost | code run | facts |", "|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         facts = {k: v for k, v in r.items() if k not in ("family", "probe", "exit", "traceback", "lost", "code_ran")}

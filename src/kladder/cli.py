@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .interrupts import install_early
+from .interrupts import install_early, python_defaults
 
 if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "kladder":
     install_early()         # first of all, before the imports below: a Ctrl-C or SIGTERM meanwhile ends it at once
@@ -185,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:                        # the program (not a caller's main([...])): signals end it cleanly from here
         install_early()
     args = build_parser().parse_args(argv)
+    if argv is None and not (args.cmd == "climb" or (args.cmd == "zoo" and args.zoo_cmd == "climb" and args.case)):
+        python_defaults()                   # one climb takes the signals over itself (cmd_climb); others as they were
     try:
         if args.cmd == "climb":
             return cmd_climb(args.ref, args)

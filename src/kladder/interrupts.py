@@ -127,6 +127,14 @@ def install_early() -> None:
             signal.signal(sig, early)
 
 
+def python_defaults() -> None:
+    """Python's own handlers back (a KeyboardInterrupt on SIGINT; SIGTERM ends the process), for
+    a command that is not one climb: bisect and the zoo's every-case climb catch Ctrl-C themselves."""
+    if _main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
