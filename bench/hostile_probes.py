@@ -12,9 +12,10 @@ probe is a real `kladder` process, judged from outside.
            damaged golden row under --golden and --golden=strict: lost = the verdict not printed,
            an output on a disk with room not written, the history not finished, a report that
            calls a rung passed with points missing, a 0-byte log, a torn line.
-- signals: SIGINT and SIGTERM, to the process alone and to its group, at moments spread over a
-           small climb while a CPU-bound process per core loads the machine: lost = no report
-           once the climb started, a partial or temporary file, a signal swallowed.
+- signals: SIGINT and SIGTERM, to the process alone and to its group, at moments of a small climb
+           (half spread over its start, half after its log, a point, two, its end record) while a
+           CPU-bound process per core loads the machine: lost = no report once the climb started,
+           a partial or temporary file, a signal swallowed, a torn log.
 - stored:  history, diff and golden on a history with garbage inside its pages and in
            climbs.fingerprint; report on JSON with rungs "x", points as strings, a fingerprint
            list, 100,000 levels deep.
@@ -347,17 +348,23 @@ def _signal_run(pr: Probes, folder: str) -> tuple[subprocess.Popen, str, str]:
 
 
 def _signal_verdict(p, out: str, log: str, sent: dict, err: str) -> dict:
+    """What a signalled climb left. Lost: a temporary or probe file, a log or report left by a climb
+    that wrote no whole report, a partial report, a signal swallowed (sent before the report was
+    written, a report not interrupted), a report whose exit status is not the process's, a torn
+    log. Nothing at all is right for a climb that had not started. A traceback counts where it
+    passes through kladder's code (one in the interpreter's own start, before kladder's first
+    line ran, is Python's and is shown apart)."""
     folder = os.path.dirname(out)
     left = sorted(os.listdir(folder))
-    facts = {"kind": "", "lost": False, "traceback": "Traceback" in err}
+    ours = "Traceback" in err and f"{os.sep}kladder{os.sep}" in err
+    facts = {"kind": "", "lost": False, "traceback": ours}
+    if "Traceback" in err and not ours:
+        facts["python_start_traceback"] = True
     if [f for f in left if f.endswith(".tmp") or f.startswith(".kladder-probe")]:
         facts.update(kind="temporary file left", lost=True)
         return facts
-    if sent.get("sent") and not sent["kladders"] and left == []:
-        facts.update(kind="before kladder's first line", traceback=False)   # Python's own start: nothing written
-        return facts
     if not os.path.exists(out):
-        facts.update(kind="before the climb started", lost=bool(left) or p.returncode != 130)
+        facts.update(kind="before the climb started" if not left else "files left without a report", lost=bool(left))
         return facts
     try:
         with open(out) as f:
@@ -377,6 +384,32 @@ def _signal_verdict(p, out: str, log: str, sent: dict, err: str) -> dict:
     return facts
 
 
+def _records(log: str) -> list[str]:
+    try:
+        with open(log) as f:
+            return [json.loads(line)["record"] for line in f.read().splitlines(keepends=True) if line.endswith("\n")]
+    except (OSError, ValueError):
+        return []
+
+
+def _moments(span: float, n: int) -> list[tuple[str, float]]:
+    """Half the moments are times spread over the climb's first 60 % (its imports, its worker's
+    start, the spec's import), half follow what it has done: its log made, a point logged, two,
+    its end record written (the report being written)."""
+    timed = [("start", 0.6 * span * (i + 0.5) / (n - n // 2)) for i in range(n - n // 2)]
+    events = [("header", 0.0), ("point", 0.0), ("points", 0.0), ("end", 0.0), ("end", 0.02), ("header", 0.05),
+              ("point", 0.1), ("points", 0.15), ("end", 0.05), ("end", 0.3)]
+    return timed + events[:n // 2]
+
+
+def _reached(event: str, log: str) -> bool:
+    if event == "start":
+        return True
+    records = _records(log)
+    return {"header": bool(records), "point": "point" in records, "points": records.count("point") >= 2,
+            "end": "end" in records}[event]
+
+
 def family_signals(pr: Probes, moments: int) -> None:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores)]
@@ -386,17 +419,22 @@ def family_signals(pr: Probes, moments: int) -> None:
         p.communicate(timeout=600)
         span = time.monotonic() - t0
         print(f"   signals: a climb takes {span:.1f} s under load ({cores} CPU-bound processes)", flush=True)
-        plan = [(sig, group, span * (i + 0.5) / moments) for sig in (signal.SIGINT, signal.SIGTERM)
-                for group in (False, True) for i in range(moments)]
+        plan = [(sig, group, event, delay) for sig in (signal.SIGINT, signal.SIGTERM) for group in (False, True)
+                for event, delay in _moments(span, moments)]
         for k in range(0, len(plan), 4):
             runs = []
-            for j, (sig, group, at) in enumerate(plan[k:k + 4]):
+            for j, (sig, group, event, delay) in enumerate(plan[k:k + 4]):
                 p, out, log = _signal_run(pr, os.path.join(pr.work, f"sig-{k + j}"))
-                runs.append({"sig": sig, "group": group, "at": at, "due": time.monotonic() + at, "p": p, "out": out,
-                             "log": log, "sent": None})
+                runs.append({"sig": sig, "group": group, "event": event, "delay": delay, "t0": time.monotonic(),
+                             "due": None, "p": p, "out": out, "log": log, "sent": None})
             while any(r["sent"] is None for r in runs):
+                now = time.monotonic()
                 for r in runs:
-                    if r["sent"] is None and time.monotonic() >= r["due"]:
+                    if r["sent"] is not None:
+                        continue
+                    if r["due"] is None and (r["p"].poll() is not None or _reached(r["event"], r["log"])):
+                        r["due"] = (r["t0"] if r["event"] == "start" else now) + r["delay"]
+                    if r["due"] is not None and now >= r["due"]:
                         kladders, written = _catches_sigterm(r["p"].pid), os.path.exists(r["out"])
                         try:
                             os.killpg(r["p"].pid, r["sig"]) if r["group"] else r["p"].send_signal(r["sig"])
@@ -408,7 +446,8 @@ def family_signals(pr: Probes, moments: int) -> None:
             for r in runs:
                 _, err = r["p"].communicate(timeout=600)
                 facts = _signal_verdict(r["p"], r["out"], r["log"], r["sent"], err)
-                name = f"{signal.Signals(r['sig']).name} to the {'group' if r['group'] else 'process'} at {r['at']:.2f} s"
+                name = (f"{signal.Signals(r['sig']).name} to the {'group' if r['group'] else 'process'} at "
+                        f"{r['event']} + {r['delay']:.2f} s")
                 pr.row("signals", name, r["p"], lost=facts["lost"], traceback=facts["traceback"], moment=facts["kind"])
     finally:
         for h in hogs:
