@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import importlib
 
+from .chain import Link, chain  # noqa: F401  (bound here: the submodule kladder.chain would shadow a lazy `chain`)
 from .version import __version__
 
-# Where each public name lives: imported at its first use (PEP 562), so that `import kladder`
-# costs nothing until a name is used and `kladder climb` reaches its signal handler in the first
-# milliseconds of its life (a Ctrl-C during the imports before it was a traceback).
-_HOME = {"Link": "chain", "chain": "chain", "Point": "point",
+# Where each other public name lives: imported at its first use (PEP 562), so that `import
+# kladder` costs little until a name is used and `kladder climb` reaches its signal handler early
+# in its life (a Ctrl-C during the imports before it was a traceback).
+_HOME = {"Point": "point",
          **{name: "spec" for name in ("DEFAULT_TOLERANCES", "Collective", "Dim", "Expect", "Flag", "Invariant", "Out",
                                       "Size", "Config", "Calls", "Spec", "SpecError", "Tensor", "Tolerance")}}
 
