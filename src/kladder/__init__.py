@@ -6,25 +6,30 @@ failed, where in the output, and the one command that reproduces it.
 """
 from __future__ import annotations
 
-from .chain import Link, chain
-from .point import Point
-from .spec import (
-    DEFAULT_TOLERANCES,
-    Collective,
-    Dim,
-    Expect,
-    Flag,
-    Invariant,
-    Out,
-    Size,
-    Config,
-    Calls,
-    Spec,
-    SpecError,
-    Tensor,
-    Tolerance,
-)
+import importlib
+
+from .chain import Link, chain  # noqa: F401  (bound here: the submodule kladder.chain would shadow a lazy `chain`)
 from .version import __version__
+
+# Where each other public name lives: imported at its first use (PEP 562), so that `import
+# kladder` costs little until a name is used and `kladder climb` reaches its signal handler early
+# in its life (a Ctrl-C during the imports before it was a traceback).
+_HOME = {"Point": "point",
+         **{name: "spec" for name in ("DEFAULT_TOLERANCES", "Collective", "Dim", "Expect", "Flag", "Invariant", "Out",
+                                      "Size", "Config", "Calls", "Spec", "SpecError", "Tensor", "Tolerance")}}
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kladder' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))
+
 
 __all__ = ["Spec", "Tensor", "Out", "Dim", "Size", "Config", "Calls", "Tolerance", "Invariant", "Expect", "Flag", "Collective", "SpecError", "Point", "Link", "chain",
            "capture", "DEFAULT_TOLERANCES", "climb", "inputs", "assert_close", "__version__"]

@@ -3,18 +3,26 @@
 A bad option or spec is one line on stderr that names it, what was given and the fix, with
 exit status 2; a climb exits 0 (every point that ran passed), 1 (a point failed or could not
 be judged), 2 (it could not start: a usage problem, a device others held), 5 (no point ran) or
-130 (interrupted), and its JSON says the same."""
+130 (interrupted: SIGINT or SIGTERM, interrupts.py), and its JSON says the same. An output that
+could not be written (a full disk) is said on stderr after the verdict, and the exit status
+stays the verdict's: the verdict is the kernel's, the disk is not."""
 from __future__ import annotations
 
-import argparse
-import datetime
 import os
-import signal
 import sys
 
-from .devicestart import DeviceStartError
-from .session import UsageProblem, climb_options, device_of, log_path, usage_errors, writable
-from .version import __version__
+from .interrupts import install_early, python_defaults
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "kladder":
+    install_early()         # first of all, before the imports below: a Ctrl-C or SIGTERM meanwhile ends it at once
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import datetime  # noqa: E402
+
+from .devicestart import DeviceStartError  # noqa: E402
+from .session import UsageProblem, climb_options, device_of, log_path, usage_errors, writable  # noqa: E402
+from .version import __version__  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 INTERRUPTED = 130           # report.data.INTERRUPTED
@@ -187,7 +195,11 @@ def _bisect_parser(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:                        # the program (not a caller's main([...])): signals end it cleanly from here
+        install_early()
     args = build_parser().parse_args(argv)
+    if argv is None and not (args.cmd == "climb" or (args.cmd == "zoo" and args.zoo_cmd == "climb" and args.case)):
+        python_defaults()                   # one climb takes the signals over itself (cmd_climb); others as they were
     try:
         if args.cmd == "climb":
             return cmd_climb_paths(args)
@@ -299,6 +311,8 @@ def cmd_climb(ref: str, args) -> int:
             pool.close()
         if started.get("store") is not None:
             started["store"].close()
+    if guard.seen:                          # what failed after a signal failed of it (an import torn half-way): interrupted
+        problem = None
     if report is None:                      # --json or --log cannot be written: nothing to write a report to
         if problem is None:
             print("kladder: interrupted before the climb started", file=sys.stderr)
@@ -423,7 +437,10 @@ def _climb_device(args) -> str:
 def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     """The report finished and written. A Ctrl-C while it is written marks it interrupted and
     writes it again; once it is written, SIGINT is ignored to the end (Python's shutdown puts
-    back the default handler, which would end the process with the report saying otherwise)."""
+    back the default handler, which would end the process with the report saying otherwise).
+    A finished climb is never lost to one output: the JSON, the history and the HTML are each
+    written where they can be, the verdict printed, and only then is a write that failed said
+    (one line each); the exit status stays the verdict's (report.exit_code, as the JSON says)."""
     from .ladder import BUILT, end_climb
     from .report.terminal import render_text
     if problem is not None:
@@ -431,19 +448,20 @@ def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     if not report.fingerprint:               # no worker started: the environment as this process sees it
         from .fingerprint import fingerprint, source_file
         report.fingerprint = fingerprint(source_file(report.ref), None)
+    failed: dict[str, str] = {}
     seen = None
     while seen != guard.seen:
         seen = guard.seen
         end_climb(report, rungs or BUILT, seen)
         if report.golden is None:            # the climb's on_end made it, unless no climb ran
             _golden_check(report, args)      # in the report (--json, --html) as typed data
-        if args.json and not _write_json(args.json, report):
-            return EXIT_USAGE
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if args.json:
+            _write_json(args.json, report, failed)
+    guard.ignore()                           # written: from here on no signal ends the process mid-way
     if recorder is not None:
         recorder.end(report)
-    if args.html and not _write_html(args.html, report):
-        return EXIT_USAGE
+    if args.html:
+        _write_html(args.html, report, failed)
     if report.kladder_error:
         x = report.kladder_error
         print(f"{x['trace']}kladder: kladder's own error ended the climb (not the kernel's): {x['error']}: {x['text']}; "
@@ -451,20 +469,35 @@ def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     if report.start_error:
         print(f"kladder: error: {report.start_error['message']}", file=sys.stderr)
     else:
-        sys.stdout.write(render_text(report, color=_color(args.color), verbose=getattr(args, "verbose", False)))
+        _say(lambda: sys.stdout.write(render_text(report, color=_color(args.color), verbose=getattr(args, "verbose", False))))
+    for line in failed.values():
+        print(line, file=sys.stderr)
     return report.exit_code                  # --golden=strict's failure in it (report.golden.fails)
 
 
-def _write_html(path: str, report) -> bool:
+def _say(write) -> None:
+    """The terminal report printed; a terminal that is gone (a closed pipe, a full disk under a
+    redirect) loses only itself, never the outputs written before it nor the exit status."""
+    try:
+        write()
+        sys.stdout.flush()
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        with contextlib.suppress(OSError):
+            print(f"kladder: error: the report could not be printed ({e.strerror or e}); --json, --html and the "
+                  "history hold it where they were written", file=sys.stderr)
+
+
+def _write_html(path: str, report, failed: dict) -> None:
     from .report.html import report_html
     from .report.jsonout import report_dict, strict, write_atomic
     try:
         write_atomic(path, report_html(strict(report_dict(report))))
     except OSError as e:
-        print(f"kladder: error: --html {path!r}: could not write the report ({e.strerror or e}); give a file in a "
-              "folder you can write to", file=sys.stderr)
-        return False
-    return True
+        failed["--html"] = (f"kladder: error: --html {path!r}: could not write the report ({e.strerror or e}); the "
+                            "verdict above stands; write it again with `kladder report REPORT.json --html FILE` from "
+                            "--json, or climb again with a file in a folder you can write to")
 
 
 def _golden_check(report, args) -> None:
@@ -472,14 +505,22 @@ def _golden_check(report, args) -> None:
     golden_check(report, args)
 
 
-def _write_json(path: str, report) -> bool:
+def _write_json(path: str, report, failed: dict | None = None) -> bool:
+    """--json written whole; a write that fails is kept in `failed` (said after the verdict), or
+    said at once where no verdict follows (`failed` None)."""
     from .report.jsonout import write_report
     try:
         write_report(path, report)
     except OSError as e:
-        print(f"kladder: error: --json {path!r}: could not write the report ({e.strerror or e}); give a file in a "
-              "folder you can write to", file=sys.stderr)
+        line = (f"kladder: error: --json {path!r}: could not write the report ({e.strerror or e}); give a file in a "
+                "folder you can write to")
+        if failed is None:
+            print(line, file=sys.stderr)
+        else:
+            failed["--json"] = line + " (the verdict above stands)"
         return False
+    if failed is not None:
+        failed.pop("--json", None)           # written again whole after a Ctrl-C: the earlier failure is gone
     return True
 
 

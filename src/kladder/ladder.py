@@ -10,9 +10,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
+import errno
 import json
 import os
 import shlex
+import stat
+import sys
 import tempfile
 import threading
 import time
@@ -393,12 +396,14 @@ def _batches(points: list[Point], device: str) -> Iterator[list[Point]]:
 
 
 def _result(future):
-    """A lane's outcome; waits in short steps so that Ctrl-C reaches the main thread at once."""
+    """A lane's outcome; waits in short steps so that Ctrl-C reaches the main thread at once (and
+    one whose KeyboardInterrupt was swallowed on its way stops the climb all the same)."""
+    from .interrupts import check_current
     while True:
         try:
             return future.result(timeout=0.25)
         except FutureTimeout:
-            continue
+            check_current()
 
 
 def _replayed(first: Outcome, again: Outcome) -> None:
@@ -453,15 +458,17 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
             if opts.log_path:
                 with guard.held():            # the log is made with its header record, never empty
                     log = Log(opts.log_path, report, opts)
-                    report.log_path = opts.log_path
+                    report.log_path = opts.log_path if log.working else ""
             plan_rungs(report, opts.rungs)
             for rr in report.rungs:
+                guard.check()             # a signal whose KeyboardInterrupt was swallowed stops the climb here
                 if rr.climbed and report.stopped_at is not None:
                     rr.climbed, rr.stopped = False, True          # -x: stopped at an earlier rung's failure
                 elif rr.climbed:
                     _climb_rung(rr, spec, budget, runner, report, log, opts, slicer, reuse)
                     if opts.exitfirst and rr.failed:
                         report.stopped_at = rr.rung
+            guard.check()
             if opts.shrink_s > 0 and report.failures:
                 _shrink(report, runner, opts)
         finally:
@@ -533,6 +540,7 @@ def _slicer(opts: Options, spec: Spec, device: str):
 
 
 def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options, slicer=None, reuse=None):
+    from .interrupts import check_current
     t0 = time.perf_counter()
     extra = _rung_options(rr.rung, opts, runner)
     points = list(rung_points(spec, rr.rung, budget, opts.seed, **extra))
@@ -540,6 +548,7 @@ def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts:
         points = _shard_points(slicer, rr.rung, points, spec, budget, opts, extra)
     if opts.first:                            # --lf: last time's failures first
         points.sort(key=lambda p: p.id not in opts.first)
+    rr.planned = len(points)
     progress = opts.progress
     if progress:
         progress.rung_started(rr, len(points))
@@ -557,6 +566,7 @@ def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts:
                 progress.point_done(outcome)
             if opts.on_outcome:
                 opts.on_outcome(outcome)
+            check_current()                  # between points: a swallowed signal stops the rung here
     except KeyboardInterrupt:
         rr.interrupted = True
         raise
@@ -592,14 +602,29 @@ class Log:
     arrives, and a closing record, so that a reader tells a finished climb from a killed one.
     Every record carries the climb's run id (climbs may share a --log file). Each record is one
     write(2) of one whole line on a file opened O_APPEND: a reader, or a climb killed at any
-    moment, never sees a torn record, and two climbs appending to one file never interleave."""
+    moment, never sees a torn record, and two climbs appending to one file never interleave.
+
+    The log never ends a climb: a write that fails (a full disk) takes back the part of its line
+    that reached the file, says so once on stderr and stops the log there, and the climb goes on
+    to its report; a log that could not take even its header is removed (never a 0-byte file)."""
 
     def __init__(self, path: str, report: ClimbReport, opts: Options):
         from .fingerprint import fingerprint, source_file
-        self.run_id = report.run_id
+        self.path, self.run_id = path, report.run_id
+        self.fd: int | None = None
+        self.records = 0
+        self.created = False
         header = {"record": "header", **header_dict(report, opts, fingerprint(source_file(report.ref), None))}
-        self.fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            self.fd, self.created = _open_log(path)
+        except OSError as e:
+            self._stop(e)
+            return
         self._write(header)
+
+    @property
+    def working(self) -> bool:
+        return self.fd is not None
 
     def point(self, outcome: Outcome) -> None:
         self._write({"record": "point", "run_id": self.run_id, **outcome_dict(outcome)})
@@ -607,19 +632,77 @@ class Log:
     def close(self, report: ClimbReport) -> None:
         if self.fd is None:
             return
-        try:
-            self._write({"record": "end", **end_dict(report)})
-            with contextlib.suppress(OSError):       # not a file that syncs (/dev/null, a pipe): written all the same
-                os.fsync(self.fd)
-        finally:
+        self._write({"record": "end", **end_dict(report)})
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):           # not a file that syncs (/dev/null, a pipe): written all the same
+            os.fsync(self.fd)
+        with contextlib.suppress(OSError):
             os.close(self.fd)
-            self.fd = None
+        self.fd = None
 
     def _write(self, record: dict) -> None:
-        line = (dumps(record) + "\n").encode()
-        done = os.write(self.fd, line)             # one call: O_APPEND puts the whole line at the end
-        while done < len(line):                     # a short write (a full disk): the rest, still in order
-            done += os.write(self.fd, line[done:])
+        if self.fd is None:
+            return
+        try:
+            _append(self.fd, (dumps(record) + "\n").encode())
+        except OSError as e:
+            self._stop(e)
+            return
+        self.records += 1
+
+    def _stop(self, e: OSError) -> None:
+        """The log stops here, said once; a file this climb made and could not write a byte to is removed."""
+        fd, self.fd = self.fd, None
+        empty = False
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                empty = self.created and os.fstat(fd).st_size == 0
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if empty:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        what = "was removed (empty)" if empty else f"keeps its first {self.records} whole records" if self.records else \
+            "was not made"
+        print(f"kladder: warning: the log {self.path!r} could not be written ({e.strerror or e}); it {what} and stops "
+              "here, the climb goes on (its report holds every point)", file=sys.stderr, flush=True)
+
+
+def _open_log(path: str) -> tuple[int, bool]:
+    """The log's file for appending, and whether this call made it (so that a log that never took
+    a line can be removed without removing another climb's file, or /dev/full)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    try:
+        return os.open(path, flags | os.O_EXCL, 0o666), True
+    except FileExistsError:
+        return os.open(path, flags, 0o666), False
+
+
+def _append(fd: int, line: bytes) -> None:
+    """One line at the end of the file in one write(2) (O_APPEND puts it whole at the end); a
+    short write (a disk that fills) is finished in order, and a write that fails then takes back
+    the part that landed, so the file holds whole lines only."""
+    done = os.write(fd, line)
+    while done < len(line):
+        try:
+            n = os.write(fd, line[done:])
+            if n == 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        except OSError:
+            _take_back(fd, done)
+            raise
+        done += n
+
+
+def _take_back(fd: int, landed: int) -> None:
+    """Truncate the `landed` bytes of a torn line, where they are still the file's last bytes
+    (another climb appending to the same file since then: left as it is, its lines whole)."""
+    with contextlib.suppress(OSError):
+        end = os.lseek(fd, 0, os.SEEK_CUR)         # after an O_APPEND write: the end of what it wrote
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_size == end and end >= landed:
+            os.ftruncate(fd, end - landed)
 
 
 LOG_FOLDER = os.path.join(".kladder", "log")

@@ -145,9 +145,31 @@ def _retry(fn):
             pause = min(pause * 2, 0.5)
 
 
+class Damaged(HistoryError):
+    """The file is SQLite but a page or a row of it is not what kladder wrote (a disk error, an
+    edit by hand): reading it says which, never a traceback."""
+
+
+def _reading(fn):
+    """A read of the history: a damaged page (sqlite3.DatabaseError: 'database disk image is
+    malformed') is a Damaged error naming the file."""
+    def read(self, *a, **kw):
+        try:
+            return fn(self, *a, **kw)
+        except sqlite3.DatabaseError as e:
+            raise Damaged(f"{self.path!r} is damaged ({e})") from None
+    read.__name__, read.__doc__ = fn.__name__, fn.__doc__
+    return read
+
+
 class History:
+    """One history file. Rows whose JSON is not what kladder wrote are left out of what the
+    reads return and named in `damaged` (\"climb #3's fingerprint is not JSON\"): the commands refuse
+    a history with any (history/commands.py), a climb's --golden warns and goes on."""
+
     def __init__(self, path: str):
         self.path = path
+        self.damaged: list[str] = []
         folder = os.path.dirname(os.path.abspath(path))
         try:
             os.makedirs(folder, exist_ok=True)
@@ -235,32 +257,46 @@ class History:
 
     # ------------------------------------------------------------------ reading
 
+    @_reading
     def climbs(self, spec: str | None = None, limit: int | None = None) -> list[dict]:
         """Newest first, each with its point counts by status."""
         where, args = ("WHERE spec = ?", [spec]) if spec else ("", [])
         q = f"SELECT * FROM climbs {where} ORDER BY id DESC" + (f" LIMIT {int(limit)}" if limit else "")
         out = []
         for r in self.db.execute(q, args).fetchall():
-            d = _climb_row(r)
+            d = self._climb_row(r)
+            if d is None:
+                continue
             d["counts"] = dict(self.db.execute("SELECT status, COUNT(*) FROM points WHERE climb_id = ? GROUP BY status",
                                                (r["id"],)).fetchall())
             out.append(d)
         return out
 
+    @_reading
     def climb(self, ref: str) -> dict | None:
         """A climb by its number or its run id."""
         if ref.isdigit():
             r = self.db.execute("SELECT * FROM climbs WHERE id = ?", (int(ref),)).fetchone()
         else:
             r = self.db.execute("SELECT * FROM climbs WHERE run_id = ?", (ref,)).fetchone()
-        return None if r is None else _climb_row(r)
+        return None if r is None else self._climb_row(r)
 
+    @_reading
     def points(self, climb_id: int) -> list[dict]:
         rows = self.db.execute("SELECT * FROM points WHERE climb_id = ? ORDER BY seq", (climb_id,)).fetchall()
-        return [{"id": r["point_id"], "rung": r["rung"], "status": r["status"], "failure": r["failure"],
-                 "seconds": r["seconds"], "stages": json.loads(r["stages"] or "{}"), "hashes": json.loads(r["hashes"] or "{}"),
-                 "nondeterministic": bool(r["nondeterministic"]), "point": json.loads(r["point"] or "null"),
-                 "load": json.loads(r["load"]) if r["load"] else None, "reused_from": r["reused_from"]} for r in rows]
+        out = []
+        for r in rows:
+            where = f"climb #{climb_id}'s point {r['seq']} ({r['point_id']!r})"
+            stages, hashes = self._json(r["stages"] or "{}", where, "stages"), self._json(r["hashes"] or "{}", where, "hashes")
+            point = self._json(r["point"] or "null", where, "point", (dict, type(None)))
+            load = self._json(r["load"], where, "load") if r["load"] else None
+            if BAD in (stages, hashes, point, load):
+                continue
+            out.append({"id": r["point_id"], "rung": r["rung"], "status": r["status"], "failure": r["failure"],
+                        "seconds": r["seconds"], "stages": stages, "hashes": hashes,
+                        "nondeterministic": bool(r["nondeterministic"]), "point": point, "load": load,
+                        "reused_from": r["reused_from"]})
+        return out
 
     def point_seconds(self, spec: str, device: str, climbs: int = 3) -> list[tuple[dict, float]]:
         """(point, seconds) of every point the newest `climbs` finished climbs and pytest runs of
@@ -296,9 +332,30 @@ class History:
                               (row["id"],)).fetchall()
         return row["id"], [r["point_id"] for r in ids]
 
+    @_reading
     def rungs(self, climb_id: int) -> dict[int, dict]:
         rows = self.db.execute("SELECT * FROM rungs WHERE climb_id = ?", (climb_id,)).fetchall()
         return {r["rung"]: {"verdict": r["verdict"], "seconds": r["seconds"]} for r in rows}
+
+    def _json(self, text, where: str, field: str, kinds=dict):
+        """A JSON column as kladder wrote it (an object, by default), or BAD with the row named in `damaged`."""
+        try:
+            v = json.loads(text)
+        except (TypeError, ValueError, RecursionError) as e:
+            self.damaged.append(f"{where}: {field} is not JSON ({_short(text)}: {e})")
+            return BAD
+        if not isinstance(v, kinds):
+            self.damaged.append(f"{where}: {field} is a {type(v).__name__} ({_short(text)}), not what kladder writes")
+            return BAD
+        return v
+
+    def _climb_row(self, r: sqlite3.Row) -> dict | None:
+        d = dict(r)
+        where = f"climb #{d['id']}"
+        d["fingerprint"] = self._json(d["fingerprint"] or "{}", where, "fingerprint")
+        d["toolchain"] = self._json(d.get("toolchain") or "{}", where, "toolchain")
+        d["golden"] = self._json(d["golden"], where, "golden") if d.get("golden") else None
+        return None if BAD in (d["fingerprint"], d["toolchain"], d["golden"]) else d
 
     # ------------------------------------------------------------------ golden hashes
 
@@ -312,26 +369,33 @@ class History:
                              json.dumps(target)) for p in points])
         return len(points)
 
+    @_reading
     def golden(self, spec: str, target: dict | None = None) -> list[dict]:
         """The golden hashes of `spec`: for `target` only, or for every target it has."""
         q, args = "SELECT * FROM golden WHERE spec = ?", [spec]
         if target is not None:
             q, args = q + " AND target = ?", [spec, json.dumps(target, sort_keys=True)]
-        return [{"id": r["point_id"], "hashes": json.loads(r["hashes"]), "recorded": r["recorded"],
-                 "target": json.loads(r["target"]), "climb_id": r["climb_id"]} for r in self.db.execute(q, args).fetchall()]
+        out = []
+        for r in self.db.execute(q, args).fetchall():
+            where = f"the golden row of spec {spec!r}, point {r['point_id']!r}"
+            hashes, kept_for = self._json(r["hashes"], where, "hashes"), self._json(r["target"], where, "target")
+            if BAD not in (hashes, kept_for):
+                out.append({"id": r["point_id"], "hashes": hashes, "recorded": r["recorded"], "target": kept_for,
+                            "climb_id": r["climb_id"]})
+        return out
+
+
+BAD = object()        # a column that is not what kladder wrote (History._json)
+
+
+def _short(text) -> str:
+    t = repr(text)
+    return t if len(t) <= 60 else t[:57] + "..."
 
 
 def _statements(script: str) -> list[str]:
     lines = [line.split("--")[0] for line in script.splitlines()]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
-
-
-def _climb_row(r: sqlite3.Row) -> dict:
-    d = dict(r)
-    d["fingerprint"] = json.loads(d["fingerprint"] or "{}")
-    d["toolchain"] = json.loads(d.get("toolchain") or "{}")
-    d["golden"] = json.loads(d["golden"]) if d.get("golden") else None
-    return d
 
 
 def _commit(fp: dict) -> str | None:

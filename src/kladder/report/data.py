@@ -33,6 +33,7 @@ class RungReport:
     note: str = ""                       # why a rung was not climbed
     interrupted: bool = False            # Ctrl-C arrived while it ran: its points so far are kept
     stopped: bool = False                # not climbed: -x stopped the climb at an earlier rung's failure (ClimbReport.stopped_at)
+    planned: int | None = None           # the points it was to run (None: not known, a merged report's)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -52,6 +53,8 @@ class RungReport:
         if self.interrupted:
             return "interrupted"
         c = self.counts
+        if self.planned is not None and len(self.outcomes) < self.planned and not (c[Status.FAILED] or c[Status.FLAKY]):
+            return "incomplete"              # it stopped before its last point (kladder's own error): never "passed"
         if c[Status.FAILED] or c[Status.FLAKY]:
             return "failed"
         if any(c[s] for s in STATUSES if s not in (Status.PASSED, Status.SKIPPED)):

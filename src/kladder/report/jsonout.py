@@ -8,6 +8,7 @@ reader). docs/report.schema.json describes both the report and the log's records
 bumped whenever a field changes meaning or goes away."""
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import math
@@ -46,33 +47,49 @@ def write_atomic(path: str, text: str) -> None:
     """`text` at `path`, all of it or none: written to a new file in the same folder (a rename
     is atomic only within one file system), flushed to the disk, then renamed over `path`. A
     reader, a crash or a Ctrl-C in between sees the old file or the new one, never a 0-byte or
-    half-written one."""
+    half-written one; a write that fails (a full disk: ENOSPC) raises OSError with the old file
+    in place and no temporary file left behind, whatever moment it fails at."""
     folder = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}-{secrets.token_hex(3)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)   # 0o666 less the umask, as open() makes it
+    data, fd, done = text.encode(), None, False
     try:
-        data = text.encode()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)   # 0o666 less the umask, as open() makes it
         while data:
             data = data[os.write(fd, data):]
         os.fsync(fd)
-    except BaseException:
         os.close(fd)
+        fd = None
+        os.replace(tmp, path)
+        done = True
+    finally:
+        if not done:
+            _discard(fd, tmp)
+
+
+def _discard(fd: int | None, tmp: str) -> None:
+    """A temporary file given up: closed and removed (it may not have been made at all)."""
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with contextlib.suppress(OSError):
         os.unlink(tmp)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
 
 
 def cannot_write(folder: str) -> str | None:
     """Why files cannot be made in `folder` (made first if missing), or None when they can: a
-    real file is made and removed (os.access says yes to root on a read-only mount)."""
+    real file is made and removed (os.access says yes to root on a read-only mount), removed
+    whatever moment a signal comes at."""
+    probe = None
     try:
         os.makedirs(folder, exist_ok=True)
         probe = os.path.join(folder, f".kladder-probe-{os.getpid()}-{secrets.token_hex(3)}")
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        os.unlink(probe)
     except OSError as e:
         return e.strerror or str(e)
+    finally:
+        if probe is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
     return None
 
 

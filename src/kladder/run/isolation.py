@@ -28,6 +28,7 @@ import time
 from ..outcome import Load, Outcome, Stage
 from ..point import Point
 from . import faults
+from .reaper import end_descendants
 
 STARTUP_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = {"cpu": 120.0, "cuda": 120.0}
@@ -67,6 +68,7 @@ def hold_lifeline() -> None:
                 pass
         except OSError:
             pass
+        end_descendants(os.getpid())            # the kernel's processes that left the group (run/reaper.py)
         os.killpg(os.getpgid(0), signal.SIGKILL)
 
     threading.Thread(target=wait, name="kladder-lifeline", daemon=True).start()
@@ -270,6 +272,7 @@ class Worker:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
+            end_descendants(self.proc.pid)      # a kernel's processes, in the worker's group or not (run/reaper.py)
             if isinstance(self.proc, subprocess.Popen):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(self.proc.pid, signal.SIGKILL)

@@ -3,7 +3,8 @@ stdin, one JSON line per outcome on the protocol pipe. Anything the kernel print
 stderr, which the parent keeps per point, so it cannot corrupt the protocol.
 
 The worker answers for everything kladder does: its own errors come back as BROKEN outcomes,
-so a worker that ends without an answer was ended by the kernel. It dies with its parent (isolation.hold_lifeline)."""
+so a worker that ends without an answer was ended by the kernel. It dies with its parent (isolation.hold_lifeline),
+and every process a kernel starts dies with it (run/reaper.py: a subreaper on Linux)."""
 from __future__ import annotations
 
 import faulthandler
@@ -12,6 +13,8 @@ import os
 import sys
 
 from .isolation import hold_lifeline
+from .reaper import end_descendants, subreaper
+
 
 def setup_torch(device: str, light: bool = False) -> dict:
     """torch as every point runs under it; returns the hello's device facts. `light`: without
@@ -74,10 +77,12 @@ def serve(spec, device: str, lines, proto) -> None:
                                 "children_cpu_s": round(forkserver.CPU.s, 3)}) + "\n")
         proto.flush()
         if result.fatal:
+            end_descendants(os.getpid())
             os._exit(3)
 
 
 def main(argv: list[str]) -> int:
+    subreaper()                                # every process a kernel starts stays below this one (run/reaper.py)
     hold_lifeline()
     ref, device = argv[0], argv[1]
     os.environ["KLADDER_SPEC_REF"] = ref        # modes that start processes of their own (jitcache)
@@ -100,6 +105,7 @@ def main(argv: list[str]) -> int:
     serve(spec, device, sys.stdin, proto)
     sys.stdout.flush()
     sys.stderr.flush()
+    end_descendants(os.getpid())               # the kernel's processes end with the worker, wherever they went
     os._exit(0)                                # stdin closed: no interpreter teardown to wait for
 
 
