@@ -84,6 +84,7 @@ class Judge:
     warnings: list[Finding] = field(default_factory=list)
     note: Note | None = None
     unjudged: Note | None = None       # a failure that Triton's interpreter explains (run/interpreter.py)
+    broken: Note | None = None         # the spec's problem found while judging (a reference that is not independent)
     _open: _Open | None = None
     _stream: object = None             # rung 5's stream, batch by batch (repetition.StreamTally)
 
@@ -147,9 +148,9 @@ class Judge:
         self.warnings.append(Finding(Check.UNCAPTURED, facts=UncapturedFacts(**facts)))
 
     def traces(self, traces) -> None:
-        f = independence.shared_code(traces)
-        if f:
-            self.findings.insert(0, f)
+        """A reference that runs the kernel's own code: the spec's problem, kept apart from the
+        kernel's findings (the point is BROKEN, never a failure of the kernel)."""
+        self.broken = independence.shared_code(traces) or self.broken
 
     def scores(self, measured: dict) -> None:
         found, self.note = model_score.judge(self.spec, measured)
