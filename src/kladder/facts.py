@@ -124,7 +124,7 @@ class LoadFacts(Facts):
     seconds: float = 0.0
     alone: str | None = None    # the alone run's Status
     alone_s: float = 0.0
-    host_used_bytes: int | None = opt()    # the host's memory in use (MemTotal - MemAvailable) once the point ended
+    host_used_bytes: int | None = opt()    # the host's memory in use once the point ended, when it was full
     host_total_bytes: int | None = opt()
     oom_kills: int | None = opt()          # the kernel's out-of-memory killer's kills while the point ran (/proc/vmstat)
     waited_s: float | None = opt()         # seconds the run alone waited for others' memory to free

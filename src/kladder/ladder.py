@@ -26,7 +26,7 @@ from .outcome import Check, Load, Note, NoteKind, Outcome, Replay, Status
 from .point import Point
 from .report.data import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
-from .run import faults
+from .run import faults, isolation
 from .run.isolation import HOST_BUSY_CORES, Lane, Pool, child_processes, stage_budget, worker_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
 from .sizes import CPU_BUDGET, budget_for, is_big, numel_of, total_bytes
@@ -218,13 +218,16 @@ class Runner:
         with self._lanes_lock:
             self._idle.append(lane)
 
-    def _on_lane(self, point: Point, timeout: float, fresh: bool, alone: bool = False) -> tuple[Outcome, Load]:
+    def _on_lane(self, point: Point, timeout: float, fresh: bool, alone: bool = False,
+                 wait_memory: bool = False) -> tuple[Outcome, Load]:
         """One run of the point on a lane, and what else used the device or the host meanwhile.
-        `alone`: no other lane runs a point meanwhile (those in flight are waited for)."""
+        `alone`: no other lane runs a point meanwhile (those in flight are waited for); with
+        `wait_memory`, and then for others' memory to free (bounded: faults.MEMORY_WAIT_S)."""
         with self._gate.alone() if alone else self._gate.shared():
             lane = self._checkout()
             seen = self._began()
             try:
+                waited = self._wait_memory(lane) if wait_memory else None
                 outcome = lane.run(point, timeout, fresh=fresh, budget_s=stage_budget(self.spec, self.device, point,
                                                                                       self.timeout_s))
                 load = lane.load                   # read before another thread takes the lane
@@ -240,7 +243,24 @@ class Runner:
                 outcome.note.facts, elements=sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)))
         for k, v in held.items():
             setattr(load, k, v if v is not None else getattr(load, k))
+        load.waited_s = waited
         return outcome, load
+
+    def _wait_memory(self, lane: Lane) -> float:
+        """Before a run alone after one that ended for memory: wait until others no longer hold the
+        device's memory (CUDA) nor the host's, up to faults.MEMORY_WAIT_S; the seconds waited."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < faults.MEMORY_WAIT_S and faults.memory_held(self._memory_now(lane.gpu)):
+            time.sleep(faults.MEMORY_POLL_S)
+        return round(time.monotonic() - t0, 1)
+
+    def _memory_now(self, gpu: str | None) -> Load:
+        """Who holds memory now: others' on the CUDA device, and the host's when it is full."""
+        now = Load(**isolation.device_load(gpu, self.pool.pids())) if self.device == "cuda" else Load()
+        used, total = isolation.host_memory()
+        if used is not None and used >= isolation.HOST_FULL_SHARE * total:
+            now.host_used_bytes, now.host_total_bytes = used, total
+        return now
 
     def _began(self) -> list[int]:
         with self._lanes_lock:
@@ -260,10 +280,18 @@ class Runner:
         """A run; one that hung, crashed, faulted or ran out of memory while other work used the
         device or the host is re-run alone, in a fresh worker with the other lanes held back,
         before it is reported (run/faults.py under_load says what each result becomes)."""
+        from .devicestart import DeviceStartError
         outcome, load = self._on_lane(point, timeout, fresh)
         if not faults.load_sensitive(outcome) or not busy(load) or point.mode in OWN_PROCESS_MODES:
             return outcome
-        alone, alone_load = self._on_lane(point, timeout, True, alone=True)
+        memory = faults.memory_exhausted(outcome, load)
+        try:
+            alone, alone_load = self._on_lane(point, timeout, True, alone=True, wait_memory=memory)
+        except DeviceStartError as e:
+            if not memory:
+                raise
+            # the run alone could not start its worker for lack of device memory: never the kernel's
+            alone, alone_load = faults.could_not_start(point, e.error), self._memory_now(e.gpu)
         return faults.under_load(outcome, alone, load, alone_load)
 
     def _first(self, point: Point) -> Outcome:
@@ -307,7 +335,7 @@ class Runner:
 def busy(load: Load) -> bool:
     """Anything else used the device or the host while the point ran: another lane of this
     climb, another process on the device, or other processes' CPU past HOST_BUSY_CORES."""
-    return (load.lanes > 0 or load.processes > 0 or faults.others_memory(load)
+    return (load.lanes > 0 or load.processes > 0 or faults.memory_held(load)
             or load.host_cpu_s > HOST_BUSY_CORES * max(load.seconds, 1e-9))
 
 

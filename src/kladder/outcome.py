@@ -296,7 +296,7 @@ class Load:
     seconds: float = 0.0                  # the point's wall time while measured
     alone: Status | None = None           # the alone run's status (None: not re-run)
     alone_s: float = 0.0                  # the alone run's wall time
-    host_used_bytes: int | None = None    # the host's memory in use once the point ended (/proc/meminfo: total - available)
+    host_used_bytes: int | None = None    # the host's memory in use once the point ended, when it was full (isolation.HOST_FULL_SHARE)
     host_total_bytes: int | None = None
     oom_kills: int | None = None          # kills by the out-of-memory killer while the point ran (/proc/vmstat oom_kill)
     waited_s: float | None = None         # seconds the run alone waited for others' memory to free first

@@ -596,16 +596,55 @@ def _waited_s(pid: int) -> float:
     return total / 1e9
 
 
+# The host's memory counts as full when this share of it is in use once a point ended (after its
+# worker's own memory is freed): a worker killed then was likely the out-of-memory killer's choice,
+# whoever used the memory.
+HOST_FULL_SHARE = 0.9
+
+
+def host_memory() -> tuple[int | None, int | None]:
+    """The host's memory in use (MemTotal less MemAvailable) and its total, in bytes
+    (/proc/meminfo), or (None, None) off Linux."""
+    found = {}
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("MemTotal", "MemAvailable"):
+                    found[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None, None
+    if len(found) < 2:
+        return None, None
+    return found["MemTotal"] - found["MemAvailable"], found["MemTotal"]
+
+
+def oom_kills() -> int | None:
+    """The processes the kernel's out-of-memory killer has killed since boot (/proc/vmstat
+    oom_kill, Linux 4.13 and up), or None where it is not kept."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 class HostSample:
     """Other processes' CPU time over a point: the host's busy time less the climb's process and
     the point's worker (two reads of /proc at each end: microseconds). A grandchild of the worker
     (Triton's compiler, a mode's own process) counts as another process until it is reaped; a
     mode's process forked by the fork server is the point's own by what the worker reports
-    (`children_s`: their CPU seconds, which the server's reaping measured)."""
+    (`children_s`: their CPU seconds, which the server's reaping measured). And the host's memory
+    once the point ended (what others still hold after a killed worker's memory is freed) and
+    the out-of-memory killer's kills meanwhile."""
 
     def __init__(self, pid: int):
         self.pid, self.t0 = pid, time.monotonic()
         self.host0, self.ours0, self.worker0, self.wait0 = _host_busy_s(), _ours_s(pid), _process_cpu_s(pid), _waited_s(pid)
+        self.kills0 = oom_kills()
 
     def end(self, children_s: float = 0.0) -> Load:
         host = _host_busy_s()
@@ -613,8 +652,14 @@ class HostSample:
         others = 0.0 if host is None or self.host0 is None else host - self.host0 - ours
         worker = _process_cpu_s(self.pid) - self.worker0 + children_s
         waited = _waited_s(self.pid) - self.wait0
+        used, total = host_memory()
+        if used is None or used < HOST_FULL_SHARE * total:
+            used = total = None                   # kept only when it was full: what the words then name
+        kills = oom_kills()
         return Load(host_cpu_s=round(max(others, 0.0), 3), worker_cpu_s=round(max(worker, 0.0), 3),
-                    worker_wait_s=round(max(waited, 0.0), 3), seconds=round(time.monotonic() - self.t0, 3))
+                    worker_wait_s=round(max(waited, 0.0), 3), seconds=round(time.monotonic() - self.t0, 3),
+                    host_used_bytes=used, host_total_bytes=total,
+                    oom_kills=None if kills is None or self.kills0 is None else max(kills - self.kills0, 0))
 
 
 def device_load(gpu: str | None, ours: list[int]) -> dict:

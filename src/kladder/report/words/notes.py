@@ -175,7 +175,8 @@ def _device_full(x, sized=True):
 def _host_full(x, sized=True):
     alone = {"passed": "passed alone", "oom": "ran out of memory alone too, others still holding memory",
              "failed": "was killed alone too, others still holding memory"}.get(x.alone, f"was {status_word(x.alone)} alone")
-    return (f"the host's memory was full: the worker died with {x.signal} (the out-of-memory killer) while "
+    full = "the host's memory was full" if x.host_used_bytes or x.oom_kills else "others held the memory"
+    return (f"{full}: the worker died with {x.signal} (the out-of-memory killer's signal) while "
             f"{load_text(x)}; it {alone} (in {x.alone_s:.1f} s): not judged, and not the kernel's crash")
 
 
