@@ -602,6 +602,7 @@ class ReferenceRaisedFacts(ErrorFacts):
 @dataclass(frozen=True, kw_only=True)
 class InputsMutatedFacts(Facts):
     args: list[str]
+    when: Literal["accumulate"] | None = opt()   # an accumulation point whose backward writes what it reads again
 
 
 @dataclass(frozen=True, kw_only=True)

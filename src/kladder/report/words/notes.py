@@ -42,9 +42,13 @@ NOTES[F.NotCompiledFacts] = _fixed("under Triton's interpreter nothing is compil
 
 @notes(F.InputsMutatedFacts)
 def _inputs_mutated(x, sized=True):
-    return (f"the kernel writes {', '.join(x.args)} in place (mutated=True): each call on the same buffers is "
+    if x.when == "accumulate":
+        return (f"the kernel's backward writes {', '.join(x.args)} in place (the spec declares it): a second backward "
+                "on the same graph would read what the first wrote, which no training step does; the accumulation "
+                "point is not run (every other point judges the write)")
+    return (f"the kernel writes {', '.join(x.args)} in place (the spec declares it): each call on the same buffers is "
             "another computation, so repeating it cannot be held to the first call's bits; rung 5 does not "
-            "repeat kernels with declared mutated inputs (rungs 1-4 judge the mutation)")
+            "repeat kernels at points with declared writes (rungs 1-4 judge them)")
 
 
 @notes(F.GpuPointFacts)

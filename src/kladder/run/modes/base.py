@@ -276,3 +276,15 @@ def heal_failed_capture() -> None:
         torch.cuda.synchronize()
     except Exception:  # noqa: BLE001 - a context the failed capture broke: the next call says so
         pass
+
+
+def declared_writes(h) -> list[str]:
+    """What the spec declares the kernel writes at the harness's point, as findings name the
+    buffers: the inputs its forward writes, and with a backward the inputs its backward writes and
+    the upstream gradients it overwrites ('upstream y')."""
+    from ...spec import upstream_name
+    spec, p = h.spec, h.point
+    writes = list(spec.mutated_at(p))
+    if h.backward:
+        writes += [*spec.written_in_backward(p), *(upstream_name(n) for n in spec.overwritten_at(p))]
+    return writes
