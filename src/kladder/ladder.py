@@ -29,7 +29,18 @@ from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
 from .run import faults, isolation
 from .run.isolation import HOST_BUSY_CORES, Lane, Pool, child_processes, stage_budget, worker_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
-from .sizes import CPU_BUDGET, budget_for, is_big, numel_of, total_bytes
+from .sizes import (
+    CPU_BUDGET,
+    KERNEL_STAGES,
+    Peak,
+    budget_for,
+    elements_of,
+    host_need,
+    is_big,
+    numel_of,
+    peak_of,
+    total_bytes,
+)
 from .spec import Spec
 from .version import __version__
 
@@ -104,7 +115,12 @@ def repro_command(ref: str, device: str, point: Point) -> str:
     return f"kladder repro {shlex.quote(ref)} {shlex.quote(json.dumps(d, separators=(',', ':')))} --device {device}"
 
 
-def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> Note | None:
+def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None, peak: Peak | None = None,
+              host: tuple[int, int] | None = None) -> Note | None:
+    """Why a point cannot run here, or None. With `peak` (a measured point: sizes.Peak) the
+    memory it needs is what runs, scaled to its elements, not its declared tensors alone: the
+    kernel's part must fit the device, and what the host will hold must fit `host` (its available
+    bytes, and the workers sharing them): skipped with the estimate before any worker dies."""
     if point.mode == "model":
         return None                      # the model sizes its own tensors
     need = total_bytes(spec, point.sizes, point.dtype_of)
@@ -113,7 +129,23 @@ def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> 
         return Note.of(NoteKind.GPU_POINT, need_bytes=need, budget=CPU_BUDGET.text())
     if device == "cuda" and free_bytes is not None and need > MEMORY_HEADROOM * free_bytes:
         return Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=need, free_bytes=free_bytes)
+    if peak is None or point.mode in MEASURED_ELSEWHERE:
+        return None
+    kernel = peak.scaled(elements_of(spec, point.sizes), KERNEL_STAGES)
+    if device == "cuda" and free_bytes is not None and kernel > MEMORY_HEADROOM * free_bytes:
+        return Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=kernel, free_bytes=free_bytes, measured=peak.point,
+                       measured_bytes=peak.bytes)
+    held = host_need(peak, spec, point.sizes, device, free_bytes)
+    if host is not None and held > MEMORY_HEADROOM * host[0] / max(host[1], 1):
+        return Note.of(NoteKind.NO_HOST_MEMORY, need_bytes=held, share_bytes=host[0] // max(host[1], 1),
+                       workers=host[1], measured=peak.point, measured_bytes=peak.bytes)
     return None
+
+
+# Modes whose memory is not an eager call's (rung 5's ring of outputs, the sanitizer's child, a
+# collective's ranks, the model): a measured eager peak does not size them.
+MEASURED_ELSEWHERE = ("repeat", "calls", "sanitize", "collective", "model", "jitcache", "cachekey", "flags", "imports",
+                      "dispatch", "envset")
 
 
 # A-B-A is about state one call leaves for the next: each runs alone in a new worker, so
@@ -166,6 +198,7 @@ class Runner:
         self._lanes_lock = threading.Lock()
         self._gate = Gate()                   # lanes run under a shared hold; a point re-run alone holds it whole
         self._running: list[list[int]] = []   # per point in flight: [the most other lanes seen busy meanwhile]
+        self.peak: Peak | None = None         # the spec's measured point (sizes.Peak): sizes the points after it
 
     @property
     def device_name(self) -> str:
@@ -231,6 +264,7 @@ class Runner:
                 outcome = lane.run(point, timeout, fresh=fresh, budget_s=stage_budget(self.spec, self.device, point,
                                                                                       self.timeout_s))
                 load = lane.load                   # read before another thread takes the lane
+                self._measured(point, outcome, getattr(lane, "peak", None))
                 # asked after the fact: another climb's processes and memory are still there; the
                 # failed worker's are gone
                 held = lane.device_load() if faults.load_sensitive(outcome) and self.device == "cuda" else {}
@@ -245,6 +279,18 @@ class Runner:
             setattr(load, k, v if v is not None else getattr(load, k))
         load.waited_s = waited
         return outcome, load
+
+    def _measured(self, point: Point, outcome: Outcome, stages: dict | None) -> None:
+        """The first eager point that passed and is big enough to stand for the others (sizes.peak_of)
+        is the spec's measured peak: one a climb, reused."""
+        if self.peak is None and outcome.status == Status.PASSED and point.mode == "eager":
+            self.peak = peak_of(self.spec, point, stages)
+
+    def _host(self, point: Point) -> tuple[int, int] | None:
+        """The host's available memory now and the workers that share it: the lanes, or one for a
+        big point on CUDA (it runs alone: _batches)."""
+        free = isolation.host_available()
+        return None if free is None else (free, 1 if self.device == "cuda" and point.kind == "big" else self.jobs)
 
     def _wait_memory(self, lane: Lane) -> float:
         """Before a run alone after one that ended for memory: wait until others no longer hold the
@@ -297,7 +343,7 @@ class Runner:
     def _first(self, point: Point) -> Outcome:
         """The point's first run, and its replay when it failed."""
         free = self.pool.free_bytes() if self.device == "cuda" else None
-        note = skip_note(self.spec, point, self.device, free)
+        note = skip_note(self.spec, point, self.device, free, self.peak, self._host(point) if self.peak else None)
         if note:
             return Outcome(point, Status.SKIPPED, note=note)
         fresh = fresh_process(point)

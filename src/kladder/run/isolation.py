@@ -156,6 +156,7 @@ class Worker:
         self._hello: dict | None = None
         self.gpu = gpu
         self.load = Load()                   # what else used the host during the last point
+        self.peak: dict | None = None        # the last point's peak memory, as the worker measured it (PeakMemory)
 
     def _forked(self, server, env: dict, lifeline: int):
         """The worker forked from the server (its own session, the lifeline passed), or None."""
@@ -218,6 +219,7 @@ class Worker:
             seen[stage] = seen.get(stage, 0.0) + now - since
             stage, since = Stage(msg["stage"]), now
         self.load = host.end((msg or {}).get("children_cpu_s", 0.0))
+        self.peak = (msg or {}).get("peak")
         if msg is not None:
             outcome = Outcome.from_dict(msg["outcome"])
             outcome.output = self.stderr_tail(since=mark, limit=OUTPUT_KEPT)
@@ -494,6 +496,7 @@ class Lane:
         self.pool = pool
         self.worker: Worker | None = None
         self.load = Load()                   # what else used the host during this lane's last point
+        self.peak: dict | None = None        # its last point's peak memory (PeakMemory), when the worker answered
         self.gpu: str | None = None          # the CUDA device its last point ran on
         self.ran = 0                          # points the current worker has run
 
@@ -512,7 +515,7 @@ class Lane:
                     w = self.pool.plain(w.gpu)
                     return w.run(point, timeout_s, budget_s)[0]
             finally:
-                self.load, self.gpu = w.load, w.gpu
+                self.load, self.gpu, self.peak = w.load, w.gpu, w.peak
                 self.pool.retire(w)
         if self.worker is None:
             self.worker = self.pool.take()
@@ -524,7 +527,7 @@ class Lane:
             self.worker = self.pool.plain(self.worker.gpu)
             self.ran = 0
             outcome, alive = self.worker.run(point, timeout_s, budget_s)
-        self.load, self.gpu = self.worker.load, self.worker.gpu
+        self.load, self.gpu, self.peak = self.worker.load, self.worker.gpu, self.worker.peak
         self.ran += 1
         if not alive:
             self.pool.retire(self.worker)
@@ -619,6 +622,12 @@ def host_memory() -> tuple[int | None, int | None]:
     return found["MemTotal"] - found["MemAvailable"], found["MemTotal"]
 
 
+def host_available() -> int | None:
+    """The host's available memory now (MemAvailable, /proc/meminfo), or None off Linux."""
+    used, total = host_memory()
+    return None if used is None else total - used
+
+
 def oom_kills() -> int | None:
     """The processes the kernel's out-of-memory killer has killed since boot (/proc/vmstat
     oom_kill, Linux 4.13 and up), or None where it is not kept."""
@@ -630,6 +639,75 @@ def oom_kills() -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def _status_bytes(*keys: str) -> dict[str, int]:
+    """Fields of /proc/self/status in bytes (VmRSS, VmHWM: the resident set and its peak)."""
+    found = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in keys:
+                    found[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
+
+
+class PeakMemory:
+    """In a worker, the most memory each stage of a point took above what the worker held before
+    the point: on the host the resident set's peak (VmHWM, reset through /proc/self/clear_refs at
+    each stage), on CUDA the caching allocator's peak. What runs, whatever it is (the kernel's
+    scratch, the float64 reference's intermediates, the honest peer's draws): sizes.Peak scales it
+    to the points that follow. `begin` a point, `stage` at each stage's start, `end` its facts."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.current: str | None = None
+        self.host0 = self.device0 = None
+        self.stages: dict[str, list] = {}
+
+    def begin(self) -> None:
+        self.current, self.stages = None, {}
+        self._reset()
+        self.host0 = _status_bytes("VmRSS").get("VmRSS")
+        self.device0 = self._device_now()
+
+    def stage(self, stage) -> None:
+        """`stage` begins: the one that ran gets its peak, and the peaks start again."""
+        self._close()
+        self.current = str(stage)
+
+    def end(self) -> dict:
+        """{stage: [host bytes, device bytes or None]}: each stage's peak above the point's start."""
+        self._close()
+        return self.stages
+
+    def _close(self) -> None:
+        if self.current is not None and self.host0 is not None:
+            host = max(_status_bytes("VmHWM").get("VmHWM", self.host0) - self.host0, 0)
+            dev = None
+            if self.device0 is not None:
+                import torch
+                dev = max(torch.cuda.max_memory_allocated() - self.device0, 0)
+            was = self.stages.get(self.current, [0, None])
+            self.stages[self.current] = [max(was[0], host), dev if was[1] is None else max(was[1], dev or 0)]
+        self._reset()
+
+    def _reset(self) -> None:
+        with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
+            f.write("5")                      # the peak resident set starts again from now
+        if self.device == "cuda":
+            import torch
+            if torch.cuda.is_initialized():
+                torch.cuda.reset_peak_memory_stats()
+
+    def _device_now(self) -> int | None:
+        if self.device != "cuda":
+            return None
+        import torch
+        return torch.cuda.memory_allocated() if torch.cuda.is_initialized() else None
 
 
 class HostSample:
