@@ -89,3 +89,16 @@ def test_the_runner_skips_before_starting_a_worker(monkeypatch):
     runner.peak = _peak(spec)
     o = runner.run(_point(1 << 20))
     assert o.status == Status.SKIPPED and o.note.kind == NoteKind.NO_HOST_MEMORY
+
+
+def test_a_big_point_keeps_its_own_economies():
+    # with rows= a big point's reference runs on sampled rows and its inputs are hashed: a small
+    # point's peak, scaled, would overstate it; its tensors' bytes decide, as before
+    import kladder as kl
+    spec = kl.Spec("rows", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("M N", dtype="float32")},
+                   returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 1 << 20), "N": kl.Dim(1, 8192)}, rows="M")
+    sizes = {"M": 1 << 17, "N": 4096}                       # 2 GiB a tensor: a big point
+    peak = Peak("r1-M=1024-N=4096", elements_of(spec, {"M": 1024, "N": 4096}), host={"reference": 400 * MIB},
+                device={"kernel": 100 * MIB, "reference": 400 * MIB})
+    big = Point("rows", 1, tuple(sizes.items()), (), "big", kind="big", needs="cuda")
+    assert skip_note(spec, big, "cuda", 80 << 30, peak, (16 << 30, 1)) is None

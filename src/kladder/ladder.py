@@ -131,12 +131,16 @@ def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None, pea
         return Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=need, free_bytes=free_bytes)
     if peak is None or point.mode in MEASURED_ELSEWHERE:
         return None
+    # a big point has economies of its own that a small one's peak does not scale to (its inputs
+    # hashed, not copied; with rows= its reference on sampled rows): its device need stays its
+    # tensors', and with rows= its host need too
+    big = is_big(spec, point.sizes)
     kernel = peak.scaled(elements_of(spec, point.sizes), KERNEL_STAGES)
-    if device == "cuda" and free_bytes is not None and kernel > MEMORY_HEADROOM * free_bytes:
+    if device == "cuda" and not big and free_bytes is not None and kernel > MEMORY_HEADROOM * free_bytes:
         return Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=kernel, free_bytes=free_bytes, measured=peak.point,
                        measured_bytes=peak.bytes)
     held = host_need(peak, spec, point.sizes, device, free_bytes)
-    if host is not None and held > MEMORY_HEADROOM * host[0] / max(host[1], 1):
+    if host is not None and not (big and spec.row_dims) and held > MEMORY_HEADROOM * host[0] / max(host[1], 1):
         return Note.of(NoteKind.NO_HOST_MEMORY, need_bytes=held, share_bytes=host[0] // max(host[1], 1),
                        workers=host[1], measured=peak.point, measured_bytes=peak.bytes)
     return None
