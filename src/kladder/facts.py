@@ -271,6 +271,7 @@ class InputChangedFacts(Facts):
     # a write the spec declares (Spec's grad_overwritten=, mutated='backward'): what the buffer may hold
     # after the call ("gradient": a gradient of the reference's, or its data as passed), and it holds neither
     declared: Literal["gradient"] | None = opt()
+    upstream: bool | None = opt()          # the buffer is an upstream gradient kladder handed the backward ('upstream y')
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -199,7 +199,8 @@ def upstream_changed(spec, upstream: dict, shots: dict) -> list[Finding]:
         now = upstream.get(out)
         if now is None or now.shape != then.shape or now.dtype != then.dtype:
             continue
-        f = _finding(upstream_name(out), bits_differ(now, then).cpu(), _where(spec, out), {"how": "values", "gap_bytes": 0})
+        f = _finding(upstream_name(out), bits_differ(now, then).cpu(), _where(spec, out),
+                     {"how": "values", "gap_bytes": 0, "upstream": True})
         if f is not None:
             found.append(f)
     return found
