@@ -364,10 +364,9 @@ class Runner:
                 and not fresh_process(point) and point.mode not in OWN_PROCESS_MODES
                 and point.rung not in self.failed_rungs):
             from .devicestart import DeviceStartError
-            try:
+            # no worker could start beside others' memory: the failure seen twice stands as seen
+            with contextlib.suppress(DeviceStartError):
                 _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True)[0])
-            except DeviceStartError:
-                pass          # no worker could start beside others' memory: the failure seen twice stands as seen
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)
             self.failed.append(point)
