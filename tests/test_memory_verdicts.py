@@ -224,3 +224,12 @@ def test_the_verdict_survives_the_pipe_and_the_schema(tmp_path):
     log.write_text(dumps({"record": "point", "run_id": "20261206-000000-1-abcd", **outcome_dict(out)}) + "\n")
     (rec,) = report_json(log)
     assert rec["status"] == "not_judged" and rec["note"]["kind"] == "host_full"
+
+
+def test_a_rungs_first_failure_whose_run_alone_cannot_start_keeps_its_failure(fake_device):
+    p = _point(4)
+    wrong = Outcome(p, Status.FAILED, [Finding(Check.VALUES, "y", mismatched=3, total=4)])
+    cannot = DeviceStartError("starting a worker's CUDA context", "CUDA error: out of memory", "0")
+    runner, _ = fake_device([(wrong, Load()), (wrong, Load()), (cannot, Load())], [FREE])
+    o = runner.run(p)                                  # before: DeviceStartError ended the climb
+    assert o.status == Status.FAILED and o.headline.check == Check.VALUES
