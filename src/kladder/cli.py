@@ -677,7 +677,7 @@ def cmd_points(args) -> int:
     _checked_early(args.ref, args)
     if args.json:
         writable("--json", args.json)
-    device = device_of(args.device)
+    device, planned = planned_device(args.device)
     spec = _load(args.ref, device)
     try:
         rungs = parse_rungs(args.rungs)
@@ -697,11 +697,23 @@ def cmd_points(args) -> int:
     points = [p for r in rungs
               for p in (slicer.take(r, list(rung_points(spec, r, budget, args.seed))) if slicer
                         else rung_points(spec, r, budget, args.seed))]
-    sys.stdout.write(points_text(spec, args.ref, device, points))
+    sys.stdout.write(points_text(spec, args.ref, device, points, planned))
     if args.json:
         from .report.jsonout import write_atomic
-        write_atomic(args.json, points_json(spec, args.ref, device, points))
+        write_atomic(args.json, points_json(spec, args.ref, device, points, planned))
     return EXIT_OK
+
+
+def planned_device(device: str) -> tuple[str, bool]:
+    """The device `kladder points` sizes the points for, and whether it is only planned: listing
+    runs nothing, so --device cuda lists a GPU's points (its budgets, its modes) on a machine
+    without one, and a climb can be planned and reviewed anywhere."""
+    if device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            os.environ.setdefault("TRITON_INTERPRET", "1")      # the spec's Triton module imports; nothing runs
+            return "cuda", True
+    return device_of(device), False
 
 
 def cmd_bisect(args) -> int:

@@ -152,6 +152,10 @@ class LoadFacts(Facts):
     seconds: float = 0.0
     alone: str | None = None    # the alone run's Status
     alone_s: float = 0.0
+    host_used_bytes: int | None = opt()    # the host's memory in use once the point ended, when it was full
+    host_total_bytes: int | None = opt()
+    oom_kills: int | None = opt()          # the kernel's out-of-memory killer's kills while the point ran (/proc/vmstat)
+    waited_s: float | None = opt()         # seconds the run alone waited for others' memory to free
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -292,6 +296,10 @@ class InputChangedFacts(Facts):
     resized: list[list[int]] | None = opt()   # [[shape before], [shape after]]
     slabs: int | None = opt()              # hash: slabs of rows that differ, of how many
     of: int | None = opt()
+    # a write the spec declares (Spec's grad_overwritten=, mutated='backward'): what the buffer may hold
+    # after the call ("gradient": a gradient of the reference's, or its data as passed), and it holds neither
+    declared: Literal["gradient"] | None = opt()
+    upstream: bool | None = opt()          # the buffer is an upstream gradient kladder handed the backward ('upstream y')
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -599,6 +607,19 @@ class ValueOutOfRangeFacts(Facts):
 class NoDeviceMemoryFacts(Facts):
     need_bytes: int
     free_bytes: int
+    measured: str | None = opt()           # the point whose measured peak sized need_bytes (sizes.Peak), or None:
+    measured_bytes: int | None = opt()     # the declared tensors alone; its peak
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoHostMemoryFacts(Facts):
+    """A point whose estimated peak on the host (sizes.Peak: a measured small point's peak
+    scaled by the elements) is more than the host's share for one worker: skipped before it ran."""
+    need_bytes: int
+    share_bytes: int                       # the host's available memory over the workers that share it
+    workers: int
+    measured: str                          # the point whose peak was measured
+    measured_bytes: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -643,6 +664,7 @@ class ReferenceShapeFacts(Facts):
 @dataclass(frozen=True, kw_only=True)
 class InputsMutatedFacts(Facts):
     args: list[str]
+    when: Literal["accumulate"] | None = opt()   # an accumulation point whose backward writes what it reads again
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -819,6 +841,24 @@ class StageOverrunFacts(Facts):
 class DeviceFullFacts(LoadFacts):
     first: str                             # the run under load's NoteKind
     text: str                              # its OOM's text
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostFullFacts(LoadFacts):
+    """The worker was killed (SIGKILL: the out-of-memory killer) while the host's memory was full or
+    the killer was at work, and alone it could not show otherwise: not judged."""
+    signal: str                            # how the run under load ended
+    first: str                             # its check ("crashed") or status
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReferenceNotIndependentFacts(Facts):
+    """The reference runs the kernel under test's own code (checks/independence.py): the spec's problem."""
+    reference: str                         # the reference's name
+    functions: list[str] = field(default_factory=list)     # the kernel's launchers the reference called
+    jit_kernels: list[str] = field(default_factory=list)   # the Triton kernels both launched
+    gpu_kernels: list[str] = field(default_factory=list)   # GPU kernels of the kernel's own (no torch op's) both ran
+    torch_op: str | None = opt()           # the kernel under test is this torch op, and the reference calls it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1080,5 +1120,6 @@ NOTE_FACTS: dict[str, type[Facts]] = {
     "sanitizer_clean": SanitizerCleanFacts, "no_sanitizer": NoSanitizerFacts,
     "interpreter_defect": InterpreterDefectFacts, "interpreter_error": InterpreterErrorFacts,
     "stage_overrun": StageOverrunFacts, "device_full": DeviceFullFacts,
-    "host_busy": HostBusyFacts,
+    "host_busy": HostBusyFacts, "host_full": HostFullFacts, "no_host_memory": NoHostMemoryFacts,
+    "reference_not_independent": ReferenceNotIndependentFacts,
 }

@@ -29,10 +29,21 @@ from .outcome import Check, Load, Note, NoteKind, Outcome, Replay, Status
 from .point import Point
 from .report.data import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
-from .run import faults
+from .run import faults, isolation
 from .run.isolation import HOST_BUSY_CORES, Lane, Pool, child_processes, stage_budget, worker_timeout
 from .rungs import BUILT, BY_NUMBER, RUNGS
-from .sizes import CPU_BUDGET, budget_for, is_big, numel_of, total_bytes
+from .sizes import (
+    CPU_BUDGET,
+    KERNEL_STAGES,
+    Peak,
+    budget_for,
+    elements_of,
+    host_need,
+    is_big,
+    numel_of,
+    peak_of,
+    total_bytes,
+)
 from .spec import Spec
 from .version import __version__
 
@@ -111,7 +122,12 @@ def repro_command(ref: str, device: str, point: Point) -> str:
     return f"kladder repro {shlex.quote(ref)} {shlex.quote(json.dumps(d, separators=(',', ':')))} --device {device}"
 
 
-def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> Note | None:
+def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None, peak: Peak | None = None,
+              host: tuple[int, int] | None = None) -> Note | None:
+    """Why a point cannot run here, or None. With `peak` (a measured point: sizes.Peak) the
+    memory it needs is what runs, scaled to its elements, not its declared tensors alone: the
+    kernel's part must fit the device, and what the host will hold must fit `host` (its available
+    bytes, and the workers sharing them): skipped with the estimate before any worker dies."""
     if point.mode == "model":
         return None                      # the model sizes its own tensors
     note = range_note(spec, point)
@@ -123,6 +139,20 @@ def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> 
         return Note.of(NoteKind.GPU_POINT, need_bytes=need, budget=CPU_BUDGET.text())
     if device == "cuda" and free_bytes is not None and need > MEMORY_HEADROOM * free_bytes:
         return Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=need, free_bytes=free_bytes)
+    if peak is None or point.mode in MEASURED_ELSEWHERE:
+        return None
+    # a big point has economies of its own that a small one's peak does not scale to (its inputs
+    # hashed, not copied; with rows= its reference on sampled rows): its device need stays its
+    # tensors', and with rows= its host need too
+    big = is_big(spec, point.sizes)
+    kernel = peak.scaled(elements_of(spec, point.sizes), KERNEL_STAGES)
+    if device == "cuda" and not big and free_bytes is not None and kernel > MEMORY_HEADROOM * free_bytes:
+        return Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=kernel, free_bytes=free_bytes, measured=peak.point,
+                       measured_bytes=peak.bytes)
+    held = host_need(peak, spec, point.sizes, device, free_bytes)
+    if host is not None and not (big and spec.row_dims) and held > MEMORY_HEADROOM * host[0] / max(host[1], 1):
+        return Note.of(NoteKind.NO_HOST_MEMORY, need_bytes=held, share_bytes=host[0] // max(host[1], 1),
+                       workers=host[1], measured=peak.point, measured_bytes=peak.bytes)
     return None
 
 
@@ -141,6 +171,12 @@ def range_note(spec: Spec, point: Point) -> Note | None:
             return Note.of(NoteKind.VALUE_OUT_OF_RANGE, arg=name, value=kind.format(), lo=float(rng[0]),
                            hi=float(rng[1]), why=why)
     return None
+
+
+# Modes whose memory is not an eager call's (rung 5's ring of outputs, the sanitizer's child, a
+# collective's ranks, the model): a measured eager peak does not size them.
+MEASURED_ELSEWHERE = ("repeat", "calls", "sanitize", "collective", "model", "jitcache", "cachekey", "flags", "imports",
+                      "dispatch", "envset")
 
 
 # A-B-A is about state one call leaves for the next: each runs alone in a new worker, so
@@ -193,6 +229,7 @@ class Runner:
         self._lanes_lock = threading.Lock()
         self._gate = Gate()                   # lanes run under a shared hold; a point re-run alone holds it whole
         self._running: list[list[int]] = []   # per point in flight: [the most other lanes seen busy meanwhile]
+        self.peak: Peak | None = None         # the spec's measured point (sizes.Peak): sizes the points after it
 
     @property
     def device_name(self) -> str:
@@ -246,16 +283,20 @@ class Runner:
         with self._lanes_lock:
             self._idle.append(lane)
 
-    def _on_lane(self, point: Point, timeout: float, fresh: bool, alone: bool = False) -> tuple[Outcome, Load]:
+    def _on_lane(self, point: Point, timeout: float, fresh: bool, alone: bool = False,
+                 wait_memory: bool = False) -> tuple[Outcome, Load]:
         """One run of the point on a lane, and what else used the device or the host meanwhile.
-        `alone`: no other lane runs a point meanwhile (those in flight are waited for)."""
+        `alone`: no other lane runs a point meanwhile (those in flight are waited for); with
+        `wait_memory`, and then for others' memory to free (bounded: faults.MEMORY_WAIT_S)."""
         with self._gate.alone() if alone else self._gate.shared():
             lane = self._checkout()
             seen = self._began()
             try:
+                waited = self._wait_memory(lane) if wait_memory else None
                 outcome = lane.run(point, timeout, fresh=fresh, budget_s=stage_budget(self.spec, self.device, point,
                                                                                       self.timeout_s))
                 load = lane.load                   # read before another thread takes the lane
+                self._measured(point, outcome, getattr(lane, "peak", None))
                 # asked after the fact: another climb's processes and memory are still there; the
                 # failed worker's are gone
                 held = lane.device_load() if faults.load_sensitive(outcome) and self.device == "cuda" else {}
@@ -268,9 +309,38 @@ class Runner:
                 outcome.note.facts, elements=sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)))
         for k, v in held.items():
             setattr(load, k, v if v is not None else getattr(load, k))
+        load.waited_s = waited
         if outcome.ran_with is None:
             outcome.ran_with = dataclasses.replace(load)      # a copy: under_load() marks `load` with the alone run
         return outcome, load
+
+    def _measured(self, point: Point, outcome: Outcome, stages: dict | None) -> None:
+        """The first eager point that passed and is big enough to stand for the others (sizes.peak_of)
+        is the spec's measured peak: one a climb, reused."""
+        if self.peak is None and outcome.status == Status.PASSED and point.mode == "eager":
+            self.peak = peak_of(self.spec, point, stages)
+
+    def _host(self, point: Point) -> tuple[int, int] | None:
+        """The host's available memory now and the workers that share it: the lanes, or one for a
+        big point on CUDA (it runs alone: _batches)."""
+        free = isolation.host_available()
+        return None if free is None else (free, 1 if self.device == "cuda" and point.kind == "big" else self.jobs)
+
+    def _wait_memory(self, lane: Lane) -> float:
+        """Before a run alone after one that ended for memory: wait until others no longer hold the
+        device's memory (CUDA) nor the host's, up to faults.MEMORY_WAIT_S; the seconds waited."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < faults.MEMORY_WAIT_S and faults.memory_held(self._memory_now(lane.gpu)):
+            time.sleep(faults.MEMORY_POLL_S)
+        return round(time.monotonic() - t0, 1)
+
+    def _memory_now(self, gpu: str | None) -> Load:
+        """Who holds memory now: others' on the CUDA device, and the host's when it is full."""
+        now = Load(**isolation.device_load(gpu, self.pool.pids())) if self.device == "cuda" else Load()
+        used, total = isolation.host_memory()
+        if used is not None and used >= isolation.HOST_FULL_SHARE * total:
+            now.host_used_bytes, now.host_total_bytes = used, total
+        return now
 
     def _began(self) -> list[int]:
         with self._lanes_lock:
@@ -290,16 +360,24 @@ class Runner:
         """A run; one that hung, crashed, faulted or ran out of memory while other work used the
         device or the host is re-run alone, in a fresh worker with the other lanes held back,
         before it is reported (run/faults.py under_load says what each result becomes)."""
+        from .devicestart import DeviceStartError
         outcome, load = self._on_lane(point, timeout, fresh)
         if not faults.load_sensitive(outcome) or not busy(load) or point.mode in OWN_PROCESS_MODES:
             return outcome
-        alone, alone_load = self._on_lane(point, timeout, True, alone=True)
+        memory = faults.memory_exhausted(outcome, load)
+        try:
+            alone, alone_load = self._on_lane(point, timeout, True, alone=True, wait_memory=memory)
+        except DeviceStartError as e:
+            if not memory:
+                raise
+            # the run alone could not start its worker for lack of device memory: never the kernel's
+            alone, alone_load = faults.could_not_start(point, e.error), self._memory_now(e.gpu)
         return faults.under_load(outcome, alone, load, alone_load)
 
     def _first(self, point: Point) -> Outcome:
         """The point's first run, and its replay when it failed."""
         free = self.pool.free_bytes() if self.device == "cuda" else None
-        note = skip_note(self.spec, point, self.device, free)
+        note = skip_note(self.spec, point, self.device, free, self.peak, self._host(point) if self.peak else None)
         if note:
             return Outcome(point, Status.SKIPPED, note=note)
         fresh = fresh_process(point)
@@ -315,7 +393,10 @@ class Runner:
         if (outcome.status == Status.FAILED and outcome.replay == Replay.FAILED_AGAIN
                 and not fresh_process(point) and point.mode not in OWN_PROCESS_MODES
                 and point.rung not in self.failed_rungs):
-            _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True)[0])
+            from .devicestart import DeviceStartError
+            # no worker could start beside others' memory: the failure seen twice stands as seen
+            with contextlib.suppress(DeviceStartError):
+                _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True)[0])
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)
             self.failed.append(point)
@@ -337,7 +418,7 @@ class Runner:
 def busy(load: Load) -> bool:
     """Anything else used the device or the host while the point ran: another lane of this
     climb, another process on the device, or other processes' CPU past HOST_BUSY_CORES."""
-    return (load.lanes > 0 or load.processes > 0 or faults.others_memory(load)
+    return (load.lanes > 0 or load.processes > 0 or faults.memory_held(load)
             or load.host_cpu_s > HOST_BUSY_CORES * max(load.seconds, 1e-9))
 
 

@@ -85,7 +85,8 @@ class Check(_Words):
                                              # pattern, mismatched/total: the elements (rows for a hash) that changed
     NOT_BITWISE = "not_bitwise"              # cause (Cause), mismatched/total
     PADDING = "padding"                      # arg, fill, valid, pattern, mismatched/total
-    INVALID_REFERENCE = "invalid_reference"  # functions, gpu_kernels
+    INVALID_REFERENCE = "invalid_reference"  # functions, gpu_kernels: older reports only; a reference that is not
+                                             # independent is now the spec's problem (NoteKind.REFERENCE_NOT_INDEPENDENT)
     INVARIANT = "invariant"                  # name; pattern and mismatched/total when checked per element
     NONFINITE = "nonfinite"                  # (none): NaN/Inf accepted where the policy says raise
     MODEL = "model"                          # metric (nll | score), baseline, kernel, samples, ...
@@ -184,6 +185,12 @@ class NoteKind(_Words):
     HOST_BUSY = "host_busy"                        # timeout_s, cores, the alone run's Load facts: hung under load and
                                                    # alone too, while other processes held the host's CPU and the
                                                    # worker got little of it: the kernel never had the time to finish
+    HOST_FULL = "host_full"                        # signal, first, the Load's facts: killed (the out-of-memory killer)
+                                                   # while the host's memory was full or others held it: not judged
+    NO_HOST_MEMORY = "no_host_memory"              # need_bytes (a measured peak, scaled), share_bytes, workers, measured,
+                                                   # measured_bytes: the host cannot hold the point: skipped before it ran
+    REFERENCE_NOT_INDEPENDENT = "reference_not_independent"  # reference, functions, jit_kernels, gpu_kernels, torch_op:
+                                                   # the reference runs the kernel's own code: BROKEN, the spec's problem
 
 
 class Replay(_Words):
@@ -296,6 +303,10 @@ class Load:
     seconds: float = 0.0                  # the point's wall time while measured
     alone: Status | None = None           # the alone run's status (None: not re-run)
     alone_s: float = 0.0                  # the alone run's wall time
+    host_used_bytes: int | None = None    # the host's memory in use once the point ended, when it was full (isolation.HOST_FULL_SHARE)
+    host_total_bytes: int | None = None
+    oom_kills: int | None = None          # kills by the out-of-memory killer while the point ran (/proc/vmstat oom_kill)
+    waited_s: float | None = None         # seconds the run alone waited for others' memory to free first
 
     def facts(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Status) else v) for k, v in vars(self).items()}

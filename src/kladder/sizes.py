@@ -185,3 +185,61 @@ def is_big(spec: Spec, sizes: dict[str, int]) -> bool:
     sampled rows where rows are declared, a GPU point on the CPU. It follows from the sizes
     alone, so a hand-written or hand-edited point is judged exactly as the climb's."""
     return not fits(spec, sizes, GPU_BUDGET)
+
+
+# ---------------------------------------------------------------------------- measured peaks
+# A point is measured when its declared tensors hold at least this many bytes: below it a worker's
+# own first-call costs (imports, caches, a library's workspace) would pass for the point's own.
+MEASURE_MIN_BYTES = 16 << 20
+KERNEL_STAGES = ("inputs", "kernel")           # what runs on the device whatever happens to the reference
+REFERENCE_STAGES = ("reference", "peers", "checks")
+
+
+@dataclass(frozen=True)
+class Peak:
+    """The memory one measured point took, stage by stage (run/isolation.PeakMemory: the kernel's
+    inputs and calls, the float64 reference, the honest peer, the checks), over the elements of its
+    tensors: scaled by a later point's elements, what that point will take. One small point a
+    spec, measured as the climb runs it, reused for every point after it."""
+    point: str                                  # the measured point's id
+    elements: int
+    host: dict[str, int]                        # stage -> bytes on the host
+    device: dict[str, int]                      # stage -> bytes on the device (CUDA)
+
+    def scaled(self, elements: int, stages: tuple[str, ...], where: str = "device") -> int:
+        """The most any of `stages` took, scaled to `elements`."""
+        took = self.device if where == "device" else self.host
+        return int(max((took.get(s, 0) for s in stages), default=0) * elements / max(self.elements, 1))
+
+    @property
+    def bytes(self) -> int:
+        """The measured point's own peak, wherever it was."""
+        return max([*self.host.values(), *self.device.values(), 0])
+
+
+def elements_of(spec: Spec, sizes: dict[str, int]) -> int:
+    """Every element of a point's declared tensors (inputs, outputs, gradients)."""
+    return sum(numel_of(spec, n, sizes) for n in spec.all_tensors)
+
+
+def peak_of(spec: Spec, point, stages: dict | None) -> Peak | None:
+    """A Peak from a worker's measurement of `point` (PeakMemory.end), or None where the point is too
+    small to stand for the others (MEASURE_MIN_BYTES) or nothing was measured."""
+    if not stages or total_bytes(spec, point.sizes, point.dtype_of) < MEASURE_MIN_BYTES:
+        return None
+    host = {s: int(v[0] or 0) for s, v in stages.items()}
+    device = {s: int(v[1]) for s, v in stages.items() if v[1] is not None}
+    return Peak(point.id, elements_of(spec, point.sizes), host, device)
+
+
+def host_need(peak: Peak, spec: Spec, sizes: dict[str, int], device: str, free_bytes: int | None) -> int:
+    """What a point will take of the host's memory, from a measured peak: on the CPU all of it; on
+    CUDA the reference's and the peer's part when the device cannot hold them beside the kernel's
+    (the harness then runs them on the host, in float64: run/harness.reference_device)."""
+    n = elements_of(spec, sizes)
+    if device != "cuda":
+        return peak.scaled(n, KERNEL_STAGES + REFERENCE_STAGES, "host")
+    kernel, reference = peak.scaled(n, KERNEL_STAGES), peak.scaled(n, REFERENCE_STAGES)
+    if free_bytes is not None and kernel + reference > free_bytes:
+        return reference + peak.scaled(n, REFERENCE_STAGES, "host")
+    return peak.scaled(n, REFERENCE_STAGES, "host")

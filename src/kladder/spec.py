@@ -136,7 +136,19 @@ class Tensor:
              each call, the bytes it was passed (checks/inputs.py). With it the reference must
              do the same to its own copy (it is called on copies: mutate the copy in place),
              and the kernel's buffer after the call is judged against the reference's copy
-             after the reference's call, at the tolerance of the input's dtype."""
+             after the reference's call, at the tolerance of the input's dtype. Only under some
+             configs: a dict of the launcher's keywords, mutated={"in_place": True} (a point
+             whose config holds every one of them); only at some points: a predicate of the
+             point, mutated=lambda p: "x" not in dict(p.layouts) (x written only when contiguous).
+             "backward": the backward writes this input's gradient into its buffer (the input is
+             in Spec.grads): after the call it holds that gradient (the kernel's own `grad of x`
+             bit for bit, or the reference's within the gradient's tolerance) or, where the kernel
+             did not write it, its data as passed; a predicate may answer "backward" too.
+    grad_overwritten: on an output, with Spec.grads: the backward overwrites the upstream gradient
+             it is given for this output (to save memory): after the call that buffer holds a
+             gradient (the kernel's own bit for bit, or the reference's within its tolerance) or
+             its values as passed. True, a dict of the launcher's keywords or a predicate, as
+             for `mutated`."""
 
     shape: str
     dtype: str | tuple[str, ...] | list[str] | None = None
@@ -145,7 +157,8 @@ class Tensor:
     range: tuple | list | None = None
     valid: int | str | None = None
     layouts: str | tuple[str, ...] | list[str] | None = None
-    mutated: bool = False
+    mutated: bool | str | Mapping | Callable[..., Any] = False
+    grad_overwritten: bool | Mapping | Callable[..., Any] = False
 
     def __post_init__(self):
         dtypes = lambda v: tuple(map(_dtype_name, v)) if isinstance(v, (list, tuple)) else _tuple(_dtype_name(v))
@@ -480,8 +493,26 @@ class Spec:
 
     @property
     def mutated_args(self) -> dict[str, Tensor]:
-        """Inputs the kernel writes in place by design (kl.Tensor(mutated=True))."""
-        return {k: v for k, v in self.input_args.items() if v.mutated}
+        """Inputs the kernel may write in place by design at some point (kl.Tensor(mutated=...))."""
+        return {k: v for k, v in self.input_args.items() if v.mutated is not False}
+
+    def mutated_at(self, point) -> tuple[str, ...]:
+        """Inputs the forward writes in place at this point (mutated=True, or its condition holds)."""
+        return tuple(n for n, t in self.input_args.items() if declared_at(t.mutated, point) is True)
+
+    def written_in_backward(self, point) -> tuple[str, ...]:
+        """Inputs whose buffer the backward may write its gradient into at this point (mutated='backward')."""
+        return tuple(n for n, t in self.input_args.items() if declared_at(t.mutated, point) == BACKWARD)
+
+    def overwritten_at(self, point) -> tuple[str, ...]:
+        """Outputs whose upstream gradient the backward may overwrite at this point (grad_overwritten=)."""
+        return tuple(n for n, t in self.outputs.items() if self.grads and declared_at(t.grad_overwritten, point) is True)
+
+    def declared_writes(self, point) -> list[str]:
+        """Every write the spec declares at this point, as findings name the buffers: inputs,
+        then the upstream gradients ('upstream y') the backward overwrites."""
+        return [*self.mutated_at(point), *self.written_in_backward(point),
+                *(upstream_name(n) for n in self.overwritten_at(point))]
 
     @property
     def returned(self) -> dict[str, Tensor]:
@@ -586,6 +617,22 @@ def _tolerance_in(tol, dtype: str) -> Tolerance | None:
     if isinstance(tol, Mapping) and dtype in tol:
         return Tolerance(*tol[dtype]) if isinstance(tol[dtype], (tuple, list)) else tol[dtype]
     return None
+
+
+BACKWARD = "backward"         # kl.Tensor(mutated="backward"): the backward writes the input's gradient into it
+
+
+def declared_at(condition, point) -> bool | str:
+    """A declared write's condition at a point: True, False or "backward" as given; a dict of the
+    launcher's keywords -> values: True where the point's call passes every one of them; a
+    predicate of the point: its answer (True, "backward", or false)."""
+    if isinstance(condition, (bool, str)):
+        return condition
+    if isinstance(condition, Mapping):
+        kwargs = point.kwargs
+        return all(k in kwargs and kwargs[k] == v for k, v in condition.items())
+    answer = condition(point)
+    return BACKWARD if answer == BACKWARD else bool(answer)
 
 
 def grad_name(arg: str) -> str:
@@ -738,8 +785,21 @@ TENSOR_FIELDS = {
     "valid": [Rule(lambda v: v is None or isinstance(v, str) or (_int(v) and v >= 0),
                    "give the number of valid elements of the last dim (an int or a dim name); the rest is padding.")],
     "layouts": [Rule(lambda v: v is None or _names(v), "give a list of layout names, e.g. layouts=['sliced'], or [] for none.")],
-    "mutated": [Rule(lambda v: isinstance(v, bool), "give True for an input the kernel writes in place by design, or leave it out.")],
+    "mutated": [Rule(lambda v: _write_condition(v, (BACKWARD,)), "give True for an input the kernel writes in place by "
+                     "design, a dict of the launcher's keywords under which it does (mutated={'in_place': True}), a "
+                     "predicate of the point (mutated=lambda p: ...), 'backward' when the backward writes the input's "
+                     "gradient into it, or leave it out.")],
+    "grad_overwritten": [Rule(lambda v: _write_condition(v, ()), "give True on an output whose upstream gradient the "
+                              "backward overwrites, a dict of the launcher's keywords under which it does "
+                              "(grad_overwritten={'in_place': True}), a predicate of the point, or leave it out.")],
 }
+
+
+def _write_condition(v, words: tuple) -> bool:
+    """A declared write's condition: a bool, one of `words`, a non-empty dict keyed by names, a callable."""
+    if isinstance(v, bool) or (isinstance(v, str) and v in words) or callable(v):
+        return True
+    return isinstance(v, Mapping) and len(v) > 0 and all(isinstance(k, str) and k.isidentifier() for k in v)
 
 TILE_FIX = "give a positive int tile (or a list of them), the block size the kernel cuts this dim into."
 DIM_FIELDS = {
@@ -985,11 +1045,12 @@ def _tensor_rules(found: _Found, name: str, where: tuple, t: Tensor, tensors: di
         _dtype_rules(found, name, where, t, tensors)
     if not output:
         _kind_rules(found, where, t)
+    _write_rules(found, name, where, t, output)
 
 
 def _output_rules(found: _Found, where: tuple, t: Tensor) -> None:
     """An output holds what the kernel writes: no mutated=, values, range or layouts."""
-    if t.mutated is True:
+    if t.mutated is not False and found.clean(*where, "mutated"):
         found.add(where + ("mutated",), t.mutated, "mutated= marks an input the kernel also writes; an output (kl.Out or "
                   "returns=) is written anyway: drop mutated=.")
     for f in ("values", "range", "layouts"):
@@ -1034,6 +1095,32 @@ def _range_rules(found: _Found, where: tuple, t: Tensor, declared: tuple) -> Non
             found.add(where + ("range",), t.range, f"{_mean(bad, declared)}give (lo, hi), inclusive, numbers or expressions "
                       f"over declared dims ({', '.join(declared)}), e.g. range=(0, 'E-1').")
             return
+
+
+def _write_rules(found: _Found, name: str, where: tuple, t: Tensor, output: bool) -> None:
+    """A declared write names what is there to write: grad_overwritten an output of a spec with a
+    backward (grads=), mutated='backward' an input whose gradient the backward computes, a dict
+    the launcher's keywords (those its configs set, when it declares configs)."""
+    spec, grads = found.spec, found.spec.grads if isinstance(found.spec.grads, tuple) else ()
+    if t.grad_overwritten is not False and found.clean(*where, "grad_overwritten"):
+        if not output:
+            found.add(where + ("grad_overwritten",), t.grad_overwritten, "grad_overwritten= marks an output whose upstream "
+                      "gradient the backward overwrites; an input's writes are mutated=: move it to the output.")
+        elif not grads:
+            found.add(where + ("grad_overwritten",), t.grad_overwritten, "a backward overwrites the upstream gradient: "
+                      "declare the inputs whose gradients it computes (Spec(grads=['x', ...])), or drop grad_overwritten=.")
+    if t.mutated == BACKWARD and not output and found.clean(*where, "mutated") and name not in grads:
+        found.add(where + ("mutated",), t.mutated, f"mutated='backward' says the backward writes {name}'s gradient into "
+                  f"it: add {name!r} to Spec(grads=[...]), or give mutated=True for a write in the forward.")
+    keys = {k for c in (spec.configs if isinstance(spec.configs, (list, tuple)) else ()) if isinstance(c, Mapping)
+            for k in c}
+    for field_name in ("mutated", "grad_overwritten"):
+        cond = getattr(t, field_name)
+        if isinstance(cond, Mapping) and keys and found.clean(*where, field_name):
+            unknown = [k for k in cond if k not in keys]
+            if unknown:
+                found.add(where + (field_name,), dict(cond), f"{_mean(unknown[0], tuple(keys))}name the launcher's "
+                          f"keywords its configs set ({', '.join(sorted(keys))}): {unknown} is in none of them.")
 
 
 def _kind_rules(found: _Found, where: tuple, t: Tensor) -> None:

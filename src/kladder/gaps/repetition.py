@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator
 
-from ..notation import Inputs, Launch, Mode, PointKind
+from ..notation import Inputs, Launch, Mode, Needs, PointKind
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, CallBudget, call_budget, fits, repetition, total_bytes
@@ -56,6 +56,11 @@ def points(spec: Spec, budget: Budget, repeat: int | None = None, repeat_s: floa
     if base != wide:
         for inputs in Inputs:
             yield _repeat(spec, base, dtypes, (), calls, inputs, launch, "a tail in every tiled dim")
+    past = past_edges(spec)
+    if past is not None and past != wide:
+        # eagerly on every device: the launcher's host code picks the split on every call
+        yield _repeat(spec, past, dtypes, (), calls, Inputs.SAME, Launch.EAGER, "past every declared chunk and width "
+                      "edge, where the kernel splits its work", needs=Needs.NOTHING if fits(spec, past, budget) else Needs.CUDA)
     small = smallest(spec, room)
     yield stream(spec, small, dtypes, budget.device, repeat, repeat_s)
     for tool in TOOLS:
@@ -116,6 +121,23 @@ def _largest(spec: Spec, sizes: dict, d: str, budget: Budget) -> int:
     return dim.snap(lo - lo % tile if tile and lo >= tile and lo - lo % tile >= dim.min else lo)
 
 
+def past_edges(spec: Spec) -> dict[str, int] | None:
+    """A shape past every declared chunk and width edge, where a kernel's code changes (a split-K
+    GEMV past its chunk, a wide-row path past the model widths): each dim with chunks at twice its
+    largest chunk plus one (two whole chunks and one element of a third: K = 16,385 for
+    chunks=[8192]), or past its largest width, whichever is further, within its range; every other
+    dim at its smallest. None when no dim declares an edge it can pass."""
+    sizes, past = {d: max(dim.min, 1) for d, dim in spec.dims.items()}, False
+    for d, dim in spec.dims.items():
+        edges = (*dim.chunks, *dim.widths)
+        if not edges:
+            continue
+        v = dim.snap(max([2 * c + 1 for c in dim.chunks] + [w + 1 for w in dim.widths]))
+        if v > max(edges):
+            sizes[d], past = v, True
+    return sizes if past else None
+
+
 def tailed(spec: Spec, budget: Budget) -> dict[str, int]:
     """Rungs 2-4's base shape with tails (2 tiles + 1) where it fits; else a partial last tile in
     every tiled dim, the rows (every dim but the last of each output) shrunk first to fit (the
@@ -148,7 +170,7 @@ def sanitized(point: Point, tool: str) -> Point:
 
 
 def _repeat(spec, sizes: dict, dtypes: tuple, config: tuple, calls: CallBudget, inputs: Inputs, launch: Launch,
-            where: str, load: bool = False) -> Point:
+            where: str, load: bool = False, needs: Needs = Needs.NOTHING) -> Point:
     plan = (("calls", calls.calls), ("seconds", calls.seconds), ("inputs", inputs), ("launch", launch))
     plan += (("load", True),) if load else ()
     how = {Launch.GRAPH: "captured in a CUDA graph and replayed", Launch.EAGER: "called eagerly, the launcher's host code on every call"}
@@ -158,7 +180,7 @@ def _repeat(spec, sizes: dict, dtypes: tuple, config: tuple, calls: CallBudget, 
     why = (f"repeat: {budget}, {how[launch]}{', beside a second stream of work' if load else ''}; {what}; {where}: "
            f"{sizes_text(sizes)}" + (f", {config_text(config)}" if config else ""))
     return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, config=config, kind=PointKind.REPEAT, mode=Mode.REPEAT,
-                 repeat=plan)
+                 repeat=plan, needs=needs)
 
 
 def _sanitize(spec, sizes: dict, dtypes: tuple, tool: str) -> Point:

@@ -158,6 +158,7 @@ class Worker:
         self._hello: dict | None = None
         self.gpu = gpu
         self.load = Load()                   # what else used the host during the last point
+        self.peak: dict | None = None        # the last point's peak memory, as the worker measured it (PeakMemory)
 
     def _forked(self, server, env: dict, lifeline: int):
         """The worker forked from the server (its own session, the lifeline passed), or None."""
@@ -220,6 +221,7 @@ class Worker:
             seen[stage] = seen.get(stage, 0.0) + now - since
             stage, since = Stage(msg["stage"]), now
         self.load = host.end((msg or {}).get("children_cpu_s", 0.0))
+        self.peak = (msg or {}).get("peak")
         if msg is not None:
             outcome = Outcome.from_dict(msg["outcome"])
             outcome.output = self.stderr_tail(since=mark, limit=OUTPUT_KEPT)
@@ -502,6 +504,7 @@ class Lane:
         self.pool = pool
         self.worker: Worker | None = None
         self.load = Load()                   # what else used the host during this lane's last point
+        self.peak: dict | None = None        # its last point's peak memory (PeakMemory), when the worker answered
         self.gpu: str | None = None          # the CUDA device its last point ran on
         self.ran = 0                          # points the current worker has run
 
@@ -520,7 +523,7 @@ class Lane:
                     w = self.pool.plain(w.gpu)
                     return w.run(point, timeout_s, budget_s)[0]
             finally:
-                self.load, self.gpu = w.load, w.gpu
+                self.load, self.gpu, self.peak = w.load, w.gpu, w.peak
                 self.pool.retire(w)
         if self.worker is None:
             self.worker = self.pool.take()
@@ -532,7 +535,7 @@ class Lane:
             self.worker = self.pool.plain(self.worker.gpu)
             self.ran = 0
             outcome, alive = self.worker.run(point, timeout_s, budget_s)
-        self.load, self.gpu = self.worker.load, self.worker.gpu
+        self.load, self.gpu, self.peak = self.worker.load, self.worker.gpu, self.worker.peak
         self.ran += 1
         if not alive:
             self.pool.retire(self.worker)
@@ -604,16 +607,130 @@ def _waited_s(pid: int) -> float:
     return total / 1e9
 
 
+# The host's memory counts as full when this share of it is in use once a point ended (after its
+# worker's own memory is freed): a worker killed then was likely the out-of-memory killer's choice,
+# whoever used the memory.
+HOST_FULL_SHARE = 0.9
+
+
+def host_memory() -> tuple[int | None, int | None]:
+    """The host's memory in use (MemTotal less MemAvailable) and its total, in bytes
+    (/proc/meminfo), or (None, None) off Linux."""
+    found = {}
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("MemTotal", "MemAvailable"):
+                    found[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None, None
+    if len(found) < 2:
+        return None, None
+    return found["MemTotal"] - found["MemAvailable"], found["MemTotal"]
+
+
+def host_available() -> int | None:
+    """The host's available memory now (MemAvailable, /proc/meminfo), or None off Linux."""
+    used, total = host_memory()
+    return None if used is None else total - used
+
+
+def oom_kills() -> int | None:
+    """The processes the kernel's out-of-memory killer has killed since boot (/proc/vmstat
+    oom_kill, Linux 4.13 and up), or None where it is not kept."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _status_bytes(*keys: str) -> dict[str, int]:
+    """Fields of /proc/self/status in bytes (VmRSS, VmHWM: the resident set and its peak)."""
+    found = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in keys:
+                    found[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
+
+
+class PeakMemory:
+    """In a worker, the most memory each stage of a point took above what the worker held before
+    the point: on the host the resident set's peak (VmHWM, reset through /proc/self/clear_refs at
+    each stage), on CUDA the caching allocator's peak. What runs, whatever it is (the kernel's
+    scratch, the float64 reference's intermediates, the honest peer's draws): sizes.Peak scales it
+    to the points that follow. `begin` a point, `stage` at each stage's start, `end` its facts."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.current: str | None = None
+        self.host0 = self.device0 = None
+        self.stages: dict[str, list] = {}
+
+    def begin(self) -> None:
+        self.current, self.stages = None, {}
+        self._reset()
+        self.host0 = _status_bytes("VmRSS").get("VmRSS")
+        self.device0 = self._device_now()
+
+    def stage(self, stage) -> None:
+        """`stage` begins: the one that ran gets its peak, and the peaks start again."""
+        self._close()
+        self.current = str(stage)
+
+    def end(self) -> dict:
+        """{stage: [host bytes, device bytes or None]}: each stage's peak above the point's start."""
+        self._close()
+        return self.stages
+
+    def _close(self) -> None:
+        if self.current is not None and self.host0 is not None:
+            host = max(_status_bytes("VmHWM").get("VmHWM", self.host0) - self.host0, 0)
+            dev = None
+            if self.device0 is not None:
+                import torch
+                dev = max(torch.cuda.max_memory_allocated() - self.device0, 0)
+            was = self.stages.get(self.current, [0, None])
+            self.stages[self.current] = [max(was[0], host), dev if was[1] is None else max(was[1], dev or 0)]
+        self._reset()
+
+    def _reset(self) -> None:
+        with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
+            f.write("5")                      # the peak resident set starts again from now
+        if self.device == "cuda":
+            import torch
+            if torch.cuda.is_initialized():
+                torch.cuda.reset_peak_memory_stats()
+
+    def _device_now(self) -> int | None:
+        if self.device != "cuda":
+            return None
+        import torch
+        return torch.cuda.memory_allocated() if torch.cuda.is_initialized() else None
+
+
 class HostSample:
     """Other processes' CPU time over a point: the host's busy time less the climb's process and
     the point's worker (two reads of /proc at each end: microseconds). A grandchild of the worker
     (Triton's compiler, a mode's own process) counts as another process until it is reaped; a
     mode's process forked by the fork server is the point's own by what the worker reports
-    (`children_s`: their CPU seconds, which the server's reaping measured)."""
+    (`children_s`: their CPU seconds, which the server's reaping measured). And the host's memory
+    once the point ended (what others still hold after a killed worker's memory is freed) and
+    the out-of-memory killer's kills meanwhile."""
 
     def __init__(self, pid: int):
         self.pid, self.t0 = pid, time.monotonic()
         self.host0, self.ours0, self.worker0, self.wait0 = _host_busy_s(), _ours_s(pid), _process_cpu_s(pid), _waited_s(pid)
+        self.kills0 = oom_kills()
 
     def end(self, children_s: float = 0.0) -> Load:
         host = _host_busy_s()
@@ -621,8 +738,14 @@ class HostSample:
         others = 0.0 if host is None or self.host0 is None else host - self.host0 - ours
         worker = _process_cpu_s(self.pid) - self.worker0 + children_s
         waited = _waited_s(self.pid) - self.wait0
+        used, total = host_memory()
+        if used is None or used < HOST_FULL_SHARE * total:
+            used = total = None                   # kept only when it was full: what the words then name
+        kills = oom_kills()
         return Load(host_cpu_s=round(max(others, 0.0), 3), worker_cpu_s=round(max(worker, 0.0), 3),
-                    worker_wait_s=round(max(waited, 0.0), 3), seconds=round(time.monotonic() - self.t0, 3))
+                    worker_wait_s=round(max(waited, 0.0), 3), seconds=round(time.monotonic() - self.t0, 3),
+                    host_used_bytes=used, host_total_bytes=total,
+                    oom_kills=None if kills is None or self.kills0 is None else max(kills - self.kills0, 0))
 
 
 def device_load(gpu: str | None, ours: list[int]) -> dict:

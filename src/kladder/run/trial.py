@@ -148,6 +148,8 @@ def _run(spec: Spec, point: Point, device: str, watch=None) -> Result:
         if result is None:
             raise
         return result
+    if judge.broken is not None:             # the reference's fault is the spec's, never the kernel's
+        return Result(Outcome(point, Status.BROKEN, note=judge.broken, rows=rows, warnings=judge.warnings), fatal=fatal)
     made_up = _made_up(point, h)
     if made_up is not None:
         return made_up

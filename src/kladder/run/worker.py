@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from .isolation import hold_lifeline
+from .isolation import PeakMemory, hold_lifeline
 from .reaper import end_descendants, subreaper
 
 
@@ -62,19 +62,26 @@ def serve(spec, device: str, lines, proto) -> None:
     from .faults import Result, kladder_error
     from .stages import CLOCK
     from .trial import run_point
-    # the parent's watchdog times each stage by its kind: it learns here which one began
-    CLOCK.sink = lambda stage: proto.write('{"stage": "%s"}\n' % stage)
+    # the parent's watchdog times each stage by its kind: it learns here which one began; each
+    # stage's peak memory is measured between them (isolation.PeakMemory)
+    peak = PeakMemory(device)
+
+    def sink(stage) -> None:
+        peak.stage(stage)
+        proto.write('{"stage": "%s"}\n' % stage)
+    CLOCK.sink = sink
     from . import forkserver
     for line in lines:
         msg = json.loads(line)
         point = Point.from_dict(msg["point"])
         forkserver.ADDRESS, forkserver.CPU.s = msg.get("forkserver"), 0.0   # the modes' own processes fork from it
+        peak.begin()
         try:
             result = run_point(spec, point, device)
         except BaseException as e:  # noqa: BLE001 - kladder's own bug: an answer, not a silent death
             result = Result(kladder_error(point, e), fatal=True)
         proto.write(json.dumps({"outcome": result.outcome.to_dict(), "fatal": result.fatal,
-                                "children_cpu_s": round(forkserver.CPU.s, 3)}) + "\n")
+                                "children_cpu_s": round(forkserver.CPU.s, 3), "peak": peak.end()}) + "\n")
         proto.flush()
         if result.fatal:
             end_descendants(os.getpid())

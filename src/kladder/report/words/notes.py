@@ -42,9 +42,13 @@ NOTES[F.NotCompiledFacts] = _fixed("under Triton's interpreter nothing is compil
 
 @notes(F.InputsMutatedFacts)
 def _inputs_mutated(x, sized=True):
-    return (f"the kernel writes {', '.join(x.args)} in place (mutated=True): each call on the same buffers is "
+    if x.when == "accumulate":
+        return (f"the kernel's backward writes {', '.join(x.args)} in place (the spec declares it): a second backward "
+                "on the same graph would read what the first wrote, which no training step does; the accumulation "
+                "point is not run (every other point judges the write)")
+    return (f"the kernel writes {', '.join(x.args)} in place (the spec declares it): each call on the same buffers is "
             "another computation, so repeating it cannot be held to the first call's bits; rung 5 does not "
-            "repeat kernels with declared mutated inputs (rungs 1-4 judge the mutation)")
+            "repeat kernels at points with declared writes (rungs 1-4 judge them)")
 
 
 @notes(F.GpuPointFacts)
@@ -67,7 +71,20 @@ def _value_out_of_range(x, sized=True):
 
 @notes(F.NoDeviceMemoryFacts)
 def _no_device_memory(x, sized=True):
+    if x.measured:
+        return (f"needs about {human_bytes(x.need_bytes)} on the device (the peak of kernel, reference and peer "
+                f"measured at {x.measured}, {human_bytes(x.measured_bytes)}, scaled by the elements); the device has "
+                f"{human_bytes(x.free_bytes)} free")
     return f"needs {human_bytes(x.need_bytes)} of tensors; the device has {human_bytes(x.free_bytes)} free"
+
+
+@notes(F.NoHostMemoryFacts)
+def _no_host_memory(x, sized=True):
+    share = f"{human_bytes(x.share_bytes)} available to each of its {x.workers} workers" if x.workers > 1 else \
+        f"{human_bytes(x.share_bytes)} available"
+    return (f"needs about {human_bytes(x.need_bytes)} of the host's memory (the peak of kernel, reference and peer "
+            f"measured at {x.measured}, {human_bytes(x.measured_bytes)}, scaled by the elements); the host has "
+            f"{share}: skipped before a worker ran out of memory (climb with fewer --jobs, or on a larger host)")
 
 
 @notes(F.ModeNeedsCudaFacts)
@@ -174,6 +191,26 @@ def _device_full(x, sized=True):
         x.alone, f"was {status_word(x.alone)} alone")
     return (f"the device was full: out of memory ({x.text}) while {load_text(x)}; it {alone} "
             f"(in {x.alone_s:.1f} s)")
+
+
+@notes(F.HostFullFacts)
+def _host_full(x, sized=True):
+    alone = {"passed": "passed alone", "oom": "ran out of memory alone too, others still holding memory",
+             "failed": "was killed alone too, others still holding memory"}.get(x.alone, f"was {status_word(x.alone)} alone")
+    full = "the host's memory was full" if x.host_used_bytes or x.oom_kills else "others held the memory"
+    return (f"{full}: the worker died with {x.signal} (the out-of-memory killer's signal) while "
+            f"{load_text(x)}; it {alone} (in {x.alone_s:.1f} s): not judged, and not the kernel's crash")
+
+
+@notes(F.ReferenceNotIndependentFacts)
+def _reference_not_independent(x, sized=True):
+    what = "; ".join(s for s in (x.functions and f"the kernel's own functions {', '.join(x.functions)}",
+                                 x.jit_kernels and f"its Triton kernels {', '.join(x.jit_kernels)}",
+                                 x.gpu_kernels and f"its GPU kernels {', '.join(x.gpu_kernels)}",
+                                 x.torch_op and f"the torch op under test, {x.torch_op}") if s)
+    return (f"the reference {x.reference} is not independent of the kernel under test: it runs {what}; a comparison "
+            "with it cannot fail when both are wrong. The spec's problem, not the kernel's (its other points are "
+            "judged as usual): write the reference in plain torch, independent of the kernel's code")
 
 
 @notes(F.HostBusyFacts)
