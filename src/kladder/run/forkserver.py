@@ -57,12 +57,6 @@ PRELOAD = ("numpy", "torch", "triton", "triton.experimental.gluon", "kladder.run
            "kladder.fingerprint", "kladder.run.interpreter", "kladder.run.modes.jitcache",
            "kladder.run.modes.envset", "kladder.run.modes.imports")
 
-# What a worker imports at its start besides (torch.use_deterministic_algorithms imports Inductor's
-# config: torch._dynamo, sympy, 900 modules): the workers' server has it imported, the modes'
-# processes' server not (a fresh one of them imports it only if its kernel's call does).
-WORKER_PRELOAD = ("torch._inductor.config",)
-WORKERS = ".w"                  # the workers' server's socket: the first one's, with this added
-
 ADDRESS: str | None = None      # in a worker: the climb's server's socket (set with each point's request)
 
 
@@ -256,9 +250,8 @@ class Server:
             self.proc.wait()
         with contextlib.suppress(OSError):
             self.proc.stdout.close()
-        for path in (self.address, self.address + WORKERS):
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.unlink(self.address)
         with contextlib.suppress(OSError):
             os.rmdir(self.dir)
 
@@ -378,8 +371,9 @@ def _preload(names, base: dict, delta: dict, gone: list) -> tuple[dict, list]:
 
 def serve(address: str) -> int:
     """`python -m kladder.run.forkserver SOCKET [LABEL]`: preload, print 'ready', serve until
-    stdin closes; and a second server forked from it, on SOCKET + WORKERS, that has imported
-    what a worker imports at its start too (WORKER_PRELOAD), for workers only."""
+    stdin closes. Workers and the modes' own processes fork from it alike: a worker no longer
+    imports anything at its start that a mode's process does not (until 2026-12-07 a second
+    server, forked from this one, had Inductor's config imported for the workers: run/settings.py)."""
     base = dict(os.environ)
     import warnings
     warnings.filterwarnings("ignore")
@@ -389,12 +383,6 @@ def serve(address: str) -> int:
     env_delta, env_gone = _preload(PRELOAD, base, {}, [])
     preloading.clear()                           # from here the loop watches stdin (and kills its children first)
     sys.stdout.flush()
-    if os.fork() == 0:                           # the workers' server: its own loop, the same stdin lifeline
-        with contextlib.suppress(BaseException):
-            env_delta, env_gone = _preload(WORKER_PRELOAD, base, env_delta, env_gone)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)          # 'ready' is the first server's to say
-            _loop(address + WORKERS, base, env_delta, env_gone)
-        os._exit(0)
     return _loop(address, base, env_delta, env_gone)
 
 

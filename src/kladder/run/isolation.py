@@ -159,14 +159,12 @@ class Worker:
 
     def _forked(self, server, env: dict, lifeline: int):
         """The worker forked from the server (its own session, the lifeline passed), or None."""
-        from .forkserver import WORKERS, spawn
+        from .forkserver import spawn
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         try:
             argv, fds = ["-m", "kladder.run.worker", self.ref, self.device], (in_r, out_w, self.log.fileno())
-            child = None
-            for address in (server.address + WORKERS, server.address):   # the workers' own server, once it serves
-                child = child or spawn(argv, env, fds, {LIFELINE_ENV: lifeline}, address=address)
+            child = spawn(argv, env, fds, {LIFELINE_ENV: lifeline}, address=server.address)
         finally:
             os.close(in_r)
             os.close(out_w)

@@ -15,9 +15,12 @@ from .isolation import hold_lifeline
 
 def _setup_torch(device: str) -> dict:
     import torch
+
+    from .settings import deterministic_on
     # Outputs the kernel allocates itself (torch.empty) come back NaN-filled (ints: the max
-    # value) instead of holding a previous tensor's plausible bytes.
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    # value) instead of holding a previous tensor's plausible bytes (torch.use_deterministic_algorithms
+    # as torch does it, without importing Inductor's config: run/settings.py)
+    deterministic_on()
     torch.utils.deterministic.fill_uninitialized_memory = True
     if device == "cpu":
         # CPU points are small (the CPU budget): torch's intra-op threads only wait on each other
