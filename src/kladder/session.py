@@ -78,7 +78,7 @@ def climb_options(args, ref: str, device: str, keep: list | None = None):
     """Options for one climb from the command line, its workers already starting (they import
     torch and the spec while this process does the same); the pool is put in `keep` before any
     worker starts, so that a Ctrl-C meanwhile still closes it."""
-    from .ladder import Options, parse_rungs
+    from .ladder import EARLY_FROM, Options, parse_rungs
     from .run.isolation import Pool
     try:
         rungs = parse_rungs(args.rungs)
@@ -101,10 +101,16 @@ def climb_options(args, ref: str, device: str, keep: list | None = None):
         pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
         if keep is not None:
             keep.append(pool)
+        if max(rungs) >= EARLY_FROM:
+            # the climb's points that start processes of their own fork them from the server from
+            # its start (ladder.early_points); its workers fork from it too: one import of torch
+            # and Triton for all of them, not one a worker beside the server's
+            pool.start_server()
         pool.warm(1 if device == "cpu" else jobs)
     return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
                    jobs=jobs, pool=pool, progress=_progress(args), repeat=getattr(args, "repeat", None),
                    repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0), shard=shard, ray=address,
+                   budget=getattr(args, "budget", None) or "commit",
                    shrink_s=getattr(args, "shrink_s", 0.0))
 
 

@@ -8,8 +8,9 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..budgets import BudgetSummary
 from ..facts import BiasFacts, ContractFacts, GoldenFacts, GpuPointFacts, GuardFacts, NondeterministicFacts
-from ..outcome import STATUSES, Check, Finding, Note, Outcome, Status
+from ..outcome import STATUSES, Check, Finding, Note, Outcome, Status, Waited
 
 NOTHING_RAN = 5     # as pytest's "no tests ran": every point skipped, or none generated
 INTERRUPTED = 130   # as a shell reports a process ended by SIGINT
@@ -31,6 +32,7 @@ class RungReport:
     climbed: bool = True
     note: str = ""                       # why a rung was not climbed
     interrupted: bool = False            # Ctrl-C arrived while it ran: its points so far are kept
+    waits: list[Waited] = field(default_factory=list)   # what the lanes working for its points waited for (run/waits.py)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -76,6 +78,7 @@ class ClimbReport:
     shrunk: list[dict] = field(default_factory=list)     # kladder.shrink's facts per rung's first failure (--shrink-s)
     shard: dict | None = None            # --shard I/N: which slice, the options, where each point stands (shard.py)
     golden: GoldenFacts | None = None    # --golden: the points' bits against the golden hashes (history/golden.py)
+    budget: BudgetSummary | None = None  # the time budget that ran rung 5, what a longer one adds (budgets.py)
 
     @property
     def outcomes(self) -> list[Outcome]:

@@ -25,9 +25,10 @@ import tempfile
 import threading
 import time
 
-from ..outcome import Load, Outcome, Stage
+from ..outcome import Load, Outcome, Stage, Wait
 from ..point import Point
 from . import faults
+from .waits import waiting
 
 STARTUP_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = {"cpu": 120.0, "cuda": 120.0}
@@ -318,6 +319,7 @@ class Pool:
         self._fresh_left = 0             # fresh-process points still to come in this rung
         self._fresh_lanes = 1
         self.server = None               # the fork server (run/forkserver.py), once a rung needs new processes
+        self.waits = None                # run/waits.Waits: what the lanes wait for (set by the climb's runner)
         if os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
             self.start_server()
 
@@ -391,7 +393,8 @@ class Pool:
         way, it is waited for (outside the lock: a Ctrl-C's kill is not held up): it started
         before any worker that would be started now."""
         if not self._spare and self._starting():
-            self.server_address(wait=True)
+            with waiting(self.waits, Wait.FORK_SERVER):
+                self.server_address(wait=True)
         with self._lock:
             if self.closed:
                 raise WorkerError("the climb is shutting down")
@@ -408,22 +411,25 @@ class Pool:
     def _ready(self, w: Worker) -> tuple[dict, Worker]:
         """The worker's hello; where the device refused its context (another process holds the
         memory), a new worker every few seconds for devicestart.DEVICE_RETRY_S, then
-        DeviceStartError with the device's state."""
+        DeviceStartError with the device's state. The wait is said (run/waits.py): for a
+        worker's start, or for the device once it refused."""
         from ..devicestart import DeviceStartError, retrying
         box = [w]
-
-        def attempt() -> dict:
-            try:
-                return box[0].ready()
-            except DeviceStartError:
-                self.retire(box[0])
-                with self._lock:
-                    if self.closed:
-                        raise WorkerError("the climb is shutting down") from None
-                    box[0] = self._start()
-                raise
-        hello = retrying("starting a worker's CUDA context", attempt, w.gpu, stop=lambda: self.closed,
-                         errors=(DeviceStartError,))
+        with waiting(self.waits if w._hello is None else None, Wait.WORKER) as wait:
+            def attempt() -> dict:
+                try:
+                    return box[0].ready()
+                except DeviceStartError:
+                    if wait is not None:
+                        wait.wait = Wait.DEVICE
+                    self.retire(box[0])
+                    with self._lock:
+                        if self.closed:
+                            raise WorkerError("the climb is shutting down") from None
+                        box[0] = self._start()
+                    raise
+            hello = retrying("starting a worker's CUDA context", attempt, w.gpu, stop=lambda: self.closed,
+                             errors=(DeviceStartError,))
         return hello, box[0]
 
     def retire(self, w: Worker) -> None:
@@ -499,9 +505,9 @@ class Lane:
         """With `fresh`, the point runs alone in a new worker, which is closed after it: no
         state from earlier calls reaches it, and none of its state reaches later points."""
         from .forkserver import ServerLost
-        address = self.pool.server_address()
         if fresh:
             w = self.pool.take(fresh=True)
+            address = self.pool.server_address()     # asked once a worker is taken: it may wait for the server
             try:
                 try:
                     return w.run(point, timeout_s, budget_s, address)[0]
@@ -515,6 +521,7 @@ class Lane:
         if self.worker is None:
             self.worker = self.pool.take()
             self.ran = 0
+        address = self.pool.server_address()
         try:
             outcome, alive = self.worker.run(point, timeout_s, budget_s, address)
         except ServerLost:
