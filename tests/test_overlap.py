@@ -189,3 +189,29 @@ def test_waits_are_in_the_progress_line_the_terminal_and_the_json():
     assert progress.waiting_line() == ""
     with waits.point(_pt(4, "aba")), waits.on(Wait.WORKER):
         assert progress.waiting_line() == "waiting 0 s for a worker to start (r4-N=3-aba)"
+
+
+def test_a_rung_whose_points_cannot_be_made_starts_nothing_early_and_raises_at_its_turn(monkeypatch):
+    """A generator that raises (a spec error found at rung 7) must not end the climb before rung 1:
+    its rung raises when its turn comes, as before the overlap."""
+    import os
+
+    import kladder.ladder as ladder
+    from kladder.load import load_spec
+    from kladder.report.data import ClimbReport
+    from kladder.sizes import budget_for
+    ref = os.path.join(os.path.dirname(__file__), "specs", "trivial.py")
+    spec = load_spec(ref)
+    made = ladder.rung_points
+
+    def rung_points(spec, rung, *a, **k):
+        if rung == 7:
+            raise ValueError("rung 7's generator failed")
+        return made(spec, rung, *a, **k)
+    monkeypatch.setattr(ladder, "rung_points", rung_points)
+    runner = _Runner(lambda p, a: Status.PASSED)
+    report = ClimbReport(spec.name, ref, "cpu")
+    ladder.plan_rungs(report, (1, 4, 7))
+    found = ladder.early_points(spec, budget_for("cpu"), report, runner, ladder.Options(rungs=(1, 4, 7)))
+    assert {p.rung for p in found} == {4}
+    runner.close()

@@ -215,7 +215,7 @@ class Runner:
         rest = [p for p in points if p not in early]
         lanes = min(self.jobs, max(1, len(rest) // POINTS_PER_LANE))
         fresh, children = sum(fresh_process(p) for p in rest), sum(child_processes(p, self.device) for p in rest)
-        if fresh or children or not early:
+        if fresh or children or not (early or self._early):   # else the early points' own expectation stands
             self.pool.expect_fresh(fresh, lanes, children=children)
         if lanes == 1:
             for p in points:
@@ -605,7 +605,10 @@ def early_points(spec, budget, report: ClimbReport, runner: Runner, opts: Option
     for rr in report.rungs:
         if rr.climbed and rr.rung >= EARLY_FROM:
             extra = _rung_options(rr.rung, opts, runner)
-            found += [p for p in rung_points(spec, rr.rung, budget, opts.seed, **extra) if own_process(p, runner.device)]
+            try:
+                found += [p for p in rung_points(spec, rr.rung, budget, opts.seed, **extra) if own_process(p, runner.device)]
+            except Exception:  # noqa: BLE001 - a rung whose points cannot be made says so when its turn comes, as before
+                continue
     return found
 
 
