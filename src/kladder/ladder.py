@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from .budgets import DEFAULT as DEFAULT_BUDGET
 from .outcome import Check, Load, Note, NoteKind, Outcome, Replay, Status, Wait
 from .point import Point
 from .report.data import ClimbReport, RungReport
@@ -32,7 +33,6 @@ from .run.waits import Waits, waiting
 from .rungs import BUILT, BY_NUMBER, RUNGS, number
 from .sizes import CPU_BUDGET, budget_for, is_big, numel_of, total_bytes
 from .spec import Spec
-from .budgets import DEFAULT as DEFAULT_BUDGET
 from .version import __version__
 
 MEMORY_HEADROOM = 0.85          # leave room for the reference's rows and the allocator's slack
@@ -141,8 +141,10 @@ NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Ch
 # work to share: a lane per this many points, up to --jobs.
 POINTS_PER_LANE = 4
 # Points that take longest start first, so that the rest share the other lanes meanwhile (the
-# results still come in the rung's order): two processes on a cold and a warm cache; a fresh one.
-FIRST = {"jitcache": 0, "aba": 1}
+# results still come in the rung's order): compute-sanitizer's child (torch's start under the tool
+# alone takes seconds); two processes on a cold and a warm cache; three cache-key or flag variants;
+# a fresh worker.
+FIRST = {"sanitize": 0, "jitcache": 0, "cachekey": 1, "flags": 1, "aba": 1}
 # Modes whose calls all run in processes of their own, new for every point (a collective's
 # ranks): running such a point alone in a new worker would change nothing.
 OWN_PROCESS_MODES = ("collective",)
@@ -150,7 +152,7 @@ OWN_PROCESS_MODES = ("collective",)
 # jit-cache's cold and warm ones, the cache-key and flag variants, the import tracer, a dispatch
 # under environment variables; compute-sanitizer's child) spend most of their time starting
 # Python, torch and the spec, not calling the kernel: they start at the climb's start on lanes of
-# their own (EARLY_LANES), beside rungs 1-3, each forked warm from the fork server, and their rung
+# their own (early_lanes), beside rungs 1-3, each forked warm from the fork server, and their rung
 # takes their outcomes in its order when it comes (Runner.start_early). From rung 4 on.
 EARLY_FROM = number("modes")
 
