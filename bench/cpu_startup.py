@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,13 +33,23 @@ POINT = json.dumps({"spec": "double", "rung": 1, "dims": [["N", 1]], "seed": 184
 TARGET = {"climb": 1.5, "climb_all": 5.0, "repro": 2.0, "points": 2.0}
 
 
-def timed(cmd: list[str], src: str | None) -> float:
+CPU: dict[str, list[float]] = {}     # a command's CPU seconds (user + system), its processes' and their children's
+
+
+def timed(cmd: list[str], src: str | None, name: str = "") -> float:
+    """The command's wall seconds; its CPU seconds (every process it started, reaped: workers, the
+    fork server and what it forked) go to CPU[name]. On a shared machine the CPU seconds are the
+    steadier measure: the wall of an idle 2-core machine is at least half of them."""
     env = dict(os.environ, PYTHONPATH=src) if src else None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-2000:]}")
+    if name:
+        CPU.setdefault(name, []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return dt
 
 
@@ -66,25 +77,26 @@ def main() -> None:
             for c in cmds.values():
                 timed(c, src)
         for r in range(args.rounds):
-            samples["import torch"].append(timed(torch_cmd, None))
+            samples["import torch"].append(timed(torch_cmd, None, "import torch"))
             order = list(trees.items()) if r % 2 == 0 else list(reversed(trees.items()))
             for tree, src in order:
                 for name, c in cmds.items():
-                    samples.setdefault(f"{tree} {name}", []).append(timed(c, src))
+                    samples.setdefault(f"{tree} {name}", []).append(timed(c, src, f"{tree} {name}"))
     med = {k: statistics.median(v) for k, v in samples.items()}
-    t = med["import torch"]
+    cpu = {k: statistics.median(v) for k, v in CPU.items()}
+    t, tc = med["import torch"], cpu["import torch"]
     load = os.getloadavg()[0]
     print(f"{args.rounds} interleaved rounds, load average {load:.2f}, {os.cpu_count()} cores")
-    print(f"{'python -c import torch':28} median {t:.2f} s")
+    print(f"{'python -c import torch':28} median {t:.2f} s  cpu {tc:.2f} s")
     for name in TARGET:
         for tree in trees:
-            m = med[f"{tree} {name}"]
+            m, c = med[f"{tree} {name}"], cpu[f"{tree} {name}"]
             print(f"{tree + ' kladder ' + name:28} median {m:.2f} s  difference {m - t:+.2f} s (target <= "
-                  f"+{TARGET[name]:.2f} s)")
+                  f"+{TARGET[name]:.2f} s)  cpu {c:.2f} s ({c - tc:+.2f} s)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"samples_s": samples, "medians_s": med, "trees": trees, "load_average": load,
-                       "cores": os.cpu_count(), "rounds": args.rounds}, f, indent=1)
+            json.dump({"samples_s": samples, "medians_s": med, "cpu_samples_s": CPU, "cpu_medians_s": cpu,
+                       "trees": trees, "load_average": load, "cores": os.cpu_count(), "rounds": args.rounds}, f, indent=1)
 
 
 if __name__ == "__main__":
