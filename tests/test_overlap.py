@@ -66,6 +66,16 @@ def test_an_own_process_point_runs_beside_rung_1_and_its_rung_takes_its_outcome(
     runner.close()
 
 
+def test_with_one_job_nothing_starts_early():
+    jit = _pt(4, "jitcache", partner=(("dims", (("N", 1),)),))
+    runner = _Runner(lambda p, alone: Status.PASSED, jobs=1)
+    runner.start_early([jit])
+    assert not runner._early and runner.runs == []
+    list(runner.run_all([jit]))
+    assert [r[0] for r in runner.runs] == [jit.id] and runner.runs[0][2] == "MainThread"
+    runner.close()
+
+
 def test_an_early_points_failure_is_replayed_and_as_its_rungs_first_re_run_alone_in_a_fresh_worker():
     jit = _pt(4, "jitcache", partner=(("dims", (("N", 1),)),))
     runner = _Runner(lambda p, alone: Status.FAILED)

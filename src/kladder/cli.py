@@ -25,7 +25,8 @@ SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
 DEVICE_HELP = "auto (cuda when torch sees one), cpu (Triton interpreter) or cuda"
 JOBS_HELP = ("points run side by side, each in a worker of its own (default: the CPU's cores on the CPU; on "
-             "CUDA four per GPU, big points alone)")
+             "CUDA four per GPU, big points alone); from 2 on, the points that start processes of their own "
+             "start with the climb, on lanes of their own")
 
 
 SHRINK_S = 30.0             # seconds a climb spends shrinking its failures by default (nothing when none fails)

@@ -241,9 +241,10 @@ class Runner:
     def start_early(self, points) -> None:
         """Start these points now, longest first, on lanes of their own (early_lanes), each run
         as `run` runs it (skipped, fresh, replayed when it fails); run_all takes each outcome in
-        its rung's order, where the rung's first failure is re-run alone as any other's."""
+        its rung's order, where the rung's first failure is re-run alone as any other's. With
+        --jobs 1 nothing starts early: one point at a time, as asked."""
         points = [p for p in dict.fromkeys(points) if p not in self._early]
-        if not points:
+        if not points or self.jobs < 2:          # -j 1: one point at a time, as asked
             return
         self.pool.expect_fresh(sum(fresh_process(p) for p in points), early_lanes(self.jobs),
                                children=sum(child_processes(p, self.device) for p in points))
