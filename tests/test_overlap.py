@@ -225,3 +225,25 @@ def test_a_rung_whose_points_cannot_be_made_starts_nothing_early_and_raises_at_i
     found = ladder.early_points(spec, budget_for("cpu"), report, runner, ladder.Options(rungs=(1, 4, 7)))
     assert {p.rung for p in found} == {4}
     runner.close()
+
+
+def test_asking_whether_the_fork_server_serves_never_waits_behind_a_lane_that_waits_for_it():
+    """A lane waits for the server's start (seconds of torch's import); another lane asking, or
+    Ctrl-C's Pool.kill, must not wait behind it (the wait is outside the server's lock)."""
+    import subprocess
+
+    from kladder.run.forkserver import Server
+    s = Server.__new__(Server)
+    s._ready, s._ended, s._lock = False, False, threading.Lock()
+    s.proc = subprocess.Popen(["sh", "-c", "sleep 2; echo ready; sleep 30"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        waiter = threading.Thread(target=lambda: s.ready(20))
+        waiter.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        assert s.ready() is False and time.monotonic() - t0 < 0.5
+        waiter.join(20)
+        assert s.ready() is True
+    finally:
+        s.proc.kill()
+        s.proc.wait()

@@ -215,25 +215,44 @@ class Server:
         self.address = os.path.join(self.dir, "s")
         self.env = dict(env)
         self._ready = False
+        self._ended = False                  # it said something else than 'ready', or nothing: it will not serve
         self._lock = threading.Lock()
         self.proc = subprocess.Popen([sys.executable, "-m", "kladder.run.forkserver", self.address, label],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=self.env, start_new_session=True)
 
     def ready(self, wait_s: float = 0.0) -> bool:
-        with self._lock:
-            if self._ready or self.proc.poll() is not None:
-                return self._ready and self.proc.poll() is None
-            sel = selectors.DefaultSelector()
-            try:
-                sel.register(self.proc.stdout, selectors.EVENT_READ)
-                if sel.select(wait_s):
-                    self._ready = self.proc.stdout.readline().strip() == b"ready"
-            except (OSError, ValueError):          # closed under us (the climb is ending)
+        """Whether it serves, waiting up to `wait_s` for its 'ready'. The wait is outside the lock:
+        a thread that only asks (a lane choosing how to start a worker, Pool.kill on Ctrl-C) is
+        never held up by one that waits for the server's start (seconds of torch's import)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            with self._lock:
+                if self._ready or self._ended or self.proc.poll() is not None:
+                    return self._ready and self.proc.poll() is None
+                if self._readable(0.0):
+                    try:
+                        line = self.proc.stdout.readline()
+                    except (OSError, ValueError):          # closed under us (the climb is ending)
+                        return False
+                    self._ready = line.strip() == b"ready"
+                    self._ended = not self._ready          # its end, or another line: it will not serve
+                    continue
+            left = deadline - time.monotonic()
+            if left <= 0:
                 return False
-            finally:
-                sel.close()
-            return self._ready and self.proc.poll() is None
+            self._readable(min(left, 0.5))
+
+    def _readable(self, wait_s: float) -> bool:
+        """Its stdout has a line (or its end) to read within `wait_s`."""
+        sel = selectors.DefaultSelector()
+        try:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            return bool(sel.select(wait_s))
+        except (OSError, ValueError):                      # closed under us: a read says so
+            return True
+        finally:
+            sel.close()
 
     def serves(self, env: dict) -> bool:
         return self.ready() and incompatible(self.env, env) is None

@@ -392,8 +392,8 @@ class Pool:
         point starts the next fresh point's worker. With no spare and the fork server on its
         way, it is waited for (outside the lock: a Ctrl-C's kill is not held up): it started
         before any worker that would be started now."""
-        if not self._spare and self._starting():
-            with waiting(self.waits, Wait.FORK_SERVER):
+        with waiting(self.waits, Wait.FORK_SERVER):      # said only where it took 0.1 s or more (run/waits.py)
+            if not self._spare and self._starting():
                 self.server_address(wait=True)
         with self._lock:
             if self.closed:
