@@ -318,7 +318,7 @@ class Pool:
         self.hello: dict = {}
         self._fresh_left = 0             # fresh-process points still to come in this rung
         self._fresh_lanes = 1
-        self.server = None               # the fork server (run/forkserver.py), once a rung needs new processes
+        self.server = None               # the fork server (run/forkserver.py): from a climb's start, or once a rung needs new processes
         self.waits = None                # run/waits.Waits: what the lanes wait for (set by the climb's runner)
         if os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
             self.start_server()
@@ -338,7 +338,9 @@ class Pool:
     def start_server(self) -> None:
         """Start the fork server (once, in the background): fresh workers and the modes' own
         processes are forked from it once it is ready, started afresh until then and wherever it
-        cannot serve (run/forkserver.py). On by default: it starts when a rung needs new processes;
+        cannot serve (run/forkserver.py). On by default: a climb of rungs from 4 on starts it at its
+        start, before any worker (session.climb_options: its workers fork from it too), any other
+        when a rung needs new processes;
         KLADDER_FORKSERVER=always starts it with the pool, every worker forked (tests); =0, every
         process is fresh. (Opt-in until 2026-12-06: a SIGKILLed climb's server outlived it while
         still importing torch, fixed by its lifeline thread; the whole suite then passed with it on,
