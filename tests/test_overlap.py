@@ -193,8 +193,9 @@ def test_waits_are_in_the_progress_line_the_terminal_and_the_json():
             "0.4 s for a worker to start (2 times)") in text
     assert report_dict(report)["rungs"][0]["waits"] == [{"for": "fork_server", "seconds": 2.14, "times": 1},
                                                        {"for": "worker", "seconds": 0.4, "times": 2}]
+    import io
     waits = Waits()
-    progress = Progress(Console(file=open("/dev/null", "w")))
+    progress = Progress(Console(file=io.StringIO()))
     progress.watch(waits)
     assert progress.waiting_line() == ""
     with waits.point(_pt(4, "aba")), waits.on(Wait.WORKER):
