@@ -32,7 +32,8 @@ def _start(folder) -> tuple[subprocess.Popen, str, str]:
     out, log = os.path.join(folder, "r.json"), os.path.join(folder, "l.jsonl")
     p = subprocess.Popen([*KLADDER, "climb", SLOW, "--rungs", "1", "--device", "cpu", "-j", "1", "--json", out, "--log",
                           log, "--no-history", "--color", "never", "--shrink-s", "0"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=folder, start_new_session=True)
+                         stderr=subprocess.PIPE, text=True, cwd=folder, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))   # as a foreground job gets it
     return p, out, log
 
 

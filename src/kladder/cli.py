@@ -33,7 +33,8 @@ SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
 DEVICE_HELP = "auto (cuda when torch sees one), cpu (Triton interpreter) or cuda"
 JOBS_HELP = ("points run side by side, each in a worker of its own (default: the CPU's cores on the CPU; on "
-             "CUDA four per GPU, big points alone)")
+             "CUDA four per GPU, big points alone); from 2 on, the points that start processes of their own "
+             "start with the climb, on lanes of their own")
 
 
 SHRINK_S = 30.0             # seconds a climb spends shrinking its failures by default (nothing when none fails)
@@ -52,6 +53,10 @@ def _positive(kind, what: str, zero: bool = False):
     return parse
 
 
+BUDGET_HELP = ("the time budget of rung 5's repetition points, its stream of calls and the compute-sanitizer tools: "
+               "commit (default; a small kernel's climb ends in seconds, for every change: a repetition point 2 s on "
+               "a GPU, the stream 1 s, memcheck) or release (the long ones: 10 s a repetition point on a GPU, the stream "
+               "3 s, all four sanitizer tools). The report says which ran and what the longer one would add")
 SEED_HELP = ("shift every point's seed by S (other inputs at the same points; false alarms are seed-dependent). "
              "The shifted seed is in each point, so its repro reproduces it")
 
@@ -74,8 +79,9 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=_positive(int, "a number of calls, e.g. --repeat 100000"), metavar="N",
                    help="rung 5: calls each repetition point makes (default 100 on the CPU, 100,000 on a GPU; with --repeat-s, whichever ends first)")
     p.add_argument("--repeat-s", type=_positive(float, "seconds, e.g. --repeat-s 30"), metavar="S",
-                   help="rung 5: seconds each repetition point may repeat for (default 10 on a GPU, 5 on the CPU)")
+                   help="rung 5: seconds each repetition point may repeat for (default 5 on the CPU; on a GPU 2 at --budget commit, 10 at release)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
+    p.add_argument("--budget", choices=("commit", "release"), default="commit", help=BUDGET_HELP)
     p.add_argument("--shrink-s", type=_positive(float, "seconds, e.g. --shrink-s 60 (0: do not shrink)", zero=True), default=SHRINK_S,
                    metavar="S", help=f"seconds to shrink the failures after the rungs: the smallest point that fails "
                    f"the same way, per rung (default {SHRINK_S:g}; 0: none)")
@@ -124,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     pts.add_argument("--rungs", help=RUNGS_HELP)
     pts.add_argument("--device", default="auto", help=DEVICE_HELP + " (the budget the points are sized for)")
     pts.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
+    pts.add_argument("--budget", choices=("commit", "release"), default="commit", help=BUDGET_HELP)
     pts.add_argument("--json", metavar="FILE", help="write the points as JSON to FILE")
     pts.add_argument("--shard", metavar="I/N", help="only the points `kladder climb --shard I/N` deals to shard I")
     pts.add_argument("--history", metavar="PATH", help="with --shard: the history the deal reads each point's cost from, "
@@ -579,7 +586,7 @@ def _repro_spec(args, point, here: bool = False):
         raise UsageProblem(str(e)) from None
     if device == "cpu" or here:              # this process runs the point (--pdb, --save) or forks its workers
         from .run.worker import setup_torch
-        setup_torch(device, light=True)
+        setup_torch(device)
     if args.sanitize:
         from .gaps.repetition import sanitized
         point = sanitized(point, args.sanitize)
@@ -694,9 +701,10 @@ def cmd_points(args) -> int:
         from .session import history_of
         from .shard import history_costs
         slicer = Slicer(shard, spec, history_costs(history_of(args), spec.name, device))
+    extra = {5: {"time_budget": args.budget}}           # the named time budget sizes rung 5's (budgets.py)
     points = [p for r in rungs
-              for p in (slicer.take(r, list(rung_points(spec, r, budget, args.seed))) if slicer
-                        else rung_points(spec, r, budget, args.seed))]
+              for p in (slicer.take(r, list(rung_points(spec, r, budget, args.seed, **extra.get(r, {})))) if slicer
+                        else rung_points(spec, r, budget, args.seed, **extra.get(r, {})))]
     sys.stdout.write(points_text(spec, args.ref, device, points, planned))
     if args.json:
         from .report.jsonout import write_atomic

@@ -189,6 +189,14 @@ class PeerSkippedFacts(Facts):
     skipped: int                       # the elements that fail the default
 
 
+@dataclass(frozen=True, kw_only=True)
+class PeerNotNeededFacts(Facts):
+    """No peer asked: the worst element is off by `times` x its default budget, past the `decides`
+    x within which a peer can change the verdict (checks/values.PEER_DECIDES)."""
+    times: float                       # the worst element's error over the dtype's default budget there
+    decides: float                     # checks/values.PEER_DECIDES
+
+
 # ---------------------------------------------------------------------------- findings
 @dataclass(frozen=True, kw_only=True)
 class ContractFacts(Facts):
@@ -215,7 +223,8 @@ class ValuesFacts(Facts):
     budget: Literal["default", "spread", "peer"] | None = opt()   # which set the allowed error at the worst element
     c: float | None = opt()            # checks/peer.py's C
     spread: SpreadFacts | None = opt()        # the rounding spread s at the worst element
-    peer: PeerFacts | PeerFailedFacts | PeerSkippedFacts | None = opt()   # the honest peer: ran, failed, or not asked
+    peer: PeerFacts | PeerFailedFacts | PeerSkippedFacts | PeerNotNeededFacts | None = opt()   # the honest peer: ran,
+                                                                        # failed, not asked (too many), not needed
     slack_ulps: int | None = opt()     # ulps of slack granted (the interpreter's bfloat16 truncation)
     # The budget at the element furthest past it (budget_at, the report's index; the largest
     # difference's element is often the same): what was allowed there, the dtype's default there

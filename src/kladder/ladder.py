@@ -25,13 +25,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .outcome import Check, Load, Note, NoteKind, Outcome, Replay, Status
+from .budgets import DEFAULT as DEFAULT_BUDGET
+from .outcome import Check, Load, Note, NoteKind, Outcome, Replay, Status, Wait
 from .point import Point
 from .report.data import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
 from .run import faults, isolation
 from .run.isolation import HOST_BUSY_CORES, Lane, Pool, child_processes, stage_budget, worker_timeout
-from .rungs import BUILT, BY_NUMBER, RUNGS
+from .run.waits import Waits, waiting
+from .rungs import BUILT, BY_NUMBER, RUNGS, number
 from .sizes import (
     CPU_BUDGET,
     KERNEL_STAGES,
@@ -64,6 +66,7 @@ class Options:
     jobs: int = 1                        # points run side by side, each on a worker of its own
     repeat: int | None = None            # rung 5: calls a repetition point makes (--repeat N)
     repeat_s: float | None = None        # rung 5: seconds a repetition point may take (--repeat-s S)
+    budget: str = DEFAULT_BUDGET         # the named time budget (budgets.py: commit, release; --budget NAME)
     seed: int = 0                        # shifts every point's seed (--seed): false alarms are seed-dependent
     shrink_s: float = 0.0                # seconds to shrink the climb's failures after its rungs (--shrink-s; 0: none)
     on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
@@ -201,11 +204,31 @@ NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Ch
 # work to share: a lane per this many points, up to --jobs.
 POINTS_PER_LANE = 4
 # Points that take longest start first, so that the rest share the other lanes meanwhile (the
-# results still come in the rung's order): two processes on a cold and a warm cache; a fresh one.
-FIRST = {"jitcache": 0, "aba": 1}
+# results still come in the rung's order): compute-sanitizer's child (torch's start under the tool
+# alone takes seconds); two processes on a cold and a warm cache; three cache-key or flag variants;
+# a fresh worker.
+FIRST = {"sanitize": 0, "jitcache": 0, "cachekey": 1, "flags": 1, "aba": 1}
 # Modes whose calls all run in processes of their own, new for every point (a collective's
 # ranks): running such a point alone in a new worker would change nothing.
 OWN_PROCESS_MODES = ("collective",)
+# The points that start processes of their own (a fresh worker; a mode's own processes: the
+# jit-cache's cold and warm ones, the cache-key and flag variants, the import tracer, a dispatch
+# under environment variables; compute-sanitizer's child) spend most of their time starting
+# Python, torch and the spec, not calling the kernel: they start at the climb's start on lanes of
+# their own (early_lanes), beside rungs 1-3, each forked warm from the fork server, and their rung
+# takes their outcomes in its order when it comes (Runner.start_early). From rung 4 on.
+EARLY_FROM = number("modes")
+
+
+def own_process(point: Point, device: str) -> bool:
+    """The point starts a process of its own (see EARLY_FROM)."""
+    return fresh_process(point) or child_processes(point, device) > 0 or point.mode == "sanitize"
+
+
+def early_lanes(jobs: int) -> int:
+    """Lanes for the early points beside the rungs' own: one, and half the jobs where there are
+    more (a GPU's four sanitizer children, its cache-key compiles)."""
+    return max(1, jobs // 2)
 
 
 class Runner:
@@ -227,9 +250,13 @@ class Runner:
         self._idle: list[Lane] = []           # lanes no thread is using
         self.failed: list[Point] = []         # points that failed, in the rung order (rung 5 sanitizes the smallest)
         self._lanes_lock = threading.Lock()
-        self._gate = Gate()                   # lanes run under a shared hold; a point re-run alone holds it whole
+        self.waits = Waits()                  # what the lanes wait for (run/waits.py), per rung in the report
+        self.pool.waits = self.waits
+        self._gate = Gate(self.waits)         # lanes run under a shared hold; a point re-run alone holds it whole
         self._running: list[list[int]] = []   # per point in flight: [the most other lanes seen busy meanwhile]
         self.peak: Peak | None = None         # the spec's measured point (sizes.Peak): sizes the points after it
+        self._early: dict[Point, Any] = {}    # points started ahead of their rung (start_early) -> their future
+        self._early_ex: ThreadPoolExecutor | None = None
 
     @property
     def device_name(self) -> str:
@@ -247,29 +274,49 @@ class Runner:
         return self._finish(self._first(point))
 
     def run_all(self, points, started: Callable[[Point], None] | None = None) -> Iterator[Outcome]:
-        """Every point, `jobs` at a time, yielded in the order given. A big point on a GPU runs
-        alone: two of them side by side run the device out of memory and say nothing."""
+        """Every point, `jobs` at a time, yielded in the order given; a point started early
+        (start_early) is not run again, its outcome taken when its turn comes. A big point on a
+        GPU runs alone: two of them side by side run the device out of memory and say nothing."""
         points = list(points)
-        lanes = min(self.jobs, max(1, len(points) // POINTS_PER_LANE))
-        self.pool.expect_fresh(sum(fresh_process(p) for p in points), lanes,
-                               children=sum(child_processes(p, self.device) for p in points))
+        early = {p: self._early.pop(p) for p in points if p in self._early}
+        rest = [p for p in points if p not in early]
+        lanes = min(self.jobs, max(1, len(rest) // POINTS_PER_LANE))
+        fresh, children = sum(fresh_process(p) for p in rest), sum(child_processes(p, self.device) for p in rest)
+        if fresh or children or not (early or self._early):   # else the early points' own expectation stands
+            self.pool.expect_fresh(fresh, lanes, children=children)
         if lanes == 1:
             for p in points:
                 if started:
                     started(p)
-                yield self.run(p)
+                yield self._finish(_result(early[p])) if p in early else self.run(p)
             return
         ex = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="kladder-lane")
         try:
             for batch in _batches(points, self.device):
-                order = sorted(range(len(batch)), key=lambda i: (FIRST.get(batch[i].mode, 2), i))
+                order = sorted((i for i, p in enumerate(batch) if p not in early),
+                               key=lambda i: (FIRST.get(batch[i].mode, 2), i))
                 futures = {i: ex.submit(self._first, batch[i]) for i in order}
                 for i, p in enumerate(batch):
                     if started:
                         started(p)
-                    yield self._finish(_result(futures[i]))
+                    yield self._finish(_result(early[p] if p in early else futures[i]))
         finally:
             ex.shutdown(wait=False, cancel_futures=True)
+
+    def start_early(self, points) -> None:
+        """Start these points now, longest first, on lanes of their own (early_lanes), each run
+        as `run` runs it (skipped, fresh, replayed when it fails); run_all takes each outcome in
+        its rung's order, where the rung's first failure is re-run alone as any other's. With
+        --jobs 1 nothing starts early: one point at a time, as asked."""
+        points = [p for p in dict.fromkeys(points) if p not in self._early]
+        if not points or self.jobs < 2:          # -j 1: one point at a time, as asked
+            return
+        self.pool.expect_fresh(sum(fresh_process(p) for p in points), early_lanes(self.jobs),
+                               children=sum(child_processes(p, self.device) for p in points))
+        if self._early_ex is None:
+            self._early_ex = ThreadPoolExecutor(max_workers=early_lanes(self.jobs), thread_name_prefix="kladder-early")
+        for p in sorted(points, key=lambda q: FIRST.get(q.mode, 2)):
+            self._early[p] = self._early_ex.submit(self._first, p)
 
     def _checkout(self) -> Lane:
         with self._lanes_lock:
@@ -287,8 +334,11 @@ class Runner:
                  wait_memory: bool = False) -> tuple[Outcome, Load]:
         """One run of the point on a lane, and what else used the device or the host meanwhile.
         `alone`: no other lane runs a point meanwhile (those in flight are waited for); with
-        `wait_memory`, and then for others' memory to free (bounded: faults.MEMORY_WAIT_S)."""
-        with self._gate.alone() if alone else self._gate.shared():
+        `wait_memory`, and then for others' memory to free (bounded: faults.MEMORY_WAIT_S); a big
+        point on a GPU always runs alone (the early lanes' points are held back too: _batches keeps
+        the rung's own apart)."""
+        alone = alone or (self.device == "cuda" and point.kind == "big")
+        with self.waits.point(point), self._gate.alone() if alone else self._gate.shared():
             lane = self._checkout()
             seen = self._began()
             try:
@@ -408,6 +458,8 @@ class Runner:
         self.pool.kill()
 
     def close(self) -> None:
+        if self._early_ex is not None:           # points started early for rungs the climb never reached
+            self._early_ex.shutdown(wait=False, cancel_futures=True)
         with self._lanes_lock:
             lanes, self._lanes = list(self._lanes), []
         for lane in lanes:
@@ -426,17 +478,20 @@ class Gate:
     """Lanes run points under a shared hold; a point re-run alone takes the gate whole: it waits
     for the points in flight, and no lane starts another until it is done."""
 
-    def __init__(self):
+    def __init__(self, waits: Waits | None = None):
         self._cond = threading.Condition()
         self._shared = 0
         self._whole = False
         self._waiting = 0                      # runs waiting to be alone: no new shared hold meanwhile
+        self.waits = waits                     # where the waits are said (run/waits.py)
 
     @contextmanager
     def shared(self):
         with self._cond:
-            while self._whole or self._waiting:
-                self._cond.wait()
+            if self._whole or self._waiting:
+                with waiting(self.waits, Wait.HELD):
+                    while self._whole or self._waiting:
+                        self._cond.wait()
             self._shared += 1
         try:
             yield
@@ -449,8 +504,10 @@ class Gate:
     def alone(self):
         with self._cond:
             self._waiting += 1
-            while self._whole or self._shared:
-                self._cond.wait()
+            if self._whole or self._shared:
+                with waiting(self.waits, Wait.IN_FLIGHT):
+                    while self._whole or self._shared:
+                        self._cond.wait()
             self._waiting -= 1
             self._whole = True
         try:
@@ -531,6 +588,8 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
     report.kladder_version = __version__
     t0 = time.perf_counter()
     runner = Runner(ref, spec, device, opts.timeout_s, jobs=opts.jobs, pool=opts.pool)
+    if opts.progress is not None and hasattr(opts.progress, "watch"):
+        opts.progress.watch(runner.waits)
     slicer = _slicer(opts, spec, device)
     reuse = opts.store.climbing(ref, spec, device, runner, report.run_id, opts.timeout_s) if opts.store else None
     log = None
@@ -541,6 +600,7 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
                     log = Log(opts.log_path, report, opts)
                     report.log_path = opts.log_path if log.working else ""
             plan_rungs(report, opts.rungs)
+            runner.start_early(early_points(spec, budget, report, runner, opts))
             for rr in report.rungs:
                 guard.check()             # a signal whose KeyboardInterrupt was swallowed stops the climb here
                 if rr.climbed and report.stopped_at is not None:
@@ -570,6 +630,7 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
         runner.close()
         report.seconds = time.perf_counter() - t0
         end_climb(report, opts.rungs, guard.seen)
+        report.budget = _budget_summary(report, opts)
         if opts.on_end is not None:
             opts.on_end(report)
         if log:
@@ -579,6 +640,15 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
         if owned:
             guard.restore()
     return report
+
+
+def _budget_summary(report: ClimbReport, opts: Options):
+    """Which time budget ran, and what the longer one would add at rung 5 (budgets.summary)."""
+    from .budgets import summary
+    rung5 = next((rr for rr in report.rungs if rr.rung == number("repetition")), None)
+    if rung5 is None or not rung5.climbed:
+        return None
+    return summary(opts.budget, report.device, rung5.outcomes, overridden=opts.repeat is not None or opts.repeat_s is not None)
 
 
 def _shrink(report: ClimbReport, runner: Runner, opts: Options) -> None:
@@ -653,8 +723,27 @@ def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts:
         raise
     finally:
         rr.seconds = time.perf_counter() - t0
+        rr.waits = runner.waits.of_rung(rr.rung)
         if progress:
             progress.rung_done(rr)
+
+
+def early_points(spec, budget, report: ClimbReport, runner: Runner, opts: Options) -> list[Point]:
+    """The points of the rungs to climb, from EARLY_FROM on, that start processes of their own
+    (own_process), as their rungs will generate them (rung 5's from no earlier failure: its
+    sanitizer runs on a failure start with their rung). None with --shard (its deal is made rung
+    by rung, in order)."""
+    if opts.shard is not None:
+        return []
+    found = []
+    for rr in report.rungs:
+        if rr.climbed and rr.rung >= EARLY_FROM:
+            extra = _rung_options(rr.rung, opts, runner)
+            try:
+                found += [p for p in rung_points(spec, rr.rung, budget, opts.seed, **extra) if own_process(p, runner.device)]
+            except Exception:  # noqa: BLE001 - a rung whose points cannot be made says so when its turn comes, as before
+                continue
+    return found
 
 
 def _shard_points(slicer, rung: int, points: list[Point], spec, budget, opts: Options, extra: dict) -> list[Point]:
@@ -674,7 +763,8 @@ def _rung_options(rung: int, opts: Options, runner: Runner) -> dict:
     if rung == 2 and opts.replay:
         return {"replay": opts.replay}
     if rung == 5:
-        return {"repeat": opts.repeat, "repeat_s": opts.repeat_s, "failed": tuple(runner.failed)}
+        return {"repeat": opts.repeat, "repeat_s": opts.repeat_s, "failed": tuple(runner.failed),
+                "time_budget": opts.budget}
     return {}
 
 

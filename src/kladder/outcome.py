@@ -193,6 +193,31 @@ class NoteKind(_Words):
                                                    # the reference runs the kernel's own code: BROKEN, the spec's problem
 
 
+class Wait(_Words):
+    """What a lane of a climb waited for before its point could run (run/waits.py records it,
+    per rung, in the report: RungReport.waits)."""
+    FORK_SERVER = "fork_server"      # the fork server to import torch and Triton (new processes fork from it)
+    WORKER = "worker"                # a worker to start (its imports, the spec's, a CUDA context)
+    DEVICE = "device"                # the device to take a worker's CUDA context (others hold its memory)
+    IN_FLIGHT = "in_flight"          # the other lanes' points to end, to run a point alone (a re-run alone, a big point)
+    HELD = "held"                    # a point that runs alone: the other lanes are held back meanwhile
+
+
+@dataclass(frozen=True)
+class Waited:
+    """A rung's lanes waited `seconds` in all, `times` times, for `wait`."""
+    wait: Wait
+    seconds: float
+    times: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"for": str(self.wait), "seconds": round(self.seconds, 3), "times": self.times}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Waited":
+        return cls(Wait(d["for"]), float(d["seconds"]), int(d.get("times", 1)))
+
+
 class Replay(_Words):
     """What re-running a failed point showed."""
     FAILED_AGAIN = "failed_again"

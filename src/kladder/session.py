@@ -80,7 +80,7 @@ def climb_options(args, ref: str, device: str, keep: list | None = None, warm: b
     a point needs it: a climb of many specs, whose points the store may all give); the pool is put
     in `keep` before any worker starts, so that a Ctrl-C meanwhile still closes it. `server`: a fork
     server its workers are forked from (the climbs of many specs share one)."""
-    from .ladder import Options, parse_rungs
+    from .ladder import EARLY_FROM, Options, parse_rungs
     from .run.isolation import Pool
     try:
         rungs = parse_rungs(args.rungs)
@@ -104,10 +104,16 @@ def climb_options(args, ref: str, device: str, keep: list | None = None, warm: b
         if keep is not None:
             keep.append(pool)
         if warm:
+            if max(rungs) >= EARLY_FROM:
+                # the climb's points that start processes of their own fork them from the server from
+                # its start (ladder.early_points); its workers fork from it too: one import of torch
+                # and Triton for all of them, not one a worker beside the server's
+                pool.start_server()
             pool.warm(1 if device == "cpu" else jobs)
     return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
                    jobs=jobs, pool=pool, progress=_progress(args), repeat=getattr(args, "repeat", None),
                    repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0), shard=shard, ray=address,
+                   budget=getattr(args, "budget", None) or "commit",
                    shrink_s=getattr(args, "shrink_s", 0.0), history=history_of(args) if shard else None,
                    exitfirst=getattr(args, "exitfirst", False))
 

@@ -170,4 +170,4 @@ class Slicer:
 def options_record(opts) -> dict:
     """What must be the same in every shard of one climb: points and their judgement depend on it."""
     return {"rungs": list(opts.rungs), "seed": opts.seed, "timeout_s": opts.timeout_s, "repeat": opts.repeat,
-            "repeat_s": opts.repeat_s, "replay": opts.replay}
+            "repeat_s": opts.repeat_s, "replay": opts.replay, "budget": opts.budget}

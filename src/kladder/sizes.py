@@ -148,31 +148,8 @@ def repetition(budget: Budget) -> Budget:
 
 
 # ---------------------------------------------------------------------------- calls (rung 5)
-@dataclass(frozen=True)
-class CallBudget:
-    """How long a rung-5 point repeats: up to `calls` calls (0: no bound) and `seconds`
-    seconds, whichever comes first."""
-
-    calls: int
-    seconds: float
-
-
-# CPU: a small interpreted Triton kernel costs 5-130 ms a call (measured on the 2-core CI box
-# under load), so a CI point makes up to 100 calls in at most 5 s. GPU: 100,000 calls or 10 s,
-# the issue's figures (a 64K-float kernel replays at 841k calls/s on the H200).
-CALL_BUDGETS = {"cpu": CallBudget(100, 5.0), "cuda": CallBudget(100_000, 10.0)}
-CALLS_CEILING_S = 3600.0       # --repeat N alone: N calls, but a point still ends within an hour
-
-
-def call_budget(device: str, calls: int | None = None, seconds: float | None = None) -> CallBudget:
-    """The device's default, or what the user asked for (--repeat N, --repeat-s S): N calls
-    alone runs all N (within CALLS_CEILING_S); S seconds alone makes as many calls as fit."""
-    default = CALL_BUDGETS["cpu" if device == "cpu" else "cuda"]
-    if calls is None and seconds is None:
-        return default
-    if seconds is None:
-        return CallBudget(calls, CALLS_CEILING_S)
-    return CallBudget(calls or 0, seconds)
+# rung 5's call budgets live with the named time budgets (budgets.py: commit, release)
+from .budgets import CALLS_CEILING_S, CallBudget, call_budget  # noqa: E402,F401
 
 
 def cheap(spec: Spec, sizes: dict[str, int], budget: Budget) -> bool:

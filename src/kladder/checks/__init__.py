@@ -238,10 +238,14 @@ class Judge:
             if m is not None and policy is None:
                 _reference_nan(name, m, ref, prep, where)
             pending = _Pending(name, "values", out, ref, tol, where, about, dtype, m)
+            beyond = values.beyond_peers(m, out, ref, tol) if m is not None else None
+            if beyond is not None:                      # past what any peer can excuse: judged at once
+                m = values.not_needed(m, beyond)
             if m is not None:
-                if not m.n_excusable:
+                if not (m.n_excusable and beyond is None):
                     self.masks[name] = m.bad
-                slots.append(pending if m.n_excusable else values.finding(name, m, out, ref, tol, where, about))
+                slots.append(pending if m.n_excusable and beyond is None else
+                             values.finding(name, m, out, ref, tol, where, about))
             elif self._bias_judged(pt, dtype) and bias.bias(name, out, ref) is not None:
                 pending.need = "bias"
                 slots.append(pending)

@@ -19,18 +19,17 @@ from typing import Iterator
 from ..notation import Inputs, Launch, Mode, Needs, PointKind
 from ..point import Point
 from ..rungs import number
-from ..sizes import Budget, CallBudget, call_budget, fits, repetition, total_bytes
+from ..budgets import DEFAULT, CallBudget, call_budget, named
+from ..sizes import Budget, fits, repetition, total_bytes
 from ..spec import POINT_TIMEOUT_S, Spec
 from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, sizes_text
 
 RUNG = number("repetition")
-TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 ON_FAILED = ("memcheck", "initcheck")
 SANITIZE_S = 600.0           # a child under compute-sanitizer: torch's start-up alone takes tens of seconds there
-# Rung 5's stream: without Spec.calls one stream in the pattern "A" within a small time budget (the
-# default climb stays fast); with it the declared count, within a wider budget (kl.Calls(seconds=) widens it).
-STREAM_CALLS = {"cpu": 10_000, "cuda": 100_000}
-STREAM_S = {"cpu": 3.0, "cuda": 3.0}       # rung 5 as a whole within 8 s on a GPU (issue 25): the stream is a part of it
+# Rung 5's stream: without Spec.calls one stream in the pattern "A" within the named time budget's
+# calls and seconds (budgets.py: 1 s at commit, 3 s at release); with it the declared count, within a
+# wider budget (kl.Calls(seconds=) widens it).
 STREAM_DECLARED_S = {"cpu": 30.0, "cuda": 60.0}
 WHY_TOOL = {
     "memcheck": "out-of-bounds and misaligned accesses, the caching allocator off",
@@ -41,8 +40,10 @@ WHY_TOOL = {
 
 
 def points(spec: Spec, budget: Budget, repeat: int | None = None, repeat_s: float | None = None,
-           failed: tuple = ()) -> Iterator[Point]:
-    calls = call_budget(budget.device, repeat, repeat_s)
+           failed: tuple = (), time_budget: str = DEFAULT) -> Iterator[Point]:
+    """Rung 5's points; `time_budget` names how long the time-budgeted ones run (budgets.py), and
+    which compute-sanitizer tools run on every climb."""
+    calls = call_budget(budget.device, repeat, repeat_s, time_budget)
     room = repetition(budget)
     dtypes = chosen_dtypes(spec, dtype_rows(spec)[0])
     wide, base = widest(spec, room), tailed(spec, room)
@@ -62,24 +63,25 @@ def points(spec: Spec, budget: Budget, repeat: int | None = None, repeat_s: floa
         yield _repeat(spec, past, dtypes, (), calls, Inputs.SAME, Launch.EAGER, "past every declared chunk and width "
                       "edge, where the kernel splits its work", needs=Needs.NOTHING if fits(spec, past, budget) else Needs.CUDA)
     small = smallest(spec, room)
-    yield stream(spec, small, dtypes, budget.device, repeat, repeat_s)
-    for tool in TOOLS:
+    yield stream(spec, small, dtypes, budget.device, repeat, repeat_s, time_budget)
+    for tool in named(time_budget).tools:
         yield _sanitize(spec, small, dtypes, tool)
     if budget.device == "cuda":
         yield from _on_failed(spec, failed)
 
 
 def stream(spec: Spec, sizes: dict, dtypes: tuple, device: str, repeat: int | None = None,
-           repeat_s: float | None = None) -> Point:
+           repeat_s: float | None = None, time_budget: str = DEFAULT) -> Point:
     """Rung 5's stream of calls: the model's pattern (Spec.calls) or "A" (new inputs every call),
     each call on its own inputs against its own reference, up to its count or its time budget
     (--repeat N and --repeat-s S override them); at the smallest shape: thousands of calls."""
     declared = spec.calls is not None
     kind = "cpu" if device == "cpu" else "cuda"
+    plain = named(time_budget)
     calls, pattern, fresh = (spec.calls.count, spec.calls.pattern, spec.calls.fresh) if declared else \
-        (STREAM_CALLS[kind], "A", True)
+        (plain.stream_calls[kind], "A", True)
     seconds = spec.calls.seconds if declared and spec.calls.seconds else \
-        min((STREAM_DECLARED_S if declared else STREAM_S)[kind], (spec.timeout_s or POINT_TIMEOUT_S) / 2)
+        min((STREAM_DECLARED_S if declared else plain.stream_s)[kind], (spec.timeout_s or POINT_TIMEOUT_S) / 2)
     calls, seconds = repeat or calls, repeat_s or seconds
     plan = (("calls", calls), ("seconds", seconds), ("pattern", pattern), ("fresh", fresh), ("declared", declared))
     how = (f"the model's pattern {pattern!r} (Spec.calls)" if declared else "new inputs every call (pattern 'A'; "

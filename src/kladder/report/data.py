@@ -9,8 +9,9 @@ from collections import Counter
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..budgets import BudgetSummary
 from ..facts import BiasFacts, ContractFacts, GoldenFacts, GpuPointFacts, GuardFacts, NondeterministicFacts, ReuseFacts
-from ..outcome import STATUSES, Check, Finding, Note, Outcome, Status
+from ..outcome import STATUSES, Check, Finding, Note, Outcome, Status, Waited
 
 NOTHING_RAN = 5     # as pytest's "no tests ran": every point skipped, or none generated
 INTERRUPTED = 130   # as a shell reports a process ended by SIGINT
@@ -34,6 +35,7 @@ class RungReport:
     interrupted: bool = False            # Ctrl-C arrived while it ran: its points so far are kept
     stopped: bool = False                # not climbed: -x stopped the climb at an earlier rung's failure (ClimbReport.stopped_at)
     planned: int | None = None           # the points it was to run (None: not known, a merged report's)
+    waits: list[Waited] = field(default_factory=list)   # what the lanes working for its points waited for (run/waits.py)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -83,6 +85,7 @@ class ClimbReport:
     golden: GoldenFacts | None = None    # --golden: the points' bits against the golden hashes (history/golden.py)
     reuse: ReuseFacts | None = None      # what the outcome store gave and what ran (history/outcomes.py); None: not used
     stopped_at: int | None = None        # -x: the rung whose failure stopped the climb (later rungs not climbed)
+    budget: BudgetSummary | None = None  # the time budget that ran rung 5, what a longer one adds (budgets.py)
 
     @property
     def outcomes(self) -> list[Outcome]:

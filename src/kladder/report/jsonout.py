@@ -105,7 +105,8 @@ def report_dict(report: ClimbReport) -> dict[str, Any]:
             "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
             "rungs": [rung_dict(r, report.golden) for r in report.rungs], "shrunk": report.shrunk,
             "shard": shard_dict(report), "golden": None if report.golden is None else report.golden.to_dict(),
-            "reuse": None if report.reuse is None else report.reuse.to_dict(), "stopped_at": report.stopped_at}
+            "reuse": None if report.reuse is None else report.reuse.to_dict(), "stopped_at": report.stopped_at,
+            "budget": None if report.budget is None else report.budget.to_dict()}
 
 
 def shard_dict(report: ClimbReport) -> dict[str, Any] | None:
@@ -121,7 +122,8 @@ def header_dict(report: ClimbReport, opts, fingerprint: dict) -> dict[str, Any]:
     process sees it; the end record has the workers' own, with the device)."""
     return {"format": FORMAT, "spec": report.spec, "ref": report.ref, "device": report.device,
             "kladder_version": report.kladder_version, "started": report.started, "run_id": report.run_id,
-            "options": {"rungs": list(opts.rungs), "timeout_s": opts.timeout_s, "jobs": opts.jobs, "replay": opts.replay},
+            "options": {"rungs": list(opts.rungs), "timeout_s": opts.timeout_s, "jobs": opts.jobs, "replay": opts.replay,
+                        "budget": getattr(opts, "budget", None)},
             "fingerprint": fingerprint}
 
 
@@ -142,7 +144,8 @@ def rung_dict(r: RungReport, golden=None) -> dict[str, Any]:
             g = golden.of_point(p["id"])
             p["golden"] = None if g is None else g.to_dict()
     return {"rung": r.rung, "title": r.title, "verdict": r.verdict, "climbed": r.climbed,
-            "note": r.note, "seconds": round(r.seconds, 3), "counts": r.counts, "points": points, "stopped": r.stopped}
+            "note": r.note, "seconds": round(r.seconds, 3), "counts": r.counts,
+            "waits": [w.to_dict() for w in r.waits], "points": points, "stopped": r.stopped}
 
 
 def outcome_dict(o: Outcome) -> dict[str, Any]:

@@ -65,6 +65,8 @@ def render_text(report: ClimbReport, color: bool = False, width: int = 120, verb
 
 def renderables(report: ClimbReport, verbose: bool = False) -> list:
     parts = [_header(report), _ladder_table(report)]
+    if any(rr.waits for rr in report.rungs):
+        parts.append(_waited(report))
     failures = report.failures
     if failures:
         parts.append(_text(("\n" + _count(len(failures), "failed point"), "bold red")))
@@ -87,6 +89,8 @@ def renderables(report: ClimbReport, verbose: bool = False) -> list:
     proved = [o for o in report.outcomes if o.status == PASSED and o.note is not None and o.note.kind in PROVED]
     if proved:
         parts.append(_proved(proved))
+    if report.budget is not None:
+        parts.append(_text("\n" + words.time_budget_text(report.budget)))
     if report.golden is not None:
         parts.append(_text(("\n" + golden_check_text(report.golden).rstrip("\n"), "bold red" if report.golden.fails else "")))
     parts.append(_summary(report))
@@ -119,6 +123,12 @@ def _ladder_table(report: ClimbReport):
     for rr in report.rungs:
         t.add_row(*_ladder_row(rr, report.stopped_at))
     return t
+
+
+def _waited(report: ClimbReport):
+    lines = [_text(("\nWaited", "bold"), " (a lane idle before its point could run):")]
+    lines += [_text(f"  rung {rr.rung}: {words.waits_text(rr.waits)}") for rr in report.rungs if rr.waits]
+    return _joined(lines)
 
 
 def _verdict(rr: RungReport):

@@ -42,13 +42,12 @@ of torch ops and Triton kernels takes the same time with it as without, within t
 from __future__ import annotations
 
 import functools
-import sys
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..materialize import Guarded, sentinel_ends, sentinel_pattern
-from .settings import torch_setting
+from .settings import dynamo_disable_when_imported, torch_setting
 
 # 4 KiB each side: a 1024-wide float32 block (Triton's tutorial add) whose store lost its mask
 # writes at most 4,092 bytes past a 1-element output, all of them inside the guard; past the
@@ -153,35 +152,8 @@ def _mode_class():
             self._finalizers = []
             return self.allocations
 
-    _dynamo_when_imported(GuardedAllocations.__torch_dispatch__)
+    dynamo_disable_when_imported(GuardedAllocations)
     return GuardedAllocations
-
-
-def _dynamo_when_imported(dispatch) -> None:
-    """torch wraps a dispatch mode's __torch_dispatch__ so that Dynamo never compiles its frames
-    (torch._disable_dynamo), and the wrapper imports torch._dynamo at the first call: 1.7 s, as
-    much as torch itself (measured on the 2-core CPU), for the first factory op a launcher calls
-    under this mode. Dynamo can compile a frame only once it is imported (torch.compile imports
-    it), so the wrapper's disabled function is given here: the mode's own function as it is
-    while torch._dynamo is not imported, torch._dynamo.disable of it from the first call after it
-    is (made once, then reused). The wrapper reads `__dynamo_disable` off the wrapped function
-    (torch 2.4 to 2.13); where torch does not wrap, nothing changes."""
-    raw = getattr(dispatch, "__wrapped__", None)
-    if raw is None or getattr(raw, "__dynamo_disable", None) is not None:
-        return
-    made: list = []
-
-    def disabled(*args, **kwargs):
-        if made:
-            return made[0](*args, **kwargs)
-        dynamo = sys.modules.get("torch._dynamo")
-        disable = getattr(dynamo, "disable", None)
-        if disable is None:                  # not imported (or still importing): nothing can compile this frame
-            return raw(*args, **kwargs)
-        made.append(disable(raw, True, wrapping=False))
-        return made[0](*args, **kwargs)
-
-    raw.__dynamo_disable = disabled
 
 
 @contextmanager

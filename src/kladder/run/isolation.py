@@ -25,10 +25,11 @@ import tempfile
 import threading
 import time
 
-from ..outcome import Load, Outcome, Stage
+from ..outcome import Load, Outcome, Stage, Wait
 from ..point import Point
 from . import faults
 from .reaper import end_descendants
+from .waits import waiting
 
 STARTUP_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = {"cpu": 120.0, "cuda": 120.0}
@@ -162,14 +163,12 @@ class Worker:
 
     def _forked(self, server, env: dict, lifeline: int):
         """The worker forked from the server (its own session, the lifeline passed), or None."""
-        from .forkserver import WORKERS, spawn
+        from .forkserver import spawn
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         try:
             argv, fds = ["-m", "kladder.run.worker", self.ref, self.device], (in_r, out_w, self.log.fileno())
-            child = None
-            for address in (server.address + WORKERS, server.address):   # the workers' own server, once it serves
-                child = child or spawn(argv, env, fds, {LIFELINE_ENV: lifeline}, address=address)
+            child = spawn(argv, env, fds, {LIFELINE_ENV: lifeline}, address=server.address)
         finally:
             os.close(in_r)
             os.close(out_w)
@@ -328,8 +327,9 @@ class Pool:
         self.hello: dict = {}
         self._fresh_left = 0             # fresh-process points still to come in this rung
         self._fresh_lanes = 1
-        self.server = server             # the fork server (run/forkserver.py), once a rung needs new processes
+        self.server = server             # the fork server (run/forkserver.py): from a climb's start, or once a rung needs new processes
         self._own_server = server is None   # one given (the climbs of many specs share one) is not this pool's to close
+        self.waits = None                # run/waits.Waits: what the lanes wait for (set by the climb's runner)
         if os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
             self.start_server()
 
@@ -348,7 +348,9 @@ class Pool:
     def start_server(self) -> None:
         """Start the fork server (once, in the background): fresh workers and the modes' own
         processes are forked from it once it is ready, started afresh until then and wherever it
-        cannot serve (run/forkserver.py). On by default: it starts when a rung needs new processes;
+        cannot serve (run/forkserver.py). On by default: a climb of rungs from 4 on starts it at its
+        start, before any worker (session.climb_options: its workers fork from it too), any other
+        when a rung needs new processes;
         KLADDER_FORKSERVER=always starts it with the pool, every worker forked (tests); =0, every
         process is fresh. (Opt-in until 2026-12-06: a SIGKILLed climb's server outlived it while
         still importing torch, fixed by its lifeline thread; the whole suite then passed with it on,
@@ -402,8 +404,9 @@ class Pool:
         point starts the next fresh point's worker. With no spare and the fork server on its
         way, it is waited for (outside the lock: a Ctrl-C's kill is not held up): it started
         before any worker that would be started now."""
-        if not self._spare and self._starting():
-            self.server_address(wait=True)
+        with waiting(self.waits, Wait.FORK_SERVER):      # said only where it took 0.1 s or more (run/waits.py)
+            if not self._spare and self._starting():
+                self.server_address(wait=True)
         with self._lock:
             if self.closed:
                 raise WorkerError("the climb is shutting down")
@@ -420,22 +423,25 @@ class Pool:
     def _ready(self, w: Worker) -> tuple[dict, Worker]:
         """The worker's hello; where the device refused its context (another process holds the
         memory), a new worker every few seconds for devicestart.DEVICE_RETRY_S, then
-        DeviceStartError with the device's state."""
+        DeviceStartError with the device's state. The wait is said (run/waits.py): for a
+        worker's start, or for the device once it refused."""
         from ..devicestart import DeviceStartError, retrying
         box = [w]
-
-        def attempt() -> dict:
-            try:
-                return box[0].ready()
-            except DeviceStartError:
-                self.retire(box[0])
-                with self._lock:
-                    if self.closed:
-                        raise WorkerError("the climb is shutting down") from None
-                    box[0] = self._start()
-                raise
-        hello = retrying("starting a worker's CUDA context", attempt, w.gpu, stop=lambda: self.closed,
-                         errors=(DeviceStartError,))
+        with waiting(self.waits if w._hello is None else None, Wait.WORKER) as wait:
+            def attempt() -> dict:
+                try:
+                    return box[0].ready()
+                except DeviceStartError:
+                    if wait is not None:
+                        wait.wait = Wait.DEVICE
+                    self.retire(box[0])
+                    with self._lock:
+                        if self.closed:
+                            raise WorkerError("the climb is shutting down") from None
+                        box[0] = self._start()
+                    raise
+            hello = retrying("starting a worker's CUDA context", attempt, w.gpu, stop=lambda: self.closed,
+                             errors=(DeviceStartError,))
         return hello, box[0]
 
     def retire(self, w: Worker) -> None:
@@ -512,9 +518,9 @@ class Lane:
         """With `fresh`, the point runs alone in a new worker, which is closed after it: no
         state from earlier calls reaches it, and none of its state reaches later points."""
         from .forkserver import ServerLost
-        address = self.pool.server_address()
         if fresh:
             w = self.pool.take(fresh=True)
+            address = self.pool.server_address()     # asked once a worker is taken: it may wait for the server
             try:
                 try:
                     return w.run(point, timeout_s, budget_s, address)[0]
@@ -528,6 +534,7 @@ class Lane:
         if self.worker is None:
             self.worker = self.pool.take()
             self.ran = 0
+        address = self.pool.server_address()
         try:
             outcome, alive = self.worker.run(point, timeout_s, budget_s, address)
         except ServerLost:

@@ -16,18 +16,16 @@ from .isolation import PeakMemory, hold_lifeline
 from .reaper import end_descendants, subreaper
 
 
-def setup_torch(device: str, light: bool = False) -> dict:
-    """torch as every point runs under it; returns the hello's device facts. `light`: without
-    importing Inductor's config (run/settings.deterministic_on), for a process that runs the
-    point itself (`kladder repro` on the CPU)."""
+def setup_torch(device: str) -> dict:
+    """torch as every point runs under it (in a worker, and in `kladder repro`'s own process);
+    returns the hello's device facts."""
     import torch
+
+    from .settings import deterministic_on
     # Outputs the kernel allocates itself (torch.empty) come back NaN-filled (ints: the max
-    # value) instead of holding a previous tensor's plausible bytes.
-    if light:
-        from .settings import deterministic_on
-        deterministic_on()
-    else:
-        torch.use_deterministic_algorithms(True, warn_only=True)
+    # value) instead of holding a previous tensor's plausible bytes (torch.use_deterministic_algorithms
+    # as torch does it, without importing Inductor's config: run/settings.py)
+    deterministic_on()
     torch.utils.deterministic.fill_uninitialized_memory = True
     if device == "cpu":
         # CPU points are small (the CPU budget): torch's intra-op threads only wait on each other

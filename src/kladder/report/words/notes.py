@@ -3,6 +3,7 @@ what a passing mode measured (model scores and repeats have theirs beside their 
 from __future__ import annotations
 
 from ... import facts as F
+from ...outcome import Wait
 from ...sizes import human_bytes
 from .base import NOTES, ints, load_text, notes, status_word
 from .modes import CANNOT_SEE
@@ -11,6 +12,27 @@ from .toolchain import ran_text
 STAGE_WORDS = {"inputs": "building the inputs", "kernel": "the kernel's calls", "reference": "the float64 reference",
                "peers": "the honest peer (the reference in the kernel's precision and its spread draws)",
                "checks": "the checks (guards, contract, comparison, pattern)"}
+
+WAIT_WORDS = {Wait.FORK_SERVER: "the fork server to start", Wait.WORKER: "a worker to start", Wait.DEVICE: "the device",
+              Wait.IN_FLIGHT: "the other lanes' points to end", Wait.HELD: "a point that ran alone"}
+WAIT_WHY = {Wait.FORK_SERVER: "it imports torch and Triton once, for every new process",
+            Wait.DEVICE: "a worker's CUDA context refused while other processes held its memory",
+            Wait.IN_FLIGHT: "to run a point alone", Wait.HELD: "the other lanes held back"}
+
+
+def waits_text(waits) -> str:
+    """What a rung's lanes waited for (outcome.Waited each): '2.1 s for the fork server to start (...)'."""
+    def one(w) -> str:
+        why = [WAIT_WHY[w.wait]] if w.wait in WAIT_WHY else []
+        times = [f"{w.times} times"] if w.times > 1 else []
+        return f"{w.seconds:.1f} s for {WAIT_WORDS[w.wait]}" + (f" ({'; '.join(why + times)})" if why or times else "")
+    return "; ".join(one(w) for w in waits)
+
+
+def waiting_text(wait: Wait, seconds: float, point: str = "") -> str:
+    """A wait in progress, for the progress line."""
+    return f"waiting {seconds:.0f} s for {WAIT_WORDS[wait]}" + (f" ({point})" if point else "")
+
 
 INTERPRETER_FEATURES = {
     "bf16_arithmetic": "computes bfloat16 arithmetic on the raw uint16 bits",
