@@ -19,10 +19,23 @@ from ..outcome import Note, NoteKind
 TORCH_OP_NAMESPACE = "aten::"
 
 
+# ATen's own GPU kernels and the driver's copies by name: the profiler does not always tie a
+# kernel to the op that launched it (on an H100 a torch.bincount's inner min/max reductions came
+# back with no op once in a climb, and under aten::min the next time), and a kernel of
+# at::native / at::cuda is torch's whoever called it.
+TORCH_KERNEL_NAMES = ("at::native::", "at::cuda::", "Memcpy ", "Memset ")
+
+
+def torch_kernel(name: str) -> bool:
+    """A GPU kernel of ATen's by its name (void at::native::reduce_kernel<...>), or a copy."""
+    return any(t in name for t in TORCH_KERNEL_NAMES)
+
+
 def own_gpu_kernels(kernels: dict) -> set:
     """The GPU kernels the kernel's call ran that no torch op launched (name -> the launching
-    op, '' for none: a Triton launch, an extension's own launch)."""
-    return {n for n, op in kernels.items() if not op.startswith(TORCH_OP_NAMESPACE)}
+    op, '' for none: a Triton launch, an extension's own launch); ATen's by name are torch's
+    even where the profiler named no op."""
+    return {n for n, op in kernels.items() if not op.startswith(TORCH_OP_NAMESPACE) and not torch_kernel(n)}
 
 
 def shared_code(traces) -> Note | None:
