@@ -50,7 +50,7 @@ class Traces:
     launchers: set
     reference_called: dict
     kernel_gpu: dict = field(default_factory=dict)
-    reference_gpu: set = field(default_factory=set)
+    reference_gpu: dict = field(default_factory=dict)   # name -> the torch op that launched it ('' none)
     kernel_jit: dict = field(default_factory=dict)
     reference_jit: dict = field(default_factory=dict)
     torch_op: str | None = None

@@ -56,11 +56,11 @@ class Independence:
                 raise                  # no memory for it: nobody's verdict (run/faults.py), not the spec's
             raise SpecBroken(NoteKind.REFERENCE_RAISED, **error_facts(e)) from e
         k_gpu: dict = {}
-        r_gpu: set = set()
+        r_gpu: dict = {}
         if h.device == "cuda":
             again = h.prepare()
             k_gpu = gpu_kernels(lambda: h.call(again, "kernel, profiled"), owners=True)
-            r_gpu = set(gpu_kernels(lambda: spec.reference(*again.ref_args)))
+            r_gpu = gpu_kernels(lambda: spec.reference(*again.ref_args), owners=True)
         yield Traces(kt.called, kt.kernels, _launchers(spec), rt.called, k_gpu, r_gpu, _jit(kl), _jit(rl), op,
                      rt.op_calls, _name(spec.reference))
         yield Call(prep, returned)
