@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-history", action="store_true", help="do not record this repro in the history")
     r.add_argument("--pdb", action="store_true", help="run the point once in this process and stop in pdb at the "
                    "kernel's exception (post-mortem), or right after a call whose judgement failed, with `inputs`, "
-                   "`outputs`, `expected`, `mask`, `finding` and `kernel` in scope (README: kladder repro --pdb)")
+                   "`outputs`, `expected`, `mask`, `finding` and `kernel` in scope (docs/report.md: From a failure to the fix)")
     r.add_argument("--save", metavar="DIR", help="run the point once in this process and write its inputs, outputs, "
                    "the reference's outputs and the mismatch masks to DIR as safetensors, with a README.md of each")
     pts = sub.add_parser("points", help="list the points a climb would run, without running anything")
