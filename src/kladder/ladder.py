@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .budgets import DEFAULT as DEFAULT_BUDGET
+from .errors import UsageError
 from .outcome import Check, Load, Note, NoteKind, Outcome, Replay, Status, Wait
 from .point import Point
-from .report.data import ClimbReport, RungReport
+from .results import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
+from .report.words import device_start_error
 from .run import faults, isolation, modes
 from .run.isolation import HOST_BUSY_CORES, Lane, Pool, child_processes, stage_budget, worker_timeout
 from .run.waits import Waits, waiting
@@ -50,10 +52,6 @@ from .spec import Spec
 from .version import __version__
 
 MEMORY_HEADROOM = 0.85          # leave room for the reference's rows and the allocator's slack
-
-
-class UsageError(ValueError):
-    """A bad request (rung, device, path): exit status 2."""
 
 
 @dataclass
@@ -602,7 +600,7 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
         report.interrupted = True
         runner.kill()
     except DeviceStartError as e:
-        report.start_error = e.facts
+        report.start_error = device_start_error(e.facts)
         runner.kill()
     finally:
         report.fingerprint = runner.fingerprint
@@ -881,5 +879,5 @@ def log_folder() -> tuple[str, str | None]:
 def default_log_path(spec_name: str, run_id: str | None = None) -> str:
     """FOLDER/NAME-RUNID.jsonl (see log_folder): the run id makes two climbs started in the
     same second in one folder write two logs."""
-    from .report.data import new_run_id
+    from .results import new_run_id
     return os.path.join(log_folder()[0], f"{spec_name}-{run_id or new_run_id()}.jsonl")

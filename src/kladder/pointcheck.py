@@ -13,6 +13,7 @@ fix; it never reaches a worker as a KeyError, and a point that does not belong t
 never runs silently as some other point."""
 from __future__ import annotations
 
+from .errors import PointError
 from .notation import EnvSet, Mode
 from .point import Point
 from .run.modes import of_rung
@@ -27,10 +28,6 @@ SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
 REPEAT_TYPES = {"calls": int, "seconds": (int, float), "inputs": str, "launch": str, "load": bool, "fresh": bool,
                 "declared": bool, "pattern": str, "tool": str}
 SCALARS = (str, int, float, bool, type(None))
-
-
-class PointError(ValueError):
-    """A point that does not fit its spec: a usage error (exit 2)."""
 
 
 def check_point(spec: Spec, point: Point) -> None:

@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 
+from ..errors import WorkerError
 from ..outcome import Load, Outcome, Stage, Wait
 from ..point import Point
 from . import faults, modes
@@ -111,10 +112,6 @@ KLADDER_STAGE_FACTOR = 5
 def stage_budget(spec, device: str, point: Point, given: float | None = None) -> float:
     """How long one of kladder's own stages of a point may stay silent."""
     return KLADDER_STAGE_FACTOR * point_timeout(spec, device, given, point)
-
-
-class WorkerError(RuntimeError):
-    """The worker could not start (the spec failed to import, say): a usage problem."""
 
 
 def worker_env(device: str, gpu: str | None = None) -> dict[str, str]:
