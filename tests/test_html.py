@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from kladder.outcome import Status
-from kladder.report.data import ClimbReport, RungReport
+from kladder.results import ClimbReport, RungReport
 from kladder.report.html import report_html
 from kladder.report.jsonout import report_dict, strict
 from kladder.report.terminal import render_text

@@ -19,7 +19,7 @@ from kladder.fingerprint import fingerprint, git_of, steering_env, target_warnin
 from kladder.gaps import toolchain
 from kladder.outcome import Check, Note, NoteKind, Outcome, Status
 from kladder.point import Point
-from kladder.report.data import NOTHING_RAN, ClimbReport, RungReport
+from kladder.results import NOTHING_RAN, ClimbReport, RungReport
 from kladder.report.terminal import render_text
 from kladder.report.words import fingerprint_text, message, note_text
 from kladder.run.modes.base import Flagged, Imported, Ran

@@ -100,7 +100,7 @@ def test_the_rows_are_typed():
 
 
 def test_a_cases_text_names_the_smallest_failing_point_of_its_lowest_failing_rung(monkeypatch):
-    from kladder.report.data import ClimbReport
+    from kladder.results import ClimbReport
     from kladder.report.terminal import render_case_text
     point = {"spec": "s", "rung": 2, "dims": [["M", 1], ["N", 257]], "dtypes": []}
     bug, twin = ClimbReport("s", "s.py", "cpu"), ClimbReport("s", "s.py", "cpu")

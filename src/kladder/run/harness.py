@@ -21,7 +21,7 @@ from ..rows import plan_rows
 from ..sizes import ITEMSIZE, dtype_of, is_big, numel_of, shape_of, total_bytes
 from ..spec import FLOAT_DTYPES, Spec, grad_name, upstream_name
 from .. import upstream as upstream_mod
-from . import interpreter
+from . import interpreter, modes
 from .faults import is_oom
 from .guarded_alloc import KERNEL_GUARD_BYTES, guarding
 from .modes.base import call_once, call_raw
@@ -37,15 +37,6 @@ from .stages import Stage, timed
 # measured 33 s of peers at a 128 MiB weight on the 2-core CPU, 2,300 x the reference's call).
 REFERENCE_DEVICE_SHARE = 1.5
 REFERENCE_FREE_SHARE = 0.25
-# The modes whose calls run the backward too (Spec.grads): the calls judged against the reference,
-# accumulate (rung 3: .grad already holding a value, a retained graph's backward twice), rung 4's
-# graph (forward and backward captured together, replayed with new inputs and upstream gradients),
-# aba and jitcache (whose children run eager points: the backward too), and rung 5's repeat (every
-# call's gradients compared bit for bit with the first's), rung 5's stream of calls (each call's
-# gradients against the reference of its own inputs and upstream gradients) and rung 4's compiled
-# (forward and backward through torch.compile). The sanitizer's child runs an eager point: forward
-# and backward under compute-sanitizer.
-BACKWARD_MODES = ("eager", "reused", "aba", "accumulate", "graph", "jitcache", "repeat", "sanitize", "calls", "compiled")
 ACCUMULATE_TIMES = 2
 
 
@@ -100,7 +91,7 @@ class Harness:
         self.interpreted = interpreted        # Triton under its interpreter (run/interpreter.on, asked once by the worker)
         self.guard = guard                   # guard bytes around every tensor (0 under compute-sanitizer)
         self.touched: set[str] = set()      # the interpreter's known defects the kernel's calls touched
-        self.backward = bool(spec.grads) and point.mode in BACKWARD_MODES
+        self.backward = bool(spec.grads) and modes.traits(point.mode).backward
         self.calling: Prepared | None = None  # the inputs of the call under way or last made (a debugging run reads them)
 
     @timed(Stage.INPUTS)

@@ -10,7 +10,7 @@ gradient judged against the reference's autograd as at an eager point."""
 from __future__ import annotations
 
 from ...outcome import KernelError, NoteKind, Skip
-from .base import Call
+from .base import Call, Mode
 
 
 def is_torch_op(fn) -> bool:
@@ -24,8 +24,10 @@ def is_torch_op(fn) -> bool:
     return isinstance(fn, kinds)
 
 
-class Compiled:
+class Compiled(Mode):
     name = "compiled"
+    rungs = (4,)
+    backward = True
 
     def observe(self, h):
         import torch

@@ -19,13 +19,16 @@ unwritten on a replay, fails there."""
 from __future__ import annotations
 
 from ...outcome import KernelError, error_facts
-from .base import Call, Uncaptured, call_raw, heal_failed_capture
+from .base import Call, Mode, Uncaptured, call_raw, heal_failed_capture
 
 REPLAYS = 3
 
 
-class Graph:
+class Graph(Mode):
     name = "graph"
+    rungs = (4,)
+    needs_cuda = True
+    backward = True
 
     def observe(self, h):
         import torch

@@ -3,13 +3,15 @@ same fixed problems; checks/model_score.py judges the two scores."""
 from __future__ import annotations
 
 from ...outcome import KernelError, NoteKind, SpecBroken, error_facts
-from .base import Scores
+from .base import Mode, Scores
 
 SHOWN = 4
 
 
-class InModel:
+class InModel(Mode):
     name = "model"
+    rungs = (8,)
+    measured_elsewhere = True
 
     def observe(self, h):
         spec, pt = h.spec, h.point

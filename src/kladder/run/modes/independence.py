@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...outcome import NoteKind, SpecBroken, error_facts
 from ..faults import is_oom
-from .base import Call, Traces
+from .base import Call, Mode, Traces
 from .tracing import Launches, Tracer, gpu_kernels, torch_op_name
 
 
@@ -38,8 +38,9 @@ def _name(fn) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
 
 
-class Independence:
+class Independence(Mode):
     name = "independence"
+    rungs = (3,)
 
     def observe(self, h):
         spec = h.spec

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from ...outcome import Hung, KernelError, NoteKind, Skip, error_facts
 from ...notation import Inputs, Launch
 from ..settings import torch_setting
-from .base import Call, PostGraph, Repeats, call_raw, heal_failed_capture
+from .base import Call, Mode, PostGraph, Repeats, call_raw, heal_failed_capture
 from .base import declared_writes as _declared_writes
 from .differ import Differ
 
@@ -65,8 +65,11 @@ class Plan:
         return plan
 
 
-class Repeat:
+class Repeat(Mode):
     name = "repeat"
+    rungs = (5,)
+    backward = True
+    measured_elsewhere = True
 
     def observe(self, h):
         plan = Plan.of(h.point, h.device)
