@@ -135,7 +135,7 @@ def smi_fingerprint(env=None, smi=None) -> dict | None:
     import shutil
     import subprocess
 
-    from ..fingerprint import _driver, fingerprint
+    from ..fingerprint import driver_version, fingerprint
     env = os.environ if env is None else env
     smi = smi or shutil.which("nvidia-smi")
     if smi is None:
@@ -167,7 +167,7 @@ def smi_fingerprint(env=None, smi=None) -> dict | None:
     fp = fingerprint(None, None)
     fp["device"] = {"kind": "cuda", "name": rows[0][2], "capability": cap, "arch": "sm_" + cap.replace(".", ""),
                     "count": len(rows), "from": "nvidia-smi"}
-    fp["driver"] = _driver(None, None) or rows[0][4]
+    fp["driver"] = driver_version(None, None) or rows[0][4]
     return fp
 
 
