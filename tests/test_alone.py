@@ -12,7 +12,6 @@ import time
 import pytest
 import torch
 
-import kladder as kl
 from conftest import report_json
 from kladder.outcome import Check, Load, Note, NoteKind, Outcome, Stage, Status
 from kladder.point import Point

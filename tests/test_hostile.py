@@ -4,7 +4,6 @@ shown literally, the JSON is strict and valid against the schema, and the exit s
 JSON's."""
 import json
 import math
-import os
 import pathlib
 import subprocess
 import sys

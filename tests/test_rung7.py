@@ -2,6 +2,7 @@
 (in this process, through trial.run_point), the launch recorder's code identity, import
 contracts, the fingerprint, and the exit status of a climb and of a pytest session that ran
 nothing."""
+import pathlib
 import dataclasses
 import json
 import os
@@ -364,7 +365,7 @@ def test_the_modes_processes_wait_only_for_the_one_before_them_on_their_cache(mo
             assert started["B empty"].wait(30), "B on its own cache did not start while A ran"
             assert not started["B warm"].is_set(), "the restart started before A, whose cache it reads, ended"
         order.append(("end", label))
-        open(cmd[5] + ".json", "w").write("[]")
+        pathlib.Path(cmd[5] + ".json").write_text("[]")
 
     monkeypatch.setattr(jitcache, "run_child", child)
     monkeypatch.setattr(jitcache, "_load", lambda path: {"out": torch.zeros(1)})

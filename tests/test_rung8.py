@@ -1,6 +1,5 @@
 """Rung 8 through the climb: the kernel in its slot of kladder's trained model, or in the
 user's model through an Adapter; the score against the baseline, both shown."""
-import json
 import os
 import subprocess
 import sys

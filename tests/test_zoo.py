@@ -1,7 +1,6 @@
 """The zoo through the CLI, on the CPU, as a user climbs it: every CPU-capable rung-1 case
 is caught at rung 1 where its mechanism bites and nowhere else, with the expected pattern;
 every fixed twin is clean (zero failures)."""
-import json
 import subprocess
 import sys
 

@@ -16,14 +16,14 @@ from .interrupts import install_early, python_defaults
 if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "kladder":
     install_early()         # first of all, before the imports below: a Ctrl-C or SIGTERM meanwhile ends it at once
 
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import datetime  # noqa: E402
+import argparse
+import contextlib
+import datetime
 
-from .devicestart import DeviceStartError  # noqa: E402
-from .errors import UsageError, UsageProblem  # noqa: E402
-from .session import climb_options, device_of, log_path, writable  # noqa: E402
-from .version import __version__  # noqa: E402
+from .devicestart import DeviceStartError
+from .errors import UsageError, UsageProblem
+from .session import climb_options, device_of, log_path, writable
+from .version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 INTERRUPTED = 130           # results.INTERRUPTED
@@ -309,7 +309,7 @@ def cmd_climb(ref: str, args) -> int:
     except _many_specs():                   # the file holds several specs: climbed as many (cmd_climb_paths)
         started["recorder"].close()
         raise
-    except Exception as e:  # noqa: BLE001 - kladder's own bug mid-climb: the points so far still get their report
+    except Exception as e:  # kladder's own bug mid-climb: the points so far still get their report
         if report is None:
             raise
         import traceback

@@ -110,7 +110,7 @@ class Harness:
             ref_args = reference_args(self.spec, inputs, by_arg, where)
             snapshot = input_check.snapshot(self.spec, inputs, pt)
             backward = self._backward_inputs(pt, where) if self.backward else None
-        except Exception as e:  # noqa: BLE001 - every failure here is kladder's or the spec's
+        except Exception as e:  # every failure here is kladder's or the spec's
             if is_oom(e):
                 raise
             raise SpecBroken(NoteKind.INPUTS_FAILED, **error_facts(e, whole=True)) from e
@@ -145,7 +145,7 @@ class Harness:
                 if runner is not None:
                     return runner(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
                 return call_once(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
-            except (Exception, KeyboardInterrupt, SystemExit) as e:  # noqa: BLE001 - the kernel's own: a finding
+            except (Exception, KeyboardInterrupt, SystemExit) as e:  # the kernel's own: a finding
                 # a worker never receives a Ctrl-C (it runs in a session of its own), so a
                 # KeyboardInterrupt here was raised by the kernel; sys.exit ends the process
                 raise KernelError(e, label) from e
@@ -201,7 +201,7 @@ class Harness:
                 if prep is not None and prep.backward is not None:
                     return self._forward_backward(prep, call_raw, args)
                 return call_raw(self.spec.kernel, args, kwargs)
-            except Exception as e:  # noqa: BLE001 - the kernel's own exception is a finding
+            except Exception as e:  # the kernel's own exception is a finding
                 raise KernelError(e, label) from e
             finally:
                 self.touched |= seen
@@ -234,7 +234,7 @@ class Harness:
         args, mutated = self._mutable_args(prep)
         try:
             refs = self._reference(args + self._extra(prep))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # e.g. an op without a kernel for that dtype on this device
             if is_oom(e):
                 raise                                # the point could not run for memory: not the spec's fault
             raise SpecBroken(NoteKind.REFERENCE_RAISED, **error_facts(e)) from e
@@ -273,7 +273,7 @@ class Harness:
         args, dtypes = prep.ref_args + self._extra(prep), prep.arg_dtypes + self._extra(prep, dtypes=True)
         try:
             low = self._reference(peer_math.lowered(args, dtypes))
-        except Exception as e:  # noqa: BLE001 - e.g. an op without a kernel for that dtype on this device
+        except Exception as e:  # a perturbed input the reference refuses: no spread
             if is_oom(e):
                 raise
             low, why = {}, {"error": type(e).__name__, "text": error_facts(e)["text"]}
@@ -322,7 +322,7 @@ class Harness:
                     low = {n: peer_math.spread(a, peer_math.SPREAD_DRAWS) for n, a in acc.items()}
                     if decided(low):
                         return low
-        except Exception as e:  # noqa: BLE001 - a perturbed input the reference refuses: no spread
+        except Exception as e:
             if is_oom(e):
                 raise
             return {}
@@ -354,7 +354,7 @@ class Harness:
                         got = one(low, refs[name])
                 if got is not None:
                     runs.append((got, refs[name]))
-            except Exception as e:  # noqa: BLE001 - a reference bound to its device: the fresh roundings alone
+            except Exception as e:  # a reference bound to its device: the fresh roundings alone
                 if is_oom(e):
                     raise
             gen = torch.Generator(device=_device_of(prep.ref_args, prep.ref_device)).manual_seed(
@@ -366,7 +366,7 @@ class Harness:
                     got = one(peer_math.lowered(fresh, all_dtypes), ref) if isinstance(ref, torch.Tensor) else None
                     if got is not None:
                         runs.append((got, ref.detach()))
-            except Exception as e:  # noqa: BLE001 - a run the reference refuses: the runs so far
+            except Exception as e:  # a run the reference refuses: the runs so far
                 if is_oom(e):
                     raise
             return runs

@@ -250,7 +250,7 @@ class Stream:
         if h.device == "cuda":
             try:
                 torch.cuda.synchronize()
-            except Exception as e:  # noqa: BLE001 - a fault the batch's kernels raised
+            except Exception as e:  # a fault the batch's kernels raised
                 raise KernelError(e, f"calls {ks[0] + 1:,}..{ks[-1] + 1:,}") from e
         return {n: ring.slots[n][:len(ks)] for n in self.names if n in fits}
 

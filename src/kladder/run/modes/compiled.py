@@ -44,7 +44,7 @@ class Compiled(Mode):
                     returned = compiled(*prep.inputs.args, **prep.point.kwargs)
                 if torch.cuda.is_available() and torch.cuda.is_initialized():
                     torch.cuda.synchronize()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 raise KernelError(e, label) from e
             yield Call(prep, returned, label)
 

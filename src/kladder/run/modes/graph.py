@@ -47,7 +47,7 @@ class Graph(Mode):
         try:
             with torch.cuda.graph(graph):
                 returned = h.call(static, "capture", runner=call_raw)
-        except Exception as e:  # noqa: BLE001 - in the launcher (KernelError) or on leaving the context
+        except Exception as e:  # in the launcher (KernelError) or on leaving the context
             heal_failed_capture()
             if claimed:
                 if isinstance(e, KernelError):

@@ -52,7 +52,7 @@ class Independence(Mode):
         try:
             with Tracer(op) as rt, Launches() as rl:
                 spec.reference(*ref_prep.ref_args)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             if is_oom(e):
                 raise                  # no memory for it: nobody's verdict (run/faults.py), not the spec's
             raise SpecBroken(NoteKind.REFERENCE_RAISED, **error_facts(e)) from e

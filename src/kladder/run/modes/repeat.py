@@ -307,7 +307,7 @@ class Graphed(Loop):
                         returned.append(h.call_with(self.ring.args(prep, k), prep.point.kwargs, f"capture, call {k + 1}",
                                                     prep))
                         grads.append(dict(prep.backward.grads) if prep.backward is not None else None)
-            except Exception as e:  # noqa: BLE001 - the kernel or its launcher cannot be captured
+            except Exception as e:  # the kernel or its launcher cannot be captured
                 torch.cuda.synchronize()               # a broken context raises here: a fault, not a refusal
                 heal_failed_capture()
                 raise CaptureFailed(e.error if isinstance(e, KernelError) else e) from e
@@ -379,7 +379,7 @@ class Graphed(Loop):
         self.replay()
         try:
             torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001 - a fault in the first replay is the kernel's
+        except Exception as e:  # a fault in the first replay is the kernel's
             raise KernelError(e, "replay 1") from e
         firsts = []
         names = list(self.ring.out_at.values()) + list(self.stacked)
@@ -499,7 +499,7 @@ def _wait(ev, label: str, watchdog_s: float) -> None:
             time.sleep(50e-6)
     except KernelError:
         raise
-    except Exception as e:  # noqa: BLE001 - a fault the batch's kernels raised, seen at the query
+    except Exception as e:  # a fault the batch's kernels raised, seen at the query
         raise KernelError(e, label) from e
 
 
