@@ -9,6 +9,7 @@ collected, and one SpecError lists them all, each naming the field, what was giv
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -209,7 +210,12 @@ class Expect:
     sensitive) over the names of what a call ran: the Triton kernels it launched, the GPU
     kernels the profiler records on CUDA, the Python functions it called. `when` says where it
     applies (None: every rung-7 point), each key -> a value or a list of values:
-    - a dim: {"S": 1}; rung 7 puts a point at every shape it names, contiguous and not;
+    - a dim: {"S": 1}; rung 7 puts a point at every shape it names, contiguous and not. A gate
+      over many sizes is a predicate: a range ({"N": range(1, 257)}: N <= 256; range(64, 8193, 64):
+      the multiples of 64 up to 8192) or a callable size -> bool ({"N": lambda n: n % 16 == 0});
+      rung 7 then puts points at its edges only (each size where it holds beside one where it does
+      not, both sizes the dim takes: the least and largest edges of a periodic one), never at
+      every size; a point just outside is judged by the expectations that apply there;
     - a config key or launcher keyword: {"precise": True}; a call that leaves the keyword at the
       launcher's default matches its default;
     - an environment variable as "$NAME": {"$MYLIB_FAST": "1"} (None: unset), matched against the
@@ -227,6 +233,97 @@ class Expect:
 
 
 BOOLS = (False, True)
+
+
+# ---- a `when` over a dim may be a predicate: a range of sizes or a callable size -> bool ----
+EDGE_SCAN = 1 << 17       # a predicate is asked at every size of a dim up to this many; past it near powers of two, bisected
+EDGES_KEPT = 4            # a predicate with more edges (multiples of 64): its first and its last this many
+
+
+def is_predicate(v) -> bool:
+    """A `when` value that is a set of sizes: a range, or a callable size -> bool."""
+    return isinstance(v, range) or (callable(v) and not isinstance(v, type))
+
+
+def when_holds(want, have) -> bool:
+    """Whether a `when` value holds for what a point has: a predicate's answer, else equal to one
+    of the values listed (a bool only equals a bool: True is not the 1 of a block size)."""
+    if isinstance(want, range):
+        return _int(have) and have in want
+    if is_predicate(want):
+        return bool(want(have))
+    listed = want if isinstance(want, (list, tuple)) else [want]
+    return any(have == w and isinstance(have, bool) == isinstance(w, bool) for w in listed)
+
+
+class PredicateError(Exception):
+    """A predicate in a `when` raised at a size: (size, its exception)."""
+
+
+def predicate_edges(dim: Dim, pred) -> tuple[int, ...]:
+    """The sizes rung 7 tries for a predicate over a dim: both sides of every edge (a size where
+    it holds beside the next size the dim takes where it does not), and the dim's least and largest
+    size where it holds there; of a predicate with more than 2 * EDGES_KEPT edges (multiples), the
+    first and the last EDGES_KEPT. () where it holds at no size the dim takes."""
+    try:
+        return _edges(dim, pred)
+    except TypeError as e:                      # an unhashable callable: asked without the cache
+        if "unhashable" not in str(e):
+            raise
+        return _edges.__wrapped__(dim, pred)
+
+
+def _ask(pred, size: int) -> bool:
+    try:
+        return size in pred if isinstance(pred, range) else bool(pred(size))
+    except Exception as e:
+        raise PredicateError(size, e) from e
+
+
+@functools.lru_cache(maxsize=256)
+def _edges(dim: Dim, pred) -> tuple[int, ...]:
+    if dim.sizes or dim.max - dim.min <= EDGE_SCAN:
+        sizes = dim.sizes or range(dim.min, dim.max + 1)
+    else:
+        near = {(1 << k) + d for k in range(64) for d in (-1, 0, 1)}
+        sizes = sorted({*range(dim.min, dim.min + EDGE_SCAN), *(s for s in near if dim.min <= s <= dim.max), dim.max})
+    edges, prev, before = [], None, False
+    for s in sizes:
+        now = _ask(pred, s)
+        if prev is None and now:
+            edges.append((s,))                  # the dim's least size: nothing below it to be outside
+        elif prev is not None and now != before:
+            lo, hi = prev, s
+            while not dim.sizes and hi - lo > 1:   # sampled past the scan: bisect to the edge
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if _ask(pred, mid) == before else (lo, mid)
+            edges.append((lo, hi))
+        prev, before = s, now
+    if prev is not None and before:
+        edges.append((prev,))                   # the dim's largest size
+    if not edges:
+        return ()
+    if len(edges) > 2 * EDGES_KEPT:
+        edges = edges[:EDGES_KEPT] + edges[-EDGES_KEPT:]
+    return tuple(sorted({s for e in edges for s in e}))
+
+
+def when_sizes(dim: Dim, want) -> list:
+    """The sizes of a dim rung 7 puts points at for a `when` value: a predicate's edges, else the
+    sizes listed."""
+    if is_predicate(want):
+        return list(predicate_edges(dim, want))
+    return list(want) if isinstance(want, (list, tuple)) else [want]
+
+
+def when_text(want):
+    """A `when` value as facts hold it (JSON): a predicate as its text ('range(1, 257)', the
+    callable's name), lists as lists."""
+    if isinstance(want, range):
+        return repr(want)
+    if is_predicate(want):
+        return f"a predicate ({getattr(want, '__qualname__', type(want).__name__)})"
+    return list(want) if isinstance(want, tuple) else want
 
 
 @_friendly("kl.Flag")
@@ -1346,6 +1443,14 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
     keys = when_keys(spec) if found.clean("configs") and found.clean("flags") else []
     for k, v in when.items():
         listed = list(v) if isinstance(v, (list, tuple)) else [v]
+        if is_predicate(v):
+            if k not in declared:
+                found.add(where, dict(when), f"{k!r}: a range or a predicate (a callable) is a condition on a dim's size "
+                          f"({', '.join(declared)}); a config key, a variable or the toolchain takes a value or a list.")
+                return
+            if k in dims:
+                _when_predicate(found, where, when, k, v, dims[k])
+            continue
         if k.startswith("$"):
             if not k[1:] or "=" in k or not listed or not all(x is None or isinstance(x, str) for x in listed):
                 found.add(where, dict(when), f"{k!r}: an environment variable's condition is '$NAME' -> its value as a "
@@ -1369,6 +1474,25 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
         if k in dims and not all(_int(x) and dims[k].allows(x) for x in listed):
             found.add(where, dict(when), f"{k} must be {_takes(dims[k])} (or a list of them).")
             return
+
+
+def _when_predicate(found: _Found, where: tuple, when: Mapping, k: str, v, dim: Dim) -> None:
+    """A predicate over a dim answers at the sizes the dim takes, and holds at one of them."""
+    shown = {key: when_text(x) for key, x in when.items()}
+    if isinstance(v, range) and v.step < 0:
+        found.add(where, shown, f"{k}={v!r}: give an increasing range, e.g. range(1, 257) (N <= 256) or "
+                  "range(64, 8193, 64) (the multiples of 64 up to 8192).")
+        return
+    try:
+        edges = predicate_edges(dim, v)
+    except PredicateError as e:
+        size, err = e.args
+        found.add(where, shown, f"{k}: the predicate raised {type(err).__name__}({err}) at {k} = {size}: it must "
+                  f"answer True or False at every size the dim takes ({_takes(dim)}).")
+        return
+    if not edges:
+        found.add(where, shown, f"{k}: the predicate holds at no size the dim takes ({_takes(dim)}): widen it, or the "
+                  "dim's range.")
 
 
 def _flag(found: _Found, f: Flag) -> None:

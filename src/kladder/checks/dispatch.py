@@ -15,6 +15,7 @@ from fnmatch import fnmatchcase
 from ..facts import DispatchFacts
 from ..notation import EnvSet, Toolchain
 from ..outcome import Check, Finding
+from ..spec import when_holds, when_text
 from ..versions import holds as version_holds
 
 SHOWN = 12          # names of each kind kept in a finding or a note
@@ -39,7 +40,7 @@ def applies(expect, point, defaults=None, env=None) -> bool:
         if key.startswith("$"):
             if env.get(key[1:]) not in _listed(want):
                 return False
-        elif key not in given or not any(_same(given[key], w) for w in _listed(want)):
+        elif key not in given or not when_holds(want, given[key]):
             return False
     return True
 
@@ -91,7 +92,7 @@ def ran_facts(ran) -> dict:
 
 def expect_facts(expect) -> dict:
     return {"kernel": expect.kernel, "launch": dict(expect.launch or {}), "label": expect.label,
-            "when": {k: list(v) if isinstance(v, tuple) else v for k, v in (expect.when or {}).items()}}
+            "when": {k: when_text(v) for k, v in (expect.when or {}).items()}}
 
 
 def started_env(spec, point) -> dict:

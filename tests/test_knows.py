@@ -1,0 +1,63 @@
+"""What authors know, said plainly (issue 34 item 2): each feature's generator, judgement and
+load-time refusal on small CPU kernels and torch's own ops."""
+import os
+import sys
+
+import torch  # noqa: F401
+
+import kladder as kl
+from kladder.checks import dispatch as dispatch_check
+from kladder.gaps import toolchain
+from kladder.outcome import Check, Status
+from kladder.run.trial import run_point
+from kladder.sizes import CPU_BUDGET
+from kladder.spec import predicate_edges
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "specs"))
+import gated as gx  # noqa: E402  (tests/specs/gated.py)
+
+
+# ---------------------------------------------------------------------------- a gate over sizes in `when`
+def _named(spec):
+    return sorted({dict(p.dims)["N"] for p in toolchain.points(spec, CPU_BUDGET) if "must run" in p.why})
+
+
+def test_a_predicate_gets_points_at_its_edges_not_at_every_size():
+    assert predicate_edges(kl.Dim(1, 1 << 16), range(1, 257)) == (1, 256, 257)
+    assert predicate_edges(kl.Dim(1, 1 << 16), lambda n: n > 256) == (256, 257, 65536)
+    assert predicate_edges(kl.Dim(8, 100), range(1, 10)) == (8, 9, 10)          # within the dim's range only
+    assert predicate_edges(kl.Dim(sizes=[8, 16, 64]), lambda n: n >= 16) == (8, 16, 64)
+    # multiples: the first and the last edges of a periodic gate, never all 2,048 of them
+    assert predicate_edges(kl.Dim(1, 1 << 16), range(64, (1 << 16) + 1, 64)) == \
+        (63, 64, 65, 127, 128, 129, 65471, 65472, 65473, 65535, 65536)
+    # a dim too wide to ask at every size: sampled near powers of two, bisected to the edge
+    assert predicate_edges(kl.Dim(1, 1 << 31), lambda n: n > 3_000_000) == (3_000_000, 3_000_001, 1 << 31)
+    pts = list(toolchain.points(gx.gated, CPU_BUDGET))
+    assert _named(gx.gated) == [1, 256, 257, 65536]
+    assert len(pts) == 12                                  # the gate listed size by size: 131,075 points
+    outside = [p for p in pts if "just outside" in p.why]
+    assert {dict(p.dims)["N"] for p in outside} == {257}   # 256 is also inside the short path's gate (named first)
+
+
+def test_a_predicate_decides_where_an_expectation_applies():
+    pt = next(p for p in toolchain.points(gx.gated, CPU_BUDGET) if "must run" in p.why)
+    import dataclasses
+    at = lambda n: dataclasses.replace(pt, dims=(("M", 17), ("N", n)))
+    assert dispatch_check.applies(gx.SHORT, at(256)) and not dispatch_check.applies(gx.SHORT, at(257))
+    assert dispatch_check.applies(gx.LONG, at(257)) and not dispatch_check.applies(gx.LONG, at(256))
+    facts = dispatch_check.expect_facts(gx.SHORT)
+    assert facts["when"] == {"N": "range(1, 257)"}
+
+
+def _dispatch_outcomes(spec):
+    return {(dict(p.dims)["N"], p.layouts): run_point(spec, p, "cpu").outcome
+            for p in toolchain.points(spec, CPU_BUDGET) if p.mode == "dispatch" and dict(p.dims)["N"] in (256, 257)}
+
+
+def test_the_edge_point_catches_a_gate_off_by_one_and_passes_a_right_one():
+    good = _dispatch_outcomes(gx.gated)
+    assert good and all(o.status == Status.PASSED for o in good.values())
+    bad = _dispatch_outcomes(gx.gate_off_by_one)
+    assert bad[(256, ())].status == Status.FAILED and bad[(256, ())].headline.check == Check.DISPATCH
+    assert bad[(257, ())].status == Status.PASSED
