@@ -61,3 +61,60 @@ def test_the_edge_point_catches_a_gate_off_by_one_and_passes_a_right_one():
     bad = _dispatch_outcomes(gx.gate_off_by_one)
     assert bad[(256, ())].status == Status.FAILED and bad[(256, ())].headline.check == Check.DISPATCH
     assert bad[(257, ())].status == Status.PASSED
+
+
+# ---------------------------------------------------------------------------- runs=False: a launcher that refuses
+import refusing as rx  # noqa: E402  (tests/specs/refusing.py)
+
+
+def test_a_documented_refusal_passes_at_every_rung_and_a_launcher_that_returns_there_fails_at_rung_7():
+    ref = os.path.join(HERE, "specs", "refusing.py") + "::torch_group_norm"
+    report = kl.climb(ref, rungs=(1, 2, 3, 7), device="cpu", jobs=2)
+    outcomes = [o for r in report.rungs for o in r.outcomes]
+    refused = [o for o in outcomes if o.note is not None and o.note.kind == "refused_as_documented"]
+    assert refused and all(o.status == Status.PASSED for o in refused)
+    assert all(dict(o.point.dims)["C"] % 4 for o in refused)
+    assert not [o for o in outcomes if o.status not in (Status.PASSED, Status.SKIPPED)], \
+        [(o.point.id, o.status, o.findings) for o in outcomes if o.status not in (Status.PASSED, Status.SKIPPED)]
+    pts = [p for p in toolchain.points(rx.torch_group_norm, CPU_BUDGET) if "must not run" in p.why
+           and "just outside" not in p.why and not p.layouts]
+    assert pts and all(dict(p.dims)["C"] % 4 for p in pts)
+    # without the expectation the same refusal is the kernel's failure
+    assert run_point(rx.unsaid, pts[0], "cpu").outcome.status == Status.FAILED
+    lenient = [run_point(rx.lenient, p, "cpu").outcome for p in pts]
+    assert all(o.status == Status.FAILED and o.headline.check == Check.DISPATCH for o in lenient)
+    from kladder.report.words import message
+    assert "must not run here" in message(lenient[0].headline)
+
+
+# ---------------------------------------------------------------------------- config values reach the reference
+def _scale(x, factor=2.0):
+    return x * factor
+
+
+def _scale_ref(x, factor=1.0):
+    return x * factor
+
+
+def _scale_ref_kw(x, **kw):
+    return x * kw.get("factor", 1.0)
+
+
+def _scaled(reference):
+    return kl.Spec("scaled", kernel=_scale, reference=reference, args={"x": kl.Tensor("N", dtype="float32")},
+                   returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 256)}, configs=[{"factor": 3.0}])
+
+
+def test_a_config_value_reaches_a_reference_that_takes_the_keyword():
+    spec = _scaled(_scale_ref)
+    assert spec.reference_keywords((("factor", 3.0),)) == {"factor": 3.0}
+    assert spec.reference_keywords(()) == {"factor": 2.0}           # the launcher's own call: its default
+    assert _scaled(_scale_ref_kw).reference_keywords((("factor", 3.0),)) == {"factor": 3.0}
+    assert _scaled(lambda x: 2 * x).reference_keywords((("factor", 3.0),)) == {}
+    from kladder.gaps import shapes
+    pts = [p for p in shapes.points(spec, CPU_BUDGET) if p.config][:3] + \
+          [p for p in shapes.points(spec, CPU_BUDGET) if not p.config][:2]
+    assert {p.config for p in pts} == {(("factor", 3.0),), ()}
+    for ref in (_scale_ref, _scale_ref_kw):
+        outcomes = [run_point(_scaled(ref), p, "cpu").outcome for p in pts]
+        assert all(o.status == Status.PASSED for o in outcomes), [(o.point.id, o.findings) for o in outcomes]

@@ -224,12 +224,23 @@ class Expect:
       "capability" (">=9.0"), read from the environment fingerprint where the point runs: where
       one does not hold, the expectation does not apply there, and the point's note says so.
     `launch` holds the constexpr and launch-option values that launch must have (the tuned
-    config). `label` is what a report calls it: "the decode kernel", "the tuned config"."""
+    config). `label` is what a report calls it: "the decode kernel", "the tuned config".
+    `runs=False`: what `kernel` names must NOT run where `when` applies; `kernel="*"` with
+    runs=False is a launcher documented to refuse there (a shape, a config): a call that raises
+    (an exception of `raises`, a class or a tuple of them; any exception when None) passes at
+    every rung, with a note; at rung 7 a call that returns having run what `kernel` names (with
+    "*", any call that returns) fails, its values not judged (the reference need not take it)."""
 
     kernel: str
     when: Mapping[str, Any] | None = None
     launch: Mapping[str, Any] | None = None
     label: str = ""
+    runs: bool = True
+    raises: Any = None
+
+    def refuses(self, error: BaseException) -> bool:
+        """A runs=False expectation's launcher refused with `error`: one of `raises` (any Exception when None)."""
+        return not self.runs and isinstance(error, self.raises or Exception)
 
 
 BOOLS = (False, True)
@@ -690,6 +701,17 @@ class Spec:
                 best = c
         return best
 
+    def reference_keywords(self, config=()) -> dict:
+        """The config values a call with `config` (its pairs or dict) passes the reference: each
+        config key (the call's, else the launcher's default for a declared config key) that the
+        reference's signature takes as a keyword, every one where it takes **kwargs; {} for a
+        reference whose signature cannot be read (a builtin) or a chain."""
+        accepted = _keywords_taken(self.reference, tuple(self.args))
+        if not accepted:
+            return {}
+        call = {**{k: v for k, v in self.launcher_defaults.items() if k in self.config_keys}, **dict(config)}
+        return {k: v for k, v in call.items() if "**" in accepted or k in accepted}
+
     @property
     def launcher_defaults(self) -> dict:
         """The kernel's keyword defaults ({"precise": True} for rowsum(x, precise=True)); {}
@@ -700,6 +722,21 @@ class Spec:
         except (TypeError, ValueError):
             return {}
         return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+
+def _keywords_taken(fn, args: tuple) -> frozenset:
+    """The names `fn` takes as keywords, not counting `args` (passed positionally); '**' among
+    them where it takes **kwargs. Empty for a chain or a callable without a readable signature."""
+    import inspect
+    from .chain import Chain
+    if isinstance(fn, Chain) or not callable(fn):
+        return frozenset()
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return frozenset()
+    return frozenset("**" if p.kind == p.VAR_KEYWORD else p.name for p in params
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.VAR_KEYWORD) and p.name not in args)
 
 
 def _tolerance_in(tol, dtype: str) -> Tolerance | None:
@@ -959,7 +996,17 @@ EXPECT_FIELDS = {
     "launch": [Rule(lambda v: v is None or (isinstance(v, Mapping) and all(isinstance(k, str) for k in v)),
                     "give the constexpr and launch-option values the launch must have, e.g. {'BLOCK_M': 64, 'num_warps': 4}.")],
     "label": [Rule(lambda v: isinstance(v, str), "give a short name for reports, e.g. 'the decode kernel'.")],
+    "runs": [Rule(lambda v: isinstance(v, bool), "give False for a kernel that must not run where `when` applies (with "
+                  "kernel='*': a launcher that refuses there), or leave it out (True: it must run).")],
+    "raises": [Rule(lambda v: v is None or _exception_class(v) or (isinstance(v, tuple) and len(v) > 0
+                                                                   and all(map(_exception_class, v))),
+                    "give the exception class the launcher refuses with (raises=ValueError) or a tuple of them, or "
+                    "leave it out (any exception).")],
 }
+
+
+def _exception_class(v) -> bool:
+    return isinstance(v, type) and issubclass(v, Exception)
 
 FLAG_FIELDS = {
     "name": [Rule(lambda v: v is None or (isinstance(v, str) and v.isidentifier()),
@@ -1389,6 +1436,9 @@ def _toolchain(found: _Found, dims: dict) -> None:
     if found.clean("expect"):
         for i, e in enumerate(spec.expect):
             found.fields(e, EXPECT_FIELDS, ("expect", i))
+            if isinstance(e, Expect) and e.raises is not None and e.runs is True and found.clean("expect", i, "raises"):
+                found.add(("expect", i, "raises"), e.raises, "raises= says how a launcher refuses where it must not run: "
+                          "give runs=False with it (kl.Expect('*', runs=False, when={...}, raises=ValueError)), or drop it.")
             if found.clean("expect", i, "when") and e.when is not None and _named(found):
                 _when(found, ("expect", i, "when"), e.when, dims)
     if found.clean("flags"):
@@ -1717,11 +1767,15 @@ def _signatures(found: _Found) -> None:
     rsig = None if isinstance(spec.reference, Chain) or not callable(spec.reference) else _signature(spec.reference)
     if rsig is not None and found.clean("returns"):
         ins = [n for n in names if not isinstance(spec.args[n], Out)]
-        try:
-            rsig.bind(*ins)
-        except TypeError as e:
-            found.add(("reference",), f"{_fn_name(spec.reference)}{rsig}{_defined_at(spec.reference)}", f"kladder calls reference({', '.join(ins)}): "
-                      f"the non-Out args in the order declared ({e}); {REFERENCE_FIX}")
+        for config in [dict(c) for c in spec.configs if isinstance(c, Mapping)] or [{}]:
+            kw = spec.reference_keywords(config)
+            try:
+                rsig.bind(*ins, **kw)
+            except TypeError as e:
+                found.add(("reference",), f"{_fn_name(spec.reference)}{rsig}{_defined_at(spec.reference)}", f"kladder calls "
+                          f"reference({', '.join(ins)}{''.join(f', {k}=...' for k in kw)}): the non-Out args in the order "
+                          f"declared, then each config key it takes as a keyword ({e}); {REFERENCE_FIX}")
+                break
 
 
 def _fn_name(fn) -> str:

@@ -90,10 +90,11 @@ def _dispatch_points(spec: Spec, budget: Budget, shapes: list[dict], dtypes: tup
         if fits(spec, sizes, budget):
             yield from once(_dispatch(spec, sizes, dtypes, (), f"which kernels ran at the production shape "
                                       f"{sizes_text(sizes)}"))
-    for sizes, config, env, env_set, label, inside in _when_points(spec, shapes[0], budget, defaults):
+    for sizes, config, env, env_set, label, inside, runs in _when_points(spec, shapes[0], budget, defaults):
         where = f"{sizes_text(sizes)}, {config_text(config)}"
-        must = f"{label} must run at {where}" if inside else \
-            f"just outside where {label} must run: {where} (judged by what applies there)"
+        verb = "must run" if runs else "must not run (a call that raises passes)"
+        must = f"{label} {verb} at {where}" if inside else \
+            f"just outside where {label} {verb.split(' (')[0]}: {where} (judged by what applies there)"
         if env:
             yield from once(_dispatch(spec, sizes, dtypes, config, f"{must}, {env_text(spec, env, env_set)}"
                                       "; inputs contiguous", env=env, env_set=env_set))
@@ -142,7 +143,7 @@ def _config_choices(spec: Spec, keys: dict, defaults: dict) -> list[tuple]:
 def _when_points(spec: Spec, base: dict, budget: Budget, defaults: dict) -> Iterator[tuple]:
     """Every shape, config and environment an expectation's `when` names, the other dims at the
     first base shape (at their least where the named shape does not fit so; still over the
-    budget, the point is a GPU point): (sizes, config, env, env_set, label, inside). A predicate
+    budget, the point is a GPU point): (sizes, config, env, env_set, label, inside, runs). A predicate
     over a dim names its edges (spec.when_sizes): `inside` is False at a size just outside it."""
     least = {d: dim.snap(1) for d, dim in spec.dims.items()}
     after = {f.env for f in spec.flags if f.env is not None and f.set == EnvSet.AFTER_IMPORT}
@@ -161,9 +162,9 @@ def _when_points(spec: Spec, base: dict, budget: Budget, defaults: dict) -> Iter
                 sizes = {**least, **dict(combo)}          # the budget decides the other dims, not whether the shape is tried
             for config in _config_choices(spec, keys, defaults):
                 for env in env_choices:
-                    yield sizes, config, env, "", label, inside
+                    yield sizes, config, env, "", label, inside, e.runs
                     if env and all(k in after for k, _ in env):
-                        yield sizes, config, env, EnvSet.AFTER_IMPORT, label, inside
+                        yield sizes, config, env, EnvSet.AFTER_IMPORT, label, inside, e.runs
 
 
 def toolchain_text(e) -> str:

@@ -50,7 +50,7 @@ class Independence:
         ref_prep = h.prepare()
         try:
             with Tracer(op) as rt, Launches() as rl:
-                spec.reference(*ref_prep.ref_args)
+                spec.reference(*ref_prep.ref_args, **spec.reference_keywords(h.point.config))
         except Exception as e:  # noqa: BLE001
             if is_oom(e):
                 raise                  # no memory for it: nobody's verdict (run/faults.py), not the spec's
@@ -60,7 +60,7 @@ class Independence:
         if h.device == "cuda":
             again = h.prepare()
             k_gpu = gpu_kernels(lambda: h.call(again, "kernel, profiled"), owners=True)
-            r_gpu = set(gpu_kernels(lambda: spec.reference(*again.ref_args)))
+            r_gpu = set(gpu_kernels(lambda: spec.reference(*again.ref_args, **spec.reference_keywords(h.point.config))))
         yield Traces(kt.called, kt.kernels, _launchers(spec), rt.called, k_gpu, r_gpu, _jit(kl), _jit(rl), op,
                      rt.op_calls, _name(spec.reference))
         yield Call(prep, returned)
