@@ -118,3 +118,22 @@ def test_a_config_value_reaches_a_reference_that_takes_the_keyword():
     for ref in (_scale_ref, _scale_ref_kw):
         outcomes = [run_point(_scaled(ref), p, "cpu").outcome for p in pts]
         assert all(o.status == Status.PASSED for o in outcomes), [(o.point.id, o.findings) for o in outcomes]
+
+
+# ---------------------------------------------------------------------------- rungs 2-3 run every config
+def _add_one(x, fast=False):
+    y = x + 1
+    return y.to(torch.bfloat16).to(x.dtype) if fast else y      # the fast path rounds through bfloat16: wrong
+
+
+def test_rungs_2_and_3_run_each_config_at_least_once_and_catch_a_config_only_bug():
+    from kladder.gaps import contracts, values
+    spec = kl.Spec("add_one", kernel=_add_one, reference=lambda x: x + 1, args={"x": kl.Tensor("M N", dtype="float32")},
+                   returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 64), "N": kl.Dim(1, 256, tile=16)},
+                   configs=[{"fast": False}, {"fast": True}])
+    for gen, rung in ((values, 2), (contracts, 3)):
+        pts = list(gen.points(spec, CPU_BUDGET))
+        fast = [p for p in pts if p.config == (("fast", True),)]
+        assert len(fast) == 1 and "config fast=True" in fast[0].why        # one input: one point a config
+        assert not [p for p in pts if p.config == (("fast", False),)]      # the launcher's own call: every other point
+        assert run_point(spec, fast[0], "cpu").outcome.status == Status.FAILED, rung

@@ -32,7 +32,7 @@ from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, fits, moderate
 from ..spec import Spec, launcher_defaults, when_holds, when_sizes
-from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, sizes_text
+from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, resolved, sizes_text  # noqa: F401 (resolved: toolchain.resolved)
 
 RUNG = number("toolchain")
 NONCONTIGUOUS = ("sliced", "transposed", "every_other")     # the first an input accepts stands for "not contiguous"
@@ -40,14 +40,6 @@ NONCONTIGUOUS = ("sliced", "transposed", "every_other")     # the first an input
 
 def _configs(spec: Spec) -> list[tuple]:
     return [()] + [tuple(c.items()) for c in spec.configs]
-
-
-def resolved(spec: Spec, config: tuple, defaults: dict) -> tuple:
-    """The call a config makes: its keys over the launcher's defaults for every config key (a
-    key with no default the config leaves out stays out: the call is another)."""
-    keys = {k for c in spec.configs for k in c}
-    call = {**{k: defaults[k] for k in keys if k in defaults}, **dict(config)}
-    return tuple(sorted(((k, repr(v)) for k, v in call.items())))
 
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:
