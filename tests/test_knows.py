@@ -3,7 +3,8 @@ load-time refusal on small CPU kernels and torch's own ops."""
 import os
 import sys
 
-import torch  # noqa: F401
+import pytest
+import torch
 
 import kladder as kl
 from kladder.checks import dispatch as dispatch_check
@@ -137,3 +138,36 @@ def test_rungs_2_and_3_run_each_config_at_least_once_and_catch_a_config_only_bug
         assert len(fast) == 1 and "config fast=True" in fast[0].why        # one input: one point a config
         assert not [p for p in pts if p.config == (("fast", False),)]      # the launcher's own call: every other point
         assert run_point(spec, fast[0], "cpu").outcome.status == Status.FAILED, rung
+
+
+# ---------------------------------------------------------------------------- kl.filled: value kinds for build=
+def test_filled_writes_the_value_kinds_kladder_writes_and_names_a_bad_kind():
+    from kladder.fill import fill_kind
+    want = torch.empty(4, 64)
+    fill_kind(want, "ties", "float32", torch.Generator().manual_seed(5))
+    assert torch.equal(kl.filled((4, 64), "ties", generator=torch.Generator().manual_seed(5)), want)
+    t = kl.filled(torch.empty(64, 4).t(), "peaked/30", generator=torch.Generator().manual_seed(1))   # not contiguous
+    assert t.shape == (4, 64) and t.abs().max() > 30
+    ids = kl.filled((3, 100), "ids/same", dtype=torch.int64, range=(0, 9))
+    assert ids.dtype == torch.int64 and int(ids.min()) >= 0 and int(ids.max()) <= 9
+    assert float(kl.filled((8, 8), "distinct", range=(0.5, 2.0)).min()) >= 0.5
+    for bad, said in ((((2, 2), "peakd"), "peakd"), (((2, 2), "sparse"), "sparse"), (("2x2", "ties"), "shape")):
+        with pytest.raises(ValueError, match=said):
+            kl.filled(*bad)
+
+
+def _built_logits(point, gen):
+    m, v = point.sizes["M"], point.sizes["V"]
+    return {"logits": kl.filled((m, v), point.kinds.get("logits", "normal"), generator=gen)}
+
+
+def test_a_build_with_filled_gets_the_points_value_kind():
+    from kladder.gaps import values
+    from kladder.materialize import materialize
+    spec = kl.Spec("softmax", kernel=lambda logits: logits.softmax(-1), reference=lambda logits: logits.softmax(-1),
+                   args={"logits": kl.Tensor("M V", dtype="float32")}, returns=kl.Tensor("M V", like="logits"),
+                   dims={"M": kl.Dim(1, 16), "V": kl.Dim(1, 512)}, build=_built_logits)
+    peaked = next(p for p in values.points(spec, CPU_BUDGET) if dict(p.values).get("logits") == "peaked/30")
+    x = materialize(spec, peaked, "cpu").args[0]
+    assert x.abs().max() > 30                               # normal values x 30
+    assert run_point(spec, peaked, "cpu").outcome.status == Status.PASSED
