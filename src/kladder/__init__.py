@@ -14,7 +14,7 @@ from .version import __version__
 # Where each other public name lives: imported at its first use (PEP 562), so that `import
 # kladder` costs little until a name is used and `kladder climb` reaches its signal handler early
 # in its life (a Ctrl-C during the imports before it was a traceback).
-_HOME = {"Point": "point",
+_HOME = {"Point": "point", "filled": "fill",
          **{name: "spec" for name in ("DEFAULT_TOLERANCES", "Collective", "Dim", "Expect", "Flag", "Invariant", "Out",
                                       "Size", "Config", "Calls", "Spec", "SpecError", "Tensor", "Tolerance")}}
 
@@ -31,7 +31,7 @@ def __dir__():
     return sorted(set(globals()) | set(_HOME))
 
 
-__all__ = ["Spec", "Tensor", "Out", "Dim", "Size", "Config", "Calls", "Tolerance", "Invariant", "Expect", "Flag", "Collective", "SpecError", "Point", "Link", "chain",
+__all__ = ["filled", "Spec", "Tensor", "Out", "Dim", "Size", "Config", "Calls", "Tolerance", "Invariant", "Expect", "Flag", "Collective", "SpecError", "Point", "Link", "chain",
            "capture", "DEFAULT_TOLERANCES", "climb", "inputs", "assert_close", "__version__"]
 
 

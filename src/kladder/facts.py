@@ -405,6 +405,7 @@ class DispatchFacts(Facts):
     ran: RanFacts                          # what the call ran
     env: dict[str, Json] | None = opt()    # the variables the point set (None: unset)
     env_set: Literal["at_start", "after_import"] | None = opt()   # at the process's start, or after import and one call
+    forbidden: list[dict[str, Json]] | None = opt()   # [{kernel, launch, label, when}] with runs=False that ran (returned)
     started: dict[str, Json] | None = opt()   # after_import: each variable as the process started (None: unset)
 
 
@@ -653,6 +654,11 @@ class GraphsNotClaimedFacts(ErrorFacts):
 @dataclass(frozen=True, kw_only=True)
 class LayoutRefusedFacts(ErrorFacts):
     pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class RefusedAsDocumentedFacts(ErrorFacts):
+    label: str | None = opt()               # the runs=False expectation's label, where it has one
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1121,7 +1127,8 @@ NOTE_FACTS: dict[str, type[Facts]] = {
     "gpu_point": GpuPointFacts, "value_out_of_range": ValueOutOfRangeFacts, "no_device_memory": NoDeviceMemoryFacts, "mode_needs_cuda": ModeNeedsCudaFacts,
     "graphs_not_claimed": GraphsNotClaimedFacts, "no_out_args": NoOutArgsFacts, "inputs_mutated": InputsMutatedFacts,
     "not_torch_op": NotTorchOpFacts, "outside_climb": OutsideClimbFacts, "race_not_set_up": RaceNotSetUpFacts,
-    "layout_refused": LayoutRefusedFacts, "raised_as_asked": RaisedAsAskedFacts, "inputs_failed": InputsFailedFacts,
+    "layout_refused": LayoutRefusedFacts, "raised_as_asked": RaisedAsAskedFacts,
+    "refused_as_documented": RefusedAsDocumentedFacts, "inputs_failed": InputsFailedFacts,
     "reference_raised": ReferenceRaisedFacts, "reference_shape": ReferenceShapeFacts,
     "reference_nan": ReferenceNanFacts, "invariant_raised": InvariantRaisedFacts, "process_failed": ProcessFailedFacts,
     "no_such_slot": NoSuchSlotFacts, "baseline_failed": BaselineFailedFacts, "kladder_error": KladderErrorFacts,

@@ -24,6 +24,52 @@ def _torch():
     return torch
 
 
+PUBLIC_KINDS = tuple(v for v in Values if v not in (Values.SPARSE, Values.SCALED))
+
+
+def filled(target, kind: ValueKind | str = "normal", *, dtype=None, generator=None, range: tuple | None = None,
+           device=None):
+    """kl.filled: a tensor holding one of rung 2's value kinds, for a spec's `build=` (the public
+    face of what kladder writes into the inputs it makes). `target`: a shape (a tuple of ints or
+    a torch.Size) for a new tensor, or a tensor to fill in place. `kind`: a value kind's name
+    ("normal", "peaked/10", "ties", "identical", "distinct", "tiny", "huge", "ones", "ids/same",
+    ...), or a point's own: point.kinds.get("x", "normal"). `dtype`: a name or a torch dtype (a
+    new tensor's; default float32). `generator`: the torch.Generator build= is given (the values
+    are then the point's, seed for seed). `range`: (lo, hi), inclusive, as kl.Tensor(range=)."""
+    torch = _torch()
+    kind = _public_kind(kind)
+    if isinstance(target, torch.Tensor):
+        t = target
+        name = str(t.dtype).removeprefix("torch.")
+    else:
+        if not (isinstance(target, (tuple, list, torch.Size)) and all(isinstance(n, int) and n >= 0 for n in target)):
+            raise ValueError(f"kl.filled: target {target!r}: give a shape (a tuple of ints >= 0) or a tensor to fill.")
+        name = str(dtype).removeprefix("torch.") if dtype is not None else "float32"
+        if not hasattr(torch, name) or not isinstance(getattr(torch, name), torch.dtype):
+            raise ValueError(f"kl.filled: dtype {dtype!r}: give a dtype name such as 'float32' or a torch dtype.")
+        where = device if device is not None else (generator.device if generator is not None else "cpu")
+        t = torch.empty(tuple(target), dtype=getattr(torch, name), device=where)
+    gen = generator if generator is not None else torch.Generator(device=t.device).manual_seed(0)
+    dense = t if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    fill_kind(dense, kind, name, gen, tuple(range) if range is not None else None)
+    if dense is not t:
+        t.copy_(dense)
+    return t
+
+
+def _public_kind(kind) -> ValueKind:
+    if isinstance(kind, ValueKind):
+        return kind
+    try:
+        parsed = ValueKind.parse(kind)
+    except ValueError as e:
+        raise ValueError(f"kl.filled: {e}") from None
+    if parsed.kind not in PUBLIC_KINDS:
+        raise ValueError(f"kl.filled: value kind {kind!r} is not one of {', '.join(PUBLIC_KINDS)} "
+                         "(an argument after a slash: 'peaked/10', 'ids/same').")
+    return parsed
+
+
 def fill_kind(t, kind: ValueKind | str, dtype: str, gen, rng: tuple | None = None, chunks=()) -> None:
     """Write value kind `kind` (ValueKind("peaked", "10"), or its text "peaked/10") into the
     contiguous tensor `t`."""

@@ -146,6 +146,7 @@ class NoteKind(_Words):
     RACE_NOT_SET_UP = "race_not_set_up"            # attempts, delay_cycles
     LAYOUT_REFUSED = "layout_refused"              # error, text
     RAISED_AS_ASKED = "raised_as_asked"            # error
+    REFUSED_AS_DOCUMENTED = "refused_as_documented"  # error, text, label: the launcher raised where Expect(runs=False) says it refuses
     INPUTS_FAILED = "inputs_failed"                # error, text
     REFERENCE_RAISED = "reference_raised"          # error, text
     REFERENCE_SHAPE = "reference_shape"            # output, shape (the reference's), declared (returns=, the kernel's too)

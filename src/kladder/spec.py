@@ -9,6 +9,7 @@ collected, and one SpecError lists them all, each naming the field, what was giv
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -209,7 +210,12 @@ class Expect:
     sensitive) over the names of what a call ran: the Triton kernels it launched, the GPU
     kernels the profiler records on CUDA, the Python functions it called. `when` says where it
     applies (None: every rung-7 point), each key -> a value or a list of values:
-    - a dim: {"S": 1}; rung 7 puts a point at every shape it names, contiguous and not;
+    - a dim: {"S": 1}; rung 7 puts a point at every shape it names, contiguous and not. A gate
+      over many sizes is a predicate: a range ({"N": range(1, 257)}: N <= 256; range(64, 8193, 64):
+      the multiples of 64 up to 8192) or a callable size -> bool ({"N": lambda n: n % 16 == 0});
+      rung 7 then puts points at its edges only (each size where it holds beside one where it does
+      not, both sizes the dim takes: the least and largest edges of a periodic one), never at
+      every size; a point just outside is judged by the expectations that apply there;
     - a config key or launcher keyword: {"precise": True}; a call that leaves the keyword at the
       launcher's default matches its default;
     - an environment variable as "$NAME": {"$MYLIB_FAST": "1"} (None: unset), matched against the
@@ -218,15 +224,117 @@ class Expect:
       "capability" (">=9.0"), read from the environment fingerprint where the point runs: where
       one does not hold, the expectation does not apply there, and the point's note says so.
     `launch` holds the constexpr and launch-option values that launch must have (the tuned
-    config). `label` is what a report calls it: "the decode kernel", "the tuned config"."""
+    config). `label` is what a report calls it: "the decode kernel", "the tuned config".
+    `runs=False`: what `kernel` names must NOT run where `when` applies; `kernel="*"` with
+    runs=False is a launcher documented to refuse there (a shape, a config): a call that raises
+    (an exception of `raises`, a class or a tuple of them; any exception when None) passes at
+    every rung, with a note; at rung 7 a call that returns having run what `kernel` names (with
+    "*", any call that returns) fails, its values not judged (the reference need not take it)."""
 
     kernel: str
     when: Mapping[str, Any] | None = None
     launch: Mapping[str, Any] | None = None
     label: str = ""
+    runs: bool = True
+    raises: Any = None
+
+    def refuses(self, error: BaseException) -> bool:
+        """A runs=False expectation's launcher refused with `error`: one of `raises` (any Exception when None)."""
+        return not self.runs and isinstance(error, self.raises or Exception)
 
 
 BOOLS = (False, True)
+
+
+# ---- a `when` over a dim may be a predicate: a range of sizes or a callable size -> bool ----
+EDGE_SCAN = 1 << 17       # a predicate is asked at every size of a dim up to this many; past it near powers of two, bisected
+EDGES_KEPT = 4            # a predicate with more edges (multiples of 64): its first and its last this many
+
+
+def is_predicate(v) -> bool:
+    """A `when` value that is a set of sizes: a range, or a callable size -> bool."""
+    return isinstance(v, range) or (callable(v) and not isinstance(v, type))
+
+
+def when_holds(want, have) -> bool:
+    """Whether a `when` value holds for what a point has: a predicate's answer, else equal to one
+    of the values listed (a bool only equals a bool: True is not the 1 of a block size)."""
+    if isinstance(want, range):
+        return _int(have) and have in want
+    if is_predicate(want):
+        return bool(want(have))
+    listed = want if isinstance(want, (list, tuple)) else [want]
+    return any(have == w and isinstance(have, bool) == isinstance(w, bool) for w in listed)
+
+
+class PredicateError(Exception):
+    """A predicate in a `when` raised at a size: (size, its exception)."""
+
+
+def predicate_edges(dim: Dim, pred) -> tuple[int, ...]:
+    """The sizes rung 7 tries for a predicate over a dim: both sides of every edge (a size where
+    it holds beside the next size the dim takes where it does not), and the dim's least and largest
+    size where it holds there; of a predicate with more than 2 * EDGES_KEPT edges (multiples), the
+    first and the last EDGES_KEPT. () where it holds at no size the dim takes."""
+    try:
+        return _edges(dim, pred)
+    except TypeError as e:                      # an unhashable callable: asked without the cache
+        if "unhashable" not in str(e):
+            raise
+        return _edges.__wrapped__(dim, pred)
+
+
+def _ask(pred, size: int) -> bool:
+    try:
+        return size in pred if isinstance(pred, range) else bool(pred(size))
+    except Exception as e:
+        raise PredicateError(size, e) from e
+
+
+@functools.lru_cache(maxsize=256)
+def _edges(dim: Dim, pred) -> tuple[int, ...]:
+    if dim.sizes or dim.max - dim.min <= EDGE_SCAN:
+        sizes = dim.sizes or range(dim.min, dim.max + 1)
+    else:
+        near = {(1 << k) + d for k in range(64) for d in (-1, 0, 1)}
+        sizes = sorted({*range(dim.min, dim.min + EDGE_SCAN), *(s for s in near if dim.min <= s <= dim.max), dim.max})
+    edges, prev, before = [], None, False
+    for s in sizes:
+        now = _ask(pred, s)
+        if prev is None and now:
+            edges.append((s,))                  # the dim's least size: nothing below it to be outside
+        elif prev is not None and now != before:
+            lo, hi = prev, s
+            while not dim.sizes and hi - lo > 1:   # sampled past the scan: bisect to the edge
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if _ask(pred, mid) == before else (lo, mid)
+            edges.append((lo, hi))
+        prev, before = s, now
+    if prev is not None and before:
+        edges.append((prev,))                   # the dim's largest size
+    if not edges:
+        return ()
+    if len(edges) > 2 * EDGES_KEPT:
+        edges = edges[:EDGES_KEPT] + edges[-EDGES_KEPT:]
+    return tuple(sorted({s for e in edges for s in e}))
+
+
+def when_sizes(dim: Dim, want) -> list:
+    """The sizes of a dim rung 7 puts points at for a `when` value: a predicate's edges, else the
+    sizes listed."""
+    if is_predicate(want):
+        return list(predicate_edges(dim, want))
+    return list(want) if isinstance(want, (list, tuple)) else [want]
+
+
+def when_text(want):
+    """A `when` value as facts hold it (JSON): a predicate as its text ('range(1, 257)', the
+    callable's name), lists as lists."""
+    if isinstance(want, range):
+        return repr(want)
+    if is_predicate(want):
+        return f"a predicate ({getattr(want, '__qualname__', type(want).__name__)})"
+    return list(want) if isinstance(want, tuple) else want
 
 
 @_friendly("kl.Flag")
@@ -593,6 +701,17 @@ class Spec:
                 best = c
         return best
 
+    def reference_keywords(self, config=()) -> dict:
+        """The config values a call with `config` (its pairs or dict) passes the reference: each
+        config key (the call's, else the launcher's default for a declared config key) that the
+        reference's signature takes as a keyword, every one where it takes **kwargs; {} for a
+        reference whose signature cannot be read (a builtin) or a chain."""
+        accepted = _keywords_taken(self.reference, tuple(self.args))
+        if not accepted:
+            return {}
+        call = {**{k: v for k, v in self.launcher_defaults.items() if k in self.config_keys}, **dict(config)}
+        return {k: v for k, v in call.items() if "**" in accepted or k in accepted}
+
     @property
     def launcher_defaults(self) -> dict:
         """The kernel's keyword defaults ({"precise": True} for rowsum(x, precise=True)); {}
@@ -603,6 +722,21 @@ class Spec:
         except (TypeError, ValueError):
             return {}
         return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+
+def _keywords_taken(fn, args: tuple) -> frozenset:
+    """The names `fn` takes as keywords, not counting `args` (passed positionally); '**' among
+    them where it takes **kwargs. Empty for a chain or a callable without a readable signature."""
+    import inspect
+    from .chain import Chain
+    if isinstance(fn, Chain) or not callable(fn):
+        return frozenset()
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return frozenset()
+    return frozenset("**" if p.kind == p.VAR_KEYWORD else p.name for p in params
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.VAR_KEYWORD) and p.name not in args)
 
 
 def _tolerance_in(tol, dtype: str) -> Tolerance | None:
@@ -862,7 +996,17 @@ EXPECT_FIELDS = {
     "launch": [Rule(lambda v: v is None or (isinstance(v, Mapping) and all(isinstance(k, str) for k in v)),
                     "give the constexpr and launch-option values the launch must have, e.g. {'BLOCK_M': 64, 'num_warps': 4}.")],
     "label": [Rule(lambda v: isinstance(v, str), "give a short name for reports, e.g. 'the decode kernel'.")],
+    "runs": [Rule(lambda v: isinstance(v, bool), "give False for a kernel that must not run where `when` applies (with "
+                  "kernel='*': a launcher that refuses there), or leave it out (True: it must run).")],
+    "raises": [Rule(lambda v: v is None or _exception_class(v) or (isinstance(v, tuple) and len(v) > 0
+                                                                   and all(map(_exception_class, v))),
+                    "give the exception class the launcher refuses with (raises=ValueError) or a tuple of them, or "
+                    "leave it out (any exception).")],
 }
+
+
+def _exception_class(v) -> bool:
+    return isinstance(v, type) and issubclass(v, Exception)
 
 FLAG_FIELDS = {
     "name": [Rule(lambda v: v is None or (isinstance(v, str) and v.isidentifier()),
@@ -1292,6 +1436,9 @@ def _toolchain(found: _Found, dims: dict) -> None:
     if found.clean("expect"):
         for i, e in enumerate(spec.expect):
             found.fields(e, EXPECT_FIELDS, ("expect", i))
+            if isinstance(e, Expect) and e.raises is not None and e.runs is True and found.clean("expect", i, "raises"):
+                found.add(("expect", i, "raises"), e.raises, "raises= says how a launcher refuses where it must not run: "
+                          "give runs=False with it (kl.Expect('*', runs=False, when={...}, raises=ValueError)), or drop it.")
             if found.clean("expect", i, "when") and e.when is not None and _named(found):
                 _when(found, ("expect", i, "when"), e.when, dims)
     if found.clean("flags"):
@@ -1346,6 +1493,14 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
     keys = when_keys(spec) if found.clean("configs") and found.clean("flags") else []
     for k, v in when.items():
         listed = list(v) if isinstance(v, (list, tuple)) else [v]
+        if is_predicate(v):
+            if k not in declared:
+                found.add(where, dict(when), f"{k!r}: a range or a predicate (a callable) is a condition on a dim's size "
+                          f"({', '.join(declared)}); a config key, a variable or the toolchain takes a value or a list.")
+                return
+            if k in dims:
+                _when_predicate(found, where, when, k, v, dims[k])
+            continue
         if k.startswith("$"):
             if not k[1:] or "=" in k or not listed or not all(x is None or isinstance(x, str) for x in listed):
                 found.add(where, dict(when), f"{k!r}: an environment variable's condition is '$NAME' -> its value as a "
@@ -1369,6 +1524,25 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
         if k in dims and not all(_int(x) and dims[k].allows(x) for x in listed):
             found.add(where, dict(when), f"{k} must be {_takes(dims[k])} (or a list of them).")
             return
+
+
+def _when_predicate(found: _Found, where: tuple, when: Mapping, k: str, v, dim: Dim) -> None:
+    """A predicate over a dim answers at the sizes the dim takes, and holds at one of them."""
+    shown = {key: when_text(x) for key, x in when.items()}
+    if isinstance(v, range) and v.step < 0:
+        found.add(where, shown, f"{k}={v!r}: give an increasing range, e.g. range(1, 257) (N <= 256) or "
+                  "range(64, 8193, 64) (the multiples of 64 up to 8192).")
+        return
+    try:
+        edges = predicate_edges(dim, v)
+    except PredicateError as e:
+        size, err = e.args
+        found.add(where, shown, f"{k}: the predicate raised {type(err).__name__}({err}) at {k} = {size}: it must "
+                  f"answer True or False at every size the dim takes ({_takes(dim)}).")
+        return
+    if not edges:
+        found.add(where, shown, f"{k}: the predicate holds at no size the dim takes ({_takes(dim)}): widen it, or the "
+                  "dim's range.")
 
 
 def _flag(found: _Found, f: Flag) -> None:
@@ -1593,11 +1767,15 @@ def _signatures(found: _Found) -> None:
     rsig = None if isinstance(spec.reference, Chain) or not callable(spec.reference) else _signature(spec.reference)
     if rsig is not None and found.clean("returns"):
         ins = [n for n in names if not isinstance(spec.args[n], Out)]
-        try:
-            rsig.bind(*ins)
-        except TypeError as e:
-            found.add(("reference",), f"{_fn_name(spec.reference)}{rsig}{_defined_at(spec.reference)}", f"kladder calls reference({', '.join(ins)}): "
-                      f"the non-Out args in the order declared ({e}); {REFERENCE_FIX}")
+        for config in [dict(c) for c in spec.configs if isinstance(c, Mapping)] or [{}]:
+            kw = spec.reference_keywords(config)
+            try:
+                rsig.bind(*ins, **kw)
+            except TypeError as e:
+                found.add(("reference",), f"{_fn_name(spec.reference)}{rsig}{_defined_at(spec.reference)}", f"kladder calls "
+                          f"reference({', '.join(ins)}{''.join(f', {k}=...' for k in kw)}): the non-Out args in the order "
+                          f"declared, then each config key it takes as a keyword ({e}); {REFERENCE_FIX}")
+                break
 
 
 def _fn_name(fn) -> str:

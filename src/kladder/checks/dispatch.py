@@ -15,6 +15,7 @@ from fnmatch import fnmatchcase
 from ..facts import DispatchFacts
 from ..notation import EnvSet, Toolchain
 from ..outcome import Check, Finding
+from ..spec import when_holds, when_text
 from ..versions import holds as version_holds
 
 SHOWN = 12          # names of each kind kept in a finding or a note
@@ -39,7 +40,7 @@ def applies(expect, point, defaults=None, env=None) -> bool:
         if key.startswith("$"):
             if env.get(key[1:]) not in _listed(want):
                 return False
-        elif key not in given or not any(_same(given[key], w) for w in _listed(want)):
+        elif key not in given or not when_holds(want, given[key]):
             return False
     return True
 
@@ -70,7 +71,28 @@ def _same(a, b) -> bool:
     return a == b and isinstance(a, bool) == isinstance(b, bool)
 
 
+def refusal(spec, point, error: BaseException, device: str):
+    """The runs=False expectation that applies at this point (its toolchain condition holding on
+    `device`) and whose `raises` the kernel's exception is: the launcher refused as documented. Or None."""
+    from ..spec import launcher_defaults
+    for e in spec.expectations:
+        if e.refuses(error) and applies(e, point, launcher_defaults(spec.kernel)) \
+                and not (names_toolchain(spec) and unmet(e, toolchain_of(device))):
+            return e
+    return None
+
+
+def refusing(spec, point) -> bool:
+    """Some runs=False expectation with kernel '*' applies at this point: the launcher is documented
+    to refuse there, so the call's values have nothing to be judged against."""
+    from ..spec import launcher_defaults
+    return any(not e.runs and e.kernel == "*" and applies(e, point, launcher_defaults(spec.kernel))
+               for e in spec.expectations)
+
+
 def holds(expect, ran) -> bool:
+    if not expect.runs and expect.kernel == "*":
+        return True                                   # a call that returned ran something
     if expect.launch:
         return any(fnmatchcase(x["name"], expect.kernel) and _has(x["params"], expect.launch) for x in ran.launches)
     names = [x["name"] for x in ran.launches] + list(ran.gpu) + list(ran.functions)
@@ -91,7 +113,7 @@ def ran_facts(ran) -> dict:
 
 def expect_facts(expect) -> dict:
     return {"kernel": expect.kernel, "launch": dict(expect.launch or {}), "label": expect.label,
-            "when": {k: list(v) if isinstance(v, tuple) else v for k, v in (expect.when or {}).items()}}
+            "when": {k: when_text(v) for k, v in (expect.when or {}).items()}}
 
 
 def started_env(spec, point) -> dict:
@@ -118,16 +140,19 @@ def dispatch(spec, point, ran, have: dict | None = None) -> tuple[Finding | None
     from ..spec import launcher_defaults
     defaults = launcher_defaults(spec.kernel)
     have = have if have is not None else {}
-    missing, skipped = [], []
+    missing, forbidden, skipped = [], [], []
     for e in spec.expectations:
         if not applies(e, point, defaults, getattr(ran, "env", None)):
             continue
         off = unmet(e, have)
         if off:
             skipped.append({"kernel": e.kernel, "label": e.label, "unmet": off})
-        elif not holds(e, ran):
+        elif e.runs and not holds(e, ran):
             missing.append(e)
-    if not missing:
+        elif not e.runs and holds(e, ran):
+            forbidden.append(e)
+    if not missing and not forbidden:
         return None, skipped
     return Finding(Check.DISPATCH, facts=DispatchFacts(expected=[expect_facts(e) for e in missing], ran=ran_facts(ran),
+                                                       forbidden=[expect_facts(e) for e in forbidden] or None,
                                                        **env_facts(spec, point))), skipped

@@ -2,9 +2,13 @@
 move values, layouts and modes around. Never runs a kernel."""
 from __future__ import annotations
 
-from ..notation import DtypeFactor
+import dataclasses
+from typing import Iterable, Iterator
+
+from ..notation import DtypeFactor, Mode
+from ..point import Point
 from ..sizes import Budget, fits
-from ..spec import Spec
+from ..spec import Spec, launcher_defaults
 
 
 def dtype_factors(spec: Spec) -> list[tuple[str, list[str]]]:
@@ -64,3 +68,33 @@ def config_text(config: tuple, empty: str = OWN_CONFIG) -> str:
     """A point's launcher config as its why says it (`config BLOCK=64, num_warps=4`), or
     `empty` where the point leaves the config to the launcher."""
     return "config " + ", ".join(f"{k}={v}" for k, v in config) if config else empty
+
+
+def resolved(spec: Spec, config: tuple, defaults: dict) -> tuple:
+    """The call a config makes: its keys over the launcher's defaults for every config key (a
+    key with no default the config leaves out stays out: the call is another)."""
+    keys = {k for c in spec.configs for k in c}
+    call = {**{k: defaults[k] for k in keys if k in defaults}, **dict(config)}
+    return tuple(sorted(((k, repr(v)) for k, v in call.items())))
+
+
+def each_config(spec: Spec, pts: Iterable[Point], kind: str) -> Iterator[Point]:
+    """Rungs 2-3 run every declared config at least once: for each config that is another call
+    than the launcher's own, a copy of the first eager point of `kind` of each input (its first
+    value kind, its first layout) with that config. The launcher's own call keeps every point."""
+    defaults = launcher_defaults(spec.kernel)
+    own = resolved(spec, (), defaults)
+    firsts: dict = {}
+    for p in pts:
+        moved = p.values or p.layouts
+        if p.kind == kind and p.mode == Mode.EAGER and not p.config and moved and moved[0][0] not in firsts:
+            firsts[moved[0][0]] = p
+    seen = {own}
+    for c in spec.configs:
+        config = tuple(c.items())
+        call = resolved(spec, config, defaults)
+        if call in seen:
+            continue
+        seen.add(call)
+        for p in firsts.values():
+            yield dataclasses.replace(p, config=config, why=f"{p.why}; {config_text(config)}")

@@ -19,7 +19,7 @@ from ..rungs import number
 from ..sizes import Budget, moderate
 from ..spec import Spec
 from . import backward
-from .common import base_shapes, chosen_dtypes, dtype_rows, sizes_text
+from .common import base_shapes, chosen_dtypes, dtype_rows, each_config, sizes_text
 
 RUNG = number("contracts")
 LAYOUT_WHY = {
@@ -78,13 +78,17 @@ def independence_point(spec: Spec, dtypes: tuple, shape: dict) -> Point:
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:
     """Reference independence once; each layout and padding fill for each declared dtype (a
-    layout bug may live in one dtype's path only); every dtype combination."""
+    layout bug may live in one dtype's path only), each declared config on each input's first
+    layout (common.each_config); every dtype combination."""
     budget = moderate(budget)
     shapes = base_shapes(spec, budget)
     rows = [chosen_dtypes(spec, row) for row in dtype_rows(spec)]
     yield independence_point(spec, rows[0], shapes[0])
-    for dtypes in rows:
-        yield from layout_points(spec, dtypes, shapes)
+    for i, dtypes in enumerate(rows):
+        layouts = list(layout_points(spec, dtypes, shapes))
+        yield from layouts
+        if i == 0:
+            yield from each_config(spec, layouts, PointKind.LAYOUT)
         yield from padding_points(spec, dtypes, shapes)
         yield from backward.contract_points(spec, RUNG, dtypes, shapes)
     yield from dtype_points(spec, shapes[0])

@@ -31,8 +31,8 @@ from ..notation import EnvSet, Mode, Needs, PointKind, Toolchain
 from ..point import Point
 from ..rungs import number
 from ..sizes import Budget, fits, moderate
-from ..spec import Spec, launcher_defaults
-from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, sizes_text
+from ..spec import Spec, launcher_defaults, when_holds, when_sizes
+from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, resolved, sizes_text
 
 RUNG = number("toolchain")
 NONCONTIGUOUS = ("sliced", "transposed", "every_other")     # the first an input accepts stands for "not contiguous"
@@ -40,14 +40,6 @@ NONCONTIGUOUS = ("sliced", "transposed", "every_other")     # the first an input
 
 def _configs(spec: Spec) -> list[tuple]:
     return [()] + [tuple(c.items()) for c in spec.configs]
-
-
-def resolved(spec: Spec, config: tuple, defaults: dict) -> tuple:
-    """The call a config makes: its keys over the launcher's defaults for every config key (a
-    key with no default the config leaves out stays out: the call is another)."""
-    keys = {k for c in spec.configs for k in c}
-    call = {**{k: defaults[k] for k in keys if k in defaults}, **dict(config)}
-    return tuple(sorted(((k, repr(v)) for k, v in call.items())))
 
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:
@@ -90,17 +82,20 @@ def _dispatch_points(spec: Spec, budget: Budget, shapes: list[dict], dtypes: tup
         if fits(spec, sizes, budget):
             yield from once(_dispatch(spec, sizes, dtypes, (), f"which kernels ran at the production shape "
                                       f"{sizes_text(sizes)}"))
-    for sizes, config, env, env_set, label in _when_points(spec, shapes[0], budget, defaults):
+    for sizes, config, env, env_set, label, inside, runs in _when_points(spec, shapes[0], budget, defaults):
         where = f"{sizes_text(sizes)}, {config_text(config)}"
+        verb = "must run" if runs else "must not run (a call that raises passes)"
+        must = f"{label} {verb} at {where}" if inside else \
+            f"just outside where {label} {verb.split(' (')[0]}: {where} (judged by what applies there)"
         if env:
-            yield from once(_dispatch(spec, sizes, dtypes, config, f"{label} must run at {where}, {env_text(spec, env, env_set)}"
+            yield from once(_dispatch(spec, sizes, dtypes, config, f"{must}, {env_text(spec, env, env_set)}"
                                       "; inputs contiguous", env=env, env_set=env_set))
             continue
-        yield from once(_dispatch(spec, sizes, dtypes, config, f"{label} must run at {where}; inputs contiguous"))
+        yield from once(_dispatch(spec, sizes, dtypes, config, f"{must}; inputs contiguous"))
         for name, t in spec.input_args.items():
             layout = next((lay for lay in NONCONTIGUOUS if lay in t.layout_list()), None)
             if layout:
-                yield from once(_dispatch(spec, sizes, dtypes, config, f"{label} must run at {where}; {name} {layout} "
+                yield from once(_dispatch(spec, sizes, dtypes, config, f"{must}; {name} {layout} "
                                           "(not contiguous)", layouts=((name, layout),)))
 
 
@@ -140,7 +135,8 @@ def _config_choices(spec: Spec, keys: dict, defaults: dict) -> list[tuple]:
 def _when_points(spec: Spec, base: dict, budget: Budget, defaults: dict) -> Iterator[tuple]:
     """Every shape, config and environment an expectation's `when` names, the other dims at the
     first base shape (at their least where the named shape does not fit so; still over the
-    budget, the point is a GPU point): (sizes, config, env, env_set, label)."""
+    budget, the point is a GPU point): (sizes, config, env, env_set, label, inside, runs). A predicate
+    over a dim names its edges (spec.when_sizes): `inside` is False at a size just outside it."""
     least = {d: dim.snap(1) for d, dim in spec.dims.items()}
     after = {f.env for f in spec.flags if f.env is not None and f.set == EnvSet.AFTER_IMPORT}
     for e in spec.expectations:
@@ -151,15 +147,16 @@ def _when_points(spec: Spec, base: dict, budget: Budget, defaults: dict) -> Iter
         keys = {k: v for k, v in e.when.items() if k not in spec.dims and not k.startswith("$") and not Toolchain.has(k)}
         label = (e.label or f"`{e.kernel}`") + toolchain_text(e)
         env_choices = [tuple(combo) for combo in itertools.product(*[[(k, w) for w in _listed(v)] for k, v in envs.items()])]
-        for combo in itertools.product(*[[(k, x) for x in _listed(v)] for k, v in dims.items()]):
+        for combo in itertools.product(*[[(k, x) for x in when_sizes(spec.dims[k], v)] for k, v in dims.items()]):
+            inside = all(when_holds(dims[k], x) for k, x in combo)
             sizes = {**base, **dict(combo)}
             if not fits(spec, sizes, budget):
                 sizes = {**least, **dict(combo)}          # the budget decides the other dims, not whether the shape is tried
             for config in _config_choices(spec, keys, defaults):
                 for env in env_choices:
-                    yield sizes, config, env, "", label
+                    yield sizes, config, env, "", label, inside, e.runs
                     if env and all(k in after for k, _ in env):
-                        yield sizes, config, env, EnvSet.AFTER_IMPORT, label
+                        yield sizes, config, env, EnvSet.AFTER_IMPORT, label, inside, e.runs
 
 
 def toolchain_text(e) -> str:

@@ -19,7 +19,7 @@ from ..rungs import number
 from ..sizes import Budget, dtype_of, fits, moderate
 from ..spec import Spec
 from . import backward
-from .common import base_shapes, chosen_dtypes, dtype_rows, sizes_text
+from .common import base_shapes, chosen_dtypes, dtype_rows, each_config, sizes_text
 
 RUNG = number("values")
 TEMPERATURES = (3, 10, 30)
@@ -154,10 +154,11 @@ def invariant_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dic
 
 def points(spec: Spec, budget: Budget, replay: str | None = None) -> Iterator[Point]:
     """Every value kind, chunk length and invariant, once for each declared dtype (a value that
-    is harmless in float32 may overflow float16 or tie in bfloat16)."""
+    is harmless in float32 may overflow float16 or tie in bfloat16); each declared config on each
+    input's first value kind (common.each_config)."""
     budget = moderate(budget)
     shapes = shapes_for(spec, budget)
-    seen = set()
+    seen, made = set(), []
     for row in dtype_rows(spec):
         dtypes = chosen_dtypes(spec, row)
         for gen in (value_points(spec, budget, dtypes, shapes), chunk_points(spec, budget, dtypes, shapes[0]),
@@ -166,7 +167,9 @@ def points(spec: Spec, budget: Budget, replay: str | None = None) -> Iterator[Po
                 key = (p.dims, p.dtypes, p.values)
                 if key not in seen:
                     seen.add(key)
+                    made.append(p)
                     yield p
+    yield from each_config(spec, made, PointKind.VALUES)
     if replay:
         from ..capturing import replay_points
         yield from replay_points(spec, replay, RUNG)

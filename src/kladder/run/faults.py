@@ -34,6 +34,7 @@ from ..outcome import (
 )
 from ..notation import ValueKind, Values
 from ..point import Point
+from ..checks.dispatch import refusal
 from . import interpreter
 
 # The CUDA runtime's words for a sticky error: after one of these every later call in the
@@ -68,7 +69,7 @@ def is_device_fault(e: BaseException) -> bool:
     return "AcceleratorError" in text or any(w in text for w in DEVICE_FAULT_WORDS)
 
 
-def kernel_error(spec, point: Point, k: KernelError) -> Result:
+def kernel_error(spec, point: Point, k: KernelError, device: str = "cpu") -> Result:
     """The kernel raised during a call (`k.label` says which). Whatever it becomes, its facts
     carry the exception's traceback, folded to the kernel's own frames (run/frames.py)."""
     e = k.error
@@ -80,6 +81,10 @@ def kernel_error(spec, point: Point, k: KernelError) -> Result:
     if theirs is not None:       # Triton's interpreter failed, not the kernel: not judged on the CPU
         _, facts = theirs
         return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.INTERPRETER_ERROR, **facts, trace=trace)))
+    refused = None if is_device_fault(e) or is_oom(e) or isinstance(e, Hung) else refusal(spec, point, e, device)
+    if refused is not None:                  # a launcher documented to refuse here (Expect(runs=False)) did
+        return Result(Outcome(point, Status.PASSED, note=Note.of(NoteKind.REFUSED_AS_DOCUMENTED, **error_facts(e),
+                                                                 label=refused.label or None)))
     if point.layouts and not is_device_fault(e) and not is_oom(e):
         # refusing a layout loudly is allowed; reading the wrong elements silently is not
         return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.LAYOUT_REFUSED, **error_facts(e), trace=trace)))

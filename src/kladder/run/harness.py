@@ -384,7 +384,7 @@ class Harness:
         Spec.grads each listed input's gradient by torch's autograd through the reference (under
         `rounding`, a spread's draw: checks/peer.backward_rounding)."""
         if not self.backward:
-            return self._split(self.spec.reference(*args))
+            return self._split(self.spec.reference(*args, **self.spec.reference_keywords(self.point.config)))
         return reference_grads(self.spec, self.point, args, self._split, rounding)
 
     def _split(self, ref) -> dict:
@@ -411,7 +411,7 @@ def reference_grads(spec: Spec, point: Point, args: list, split, rounding=None) 
             own[i] = own[i].detach().requires_grad_(True)
     leaves = [own[names.index(n)] for n in spec.grads]
     with torch.enable_grad(), rounding if rounding is not None else contextlib.nullcontext():
-        outs = split(spec.reference(*own))
+        outs = split(spec.reference(*own, **spec.reference_keywords(point.config)))
     floating = [n for n in spec.outputs if dtype_of(spec, n, point.dtype_of) in FLOAT_DTYPES]   # as upstream.upstream
     ups, held = extra[:len(floating)], extra[len(floating):]
     pairs = [(outs[n], g.to(outs[n].dtype)) for n, g in zip(floating, ups, strict=True)

@@ -146,7 +146,7 @@ def _run(spec: Spec, point: Point, device: str, watch=None) -> Result:
     except KernelError as k:
         if watch is not None:
             watch.raised(h, k)
-        return _made_up(point, h) or faults.kernel_error(spec, point, k)
+        return _made_up(point, h) or faults.kernel_error(spec, point, k, device)
     except Exception as e:  # OOM while preparing, or a fault outside the call
         result = faults.outside_call(point, e)
         if result is None:

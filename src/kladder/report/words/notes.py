@@ -136,6 +136,12 @@ def _raised_as_asked(x, sized=True):
     return f"raised {x.error} on NaN/Inf inputs, as the spec's policy asks"
 
 
+@notes(F.RefusedAsDocumentedFacts)
+def _refused_as_documented(x, sized=True):
+    who = x.label or "the launcher"
+    return f"refused as documented: {who} raised {x.error} here, where the spec says it must not run: {x.text}"
+
+
 @notes(F.InputsFailedFacts)
 def _inputs_failed(x, sized=True):
     return f"building the inputs failed: {x.error}: {x.text}"

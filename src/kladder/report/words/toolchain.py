@@ -61,8 +61,14 @@ def _dispatch(f, x: DispatchFacts) -> str:
     late = (". A launcher that reads the variable once, at import or at its first call, keeps the value it read: "
             "a program that sets it later, as a serving launcher does from its config, never gets that path"
             if x.env_set == "after_import" else "")
+    if not x.expected:                      # only runs=False expectations: what must not run ran
+        banned = "; ".join(expect_text(e) for e in x.forbidden or [])
+        return (f"{banned} must not run here{where} (the spec says the launcher refuses: runs=False), and the call "
+                f"returned, having run: {ran_text(x.ran)}")
+    also = (f". And {'; '.join(expect_text(e) for e in x.forbidden)} must not run here, but did"
+            if x.forbidden else "")
     return (f"expected {wanted} to run here{where}, and it did not: the call took another path. Ran instead: "
-            f"{ran_text(x.ran)}{late}")
+            f"{ran_text(x.ran)}{late}{also}")
 
 
 def _shown(x: FlagNoEffectFacts, v) -> str:

@@ -293,7 +293,8 @@ class Stream:
         args = [a.index_select(0, at.to(a.device)) if isinstance(a, torch.Tensor) else a for a in stacked]
         dims = tuple(0 if isinstance(a, torch.Tensor) else None for a in args)
         try:
-            out = torch.func.vmap(lambda *a: self.h._split(self.h.spec.reference(*a)), in_dims=dims)(*args)
+            kw = self.h.spec.reference_keywords(self.h.point.config)
+            out = torch.func.vmap(lambda *a: self.h._split(self.h.spec.reference(*a, **kw)), in_dims=dims)(*args)
         except Exception:  # noqa: BLE001 - a reference vmap cannot map is called once a set
             return self._refuse()
         if not isinstance(out, dict) or not all(isinstance(out.get(n), torch.Tensor) for n in self.names):

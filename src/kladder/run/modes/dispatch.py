@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from ...checks.dispatch import refusing
 from ...notation import EnvSet, Mode
 from . import base
 from .base import Call
@@ -54,7 +55,8 @@ class Dispatch(base.Mode):
         returned, ran = traced_call(h, prep)
         ran.env = {k: os.environ.get(k) for k in h.spec.when_variables}     # the environment the call ran in
         yield ran
-        yield Call(prep, returned)
+        if not refusing(h.spec, h.point):          # a launcher documented to refuse here: no values to hold it to
+            yield Call(prep, returned)
 
 
 MODE = Dispatch()

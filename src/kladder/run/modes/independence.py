@@ -51,7 +51,7 @@ class Independence(Mode):
         ref_prep = h.prepare()
         try:
             with Tracer(op) as rt, Launches() as rl:
-                spec.reference(*ref_prep.ref_args)
+                spec.reference(*ref_prep.ref_args, **spec.reference_keywords(h.point.config))
         except Exception as e:
             if is_oom(e):
                 raise                  # no memory for it: nobody's verdict (run/faults.py), not the spec's
@@ -61,7 +61,8 @@ class Independence(Mode):
         if h.device == "cuda":
             again = h.prepare()
             k_gpu = gpu_kernels(lambda: h.call(again, "kernel, profiled"), owners=True)
-            r_gpu = gpu_kernels(lambda: spec.reference(*again.ref_args), owners=True)
+            r_gpu = gpu_kernels(lambda: spec.reference(*again.ref_args, **spec.reference_keywords(h.point.config)),
+                                owners=True)
         yield Traces(kt.called, kt.kernels, _launchers(spec), rt.called, k_gpu, r_gpu, _jit(kl), _jit(rl), op,
                      rt.op_calls, _name(spec.reference))
         yield Call(prep, returned)
