@@ -189,3 +189,28 @@ def test_a_server_whose_climb_is_gone_before_it_serves_exits_without_serving(tmp
     out = p.stdout.read()
     assert p.wait(timeout=120) == 0
     assert out == b"" and not (tmp_path / "s").exists()       # it never got to serve
+
+
+def test_a_pool_attached_to_a_running_server_forks_from_it_and_leaves_it_running(monkeypatch):
+    """KLADDER_FORKSERVER=SOCKET (the suite's own server, tests/conftest.py): a climb's workers
+    are forked from the server another process started, and the climb never closes it."""
+    from kladder.run.isolation import Pool
+    s = fs.Server(worker_env("cpu"), "test-shared")
+    try:
+        assert s.ready(600)
+        monkeypatch.setenv("KLADDER_FORKSERVER", s.address)
+        for _ in range(2):                                       # two climbs, one after the other
+            pool = Pool(os.path.join(HERE, "specs", "trivial.py"), "cpu")
+            w = pool.take()
+            assert isinstance(w.proc, fs.Forked) and isinstance(pool.server, fs.Attached)
+            assert pool.server_address() == s.address
+            pool.close()
+            assert s.proc.poll() is None and os.path.exists(s.address)      # still serving
+        monkeypatch.setenv("KLADDER_FORKSERVER", "0")                        # off: started afresh
+        pool = Pool(os.path.join(HERE, "specs", "trivial.py"), "cpu")
+        try:
+            assert isinstance(pool.take().proc, subprocess.Popen) and pool.server is None
+        finally:
+            pool.close()
+    finally:
+        s.close()

@@ -74,10 +74,11 @@ def default_jobs(device: str, n_gpus: int = 1) -> int:
     return max(1, min(4 * n_gpus, cores // 2))
 
 
-def climb_options(args, ref: str, device: str, keep: list | None = None):
+def climb_options(args, ref: str, device: str, keep: list | None = None, server=None):
     """Options for one climb from the command line, its workers already starting (they import
     torch and the spec while this process does the same); the pool is put in `keep` before any
-    worker starts, so that a Ctrl-C meanwhile still closes it."""
+    worker starts, so that a Ctrl-C meanwhile still closes it. `server`: a fork server several
+    climbs share (the zoo's), its workers forked from it."""
     from .ladder import Options, parse_rungs
     from .run.isolation import Pool
     try:
@@ -98,7 +99,7 @@ def climb_options(args, ref: str, device: str, keep: list | None = None):
     else:
         ids = gpus(args, device)
         jobs = args.jobs or default_jobs(device, len(ids or [None]))
-        pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids)
+        pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids, server=server)
         if keep is not None:
             keep.append(pool)
         pool.warm(1 if device == "cpu" else jobs)

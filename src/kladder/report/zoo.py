@@ -16,6 +16,8 @@ def case_title(name: str, case: dict) -> str:
 def row_text(row: CaseRow) -> str:
     low, nfail = row.bug.lowest_failing_rung, len(row.bug.failures)
     bug_text = f"{nfail} failed point{'s' if nfail != 1 else ''}, lowest failing rung {low}" if low else "no failure"
+    if not row.bug_climbed:
+        bug_text = f"not climbed on {row.bug.device}"
     twin_text = "twin clean" if row.twin_clean else f"twin FALSE ALARM ({len(row.twin.failures)} failed)"
     return f"{row.name:24} rung {row.rung}  buggy: {VERDICT[row.verdict]:8} ({bug_text}); {twin_text}  [{row.seconds:.1f} s]"
 
@@ -31,4 +33,5 @@ def interrupted_text(name: str) -> str:
 
 
 def env_text(rows: list[CaseRow]) -> str:
-    return f"env: {fingerprint_text(rows[0].bug.fingerprint)}\n" if rows else ""
+    seen = [r.fingerprint for row in rows for r in (row.bug, row.twin) if r.fingerprint]
+    return f"env: {fingerprint_text(seen[0])}\n" if seen else ""

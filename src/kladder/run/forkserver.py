@@ -212,6 +212,25 @@ class _Cpu:
 CPU = _Cpu()
 
 
+class Attached:
+    """A server another process started and owns, reached by its socket (KLADDER_FORKSERVER=SOCKET:
+    the test suite starts one a pytest process, and each climb it runs forks from it instead of
+    starting a server and workers of its own). It refuses what it cannot serve (`incompatible`,
+    checked on its side), and the caller starts that process afresh."""
+
+    def __init__(self, address: str):
+        self.address = address
+
+    def ready(self, wait_s: float = 0.0) -> bool:
+        return os.path.exists(self.address)
+
+    def serves(self, env: dict) -> bool:
+        return self.ready()
+
+    def close(self) -> None:
+        pass
+
+
 class Server:
     """The climb's server, started by its Pool: `python -m kladder.run.forkserver SOCKET LABEL`
     with `env` (a worker's environment). `ready()` says, without waiting, whether it serves."""

@@ -307,7 +307,7 @@ class Pool:
     another thread, on Ctrl-C). Nothing is started that no point will use: on a 2-core machine
     a worker's start costs a core for two seconds."""
 
-    def __init__(self, ref: str, device: str, spares: int = 1, gpus: list[str] | None = None):
+    def __init__(self, ref: str, device: str, spares: int = 1, gpus: list[str] | None = None, server=None):
         self.ref, self.device, self.spares = ref, device, spares
         self.gpus = gpus or [None]
         self._spare: list[Worker] = []
@@ -320,7 +320,17 @@ class Pool:
         self._fresh_left = 0             # fresh-process points still to come in this rung
         self._fresh_lanes = 1
         self.server = None               # the fork server (run/forkserver.py), once a rung needs new processes
-        if os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
+        # `server`: one that several climbs share (the zoo's, zoo_run.py; KLADDER_FORKSERVER=SOCKET,
+        # one another process started: the test suite's), started by its owner and closed by it,
+        # never by this pool; every worker and mode process forked from it
+        choice = os.environ.get("KLADDER_FORKSERVER", "")
+        if server is None and choice.startswith("/"):
+            from .forkserver import Attached
+            server = Attached(choice)
+        self._shared = server is not None and choice != "0"
+        if self._shared:
+            self.server = server
+        elif os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
             self.start_server()
 
     def _start(self) -> Worker:
@@ -333,7 +343,7 @@ class Pool:
     def _starting(self) -> bool:
         """The fork server is on its way: a worker started now would import torch beside it."""
         s = self.server
-        return s is not None and not s.ready() and s.proc.poll() is None
+        return s is not None and not s.ready() and getattr(s, "proc", None) is not None and s.proc.poll() is None
 
     def start_server(self) -> None:
         """Start the fork server (once, in the background): fresh workers and the modes' own
@@ -473,7 +483,7 @@ class Pool:
 
     def _stop_server(self) -> None:
         server, self.server = self.server, None
-        if server is not None:
+        if server is not None and not self._shared:
             server.close()
 
     def kill(self) -> None:
