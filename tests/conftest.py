@@ -85,19 +85,161 @@ def good_climb(tmp_path_factory):
     return p, report_json(out), log
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Under `--dist loadgroup` (the Makefile's), the tests sharing a module-scoped fixture run
-    on one xdist worker, so the fixture (a climb, a repository) is built once, not once per
-    worker that draws one of its tests: one group per fixture a test names and, for a
-    parametrized one, per parameter. Autouse fixtures (torch settings, named by no test)
-    group nothing. tryfirst: xdist's own hook (its worker's) turns the marks into the node ids
-    that it groups by, and it runs before this one otherwise, seeing no mark: the two tests of
-    test_zoo's `buggy[small_overrun]` ran on two workers, the climb built twice (measured,
-    docs/results/2026-12-02-cpu-suite-session6; tests/test_suite_groups.py)."""
-    import inspect
+# ---------------------------------------------------------------------------- the zoo, in batches
+# The zoo's cases climbed through the CLI as a user climbs them, several cases a process
+# (`kladder zoo climb A B ... --json`): one warm fork server for all of a batch's climbs, one
+# CLI start, instead of a process and two fresh workers a climb (~7 CPU s each: measured,
+# docs/results/2026-12-06-cpu-zoo-speed). Each batch is climbed once a session by the first test
+# that reads one of its cases (zoo_case), on the one xdist worker its tests are grouped on
+# (zoo_param's mark, _fixture_groups). `make zoo` climbs every case on all its points; the
+# batches' extra options (a shard, the rungs) say where CI climbs fewer.
+ZOO_BATCHES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # name: (cases, the options besides each case at its own rung). Where a case's own rung costs
+    # more than ~6 CPU s here, CI climbs a quarter of its points (--shard I/4: kladder's own deal
+    # of them, the same on every machine), the quarter that bench/zoo_shards.py found cheapest
+    # among those where the buggy kernel fails and the twin passes at least 5 points, on
+    # `make zoo`'s every point (docs/results/2026-12-06-cpu-suite-speed); `make zoo` climbs them all.
+    # A batch holds two cases at least (`kladder zoo climb CASE` alone is one climb, not the table).
+    "all": (("embedding_chunk_tail", "empty_like_overrun", "small_overrun", "last_tile_wrap", "rows_int32_offset",
+             "expert_wgrad_unwritten", "router_tie_pack", "assumes_contiguous", "shared_kernel_reference",
+             "scale_layout_mismatch"), ()),
+    "q1": (("config_writes_zeros", "nan_blind"), ("--shard", "1/4")),
+    "q2": (("untuned_fallback", "padding_scale_read", "lowp_probs_underflow"), ("--shard", "2/4")),
+    "q3": (("gemm_k_tail", "router_lanes_256"), ("--shard", "3/4")),
+    "q4": (("rmsnorm_n_tail", "active_count_full_width", "chunked_prefill_short", "bias_tile_index", "input_scratch"),
+           ("--shard", "4/4")),
+    "r4": (("plan_cache_restart", "undeclared_mutation", "jit_key_closure", "stale_state"), ()),
+    # the A-B-A cases' twins are clean at rung 1 too (the buggy kernels fail there as well, unasserted)
+    "r4t1": (("jit_key_closure", "stale_state"), ("--rungs", "1", "--shard", "2/4")),
+    "r6": (("allreduce_size_stride", "allreduce_relaxed_flag"), ()),
+    "r8": (("compounding_bias", "decode_group16"), ()),
+}
 
-    import pytest
+
+def zoo_batch(case: str, batch: str | None = None) -> str:
+    """The batch that climbs `case` (`batch`, where a case is in more than one)."""
+    names = [b for b, (cases, _) in ZOO_BATCHES.items() if case in cases and batch in (None, b)]
+    if len(names) != 1:
+        raise ValueError(f"zoo case {case!r} is in batches {names} of ZOO_BATCHES: name one (batch=)")
+    return names[0]
+
+
+def zoo_param(case: str, *values, batch: str | None = None, marks=()):
+    """A test parameter for `case` (and `values`; `batch` where the case is in more than one),
+    grouped with the rest of its batch; the test's zoo_case(case) reads that batch's climb."""
+    name = zoo_batch(case, batch)
+    return pytest.param(case, *values, id="-".join(map(str, (case, *values, *(() if batch is None else (batch,))))),
+                        marks=[pytest.mark.kladder_group(f"zoo:{name}"), *marks])
+
+
+class ZooCase:
+    """One case of a batch: its table section (the case's lines of the CLI's output), the
+    buggy kernel's report and the twin's (as `kladder climb --json` writes them), the row."""
+
+    def __init__(self, name: str, row: dict, text: str, batch: "ZooRun"):
+        self.name, self.row, self.text, self.batch = name, row, text, batch
+        self.bug, self.twin = row["buggy"], row["fixed"]
+
+    def points(self, which: str, rung: int) -> list[dict]:
+        return getattr(self, which)["rungs"][rung - 1]["points"]
+
+
+class ZooRun:
+    def __init__(self, name: str, where):
+        import subprocess
+        import sys
+        cases, extra = ZOO_BATCHES[name]
+        out = where / "zoo.json"
+        # --shrink-s 0: no test of a batch asserts a shrink (test_shrink.py and test_zoo_run.py do);
+        # one climb at a time: the other xdist worker has the other core
+        self.proc = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", *cases, "--device", "cpu",
+                                    "--shrink-s", "0", "--cases-at-once", "1", "--json", str(out), *extra],
+                                   capture_output=True, text=True, timeout=3000, cwd=str(where))
+        assert out.exists(), self.proc.stdout[-3000:] + self.proc.stderr[-3000:]
+        self.doc = report_json(out)
+        self.logs = sorted((where / ".kladder" / "log").glob("*.jsonl"))
+        for log in self.logs:                      # every climb's log (the default path: cwd is the batch's folder)
+            report_json(log)
+        lines = self.proc.stdout.splitlines()
+        self.cases = {}
+        for row in self.doc["cases"]:
+            c = row["case"]
+            first = next(i for i, line in enumerate(lines) if line.startswith(f"{c} (rung "))
+            last = next(i for i, line in enumerate(lines) if i > first and line.startswith(c + " ") and "buggy:" in line)
+            self.cases[c] = ZooCase(c, row, "\n".join(lines[first:last + 1]), self)
+
+
+_ZOO_RUNS: dict[str, ZooRun] = {}
+
+
+@pytest.fixture
+def zoo_case(request, tmp_path_factory):
+    """zoo_case(name) -> ZooCase, from the batch the test's zoo_param named (else the one batch
+    that climbs `name`), climbed the first time one of its cases is asked for in this process
+    (function-scoped on purpose: a batch's tests are grouped by their mark, not by this fixture,
+    so that the batches spread over the xdist workers)."""
+    mark = request.node.get_closest_marker("kladder_group")
+    marked = mark.args[0].removeprefix("zoo:") if mark and mark.args[0].startswith("zoo:") else None
+
+    def get(name: str) -> ZooCase:
+        batch = zoo_batch(name, marked)
+        if batch not in _ZOO_RUNS:
+            _ZOO_RUNS[batch] = ZooRun(batch, tmp_path_factory.mktemp(f"zoo-{batch}"))
+        return _ZOO_RUNS[batch].cases[name]
+    return get
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "kladder_group(name): run with every test of the same group on one xdist "
+                            "worker (tests/conftest.py: the zoo's batches)")
+    _start_fork_server(config)
+
+
+# One warm fork server a pytest process (each xdist worker's, or the one process's), its socket
+# in KLADDER_FORKSERVER for every climb the tests start, in this process or through the CLI:
+# their workers and modes' processes are forked from it (run/forkserver.py, Attached) instead
+# of each climb starting a server or workers of its own, which import torch and Triton (~2.4
+# CPU s a process; a climb started two). A process the server cannot serve as a new one would be
+# (a test's own TRITON_*, PYTHON*, LD_* variable) is started afresh, as without it; a test that
+# sets KLADDER_FORKSERVER itself (0, always) gets what it set. Not in xdist's controller (it
+# runs no test), nor where KLADDER_FORKSERVER is set already (a pytester run inherits its
+# parent's server).
+_SERVER = []
+
+
+def _start_fork_server(config) -> None:
+    if os.environ.get("KLADDER_FORKSERVER") is not None or os.name != "posix":
+        return
+    if config.getoption("dist", default=None) not in (None, "no") and not hasattr(config, "workerinput"):
+        return
+    from kladder.run.forkserver import Server
+    from kladder.run.isolation import worker_env
+    try:
+        server = Server(worker_env("cpu"), label="kladder tests")
+    except OSError:
+        return
+    _SERVER.append(server)
+    os.environ["KLADDER_FORKSERVER"] = server.address
+
+
+def _fixture_groups(items) -> dict[str, str]:
+    """{node id: group} for `-n N --dist loadgroup` (the Makefile's): the tests that share a
+    module- or session-scoped fixture of this suite's own (a climb, a repository) are one group,
+    run on one xdist worker, so the fixture is built once, not once per worker that draws one
+    of its tests. One key per fixture a test names and, for a parametrized one, per parameter;
+    tests linked through any key are one group (a test naming two fixtures joins theirs).
+    Autouse fixtures (torch settings, named by no test) group nothing; a test of no such
+    fixture is a group of its own."""
+    import inspect
+    parent: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while parent.setdefault(k, k) != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    keyed = {}
     for item in items:
         infos, fn = getattr(item, "_fixtureinfo", None), getattr(item, "function", None)
         if infos is None or fn is None:
@@ -108,12 +250,111 @@ def pytest_collection_modifyitems(config, items):
             defs = infos.name2fixturedefs.get(name)
             own = defs and getattr(defs[-1].func, "__module__", "") in (item.module.__name__, "conftest")
             if own and defs[-1].scope in ("module", "package", "session"):      # not pytest's tmp_path_factory
-                # no ']' in a group: xdist reads a node id whose last ']' follows its '@' as no group;
                 # a session fixture of this file (good_climb) is one group across the modules using it
                 where = "conftest" if defs[-1].scope == "session" else item.module.__name__
                 keys.append(f"{where}::{name}" + (f"({params[name]})" if name in params else ""))
+        keys += [f"mark::{m.args[0]}" for m in item.iter_markers("kladder_group")]
         if keys:
-            item.add_marker(pytest.mark.xdist_group("+".join(sorted(keys))))
+            keyed[item.nodeid] = keys
+            for k in keys[1:]:
+                parent[find(k)] = find(keys[0])
+    return {nodeid: find(keys[0]) for nodeid, keys in keyed.items()}
+
+
+# The suite's own xdist scheduling (`--dist loadgroup`): the groups above, and the longest
+# first. xdist's loadgroup reads a group from a suffix its worker appends to each node id
+# (`test_x@group`); pytest 9.2 no longer lets a plugin change a node id (pytest-xdist issue
+# #1386: with pytest 9.2.0 and pytest-xdist 3.8.0 every test ran as a group of its own, each
+# climb built on both workers). Here each worker writes its {node id: group} to a file the
+# controller names, and the controller's scheduler reads it; no node id changes. Then the
+# work units go out longest first (tests/durations.json: seconds a test, measured), so that no
+# long climb starts last while the other worker idles; the rest keep their collection order.
+# tests/test_suite_groups.py runs it under pytest's and xdist's versions.
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """Controller: tell each worker where to write its groups."""
+    config = node.config
+    if config.getvalue("dist") != "loadgroup":
+        return
+    if not hasattr(config, "_kladder_groups_dir"):
+        config._kladder_groups_dir = tempfile.mkdtemp(prefix="kladder-groups-")
+    node.workerinput["kladder_groups"] = config._kladder_groups_dir
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Worker: its groups, written whole (a temporary file renamed) before its collection
+    reaches the controller."""
+    where = getattr(config, "workerinput", {}).get("kladder_groups")
+    if not where:
+        return
+    import json
+    groups = _fixture_groups(items)
+    path = os.path.join(where, config.workerinput.get("workerid", "gw") + ".json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(groups, f)
+    os.replace(path + ".tmp", path)
+
+
+def pytest_unconfigure(config):
+    import shutil
+    while _SERVER:
+        _SERVER.pop().close()
+    where = getattr(config, "_kladder_groups_dir", None)
+    if where:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Controller, `--dist loadgroup`: xdist's scope scheduling over the suite's groups."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    import json
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        """A scope is a group (a node id when the test is in none); the units go out in
+        decreasing measured cost, unmeasured ones after, in collection order."""
+
+        def __init__(self, config, log=None):
+            super().__init__(config, log)
+            self.groups, self.ordered = None, False
+
+        def _split_scope(self, nodeid):
+            if self.groups is None:
+                self.groups = {}
+                where = getattr(self.config, "_kladder_groups_dir", None)
+                for name in sorted(os.listdir(where)) if where and os.path.isdir(where) else []:
+                    if name.endswith(".json"):
+                        with open(os.path.join(where, name)) as f:
+                            self.groups = json.load(f)    # every worker collected the same tests
+                        break
+            return self.groups.get(nodeid, nodeid)
+
+        def _assign_work_unit(self, node):
+            if not self.ordered:                              # the first assignment: the queue is whole
+                self.ordered = True
+                cost = _durations()
+                units = sorted(self.workqueue.items(), key=lambda kv: -sum(cost.get(n, 0.0) for n in kv[1]))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+    config.option.loadscopereorder = False              # the order is Groups' own
+    return Groups(config, log)
+
+
+def _durations() -> dict[str, float]:
+    """{node id: seconds} measured (tests/durations.json, written by tests/durations.py from a
+    KLADDER_TEST_CPU run); {} where there is none. Only the order of the work depends on it."""
+    import json
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "durations.json")) as f:
+            return {k: float(v) for k, v in json.load(f).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
 
 
 # Per-test cost, for measuring the suite (docs/results/2026-12-02-cpu-suite-session6): with
