@@ -10,8 +10,11 @@ The peers are asked only when the default fails, as in a climb; --force-peers as
 anyway (the worst case: a point whose default fails). --big-elements makes the point big at a
 smaller size (sizes.is_big's budget lowered), to measure the big-point path on the CPU.
 
+--off F makes the kernel wrong by a factor 1 + F (issue 32's GEMV was off by 8%: --off 0.08), to time
+a failing point: its peers run only where the verdict depends on them (checks/values.PEER_DECIDES).
+
 usage: python bench/big_point.py [--device cuda] [--M 1 --N 8192 --K 65536] [--force-peers]
-                                 [--values distinct] [--big-elements N] [--json PATH]
+                                 [--values distinct] [--big-elements N] [--off F] [--json PATH]
 """
 from __future__ import annotations
 
@@ -85,6 +88,7 @@ def main() -> int:
     ap.add_argument("--force-peers", action="store_true", help="ask the honest peer even if the default passes")
     ap.add_argument("--big-elements", type=int, default=0, help="treat tensors past this many elements as big")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--off", type=float, default=0.0, help="the kernel's output times 1 + F (a wrong GEMV)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
 
@@ -99,6 +103,9 @@ def main() -> int:
     if args.big_elements:
         sizes.GPU_BUDGET = dataclasses.replace(sizes.GPU_BUDGET, max_elements=args.big_elements)
     spec = gemv_specs.gemv
+    if args.off:
+        right = spec.kernel
+        spec = dataclasses.replace(spec, kernel=lambda *a, **k: right(*a, **k) * (1 + args.off))
     dims = {"M": args.M, "N": args.N, "K": args.K}
     point = Point(spec.name, 2 if args.values else 1, tuple(dims.items()),
                   values=(("w", args.values),) if args.values else (), seed=args.seed or 0)
@@ -107,14 +114,15 @@ def main() -> int:
     outcome = run_point(spec, point, args.device).outcome
     total = time.perf_counter() - t0
     report = {"fingerprint": fingerprint(device=args.device), "kladder": kladder.__file__, "point": dims,
-              "values": args.values, "big": sizes.is_big(spec, dims), "stages": staged,
+              "values": args.values, "off": args.off, "big": sizes.is_big(spec, dims), "stages": staged,
               "run_point": {"status": outcome.status.name, "seconds": total}}
     text = dumps(report)
     print(text)
     if args.json:
         with open(args.json, "w") as f:
             f.write(text)
-    return 0 if outcome.status.name == "PASSED" and total < 20 else 1
+    expected = "FAILED" if args.off else "PASSED"
+    return 0 if outcome.status.name == expected and total < 20 else 1
 
 
 if __name__ == "__main__":

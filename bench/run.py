@@ -51,11 +51,15 @@ BENCHES = (
           "arg", "cuda"),
     Bench("climb-speed", "climb_speed.py", "a climb's wall and per-rung time, this tree against --base, alternating",
           "--json", "cuda"),
+    Bench("incremental", "incremental.py", "a spec climbed cold, again with nothing changed, and after a one-line "
+          "change of its kernel: the outcome store's reuse (issue 32 item 1)", "--json", "cuda"),
     Bench("memory", "memory.py", "peak device memory of a big point against the kernel's own bytes (<= 3x)",
           "--json", "cuda"),
     Bench("false-alarms", "false_alarms.py", "correct torch ops climbed point by point under several seeds: none may fail",
           "--json", "cuda"),
     Bench("startup", "cpu_startup.py", "a trivial rung-1 CPU climb against `python -c 'import torch'`", "--json"),
+    Bench("repro-speed", "repro_speed.py", "`kladder repro` of three small CPU points against `import torch` (issue 33)",
+          "--json"),
     Bench("big-point", "big_point.py", "kladder's stages at one 2 GiB GEMV point, each against the reference's call",
           "--json", "cuda"),
     Bench("guarded-alloc", "guarded_alloc.py", "the cost of guarding the kernel's own allocations", "arg"),
@@ -79,6 +83,8 @@ BENCHES = (
           "--json", env=INTERPRETED),
     Bench("sdpa-tie", "sdpa_tie.py", "why torch's bfloat16 SDPA fails one element on the H200 (a near tie)", None,
           "cuda"),
+    Bench("light-climb", "light_climb.py", "issue 32's targets: the rmsnorm twin cold, again and edited, the wrong "
+          "GEMV's big point, five liger-kernel ops side by side", "--json", "cuda"),
 )
 BY_NAME = {b.name: b for b in BENCHES}
 NOT_BENCHES = ("planted.py", "rung6_shared_gpu.py", "run.py", "__init__.py", "__main__.py")   # spec modules, this runner

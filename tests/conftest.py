@@ -8,6 +8,10 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 import tempfile  # noqa: E402
 
 os.environ.setdefault("KLADDER_HISTORY", os.path.join(tempfile.mkdtemp(prefix="kladder-history-"), "history.sqlite"))
+# ...and their CLI climbs reuse nothing from the outcome store that history file holds (every test
+# climb runs its points, whatever climbs ran before it in the session); the store's own tests
+# (test_incremental.py, test_many.py) turn it on for their climbs with KLADDER_STORE=1.
+os.environ.setdefault("KLADDER_STORE", "0")
 
 
 import pytest  # noqa: E402
@@ -91,41 +95,42 @@ def good_climb(tmp_path_factory):
 # CLI start, instead of a process and two fresh workers a climb (~7 CPU s each: measured,
 # docs/results/2026-12-06-cpu-zoo-speed). Each batch is climbed once a session by the first test
 # that reads one of its cases (zoo_case), on the one xdist worker its tests are grouped on
-# (zoo_param's mark, _fixture_groups). `make zoo` climbs every case on all its points; the
-# batches' extra options (a shard, the rungs) say where CI climbs fewer.
+# (zoo_param's mark, _fixture_groups), with the options `make zoo` climbs it with (and
+# --shrink-s 0: no test of a batch asserts a shrink), on every point of its rung.
 ZOO_BATCHES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    # name: (cases, the options besides each case at its own rung). Where a case's own rung costs
-    # more than ~6 CPU s here, CI climbs a quarter of its points (--shard I/4: kladder's own deal
-    # of them, the same on every machine), the quarter that bench/zoo_shards.py found cheapest
-    # among those where the buggy kernel fails and the twin passes at least 5 points, on
-    # `make zoo`'s every point (docs/results/2026-12-06-cpu-suite-speed); `make zoo` climbs them all.
-    # A batch holds two cases at least (`kladder zoo climb CASE` alone is one climb, not the table).
-    "all": (("embedding_chunk_tail", "empty_like_overrun", "small_overrun", "last_tile_wrap", "rows_int32_offset",
-             "expert_wgrad_unwritten", "router_tie_pack", "assumes_contiguous", "shared_kernel_reference",
-             "scale_layout_mismatch"), ()),
-    "q1": (("config_writes_zeros", "nan_blind"), ("--shard", "1/4")),
-    "q2": (("untuned_fallback", "padding_scale_read", "lowp_probs_underflow"), ("--shard", "2/4")),
-    "q3": (("gemm_k_tail", "router_lanes_256"), ("--shard", "3/4")),
-    "q4": (("rmsnorm_n_tail", "active_count_full_width", "chunked_prefill_short", "bias_tile_index", "input_scratch"),
-           ("--shard", "4/4")),
-    "r4": (("plan_cache_restart", "undeclared_mutation", "jit_key_closure", "stale_state"), ()),
+    # name: (cases, the options besides each case at its own rung), every point of that rung.
+    # A batch holds two cases at least (`kladder zoo climb CASE` alone is one climb, not the
+    # table); the batches are sized so that the two xdist workers share them evenly (their
+    # measured seconds, tests/durations.json, send the dearest out first).
+    "r1a": (("gemm_k_tail", "small_overrun", "empty_like_overrun", "last_tile_wrap"), ()),
+    "r1b": (("config_writes_zeros", "nan_blind", "rows_int32_offset"), ()),
+    "r1c": (("rmsnorm_n_tail", "untuned_fallback", "router_lanes_256", "active_count_full_width",
+             "embedding_chunk_tail"), ()),
+    "r2a": (("lowp_probs_underflow", "router_tie_pack", "expert_wgrad_unwritten"), ()),
+    "r2b": (("chunked_prefill_short", "bias_tile_index"), ()),
+    "r3": (("assumes_contiguous", "padding_scale_read", "scale_layout_mismatch", "shared_kernel_reference",
+            "input_scratch"), ()),
+    "r4a": (("jit_key_closure", "undeclared_mutation"), ()),
+    "r4b": (("plan_cache_restart", "stale_state"), ()),
     # the A-B-A cases' twins are clean at rung 1 too (the buggy kernels fail there as well, unasserted)
-    "r4t1": (("jit_key_closure", "stale_state"), ("--rungs", "1", "--shard", "2/4")),
+    "r4t1": (("jit_key_closure", "stale_state"), ("--rungs", "1")),
     "r6": (("allreduce_size_stride", "allreduce_relaxed_flag"), ()),
     "r8": (("compounding_bias", "decode_group16"), ()),
 }
 
 
 def zoo_batch(case: str, batch: str | None = None) -> str:
-    """The batch that climbs `case` (`batch`, where a case is in more than one)."""
-    names = [b for b, (cases, _) in ZOO_BATCHES.items() if case in cases and batch in (None, b)]
+    """The batch that climbs `case`: the one named (`batch`), else the one that climbs it at its
+    own rung (no --rungs of its own)."""
+    names = [b for b, (cases, extra) in ZOO_BATCHES.items()
+             if case in cases and (batch == b or batch is None and "--rungs" not in extra)]
     if len(names) != 1:
         raise ValueError(f"zoo case {case!r} is in batches {names} of ZOO_BATCHES: name one (batch=)")
     return names[0]
 
 
 def zoo_param(case: str, *values, batch: str | None = None, marks=()):
-    """A test parameter for `case` (and `values`; `batch` where the case is in more than one),
+    """A test parameter for `case` (and `values`; `batch` where it is not the case's own rung's),
     grouped with the rest of its batch; the test's zoo_case(case) reads that batch's climb."""
     name = zoo_batch(case, batch)
     return pytest.param(case, *values, id="-".join(map(str, (case, *values, *(() if batch is None else (batch,))))),
@@ -157,8 +162,11 @@ class ZooRun:
                                    capture_output=True, text=True, timeout=3000, cwd=str(where))
         assert out.exists(), self.proc.stdout[-3000:] + self.proc.stderr[-3000:]
         self.doc = report_json(out)
+        # every climb's log (the default path: cwd is the batch's folder), checked as each test's own climb checked it
         self.logs = sorted((where / ".kladder" / "log").glob("*.jsonl"))
-        for log in self.logs:                      # every climb's log (the default path: cwd is the batch's folder)
+        climbs = sum(any(r["climbed"] for r in row[k]["rungs"]) for row in self.doc["cases"] for k in ("buggy", "fixed"))
+        assert len(self.logs) == climbs, (self.logs, climbs)
+        for log in self.logs:
             report_json(log)
         lines = self.proc.stdout.splitlines()
         self.cases = {}

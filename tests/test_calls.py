@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import kladder as kl
+from kladder.budgets import COMMIT
 from kladder.gaps import repetition
 from kladder.outcome import Check, NoteKind
 from kladder.point import Point
@@ -23,7 +24,7 @@ HERE = os.path.dirname(__file__)
 SPECS = os.path.join(HERE, "specs", "stream_state.py")
 
 
-def _rowsum(x, precise=True):
+def _rowsum(x, precise=True, BLOCK=64):
     return x.sum(-1)
 
 
@@ -120,7 +121,7 @@ def test_rung_5_has_one_stream_by_default_and_the_declared_one_with_calls():
     assert len(plain) == 1
     d = dict(plain[0].repeat)
     assert (d["pattern"], d["fresh"], d["declared"]) == ("A", True, False)
-    assert (d["calls"], d["seconds"]) == (repetition.STREAM_CALLS["cpu"], repetition.STREAM_S["cpu"])
+    assert (d["calls"], d["seconds"]) == (COMMIT.stream_calls["cpu"], COMMIT.stream_s["cpu"])      # --budget commit
     assert plain[0].sizes == repetition.smallest(_spec(), repetition.repetition(CPU_BUDGET))
     declared = [p for p in repetition.points(_spec(calls=kl.Calls(pattern="AABB", count=5000)), GPU_BUDGET)
                 if p.mode == "calls"]

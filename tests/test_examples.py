@@ -4,6 +4,7 @@ points each spec's comments promise are among those it ran. Also: the README's s
 example's file, every command examples/README.md gives names a file that exists, and the
 examples import nothing but torch, triton and kladder."""
 import ast
+import json
 import os
 import pathlib
 import re
@@ -99,12 +100,47 @@ def test_every_command_in_the_examples_readme_names_a_file_that_exists():
 @pytest.mark.parametrize("path", sorted(p.relative_to(ROOT).as_posix() for p in EXAMPLES.glob("*/*.py")
                                         if p.parent.name != "stateful"))
 def test_examples_need_no_package_of_their_own(path):
-    """A newcomer runs them as they are: imports of torch, triton, kladder and the example's own
-    modules beside it, nothing else."""
+    """A newcomer runs them as they are: imports of torch, triton, kladder, the standard library and
+    the example's own modules beside it (a test file: pytest too), nothing else."""
     tree = ast.parse((ROOT / path).read_text())
-    here = {p.stem for p in (ROOT / path).parent.glob("*.py")}
+    here = {p.stem for p in (ROOT / path).parent.glob("*.py")} | set(sys.stdlib_module_names)
+    if os.path.basename(path).startswith("test_"):
+        here.add("pytest")
     for node in ast.walk(tree):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
             [node.module] if isinstance(node, ast.ImportFrom) else []
         for n in names:
             assert n.split(".")[0] in {"torch", "triton", "kladder"} | here, (path, n)
+
+
+# examples/addrmsnorm: a newcomer's fused add + RMSNorm and its three bugs (issue 33; TRANSCRIPT.md there
+# climbs each through rungs 1-3). Here each bug's catching point, taken from the points the climb runs
+# (`kladder points`), is re-run with `kladder repro` (a fork of one process: seconds, not a climb), and
+# the fixed kernel passes its own point of the same id.
+ADDRMS = "examples/addrmsnorm/addrmsnorm_spec.py"
+CAUGHT = {"store_mask": (1, "r1-M=1-N=1-bfloat16", "guard:    510 guard bytes after the end of `y` were overwritten"),
+          "tail_skipped": (1, "r1-M=1-N=257-bfloat16", "pattern:  the last column (N % 256 = 1) of every row"),
+          "fp16_sumsq": (2, "r2-M=17-N=513-bfloat16-x:huge", "kernel 0 vs reference")}
+
+
+def _kladder(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kladder.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])})
+
+
+def _climbs_point(ref: str, rung: int, pid: str, tmp_path) -> str:
+    out = tmp_path / f"points-{rung}.json"
+    assert _kladder("points", ref, "--rungs", str(rung), "--device", "cpu", "--json", str(out)).returncode == 0
+    return json.dumps(next(p["point"] for p in json.loads(out.read_text())["points"] if p["id"] == pid))
+
+
+@pytest.mark.parametrize("name", sorted(CAUGHT))
+def test_addrmsnorm_each_bug_is_caught_on_the_cpu_and_the_fixed_kernel_passes_the_same_point(name, tmp_path):
+    rung, pid, words = CAUGHT[name]
+    bug = _kladder("repro", f"{ADDRMS}::{name}", _climbs_point(f"{ADDRMS}::{name}", rung, pid, tmp_path),
+                   "--device", "cpu", "--no-history")
+    assert bug.returncode == 1 and words in bug.stdout, bug.stdout + bug.stderr[-2000:]
+    fixed = _kladder("repro", f"{ADDRMS}::spec", _climbs_point(f"{ADDRMS}::spec", rung, pid, tmp_path),
+                     "--device", "cpu", "--no-history")
+    assert fixed.returncode == 0 and f"PASSED {pid}" in fixed.stdout, fixed.stdout + fixed.stderr[-2000:]

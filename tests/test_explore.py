@@ -63,3 +63,38 @@ def test_a_correct_kernel_explores_clean_within_its_budget(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "no failure found" in p.stdout and " 0 failed" not in p.stdout
     assert "failed" not in p.stdout.split("explore double")[1]
+
+
+F16ACC = os.path.join(HERE, "specs", "rmsnorm_f16acc.py")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_float16_sum_of_squares_is_found_within_60_s_whatever_the_seed(tmp_path, seed):
+    """Issue 33: `--seed 1` missed the float16 accumulation an unseeded run found. Cheap points first
+    (each value kind once at a cheap shape, then Hypothesis's draws, dearer ones admitted as the
+    search goes) find x: huge overflowing the float16 total within the budget, whatever the seed,
+    and the shrunk point names the values as the cause."""
+    out = tmp_path / "e.json"
+    p = kladder("explore", F16ACC + "::spec", "--device", "cpu", "--budget-s", "60", "--seed", str(seed),
+                "--json", str(out), cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    doc = strict(out)
+    assert doc["failure"]["check"] == "values" and doc["found_after_s"] <= 60, doc["found_after_s"]
+    assert doc["seconds"] <= 66, doc["seconds"]                          # the whole run: the budget and a tenth
+    cause = doc["shrunk"]["cause"]
+    assert cause["kind"] == "values" and ["x", "huge"] in cause["values"], cause
+    assert "the values decide it, not a shape edge" in p.stdout, p.stdout
+
+
+def test_explore_keeps_its_budget_and_draws_cheap_points_first(tmp_path):
+    out = tmp_path / "e.json"
+    p = kladder("explore", F16ACC + "::fixed", "--device", "cpu", "--budget-s", "40", "--seed", "5",
+                "--json", str(out), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = strict(out)
+    assert doc["stopped"] == "budget" and doc["seconds"] <= 44, doc["seconds"]   # counted from the command's start
+    drawn = [e for e in doc["points"] if not e["swept"]]
+    rows = [dict(e["point"]["dims"])["M"] for e in doc["points"]]
+    assert doc["swept"] and all(e["swept"] for e in doc["points"][:doc["swept"]])   # the sweep first
+    assert all(r <= 2 for r in rows[:doc["swept"] + 2]), rows                      # then level 0 (2 rows) first
+    assert drawn and max(rows) >= 4, rows                                          # and dearer ones later

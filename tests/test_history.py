@@ -254,22 +254,57 @@ def test_a_history_that_cannot_be_written_never_stops_the_climb(tmp_path):
     assert "history" in p.stderr and "goes on without it" in p.stderr
 
 
+def test_the_same_code_climbed_beside_a_cpu_bound_process_is_not_worse(tmp_path):
+    """Issue 33's gate: two climbs of the same code, the second beside CPU-bound processes (one a
+    core), give exit 0 even with --fail-on slower: the load each point ran beside is recorded, and
+    a slowdown at unlike load is not compared."""
+    p = climb(tmp_path, "")
+    assert p.returncode == 0, p.stdout + p.stderr
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        p = climb(tmp_path, "")
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert p.returncode == 0, p.stdout + p.stderr
+    d = kladder(tmp_path, "diff", "--history", "h.sqlite", "--fail-on", "slower", "--json", "d.json")
+    assert d.returncode == 0, d.stdout + d.stderr
+    doc = json.loads((tmp_path / "d.json").read_text())
+    t = doc["timing"]
+    assert t["load_a"]["points"] > 0 and t["load_b"]["points"] > 0, t
+    assert t["load_b"]["others_cores"] > 0.5, t                         # the hogs were seen beside the points
+    assert not doc["worse"] and d.stdout.splitlines()[-1].startswith("not worse"), d.stdout
+    assert doc["slower_rungs"] == [] or t["compared"]
+
+
 def test_diff_with_too_few_climbs_is_a_usage_error(tmp_path):
     p = kladder(tmp_path, "diff", "--history", str(tmp_path / "h.sqlite"))
     assert p.returncode == 2 and "fewer than two climbs" in p.stderr
 
 
-def _pts(seconds, status="passed", hashes=None, nondet=False):
-    return [{"id": f"p{i}", "rung": 1, "status": status, "failure": None, "seconds": s, "stages": {},
-             "hashes": hashes or {"out": "a"}, "nondeterministic": nondet, "point": None} for i, s in enumerate(seconds)]
+def _pts(seconds, status="passed", hashes=None, nondet=False, cores=0.1, wait=0.0, kernel=None):
+    """Points as the history reads them: each ran beside `cores` other cores busy, its worker waiting
+    `wait` of its time for a CPU; `kernel`: the kernel's stage seconds (else none timed)."""
+    return [{"id": f"p{i}", "rung": 1, "status": status, "failure": None, "seconds": s,
+             "stages": {} if kernel is None else {"kernel": kernel[i], "reference": s - kernel[i]},
+             "hashes": hashes or {"out": "a"}, "nondeterministic": nondet, "point": None,
+             "load": {"seconds": s, "host_cpu_s": cores * s, "worker_wait_s": wait * s, "lanes": 0, "processes": 0}}
+            for i, s in enumerate(seconds)]
+
+
+A, B = {"id": 1, "device": "cpu", "toolchain": {}}, {"id": 2, "device": "cpu", "toolchain": {}}
+BASE = [0.5, 0.6, 0.55, 0.7, 0.52, 0.61, 0.58, 0.66, 0.5, 0.63]
 
 
 def test_a_rung_is_slower_only_beyond_noise():
     from kladder.history.diff import diff
-    a, b = {"id": 1, "toolchain": {}}, {"id": 2, "toolchain": {}}
-    base = [0.5, 0.6, 0.55, 0.7, 0.52, 0.61, 0.58, 0.66, 0.5, 0.63]
+    a, b = A, B
+    base = BASE
     twice = diff(a, _pts(base), b, _pts([2 * s for s in base]))
-    assert [s.rung for s in twice.slower_rungs] == [1] and twice.worse
+    assert [s.rung for s in twice.slower_rungs] == [1] and twice.timing.compared
+    assert not twice.worse                                                  # a slowdown fails the gate only when asked
+    assert diff(a, _pts(base), b, _pts([2 * s for s in base]), fail_on=("slower",)).worse
     assert twice.slower_rungs[0].ratio > 1.9 and twice.slower_rungs[0].p < 0.01
     noisy = [s * f for s, f in zip(base, [1.6, 0.7, 1.5, 0.8, 1.4, 0.75, 1.3, 0.9, 1.5, 0.8], strict=True)]
     assert diff(a, _pts(base), b, _pts(noisy)).slower_rungs == []          # some slower, some faster: noise
@@ -279,9 +314,64 @@ def test_a_rung_is_slower_only_beyond_noise():
     assert few.slower_rungs == []                                           # too few pairs to tell
 
 
+def test_timings_at_unlike_load_or_device_are_not_compared():
+    """Issue 33: the same code climbed twice, the second time beside a busier machine, was 'worse:
+    rung 3 slower x1.96'. Load that differs past the limits, another device, or no load recorded:
+    the timing is not compared, and the words say why."""
+    from kladder.history.diff import diff
+    from kladder.report.history_text import diff_text
+    slow = [2 * s for s in BASE]
+    busy = diff(A, _pts(BASE), B, _pts(slow, cores=1.8, wait=0.45), fail_on=("slower",))
+    assert busy.slower_rungs == [] and not busy.worse and busy.timing.why == "load"
+    assert busy.timing.differed == ["others_cores", "wait_share"]
+    text = diff_text(busy)
+    assert "timing not compared: load differed (other processes kept 1.80 cores busy on average during #2, 0.10 " \
+           "during #1; #2's workers waited for a CPU 45% of the time, #1's 0%)" in text, text
+    assert text.splitlines()[-1] == "not worse"
+    other = diff(A, _pts(BASE), {**B, "device": "cuda", "toolchain": {"device": "NVIDIA H100"}}, _pts(slow))
+    assert other.timing.why == "device" and other.slower_rungs == []
+    assert "timing not compared: the device differed (#1 on cpu, #2 on cuda (NVIDIA H100))" in diff_text(other)
+    old = [{k: v for k, v in p.items() if k != "load"} for p in _pts(BASE)]
+    unknown = diff(A, old, B, _pts(slow))
+    assert unknown.timing.why == "not_recorded" and "not recorded for #1" in diff_text(unknown)
+
+
+def test_a_slowdown_within_each_climbs_own_spread_is_not_called_slower():
+    """Comparable load (the waits within 10 points of each other) where both climbs' points waited
+    for a CPU half their time: a x1.9 ratio is within the x2 their waits alone can stretch."""
+    from kladder.history.diff import diff
+    d = diff(A, _pts(BASE, wait=0.45), B, _pts([1.9 * s for s in BASE], wait=0.5), fail_on=("slower",))
+    assert d.timing.compared and d.slower_rungs == [] and not d.worse
+    e = diff(A, _pts(BASE, wait=0.05), B, _pts([1.9 * s for s in BASE], wait=0.05), fail_on=("slower",))
+    assert [s.rung for s in e.slower_rungs] == [1] and e.worse and e.slower_rungs[0].spread_b < 1.1
+
+
+def test_the_kernels_own_stage_is_what_is_timed():
+    """A point whose reference got slower (kladder's own stage) did not slow the kernel."""
+    from kladder.history.diff import diff
+    kernel = [0.1 * s for s in BASE]
+    d = diff(A, _pts(BASE, kernel=kernel), B, _pts([3 * s for s in BASE], kernel=kernel))
+    assert d.slower_rungs == []
+    e = diff(A, _pts(BASE, kernel=kernel), B, _pts([3 * s for s in BASE], kernel=[3 * k for k in kernel]))
+    assert e.slower_rungs == [] or e.slower_rungs[0].kernel_stage     # 0.3 s more in all: under MIN_S
+    f = diff(A, _pts([5 * s for s in BASE], kernel=[4 * s for s in BASE]), B,
+             _pts([15 * s for s in BASE], kernel=[12 * s for s in BASE]))
+    assert [s.kernel_stage for s in f.slower_rungs] == [True]
+
+
+def test_bits_changed_where_points_still_pass_are_one_line_unless_verbose():
+    from kladder.history.diff import diff
+    from kladder.report.history_text import diff_text
+    d = diff(A, _pts([0.1] * 162), B, _pts([0.1] * 162, hashes={"out": "b"}))
+    text = diff_text(d)
+    assert "output bits changed at 162 points (162 passing in both); --verbose lists them" in text, text
+    assert "p17" not in text and len(text.splitlines()) < 6
+    assert "  p17: out (passed -> passed)" in diff_text(d, verbose=True)
+
+
 def test_nondeterministic_outputs_are_never_compared_bit_for_bit():
     from kladder.history.diff import diff
-    a, b = {"id": 1, "toolchain": {}}, {"id": 2, "toolchain": {}}
+    a, b = A, B
     d = diff(a, _pts([0.1] * 3, nondet=True), b, _pts([0.1] * 3, hashes={"out": "b"}))
     assert d.bits_changed == [] and d.nondeterministic == ["p0", "p1", "p2"] and not d.worse
     d = diff(a, _pts([0.1] * 3), b, _pts([0.1] * 3, hashes={"out": "b"}))

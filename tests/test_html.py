@@ -348,3 +348,116 @@ def test_in_chromium_rung5_s_stream(tmp_path, stream_report):
     band = [0.6 * c / 255 + 0.4 for c in (0xf4, 0xb1, 0x83)]    # maps.rate_curve's interval, alpha 0.6 on white
     orange = (abs(img[..., 0] - band[0]) < 0.03) & (abs(img[..., 1] - band[1]) < 0.03) & (abs(img[..., 2] - band[2]) < 0.03)
     assert orange.sum() > 2000                                # the curves' interval bands, on screen
+
+
+# ---------------------------------------------------------------------------- issue 33: a report people look at
+def _failed_report(name: str):
+    from make import report_of
+    with open(os.path.join(HERE, "golden", name + ".json")) as f:
+        return report_of(json.load(f))
+
+
+@pytest.mark.parametrize("name", ["rmsnorm_n_tail", "padding_scale_read", "assumes_contiguous", "faulty", "flaky"])
+def test_the_page_groups_the_failures_exactly_as_the_terminal_does(name):
+    """One grouping function (report/data.failure_groups) for both: the page once put 20 points in
+    one group where the terminal showed two (it keyed on the pattern's kind, the terminal on its
+    shape)."""
+    from kladder.report.data import failure_groups
+    report = _failed_report(name)
+    groups = failure_groups(report.failures)
+    html = report_html(strict(report_dict(report)))
+    assert html.count('<div class="group">') == len(groups)
+    text = render_text(report)
+    for g in groups:                                          # each group's first point heads it on both
+        assert g[0].point.id in html and g[0].point.id in text
+        if len(g) > 1:
+            assert f"and {len(g) - 1} more like it" in html
+
+
+def test_two_pattern_shapes_of_one_kind_are_two_groups_on_the_page():
+    """Two block failures of one check and output, one in the last columns (a tile's remainder) and
+    one in the first: two groups in the terminal, two on the page."""
+    from kladder.facts import ValuesFacts
+    from kladder.outcome import Check, Finding, Largest, Outcome, Pattern, Span
+    from kladder.point import Point
+    from kladder.report.data import failure_groups
+
+    def failed(n, cols):
+        p = Point("s", 1, (("M", 4), ("N", n)))
+        f = Finding(Check.VALUES, "y", pattern=Pattern("block", cols=cols, rows=("every",)), mismatched=4, total=4 * n,
+                    largest=Largest((0, n - 1), 1.0, 2.0, 0.01), facts=ValuesFacts())
+        return Outcome(p, Status.FAILED, [f], repro=f"kladder repro s {n}")
+    outs = [failed(n, Span(n - n % 8, n - 1, n, ("N", 8, n % 8))) for n in (9, 17, 25)]
+    outs += [failed(n, Span(0, 1, n)) for n in (40, 48)]
+    report = ClimbReport("s", "s.py", "cpu", started="2026-12-06T00:00:00", kladder_version="0.1.0")
+    report.rungs.append(RungReport(1, "shapes", outs, seconds=1.0))
+    assert [len(g) for g in failure_groups(report.failures)] == [3, 2]
+    html = report_html(strict(report_dict(report)))
+    assert html.count('<div class="group">') == 2
+    assert "and 2 more like it" in html and "and 1 more like it" in html
+    assert "3 points: M = 4, N = 9..25 (N % 8 != 0)" in html           # the terminal's words for what a group stands for
+
+
+def test_similar_points_fold_into_one_card_that_opens():
+    """Forty near-identical cards made a 14,000-pixel page: a group's first point is shown, the rest
+    folded in a <details> that opens to them (every repro still in the page)."""
+    from kladder.facts import ValuesFacts
+    from kladder.outcome import Check, Finding, Largest, Outcome, Pattern, Span
+    from kladder.point import Point
+    outs = []
+    for n in range(9, 9 + 8 * 20, 8):
+        f = Finding(Check.VALUES, "y", pattern=Pattern("block", cols=Span(n - 1, n - 1, n, ("N", 8, 1)), rows=("every",)),
+                    mismatched=4, total=4 * n, largest=Largest((0, n - 1), 1.0, 2.0, 0.01), facts=ValuesFacts())
+        outs.append(Outcome(Point("s", 1, (("M", 4), ("N", n))), Status.FAILED, [f], repro=f"kladder repro s N={n}"))
+    report = ClimbReport("s", "s.py", "cpu", started="2026-12-06T00:00:00", kladder_version="0.1.0")
+    report.rungs.append(RungReport(1, "shapes", outs, seconds=1.0))
+    html = report_html(strict(report_dict(report)))
+    head, _, folded = html.partition('<details class="more"><summary>and 19 more like it')
+    assert folded and "kladder repro s N=9" in head and "kladder repro s N=17" not in head
+    assert all(f"kladder repro s N={n}" in folded for n in range(17, 9 + 8 * 20, 8))
+    assert html.count('<details class="more">') == 1
+
+
+def test_a_dense_failure_is_drawn_as_a_density_not_a_samples_stripes():
+    """94% of each row's elements wrong: the pattern keeps the share of wrong elements per cell, and
+    the map draws it (every cell of the wrong rows dense) instead of an even sample of 256 indices
+    (regular stripes that read like a periodic column bug)."""
+    import torch
+
+    from kladder.checks.pattern import Where, describe
+    from kladder.outcome import _pattern_dict
+    from kladder.report.maps import density, error_map, grid
+    g = torch.Generator().manual_seed(0)
+    bad = torch.rand(17, 2880, generator=g) < 0.94
+    p = describe(bad, Where(("M", "N")))
+    assert p.kind == "runs" and p.density
+    where = json.loads(json.dumps(_pattern_dict(p)))
+    cells, fold = density(where, [17, 2880])
+    assert fold == (1, 45) and len(cells) == 17 and all(len(r) == 64 for r in cells)
+    assert min(min(r) for r in cells) >= 80 and max(max(r) for r in cells) <= 100     # dense everywhere: no stripes
+    sampled, *_ = grid(where, [17, 2880])
+    assert sum(c == 2 for c in sampled[0]) < len(sampled[0]) / 2                      # what the sample drew: stripes
+    m = error_map(where, [17, 2880], [3, 100], "r2-M=17-N=2880: out")
+    assert m["density"] and m["fold"] == [1, 45]
+    sparse = torch.zeros(100, 70, dtype=torch.bool)
+    sparse[3, 5] = sparse[50, 69] = True
+    q = describe(sparse, Where(("M", "N")))
+    assert q.kind == "scattered" and q.density[:2] == (4, 2)
+    assert [(i, j, v) for i, r in enumerate(q.density[2]) for j, v in enumerate(r) if v] == [(0, 2, 13), (12, 34, 13)]
+    checked = describe(bad, Where(("M", "N"), row_ids={0: list(range(0, 1700, 100))}))
+    assert checked.density == ()                                      # some rows checked: the cells would not be the output's
+
+
+def test_the_page_has_the_smallest_failing_points_with_what_decides_them():
+    doc = golden_doc("rmsnorm_n_tail")
+    doc["shrunk"] = [{
+        "rung": 2, "failed_id": "r2-M=17-N=513-x:huge", "from": {}, "check": "values", "method": "", "runs": 14,
+        "complete": True, "passes_at": {}, "smallest": {"spec": "s", "rung": 2, "dims": [["M", 1], ["N", 1]],
+                                                        "values": [["x", "huge"]]},
+        "smallest_id": "r2-M=1-N=1-x:huge", "cannot_shrink": None, "repro": "kladder repro s.py '{...}' --device cpu",
+        "cause": {"kind": "values", "values": [["x", "huge"]], "milder": "passed", "milder_at": [["M", 17], ["N", 513]],
+                  "floors": True, "every_shape": True, "shapes": 12, "edges": []}}]
+    html = report_html(doc)
+    assert 'id="smallest"' in html and "Smallest failing points" in html
+    assert "fails for x: huge at every shape tried (12), down to M = 1, N = 1" in html
+    assert "kladder repro s.py &#39;{...}&#39; --device cpu" in html

@@ -223,8 +223,13 @@ def test_a_dim_used_only_in_a_value_range_and_build_is_accepted_and_climbed():
 
 
 def test_a_dim_used_in_rows_or_valid_only_counts_as_used_and_one_used_nowhere_does_not():
-    base = dict(kernel=ref, reference=ref, args={"x": kl.Tensor("N", dtype="float32")}, returns=kl.Tensor("N", like="x"))
-    kl.Spec("t", dims={"N": kl.Dim(1, 8), "R": kl.Dim(1, 4)}, rows="R", **base)
+    one = lambda x: x  # noqa: E731
+    base = dict(kernel=one, reference=one, args={"x": kl.Tensor("N", dtype="float32")}, returns=kl.Tensor("N", like="x"))
+    kl.Spec("t", **{**base, "args": {"x": kl.Tensor("R N", dtype="float32")}, "returns": kl.Tensor("R N", like="x")},
+            dims={"N": kl.Dim(1, 8), "R": kl.Dim(1, 4)}, rows="R")
+    with pytest.raises(kl.SpecError) as e:                       # rows of no tensor: said as such, not "unused"
+        kl.Spec("t", dims={"N": kl.Dim(1, 8), "R": kl.Dim(1, 4)}, rows="R", **base)
+    assert "no tensor's shape uses 'R'" in str(e.value) and "nothing uses" not in str(e.value)
     kl.Spec("t", **{**base, "args": {"x": kl.Tensor("N 16", dtype="float32", valid="V")},
                     "returns": kl.Tensor("N", dtype="float32")}, dims={"N": kl.Dim(1, 8), "V": kl.Dim(1, 16)})
     with pytest.raises(kl.SpecError) as e:

@@ -174,6 +174,37 @@ CASES = [
     ("slot a number", lambda: spec(slot=5), ".slot", "slot"),
     ("model_tolerance above 1", lambda: spec(model_tolerance=2), ".model_tolerance", "between 0 and 1"),
     ("model_nll_tolerance negative", lambda: spec(model_nll_tolerance=-0.1), ".model_nll_tolerance", ">= 0"),
+    # found at load, never charged to the kernel at run time (issue 34 item 4)
+    ("launcher takes fewer args", lambda: spec(kernel=lambda x: x), ".kernel", "kladder calls kernel(x, w)"),
+    ("launcher refuses a config key", lambda: spec(kernel=lambda x, w: x, configs=[{"BLOCK": 64}]), ".kernel",
+     "BLOCK=..."),
+    ("reference takes fewer args", lambda: spec(reference=lambda x: x), ".reference", "kladder calls reference(x, w)"),
+    ("range lo above hi", lambda: spec(args=args(w=kl.Tensor("N", dtype="float32", range=(10, 1)))), "args['w'].range",
+     "lo <= hi"),
+    ("range divides by zero", lambda: spec(args=args(w=kl.Tensor("N", dtype="int32", range=(0, "N//0")))),
+     "args['w'].range", "divides by zero"),
+    ("range empty at the dim's min", lambda: spec(args=args(w=kl.Tensor("N", dtype="int32", range=(0, "N-6"))),
+                                                  dims=dims(N=kl.Dim(4, 256))), "args['w'].range", "at N = 4"),
+    ("range nan", lambda: spec(args=args(w=kl.Tensor("N", dtype="float32", range=(0, float("nan"))))), "args['w'].range",
+     "finite bounds"),
+    ("range inf", lambda: spec(args=args(w=kl.Tensor("N", dtype="float32", range=(0, float("inf"))))), "args['w'].range",
+     "finite bounds"),
+    ("range holds no bfloat16", lambda: spec(args=args(x=kl.Tensor("M N", dtype="bfloat16", range=(1.001, 1.002)))),
+     "args['x'].range", "no bfloat16 value"),
+    ("config value a torch dtype", lambda: spec(configs=[{"dt": torch.float16}]), ".configs.0.dt", "plain values"),
+    ("config value nan", lambda: spec(configs=[{"scale": float("nan")}]), ".configs.0.scale", "plain values"),
+    ("flag env with a NUL", lambda: spec(flags=[kl.Flag(env="MY\x00LIB", values=("0", "1"))]), ".flags", "NUL byte"),
+    ("flag env value with a NUL", lambda: spec(flags=[kl.Flag(env="MYLIB", values=("0", "1\x00"))]), ".flags", "NUL byte"),
+    ("expect env with a NUL", lambda: spec(expect=[kl.Expect("*", when={"$MY\x00": "1"})]), ".expect", "NUL byte"),
+    ("rows no shape uses", lambda: spec(rows="L", dims=dims(L=kl.Dim(1, 8)),
+                                        args=args(w=kl.Tensor("N", dtype="int32", range=(1, "L")))), ".rows",
+     "no tensor's shape uses 'L'"),
+    ("grads of a mutated input", lambda: spec(grads=["x"], args=args(x=kl.Tensor("M N", dtype="float32", mutated=True))),
+     ".grads", "drop it from grads"),
+    ("a link nothing provides", lambda: spec(kernel=kl.chain(kl.Link(lambda x, scale: x, outputs=("y",)))),
+     ".kernel.links.0", "nothing provides 'scale'"),
+    ("a link's outputs not names", lambda: spec(kernel=kl.chain(kl.Link(lambda x: x, outputs=("1y",)))),
+     ".kernel.links.0.outputs", "identifiers"),
 ]
 
 
@@ -362,10 +393,11 @@ def test_bad_options_are_usage_errors(argv, words, tmp_path):
     assert "Traceback" not in p.stderr
 
 
-def test_a_directory_as_the_spec_path_is_a_usage_error(tmp_path):
+def test_a_directory_with_no_spec_as_the_spec_path_is_a_usage_error(tmp_path):
+    # a folder climbs every spec under it (tests/test_many.py); one that holds none is a usage error
     p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", str(tmp_path), "--device", "cpu"],
                        capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2 and "is a directory" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 2 and "no kl.Spec found under" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_output_folders_are_made_before_the_climb(tmp_path):

@@ -56,14 +56,27 @@ def test_the_draws_stop_once_the_pass_is_decided_and_a_failure_takes_all_of_them
     # the kernel is the reference's own float32 formula: its errors are the peer's, decided at 4 draws
     draws, found = _judged_with_draws(_shift_spec(_shifted), monkeypatch)
     assert draws == peer.CHECK_DRAWS[0] and not found
-    # one that is off by 1 from the middle on (past every budget): every draw is taken, and it fails
+    # one that is off by 5e-3 from the middle on (past every budget the peers can grant, ~440 x the
+    # default: within checks/values.PEER_DECIDES, so the peers are asked): every draw is taken, and it fails
 
     def drifting(x):
         y = _shifted(x)
-        y[..., y.shape[-1] // 2:] += 1
+        y[..., y.shape[-1] // 2:] += 5e-3
         return y
     draws, found = _judged_with_draws(_shift_spec(drifting), monkeypatch)
     assert draws == peer.SPREAD_DRAWS and [f.check for f in found] == ["values"]
+    # off by 1 (~10^5 x the default, past PEER_DECIDES): judged at once, with no draw at all
+
+    def far(x):
+        y = _shifted(x)
+        y[..., y.shape[-1] // 2:] += 1
+        return y
+    point = Point("shift", 1, (("M", 2), ("N", 4096)))
+    h, judge = Harness(_shift_spec(far), point, "cpu"), Judge(_shift_spec(far), point, "cpu")
+    prep = h.prepare()
+    returned = h.call(prep)
+    assert judge.call(prep, h.outputs(prep, returned), returned, h.expected(prep)) == {}
+    assert [f.check for f in judge.findings] == ["values"] and judge.findings[0].facts.peer.times > 1e4
 
 
 def test_decided_is_a_lower_bound_of_settle():

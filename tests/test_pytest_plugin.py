@@ -81,3 +81,43 @@ def test_a_collection_error_is_reported_as_such_not_as_every_point_skipped(pytes
     result = pytester.runpytest_subprocess("--kladder-device", "cpu", "-p", "no:cacheprovider")
     assert result.ret == 2 and "were skipped" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*1 error during collection*"])
+
+
+def test_pytest_runs_of_a_spec_are_recorded_in_the_history_like_climbs(pytester):
+    """Issue 33: pytest runs of a spec never reached `kladder history`. Each session's points of a
+    spec are one climb of kind "pytest" (its points, their load and times, the verdict), which
+    `kladder history` lists and `kladder diff` compares with the run before it."""
+    import json
+    import subprocess
+    import sys
+    pytester.makepyfile(test_kernels=SPEC_FILE)
+    history = str(pytester.path / "h.sqlite")
+    for _ in range(2):
+        result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider",
+                                               "--kladder-history", history)
+        assert result.parseoutcomes()["failed"] >= 2
+    listed = subprocess.run([sys.executable, "-m", "kladder.cli", "history", "--history", history], capture_output=True,
+                            text=True, timeout=120)
+    lines = listed.stdout.splitlines()
+    assert listed.returncode == 0 and len(lines) == 2, listed.stdout + listed.stderr
+    assert all("double [pytest]  failed" in line for line in lines), lines
+    from kladder.history.store import History
+    h = History(history)
+    try:
+        newest = h.climbs()[0]
+        points = h.points(newest["id"])
+    finally:
+        h.close()
+    assert newest["ended"] and newest["device"] == "cpu" and newest["toolchain"].get("torch")
+    assert points and all(p["load"] is not None and p["seconds"] > 0 for p in points)
+    assert any(p["status"] == "failed" for p in points)
+    d = subprocess.run([sys.executable, "-m", "kladder.cli", "diff", "--history", history, "--json",
+                        str(pytester.path / "d.json")], capture_output=True, text=True, timeout=120)
+    assert d.returncode == 0, d.stdout + d.stderr                   # the same failures both times: nothing new
+    doc = json.loads((pytester.path / "d.json").read_text())
+    assert doc["newly_failing"] == [] and doc["a"]["id"] == 1 and doc["b"]["id"] == 2
+    none = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider",
+                                         "--kladder-history", history, "--kladder-no-history", "-k", "8-float32")
+    none.assert_outcomes(passed=1)
+    assert len(subprocess.run([sys.executable, "-m", "kladder.cli", "history", "--history", history],
+                              capture_output=True, text=True, timeout=120).stdout.splitlines()) == 2

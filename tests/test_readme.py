@@ -78,3 +78,17 @@ def test_the_readme_examples_run_as_written(tmp_path):
                 assert p.stdout.strip(), cmd
                 ran += 1
     assert ran >= 5
+
+
+def test_the_python_claimed_is_the_one_ci_runs():
+    """pyproject's requires-python and the README claim the same lowest Python, and it is the one
+    CI runs (one interpreter: a lower claim would be untested). notation.py's enum.StrEnum needs 3.11."""
+    import tomllib
+    project = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"]
+    low = re.fullmatch(r">=(\d+)\.(\d+)", project["requires-python"].split("#")[0].strip())
+    assert low, project["requires-python"]
+    claimed = tuple(map(int, low.groups()))
+    assert f"Python >= {claimed[0]}.{claimed[1]}" in README.read_text()
+    assert claimed >= (3, 11), f"enum.StrEnum (notation.py) needs 3.11; the claim says {claimed}"
+    if os.environ.get("CI"):           # CI's machine is the lowest claimed Python, so the claim is tested
+        assert sys.version_info[:2] == claimed, (sys.version_info[:2], claimed)

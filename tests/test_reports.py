@@ -21,8 +21,15 @@ KLADDER = [sys.executable, "-m", "kladder.cli"]
 def _climb(tmp_path, tag: str, *extra, spec=TRIVIAL) -> tuple[subprocess.Popen, str, str]:
     out, log = str(tmp_path / f"{tag}.json"), str(tmp_path / f"{tag}.jsonl")
     p = subprocess.Popen([*KLADDER, "climb", spec, "--rungs", "1", "--device", "cpu", "--json", out, "--log", log,
-                          *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path))
+                          *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
+                         preexec_fn=_sigint_default)
     return p, out, log
+
+
+def _sigint_default():
+    """SIGINT as a terminal's foreground job gets it: a suite started in the background (`pytest &`)
+    hands its children SIGINT ignored, and Python keeps an ignored SIGINT ignored until kladder's handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _has_children(pid: int) -> bool:

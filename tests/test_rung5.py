@@ -29,7 +29,7 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUD
 
 
 def _norm_spec(**over):
-    base = dict(kernel=lambda x, w: x * w, reference=lambda x, w: x * w,
+    base = dict(kernel=lambda x, w, SPLIT=1: x * w, reference=lambda x, w: x * w,
                 args={"x": kl.Tensor("M N", dtype=["bfloat16", "float16"]), "w": kl.Tensor("N", dtype="float32")},
                 returns=kl.Tensor("M N", like="x"),
                 dims={"M": kl.Dim(1, 4096), "N": kl.Dim(1, 65536, tile=1024)}, configs=[{"SPLIT": 4}])
@@ -39,7 +39,7 @@ def _norm_spec(**over):
 
 # ---------------------------------------------------------------------------- points
 def test_gpu_points_repeat_the_widest_rows_captured_eager_fresh_and_under_load():
-    pts = list(repetition.points(_norm_spec(), GPU_BUDGET))
+    pts = list(repetition.points(_norm_spec(), GPU_BUDGET, time_budget="release"))
     wide = [p for p in pts if p.mode == "repeat" and p.sizes == {"M": 64, "N": 65536}]
     plans = [dict(p.repeat) for p in wide]
     assert {(d["inputs"], d["launch"], d.get("load", False)) for d in plans} == {
@@ -52,6 +52,23 @@ def test_gpu_points_repeat_the_widest_rows_captured_eager_fresh_and_under_load()
     assert tools == ["memcheck", "racecheck", "initcheck", "synccheck"]
     assert all(p.rung == 5 and p.why for p in pts)
     assert Point.parse(repr(wide[0])) == wide[0]                           # the plan travels with the point
+
+
+def test_the_commit_budget_repeats_2_s_a_point_on_a_gpu_streams_1_s_and_runs_memcheck_alone():
+    """--budget commit (the default): the same points, shorter; release runs the long ones."""
+    commit = list(repetition.points(_norm_spec(), GPU_BUDGET))
+    release = list(repetition.points(_norm_spec(), GPU_BUDGET, time_budget="release"))
+    assert [p for p in commit if p.mode == "repeat"] != [p for p in release if p.mode == "repeat"]
+    assert [(p.sizes, p.config) for p in commit if p.mode == "repeat"] == [
+        (p.sizes, p.config) for p in release if p.mode == "repeat"]
+    assert all((dict(p.repeat)["calls"], dict(p.repeat)["seconds"]) == (100_000, 2.0) for p in commit if p.mode == "repeat")
+    assert [dict(p.repeat)["tool"] for p in commit if p.mode == "sanitize"] == ["memcheck"]
+    [stream] = [p for p in commit if p.mode == "calls"]
+    assert dict(stream.repeat)["seconds"] == 1.0 and "1 s" in stream.why
+    cpu = [p for p in repetition.points(_norm_spec(), CPU_BUDGET) if p.mode == "repeat"]
+    assert all((dict(p.repeat)["calls"], dict(p.repeat)["seconds"]) == (100, 5.0) for p in cpu)   # calls bound them
+    with pytest.raises(ValueError, match="--budget 'weekly': use commit or release"):
+        list(repetition.points(_norm_spec(), CPU_BUDGET, time_budget="weekly"))
 
 
 def test_cpu_points_are_eager_small_and_keep_the_budget_asked_for():

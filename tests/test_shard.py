@@ -13,7 +13,7 @@ from conftest import report_json
 from kladder.ladder import rung_points
 from kladder.load import load_spec
 from kladder.merge import MergeError, merge
-from kladder.shard import Shard, ShardError, deal, parse_shard
+from kladder.shard import Costs, Shard, ShardError, Slicer, deal, parse_shard
 from kladder.sizes import budget_for
 
 HERE = os.path.dirname(__file__)
@@ -46,18 +46,44 @@ def _points():
     return [p for r in (1, 2) for p in rung_points(spec, r, budget_for("cpu"))]
 
 
+def _dealt(points, count, costs):
+    loads = [[0.0] * count for _ in range(count)]                 # each shard deals on its own, from scratch
+    return [deal(points, Shard(i, count), loads[i - 1], costs) for i in range(1, count + 1)]
+
+
 def test_the_deal_is_disjoint_whole_balanced_and_independent_of_the_order():
     points = _points()
-    slices = [deal(points, Shard(i, 3)) for i in (1, 2, 3)]
+    spec = load_spec(CASE)
+    costs = Costs().expected(points, spec)                          # no history: bytes
+    slices = _dealt(points, 3, costs)
     taken = sorted(i for s in slices for i in s)
     assert taken == list(range(len(points)))                       # every point once
-    assert max(map(len, slices)) - min(map(len, slices)) <= 1
+    totals = [sum(costs[i] for i in s) for s in slices]
+    assert max(totals) - min(totals) <= max(costs)                 # balanced by cost: within the dearest point
     shuffled = points[:]
     random.Random(1).shuffle(shuffled)                             # a generator's order (a set's) never moves a point
-    for i, s in zip((1, 2, 3), slices, strict=True):
-        again = {shuffled[j] for j in deal(shuffled, Shard(i, 3))}
-        assert again == {points[j] for j in s}
+    again = _dealt(shuffled, 3, Costs().expected(shuffled, spec))
+    for s, t in zip(slices, again, strict=True):
+        assert {shuffled[j] for j in t} == {points[j] for j in s}
     assert parse_shard("2/3") == Shard(2, 3)
+
+
+def test_the_costly_points_are_spread_by_their_expected_cost():
+    """Issue 33: `--shard 1/2` took 202 s and `2/2` 23 s, the costly points all in one shard. Dealt by
+    expected cost (the history's seconds, else bytes), the two halves cost alike."""
+    spec = load_spec(CASE)
+    points = _points()
+    big = sorted(range(len(points)), key=lambda i: -Costs().expected([points[i]], spec)[0])[:4]
+    seconds = {p.to_json(): (40.0 if i in big else 0.5) for i, p in enumerate(points)}
+    history = Costs(seconds)
+    costs = history.expected(points, spec)
+    halves = [sum(costs[i] for i in s) for s in _dealt(points, 2, costs)]
+    assert abs(halves[0] - halves[1]) <= 40.0 and min(halves) > 0.35 * sum(costs), halves
+    assert [sum(i in s for i in big) for s in _dealt(points, 2, costs)] == [2, 2]   # the dear ones split evenly
+    # a point the history never timed is costed from its bytes at the history's seconds a byte
+    unknown = Costs({k: v for k, v in list(seconds.items())[1:]})
+    assert unknown.expected(points[:1], spec)[0] > 0 and unknown.source == "history"
+    assert Costs().source == "bytes" and Costs().digest() != history.digest()
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +93,10 @@ def climbed(tmp_path_factory):
     runs = {}
     for name, extra in [("all", []), ("s1", ["--shard", "1/3"]), ("s2", ["--shard", "2/3"]), ("s3", ["--shard", "3/3"])]:
         path = str(d / f"{name}.json")
-        p = kladder("climb", CASE, "--rungs", "1-2", "--device", "cpu", "-q", "--json", path, "--log", os.devnull, *extra)
+        # one history of their own: the unsharded climb times the points, the shards deal by it (a shard's own climb is
+        # not read: the three read one table)
+        p = kladder("climb", CASE, "--rungs", "1-2", "--device", "cpu", "-q", "--json", path, "--log", os.devnull,
+                    "--history", str(d / "h.sqlite"), *extra)
         assert p.returncode in (0, 1), p.stderr[-2000:]
         runs[name] = (p, path, report_json(path))
     return d, runs
@@ -83,8 +112,9 @@ def test_the_shards_points_are_one_climbs_points_each_once(climbed):
     shards = [_statuses(runs[s][2]) for s in ("s1", "s2", "s3")]
     assert sum(map(len, shards)) == len(one)                         # disjoint ...
     assert set().union(*shards) == set(one)                          # ... and whole
-    assert max(map(len, shards)) - min(map(len, shards)) <= 1
     assert runs["all"][2]["shard"] is None and runs["s2"][2]["shard"]["index"] == 2
+    costs = [runs[s][2]["shard"]["costs"] for s in ("s1", "s2", "s3")]
+    assert costs[0]["source"] == "history" and costs[0]["known"] > 0 and costs[0] == costs[1] == costs[2]
 
 
 def test_merge_gives_one_climbs_verdicts_and_exit_status(climbed):
@@ -131,14 +161,17 @@ def test_merge_warns_of_a_missing_shard_and_refuses_what_is_not_one_climb(climbe
         merge([runs["s2"][1], twice])
     p = kladder("merge", runs["s1"][1], seed)
     assert p.returncode == 2 and "seed" in p.stderr and "Traceback" not in p.stderr
+    dealt = edited("s2", lambda doc: doc["shard"].update(costs={"source": "bytes", "known": 0, "digest": "0" * 16}))
+    with pytest.raises(MergeError, match="dealt its points by the points' bytes"):
+        merge([runs["s1"][1], dealt])
 
 
 def test_points_lists_a_shards_points_as_the_climb_deals_them(tmp_path):
     out = tmp_path / "points.json"
-    p = kladder("points", CASE, "--rungs", "1-2", "--device", "cpu", "--shard", "2/3", "--json", str(out))
+    p = kladder("points", CASE, "--rungs", "1-2", "--device", "cpu", "--shard", "2/3", "--no-history", "--json", str(out))
     assert p.returncode == 0, p.stderr[-2000:]
     listed = [pt["point"] for pt in json.loads(out.read_text())["points"]]
     by_rung = {r: [q for q in _points() if q.rung == r] for r in (1, 2)}
-    expected = [by_rung[1][i] for i in deal(by_rung[1], Shard(2, 3))]
-    expected += [by_rung[2][i] for i in deal(by_rung[2], Shard(2, 3), start=len(by_rung[1]))]
+    slicer = Slicer(Shard(2, 3), load_spec(CASE), Costs())
+    expected = slicer.take(1, by_rung[1]) + slicer.take(2, by_rung[2])
     assert listed == [q.to_dict() for q in expected]

@@ -4,7 +4,7 @@ import pytest
 import kladder as kl
 
 
-def k(x):
+def k(x, **config):
     return x
 
 

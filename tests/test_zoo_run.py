@@ -14,9 +14,22 @@ TINY = os.path.join(os.path.dirname(__file__), "specs", "zoo_tiny.py")
 CASE = {"rung": 1, "gap": "shapes", "mirrors": "a test fixture", "needs": ""}
 
 
-def report(lowest=None, failures=0, exit_code=0, nothing_ran=False):
+def report(lowest=None, failures=0, exit_code=0, nothing_ran=False, outcomes=()):
     return types.SimpleNamespace(lowest_failing_rung=lowest, failures=[object()] * failures, exit_code=exit_code,
-                                 nothing_ran=nothing_ran)
+                                 nothing_ran=nothing_ran, outcomes=list(outcomes))
+
+
+def test_a_reference_found_not_independent_is_the_catch_of_a_case_whose_bug_is_its_reference():
+    # shared_kernel_reference (issue 38): the climb flags the reference itself, a BROKEN point, no failure
+    from kladder.outcome import Note, NoteKind, Outcome, Status
+    from kladder.point import Point
+    broken = Outcome(Point("s", 3, (("N", 4),)), Status.BROKEN, note=Note.of(
+        NoteKind.REFERENCE_NOT_INDEPENDENT, reference="ref_via_library", jit_kernels=["_k (lib.py:3)"]))
+    row = judge_case("c", {**CASE, "rung": 3}, report(exit_code=1, outcomes=[broken]), report(), "cpu", 1.0)
+    assert row.verdict is Verdict.CAUGHT and row.reference_rung == 3 and row.ok
+    assert "the reference not independent at rung 3 (broken: the bug is the reference's)" in row_text(row)
+    other = Outcome(Point("s", 3, (("N", 4),)), Status.BROKEN, note=Note.of(NoteKind.REFERENCE_RAISED, error="E", text="t"))
+    assert judge_case("c", CASE, report(exit_code=1, outcomes=[other]), report(), "cpu", 1.0).verdict is Verdict.MISSED
 
 
 @pytest.mark.parametrize("bug,twin,needs,device,verdict,clean", [

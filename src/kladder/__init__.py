@@ -6,28 +6,33 @@ failed, where in the output, and the one command that reproduces it.
 """
 from __future__ import annotations
 
-from .chain import Link, chain
-from .point import Point
-from .spec import (
-    DEFAULT_TOLERANCES,
-    Collective,
-    Dim,
-    Expect,
-    Flag,
-    Invariant,
-    Out,
-    Size,
-    Config,
-    Calls,
-    Spec,
-    SpecError,
-    Tensor,
-    Tolerance,
-)
+import importlib
+
+from .chain import Link, chain  # noqa: F401  (bound here: the submodule kladder.chain would shadow a lazy `chain`)
 from .version import __version__
 
+# Where each other public name lives: imported at its first use (PEP 562), so that `import
+# kladder` costs little until a name is used and `kladder climb` reaches its signal handler early
+# in its life (a Ctrl-C during the imports before it was a traceback).
+_HOME = {"Point": "point",
+         **{name: "spec" for name in ("DEFAULT_TOLERANCES", "Collective", "Dim", "Expect", "Flag", "Invariant", "Out",
+                                      "Size", "Config", "Calls", "Spec", "SpecError", "Tensor", "Tolerance")}}
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kladder' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))
+
+
 __all__ = ["Spec", "Tensor", "Out", "Dim", "Size", "Config", "Calls", "Tolerance", "Invariant", "Expect", "Flag", "Collective", "SpecError", "Point", "Link", "chain",
-           "capture", "DEFAULT_TOLERANCES", "climb", "__version__"]
+           "capture", "DEFAULT_TOLERANCES", "climb", "inputs", "assert_close", "__version__"]
 
 
 def capture(target, to, **kw):
@@ -43,3 +48,20 @@ def climb(spec, *, rungs=None, device: str = "auto", timeout_s: float | None = N
     from .api import climb_spec
     return climb_spec(spec, rungs=rungs, device=device, timeout_s=timeout_s, log_path=log_path, jobs=jobs,
                       seed=seed)
+
+
+def inputs(spec, point, device: str | None = None) -> dict:
+    """A point's inputs as the kernel gets them in a climb, in your own process: {name: argument}
+    in Spec.args order (call `kernel(*args.values(), **point.kwargs)`). `spec`: a Spec or
+    'path.py::name'; `point`: a kl.Point or its text as a report prints it (kladder/testing.py)."""
+    from .testing import inputs as _inputs
+    return _inputs(spec, point, device)
+
+
+def assert_close(actual, expected, *, rtol: float | None = None, atol: float | None = None, spec=None,
+                 output: str | None = None, config=(), peer=None, msg: str | None = None) -> None:
+    """Judge `actual` against the reference's `expected` with kladder's budget (atol + rtol x
+    max(|expected|, its row's RMS), NaN-aware), pattern and words; raise AssertionError worded as
+    the report words it. Called as torch.testing.assert_close; how the two differ: kladder/testing.py."""
+    from .testing import assert_close as _assert_close
+    _assert_close(actual, expected, rtol=rtol, atol=atol, spec=spec, output=output, config=config, peer=peer, msg=msg)

@@ -229,6 +229,11 @@ def run_worker(req: dict) -> dict:
     point = Point.parse(req["point"]) if req.get("point") else default_point(a, device)
     if point.spec != a.name:
         raise BenchProblem(f"--point belongs to spec {point.spec!r}, not {a.name!r}")
+    from .pointcheck import PointError, check_point
+    try:
+        check_point(a, point)
+    except PointError as e:
+        raise BenchProblem(f"--point: {e}") from None
     sets = 1 if device == "cuda" else CPU_INPUT_SETS
     inputs = [materialize(a, dataclasses.replace(point, seed=point.seed + i), device).args for i in range(sets)]
     kernels = {k: s.kernel for k, s in specs.items()}

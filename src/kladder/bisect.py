@@ -260,6 +260,11 @@ def judge(ref: str, point_text: str | None, rungs: str | None, device: str, time
         point = Point.parse(point_text)
         if point.spec != spec.name:
             return SKIP, f"the point is spec {point.spec!r}'s; at this commit the spec is {spec.name!r}", {}
+        from .pointcheck import PointError, check_point
+        try:
+            check_point(spec, point)          # data the spec declares, never an environment of the point's choosing
+        except PointError as e:
+            return SKIP, f"the point does not fit the spec at this commit: {e}", {}
         points = [point]
     else:
         points = [p for r in parse_rungs(rungs) for p in rung_points(spec, r, budget_for(device))]

@@ -3,18 +3,26 @@
 A bad option or spec is one line on stderr that names it, what was given and the fix, with
 exit status 2; a climb exits 0 (every point that ran passed), 1 (a point failed or could not
 be judged), 2 (it could not start: a usage problem, a device others held), 5 (no point ran) or
-130 (interrupted), and its JSON says the same."""
+130 (interrupted: SIGINT or SIGTERM, interrupts.py), and its JSON says the same. An output that
+could not be written (a full disk) is said on stderr after the verdict, and the exit status
+stays the verdict's: the verdict is the kernel's, the disk is not."""
 from __future__ import annotations
 
-import argparse
-import datetime
 import os
-import signal
 import sys
 
-from .devicestart import DeviceStartError
-from .session import UsageProblem, climb_options, device_of, log_path, usage_errors, writable
-from .version import __version__
+from .interrupts import install_early, python_defaults
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "kladder":
+    install_early()         # first of all, before the imports below: a Ctrl-C or SIGTERM meanwhile ends it at once
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import datetime  # noqa: E402
+
+from .devicestart import DeviceStartError  # noqa: E402
+from .session import UsageProblem, climb_options, device_of, log_path, usage_errors, writable  # noqa: E402
+from .version import __version__  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 INTERRUPTED = 130           # report.data.INTERRUPTED
@@ -25,7 +33,8 @@ SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
 DEVICE_HELP = "auto (cuda when torch sees one), cpu (Triton interpreter) or cuda"
 JOBS_HELP = ("points run side by side, each in a worker of its own (default: the CPU's cores on the CPU; on "
-             "CUDA four per GPU, big points alone)")
+             "CUDA four per GPU, big points alone); from 2 on, the points that start processes of their own "
+             "start with the climb, on lanes of their own")
 
 
 SHRINK_S = 30.0             # seconds a climb spends shrinking its failures by default (nothing when none fails)
@@ -44,6 +53,10 @@ def _positive(kind, what: str, zero: bool = False):
     return parse
 
 
+BUDGET_HELP = ("the time budget of rung 5's repetition points, its stream of calls and the compute-sanitizer tools: "
+               "commit (default; a small kernel's climb ends in seconds, for every change: a repetition point 2 s on "
+               "a GPU, the stream 1 s, memcheck) or release (the long ones: 10 s a repetition point on a GPU, the stream "
+               "3 s, all four sanitizer tools). The report says which ran and what the longer one would add")
 SEED_HELP = ("shift every point's seed by S (other inputs at the same points; false alarms are seed-dependent). "
              "The shifted seed is in each point, so its repro reproduces it")
 
@@ -66,8 +79,9 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=_positive(int, "a number of calls, e.g. --repeat 100000"), metavar="N",
                    help="rung 5: calls each repetition point makes (default 100 on the CPU, 100,000 on a GPU; with --repeat-s, whichever ends first)")
     p.add_argument("--repeat-s", type=_positive(float, "seconds, e.g. --repeat-s 30"), metavar="S",
-                   help="rung 5: seconds each repetition point may repeat for (default 10 on a GPU, 5 on the CPU)")
+                   help="rung 5: seconds each repetition point may repeat for (default 5 on the CPU; on a GPU 2 at --budget commit, 10 at release)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
+    p.add_argument("--budget", choices=("commit", "release"), default="commit", help=BUDGET_HELP)
     p.add_argument("--shrink-s", type=_positive(float, "seconds, e.g. --shrink-s 60 (0: do not shrink)", zero=True), default=SHRINK_S,
                    metavar="S", help=f"seconds to shrink the failures after the rungs: the smallest point that fails "
                    f"the same way, per rung (default {SHRINK_S:g}; 0: none)")
@@ -78,10 +92,14 @@ def _climb_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="kladder", description="Climb the validation ladder for GPU kernels.")
     sub = top.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("climb", help="climb a spec: PATH.py[::NAME] or module::NAME")
-    c.add_argument("ref", metavar="PATH[::NAME]")
+    c = sub.add_parser("climb", help="climb specs: PATH.py[::NAME], module[::NAME], or a folder (every kl.Spec found)")
+    c.add_argument("refs", nargs="+", metavar="PATH[::NAME]", help="a spec file (each spec in it, or ::NAME), a module, a "
+                   "package or a folder (each spec of each .py file under it that mentions kladder); several climb one "
+                   "after another on this machine's workers, one line each, then the totals")
     c.add_argument("-v", "--verbose", action="store_true", help="under each failure's budget line, how the budget was set")
     _climb_options(c)
+    from .history.commands import add_store_options
+    add_store_options(c)
     c.add_argument("--shard", metavar="I/N", help="run only the I-th of N disjoint slices of every rung's points "
                    "(a CI matrix: one runner a shard, then `kladder merge` their --json reports)")
     c.add_argument("--ray", metavar="ADDRESS", help="run the points on a Ray cluster's workers, one a GPU (or one a "
@@ -102,13 +120,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0, metavar="S", help="shift the point's seed by S")
     r.add_argument("--history", metavar="PATH", help="the history file (default .kladder/history.sqlite)")
     r.add_argument("--no-history", action="store_true", help="do not record this repro in the history")
+    r.add_argument("--pdb", action="store_true", help="run the point once in this process and stop in pdb at the "
+                   "kernel's exception (post-mortem), or right after a call whose judgement failed, with `inputs`, "
+                   "`outputs`, `expected`, `mask`, `finding` and `kernel` in scope (README: kladder repro --pdb)")
+    r.add_argument("--save", metavar="DIR", help="run the point once in this process and write its inputs, outputs, "
+                   "the reference's outputs and the mismatch masks to DIR as safetensors, with a README.md of each")
     pts = sub.add_parser("points", help="list the points a climb would run, without running anything")
     pts.add_argument("ref", metavar="PATH[::NAME]")
     pts.add_argument("--rungs", help=RUNGS_HELP)
     pts.add_argument("--device", default="auto", help=DEVICE_HELP + " (the budget the points are sized for)")
     pts.add_argument("--seed", type=int, default=0, metavar="S", help=SEED_HELP)
+    pts.add_argument("--budget", choices=("commit", "release"), default="commit", help=BUDGET_HELP)
     pts.add_argument("--json", metavar="FILE", help="write the points as JSON to FILE")
     pts.add_argument("--shard", metavar="I/N", help="only the points `kladder climb --shard I/N` deals to shard I")
+    pts.add_argument("--history", metavar="PATH", help="with --shard: the history the deal reads each point's cost from, "
+                     "as the climb's (default .kladder/history.sqlite, or $KLADDER_HISTORY)")
+    pts.add_argument("--no-history", action="store_true", help="with --shard: deal by the points' bytes alone")
     z = sub.add_parser("zoo", help="the bundled buggy kernels and their fixed twins")
     zsub = z.add_subparsers(dest="zoo_cmd", required=True)
     zsub.add_parser("list", help="list the cases")
@@ -135,11 +162,12 @@ def _explore_parser(sub) -> None:
                        "shrunk and replayed first next time")
     e.add_argument("ref", metavar="PATH[::NAME]")
     e.add_argument("--budget-s", type=_positive(float, "seconds, e.g. 60"), default=60.0, metavar="S",
-                   help="seconds to search for a failure (default 60)")
-    e.add_argument("--shrink-s", type=_positive(float, "seconds, e.g. 60"), default=60.0, metavar="S",
-                   help="seconds to shrink a failure, for Hypothesis and again for the plain search (default 60)")
-    e.add_argument("--rungs", default="1", help="what to vary: 1 sizes, dtypes and configs; 2 also value kinds; 3 also "
-                   "layouts (default 1)")
+                   help="seconds for the whole run, search and shrinking (default 60; kept within a tenth): cheap "
+                   "points first, and a failure found is shrunk with what is left (at least a tenth of S)")
+    e.add_argument("--shrink-s", type=_positive(float, "seconds, e.g. 60"), default=None, metavar="S",
+                   help="at most this many of the budget's seconds to shrink a failure (default: what is left)")
+    e.add_argument("--rungs", default="1-2", help="what to vary: 1 sizes, dtypes and configs; 2 also value kinds; 3 also "
+                   "layouts (default 1-2)")
     e.add_argument("--device", default="auto", help=DEVICE_HELP)
     e.add_argument("--timeout", type=_positive(float, "seconds, e.g. 60"), metavar="S")
     e.add_argument("--seed", type=int, metavar="S", help="Hypothesis's seed (default: a fresh one each run)")
@@ -175,10 +203,14 @@ def _bisect_parser(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:                        # the program (not a caller's main([...])): signals end it cleanly from here
+        install_early()
     args = build_parser().parse_args(argv)
+    if argv is None and not (args.cmd == "climb" or (args.cmd == "zoo" and args.zoo_cmd == "climb" and args.case)):
+        python_defaults()                   # one climb takes the signals over itself (cmd_climb); others as they were
     try:
         if args.cmd == "climb":
-            return cmd_climb(args.ref, args)
+            return cmd_climb_paths(args)
         if args.cmd == "repro":
             return cmd_repro(args)
         if args.cmd == "merge":
@@ -228,6 +260,26 @@ def _color(choice: str) -> bool:
     return choice == "always" or (choice == "auto" and sys.stdout.isatty())
 
 
+def cmd_climb_paths(args) -> int:
+    """`kladder climb PATH...`: one spec as it always was; several (several paths, a folder, a
+    package, a file holding several specs) through many.py."""
+    from .load import ManySpecs, is_many, refs_in
+    refs = list(args.refs)
+    if len(refs) == 1 and is_many(refs[0]):          # a folder or a package: of one spec, climbed as that spec
+        device_of(args.device)                       # Triton's interpreter chosen before any spec imports Triton
+        try:
+            refs = refs_in(refs[0])
+        except usage_errors() as e:
+            raise UsageProblem(str(e)) from None
+    if len(refs) == 1:
+        try:
+            return cmd_climb(refs[0], args)
+        except ManySpecs as e:
+            refs = e.refs
+    from .many import climb_many
+    return climb_many(refs, args)
+
+
 def cmd_climb(ref: str, args) -> int:
     """A climb, and its report whatever happens: every outcome below ends with the --json
     file written whole (atomically) and the text printed, marked interrupted (Ctrl-C at any
@@ -253,6 +305,9 @@ def cmd_climb(ref: str, args) -> int:
         problem = UsageProblem(str(e))
     except DeviceStartError as e:
         report.start_error = e.facts
+    except _many_specs():                   # the file holds several specs: climbed as many (cmd_climb_paths)
+        started["recorder"].close()
+        raise
     except Exception as e:  # noqa: BLE001 - kladder's own bug mid-climb: the points so far still get their report
         if report is None:
             raise
@@ -262,6 +317,10 @@ def cmd_climb(ref: str, args) -> int:
     finally:
         for pool in started["pools"]:
             pool.close()
+        if started.get("store") is not None:
+            started["store"].close()
+    if guard.seen:                          # what failed after a signal failed of it (an import torn half-way): interrupted
+        problem = None
     if report is None:                      # --json or --log cannot be written: nothing to write a report to
         if problem is None:
             print("kladder: interrupted before the climb started", file=sys.stderr)
@@ -297,11 +356,38 @@ def _climb_started(ref: str, args, report, started: dict) -> None:
     opts.on_end = lambda r: _golden_check(r, args)       # before the log's end record: its exit_code says it
     started["rungs"] = opts.rungs
     try:
-        spec = _load(ref, device)
+        spec = _load_one(ref)
         opts.log_path = log_path(args, spec, report.run_id)
+        _history_options(args, opts, spec, ref, started)
         climb(ref, spec, opts, report=report)
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None
+
+
+def _many_specs():
+    from .load import ManySpecs
+    return ManySpecs
+
+
+def _load_one(ref: str):
+    """The spec `ref` names; a file or module holding several (no ::NAME) raises ManySpecs."""
+    from .load import ManySpecs, load_spec, specs_in, split_ref
+    if split_ref(ref)[1] is not None:
+        return load_spec(ref)
+    found = specs_in(ref)
+    if len(found) > 1:
+        raise ManySpecs([r for r, _ in found])
+    return found[0][1]
+
+
+def _history_options(args, opts, spec, ref: str, started: dict | None = None) -> None:
+    """The options the history gives a climb: the outcome store, and --lf's failures first."""
+    from .history.commands import last_failures, outcome_store
+    opts.store = outcome_store(args)
+    if started is not None:
+        started["store"] = opts.store
+    if getattr(args, "lf", False):
+        opts.first = frozenset(last_failures(args, spec.name, ref)[1])
 
 
 def _device_word(device: str) -> None:
@@ -359,7 +445,10 @@ def _climb_device(args) -> str:
 def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     """The report finished and written. A Ctrl-C while it is written marks it interrupted and
     writes it again; once it is written, SIGINT is ignored to the end (Python's shutdown puts
-    back the default handler, which would end the process with the report saying otherwise)."""
+    back the default handler, which would end the process with the report saying otherwise).
+    A finished climb is never lost to one output: the JSON, the history and the HTML are each
+    written where they can be, the verdict printed, and only then is a write that failed said
+    (one line each); the exit status stays the verdict's (report.exit_code, as the JSON says)."""
     from .ladder import BUILT, end_climb
     from .report.terminal import render_text
     if problem is not None:
@@ -367,19 +456,20 @@ def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     if not report.fingerprint:               # no worker started: the environment as this process sees it
         from .fingerprint import fingerprint, source_file
         report.fingerprint = fingerprint(source_file(report.ref), None)
+    failed: dict[str, str] = {}
     seen = None
     while seen != guard.seen:
         seen = guard.seen
         end_climb(report, rungs or BUILT, seen)
         if report.golden is None:            # the climb's on_end made it, unless no climb ran
             _golden_check(report, args)      # in the report (--json, --html) as typed data
-        if args.json and not _write_json(args.json, report):
-            return EXIT_USAGE
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if args.json:
+            _write_json(args.json, report, failed)
+    guard.ignore()                           # written: from here on no signal ends the process mid-way
     if recorder is not None:
         recorder.end(report)
-    if args.html and not _write_html(args.html, report):
-        return EXIT_USAGE
+    if args.html:
+        _write_html(args.html, report, failed)
     if report.kladder_error:
         x = report.kladder_error
         print(f"{x['trace']}kladder: kladder's own error ended the climb (not the kernel's): {x['error']}: {x['text']}; "
@@ -387,52 +477,58 @@ def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     if report.start_error:
         print(f"kladder: error: {report.start_error['message']}", file=sys.stderr)
     else:
-        sys.stdout.write(render_text(report, color=_color(args.color), verbose=getattr(args, "verbose", False)))
+        _say(lambda: sys.stdout.write(render_text(report, color=_color(args.color), verbose=getattr(args, "verbose", False))))
+    for line in failed.values():
+        print(line, file=sys.stderr)
     return report.exit_code                  # --golden=strict's failure in it (report.golden.fails)
 
 
-def _write_html(path: str, report) -> bool:
+def _say(write) -> None:
+    """The terminal report printed; a terminal that is gone (a closed pipe, a full disk under a
+    redirect) loses only itself, never the outputs written before it nor the exit status."""
+    try:
+        write()
+        sys.stdout.flush()
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        with contextlib.suppress(OSError):
+            print(f"kladder: error: the report could not be printed ({e.strerror or e}); --json, --html and the "
+                  "history hold it where they were written", file=sys.stderr)
+
+
+def _write_html(path: str, report, failed: dict) -> None:
     from .report.html import report_html
     from .report.jsonout import report_dict, strict, write_atomic
     try:
         write_atomic(path, report_html(strict(report_dict(report))))
     except OSError as e:
-        print(f"kladder: error: --html {path!r}: could not write the report ({e.strerror or e}); give a file in a "
-              "folder you can write to", file=sys.stderr)
-        return False
-    return True
+        failed["--html"] = (f"kladder: error: --html {path!r}: could not write the report ({e.strerror or e}); the "
+                            "verdict above stands; write it again with `kladder report REPORT.json --html FILE` from "
+                            "--json, or climb again with a file in a folder you can write to")
 
 
 def _golden_check(report, args) -> None:
-    """--golden: each point's bits against the golden hashes (history/golden.check), kept in
-    the report (report.golden: facts.GoldenFacts) before it is written."""
-    report.golden = None
-    if not getattr(args, "golden", None) or report.start_error:
-        return
-    from .history.commands import open_history
-    from .history.golden import check, unreadable
-    from .history.record import point_row
-    rows = [point_row(o) for o in report.outcomes]
-    try:
-        h = open_history(args)
-    except UsageProblem as e:
-        print(f"kladder: --golden: {e}", file=sys.stderr)
-        report.golden = unreadable(rows, strict=args.golden == "strict")
-        return
-    try:
-        report.golden = check(h, report.spec, report.fingerprint, rows, strict=args.golden == "strict")
-    finally:
-        h.close()
+    from .history.commands import golden_check
+    golden_check(report, args)
 
 
-def _write_json(path: str, report) -> bool:
+def _write_json(path: str, report, failed: dict | None = None) -> bool:
+    """--json written whole; a write that fails is kept in `failed` (said after the verdict), or
+    said at once where no verdict follows (`failed` None)."""
     from .report.jsonout import write_report
     try:
         write_report(path, report)
     except OSError as e:
-        print(f"kladder: error: --json {path!r}: could not write the report ({e.strerror or e}); give a file in a "
-              "folder you can write to", file=sys.stderr)
+        line = (f"kladder: error: --json {path!r}: could not write the report ({e.strerror or e}); give a file in a "
+                "folder you can write to")
+        if failed is None:
+            print(line, file=sys.stderr)
+        else:
+            failed["--json"] = line + " (the verdict above stands)"
         return False
+    if failed is not None:
+        failed.pop("--json", None)           # written again whole after a Ctrl-C: the earlier failure is gone
     return True
 
 
@@ -459,31 +555,28 @@ def cmd_repro(args) -> int:
     _device_word(args.device)
     _checked_ref(args.ref)
     point = _parsed_point(args.point)
-    pool = _early_pool(args.ref, args.device)
-    try:
-        return _repro(args, pool, point)
-    finally:
-        if pool is not None:
-            pool.close()
+    if args.save:
+        _checked_dir("--save", args.save)
+    if args.pdb or args.save:
+        return _debug_repro(args, point)
+    return _repro(args, point)
 
 
-def _early_pool(ref: str, device: str):
-    """With --device cpu, the point's worker started first, before this process imports torch
-    and the spec: the two imports run side by side (a worker's start is most of a small
-    repro's time). With auto, choosing the device imports torch first; nothing is gained."""
-    if device != "cpu":
-        return None
-    from .run.isolation import Pool                     # the spec's file checked already (cmd_repro)
-    os.environ.setdefault("TRITON_INTERPRET", "1")      # as device_of("cpu"), without importing the ladder first
-    pool = Pool(ref, "cpu", spares=1)
-    pool.warm(1)
-    return pool
+def _cpu_first(device: str) -> None:
+    """On the CPU, this process as a worker's: Triton interpreted, no CUDA device (run/isolation.worker_env),
+    set before torch and the spec are imported."""
+    if device == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
-def _repro(args, pool, point) -> int:
-    from .ladder import Runner
-    from .report.terminal import render_outcome
+def _repro_spec(args, point, here: bool = False):
+    """The device, the spec and the point checked against it (and shifted, sanitized as asked).
+    This process set up as a worker is (torch's settings) where it runs the point itself (`here`:
+    --pdb, --save) or forks the CPU's workers from itself."""
+    _cpu_first(args.device)
     device = device_of(args.device)
+    _cpu_first(device)
     spec = _load(args.ref, device)
     if point.spec != spec.name:
         raise UsageProblem(f"POINT belongs to spec {point.spec!r}, not {spec.name!r}; check PATH::NAME.")
@@ -492,10 +585,26 @@ def _repro(args, pool, point) -> int:
         check_point(spec, point)
     except PointError as e:
         raise UsageProblem(str(e)) from None
+    if device == "cpu" or here:              # this process runs the point (--pdb, --save) or forks its workers
+        from .run.worker import setup_torch
+        setup_torch(device)
     if args.sanitize:
         from .gaps.repetition import sanitized
         point = sanitized(point, args.sanitize)
-    point = point.shifted(args.seed)
+    return device, spec, point.shifted(args.seed)
+
+
+def _repro(args, point) -> int:
+    """The point through the climb's Runner (replayed, re-run alone, judged as the climb judged it).
+    On the CPU its workers are forks of this process, which imported torch and the spec once
+    (run/forked.py): a small point's repro costs little more than torch's import."""
+    from .ladder import Runner
+    from .report.terminal import render_outcome
+    device, spec, point = _repro_spec(args, point)
+    pool = None
+    if device == "cpu":
+        from .run.forked import ForkPool
+        pool = ForkPool(args.ref, spec, device, {"device_name": "cpu"})
     runner = Runner(args.ref, spec, device, args.timeout, pool=pool)
     started = datetime.datetime.now().isoformat(timespec="seconds")
     try:
@@ -508,6 +617,45 @@ def _repro(args, pool, point) -> int:
     _record_repro(args, spec, device, started, outcome, fp)
     sys.stdout.write(render_outcome(outcome, fingerprint=fp, verbose=args.verbose))
     return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
+
+
+def _debug_repro(args, point) -> int:
+    """--pdb / --save: the point run once in this process (no worker, no replay, no timeout), a
+    debugger at its failure and its tensors written as asked (run/debug.py)."""
+    import bdb
+
+    from .ladder import repro_command
+    from .report.terminal import render_outcome
+    from .run.debug import debug_run
+    device, spec, point = _repro_spec(args, point, here=True)
+    started = datetime.datetime.now().isoformat(timespec="seconds")
+    try:
+        outcome, fp = debug_run(spec, point, device, args.ref, pdb=args.pdb, save=args.save)
+    except usage_errors() as e:
+        raise UsageProblem(str(e)) from None
+    except bdb.BdbQuit:
+        print("kladder: quit in the debugger: the point's run ended there, no verdict", file=sys.stderr)
+        return EXIT_FAILED
+    outcome.repro = repro_command(args.ref, device, point)
+    _record_repro(args, spec, device, started, outcome, fp)
+    sys.stdout.write(render_outcome(outcome, fingerprint=fp, verbose=args.verbose))
+    sys.stdout.write(f"(run once in this process for {'--pdb' if args.pdb else '--save'}: no replay, no run alone, "
+                     "no timeout; without it the repro judges as the climb does)\n")
+    if args.save:
+        sys.stdout.write(f"saved: {args.save} (README.md says what each file holds)\n")
+    return EXIT_OK if outcome.status == "passed" else EXIT_FAILED
+
+
+def _checked_dir(option: str, path: str) -> None:
+    """An output folder: made if missing, refused if it is a file or cannot be written."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageProblem(f"{option} {path!r}: a file is there; give a folder (made if missing).")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise UsageProblem(f"{option} {path!r}: cannot make the folder ({e.strerror}); give a folder you can write.") from None
+    if not os.access(path, os.W_OK):
+        raise UsageProblem(f"{option} {path!r}: the folder is not writable; give a folder you can write.")
 
 
 def _parsed_point(text: str):
@@ -537,7 +685,7 @@ def cmd_points(args) -> int:
     _checked_early(args.ref, args)
     if args.json:
         writable("--json", args.json)
-    device = device_of(args.device)
+    device, planned = planned_device(args.device)
     spec = _load(args.ref, device)
     try:
         rungs = parse_rungs(args.rungs)
@@ -549,15 +697,32 @@ def cmd_points(args) -> int:
     except ShardError as e:
         raise UsageProblem(str(e)) from None
     budget = budget_for(device)
-    slicer = Slicer(shard) if shard else None
+    slicer = None
+    if shard:
+        from .session import history_of
+        from .shard import history_costs
+        slicer = Slicer(shard, spec, history_costs(history_of(args), spec.name, device))
+    extra = {5: {"time_budget": args.budget}}           # the named time budget sizes rung 5's (budgets.py)
     points = [p for r in rungs
-              for p in (slicer.take(r, list(rung_points(spec, r, budget, args.seed))) if slicer
-                        else rung_points(spec, r, budget, args.seed))]
-    sys.stdout.write(points_text(spec, args.ref, device, points))
+              for p in (slicer.take(r, list(rung_points(spec, r, budget, args.seed, **extra.get(r, {})))) if slicer
+                        else rung_points(spec, r, budget, args.seed, **extra.get(r, {})))]
+    sys.stdout.write(points_text(spec, args.ref, device, points, planned))
     if args.json:
         from .report.jsonout import write_atomic
-        write_atomic(args.json, points_json(spec, args.ref, device, points))
+        write_atomic(args.json, points_json(spec, args.ref, device, points, planned))
     return EXIT_OK
+
+
+def planned_device(device: str) -> tuple[str, bool]:
+    """The device `kladder points` sizes the points for, and whether it is only planned: listing
+    runs nothing, so --device cuda lists a GPU's points (its budgets, its modes) on a machine
+    without one, and a climb can be planned and reviewed anywhere."""
+    if device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            os.environ.setdefault("TRITON_INTERPRET", "1")      # the spec's Triton module imports; nothing runs
+            return "cuda", True
+    return device_of(device), False
 
 
 def cmd_bisect(args) -> int:
@@ -614,6 +779,8 @@ def cmd_bench(args) -> int:
 
 
 def cmd_explore(args) -> int:
+    import time
+    started = time.monotonic()                   # the budget counts the spec's import and the workers' start
     from .explore import explore
     from .ladder import Runner, parse_rungs
     from .report.debugging import explore_point, explore_text
@@ -629,11 +796,21 @@ def cmd_explore(args) -> int:
         raise UsageProblem(f"--rungs {args.rungs!r}: explore draws sizes (1), values (2) and layouts (3); give rungs "
                            "from 1-3, e.g. --rungs 1-3")
     device = device_of(args.device)
-    spec = _load(args.ref, device)
-    runner = Runner(args.ref, spec, device, args.timeout)
+    from .run.isolation import Pool
+    # two workers start now, importing torch and the spec while this process does: the first runs
+    # the points, the second is ready for the first failure's run alone (ladder.Runner), which
+    # would otherwise wait a worker's start (16 s on the loaded 2-core CI box) inside the budget
+    pool = Pool(args.ref, device, spares=2)
+    pool.warm(2)
+    try:
+        spec = _load(args.ref, device)
+    except BaseException:
+        pool.close()
+        raise
+    runner = Runner(args.ref, spec, device, args.timeout, pool=pool)
     try:
         result = explore(args.ref, spec, runner, budget=budget_for(device), rungs=rungs, budget_s=args.budget_s,
-                         shrink_s=args.shrink_s, seed=args.seed,
+                         shrink_s=args.shrink_s, seed=args.seed, started=started,
                          on_point=lambda e: print(explore_point(e), flush=True))
     except usage_errors() as e:
         raise UsageProblem(str(e)) from None

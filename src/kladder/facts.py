@@ -106,9 +106,37 @@ def _plain(v: Any) -> Any:
 
 # ---------------------------------------------------------------------------- pieces shared by several kinds
 @dataclass(frozen=True, kw_only=True)
+class FrameFacts(Facts):
+    """One frame of a traceback (run/frames.py): where, and the source line there."""
+    file: str                   # relative to the working folder when inside it
+    line: int
+    function: str
+    kind: Literal["user", "library", "jit"] = "user"   # library: the raising frame of torch/Triton/numpy/Python;
+                                                       # jit: a Triton compile error's line in the @jit function
+    code: str = ""              # the source line, stripped (200 characters)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceFacts(Facts):
+    """The traceback of the kernel's exception, folded to the user's frames (run/frames.py): the
+    frames kept, outermost first, the one that raised last; how many of kladder's, of the
+    libraries' (torch, Triton, numpy, Python's own, between the user's frames) and beyond
+    MAX_FRAMES were folded; whether the call entered the launcher, and where the launcher is
+    defined with the names kladder passed when it did not (a signature that does not match)."""
+    frames: list[FrameFacts] = field(default_factory=list)
+    folded_kladder: int = 0
+    folded_library: int = 0
+    folded_more: int | None = opt()
+    entered: bool | None = opt()           # None: the launcher is not a Python function (its frames cannot tell)
+    launcher: FrameFacts | None = opt()    # only when not entered: its `def` line
+    called: list[str] | None = opt()       # only when not entered: the arguments' names in order, keywords as 'name='
+
+
+@dataclass(frozen=True, kw_only=True)
 class ErrorFacts(Facts):
     error: str = ""             # the exception's type name
     text: str = ""              # its message's first line (300 characters), or the whole message
+    trace: TraceFacts | None = opt()   # the kernel's own exception: its traceback (run/frames.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,6 +152,10 @@ class LoadFacts(Facts):
     seconds: float = 0.0
     alone: str | None = None    # the alone run's Status
     alone_s: float = 0.0
+    host_used_bytes: int | None = opt()    # the host's memory in use once the point ended, when it was full
+    host_total_bytes: int | None = opt()
+    oom_kills: int | None = opt()          # the kernel's out-of-memory killer's kills while the point ran (/proc/vmstat)
+    waited_s: float | None = opt()         # seconds the run alone waited for others' memory to free
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,6 +189,14 @@ class PeerSkippedFacts(Facts):
     skipped: int                       # the elements that fail the default
 
 
+@dataclass(frozen=True, kw_only=True)
+class PeerNotNeededFacts(Facts):
+    """No peer asked: the worst element is off by `times` x its default budget, past the `decides`
+    x within which a peer can change the verdict (checks/values.PEER_DECIDES)."""
+    times: float                       # the worst element's error over the dtype's default budget there
+    decides: float                     # checks/values.PEER_DECIDES
+
+
 # ---------------------------------------------------------------------------- findings
 @dataclass(frozen=True, kw_only=True)
 class ContractFacts(Facts):
@@ -183,7 +223,8 @@ class ValuesFacts(Facts):
     budget: Literal["default", "spread", "peer"] | None = opt()   # which set the allowed error at the worst element
     c: float | None = opt()            # checks/peer.py's C
     spread: SpreadFacts | None = opt()        # the rounding spread s at the worst element
-    peer: PeerFacts | PeerFailedFacts | PeerSkippedFacts | None = opt()   # the honest peer: ran, failed, or not asked
+    peer: PeerFacts | PeerFailedFacts | PeerSkippedFacts | PeerNotNeededFacts | None = opt()   # the honest peer: ran,
+                                                                        # failed, not asked (too many), not needed
     slack_ulps: int | None = opt()     # ulps of slack granted (the interpreter's bfloat16 truncation)
     # The budget at the element furthest past it (budget_at, the report's index; the largest
     # difference's element is often the same): what was allowed there, the dtype's default there
@@ -264,6 +305,10 @@ class InputChangedFacts(Facts):
     resized: list[list[int]] | None = opt()   # [[shape before], [shape after]]
     slabs: int | None = opt()              # hash: slabs of rows that differ, of how many
     of: int | None = opt()
+    # a write the spec declares (Spec's grad_overwritten=, mutated='backward'): what the buffer may hold
+    # after the call ("gradient": a gradient of the reference's, or its data as passed), and it holds neither
+    declared: Literal["gradient"] | None = opt()
+    upstream: bool | None = opt()          # the buffer is an upstream gradient kladder handed the backward ('upstream y')
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -408,6 +453,18 @@ class RanksHungFacts(Facts):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AccumulatedFacts(Facts):
+    """Rung 5's evidence kept across climbs (history/outcomes.py): the clean calls of every climb
+    that ran this point under the same key (history/key.py: same point, spec, code, toolchain),
+    this climb's included, and the bound they prove together (stats.upper_bound)."""
+    climbs: int                            # climbs that ran the point clean under this key
+    calls: int                             # their calls compared (or judged, for a stream), all together
+    bound: float                           # the rate of a wrong call is below this, at `conf`
+    conf: float
+    since: str                             # when the first of them ran (local time, ISO 8601)
+
+
+@dataclass(frozen=True, kw_only=True)
 class RepeatsCleanFacts(Facts):
     """Rung 5 (checks/repetition.py): calls compared with the first call on the same inputs,
     and the rate's statistics (stats.summary)."""
@@ -433,6 +490,7 @@ class RepeatsCleanFacts(Facts):
     calls_50: int | float | None = None
     calls_95: int | float | None = None
     curve: list[list[float]] = field(default_factory=list)   # [[N, p, lo, hi]]
+    accumulated: AccumulatedFacts | None = opt()   # with earlier climbs under the same key (history/outcomes.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -477,6 +535,7 @@ class StreamCleanFacts(Facts):
     calls_50: int | float | None = None
     calls_95: int | float | None = None
     curve: list[list[float]] = field(default_factory=list)   # [[N, p, lo, hi]]
+    accumulated: AccumulatedFacts | None = opt()   # with earlier climbs under the same key (history/outcomes.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -544,9 +603,32 @@ class GpuPointFacts(Facts):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ValueOutOfRangeFacts(Facts):
+    """A rung-2 value kind that no value inside an input's declared range can show (fill.range_problem)."""
+    arg: str
+    value: str                                  # the value kind, as the point holds it ("tiny")
+    lo: float                                   # the declared range at the point's sizes
+    hi: float
+    why: str                                    # no_value (the dtype holds no value there), no_tiny, no_one
+
+
+@dataclass(frozen=True, kw_only=True)
 class NoDeviceMemoryFacts(Facts):
     need_bytes: int
     free_bytes: int
+    measured: str | None = opt()           # the point whose measured peak sized need_bytes (sizes.Peak), or None:
+    measured_bytes: int | None = opt()     # the declared tensors alone; its peak
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoHostMemoryFacts(Facts):
+    """A point whose estimated peak on the host (sizes.Peak: a measured small point's peak
+    scaled by the elements) is more than the host's share for one worker: skipped before it ran."""
+    need_bytes: int
+    share_bytes: int                       # the host's available memory over the workers that share it
+    workers: int
+    measured: str                          # the point whose peak was measured
+    measured_bytes: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -580,8 +662,18 @@ class ReferenceRaisedFacts(ErrorFacts):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReferenceShapeFacts(Facts):
+    """The reference returned an output of another shape than `returns=` declares, while the
+    kernel's output has the declared shape: the spec's problem, never the kernel's."""
+    output: str
+    shape: list[int]                            # the reference's output
+    declared: list[int]                         # returns= at the point's sizes (and the kernel's output)
+
+
+@dataclass(frozen=True, kw_only=True)
 class InputsMutatedFacts(Facts):
     args: list[str]
+    when: Literal["accumulate"] | None = opt()   # an accumulation point whose backward writes what it reads again
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -761,6 +853,24 @@ class DeviceFullFacts(LoadFacts):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HostFullFacts(LoadFacts):
+    """The worker was killed (SIGKILL: the out-of-memory killer) while the host's memory was full or
+    the killer was at work, and alone it could not show otherwise: not judged."""
+    signal: str                            # how the run under load ended
+    first: str                             # its check ("crashed") or status
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReferenceNotIndependentFacts(Facts):
+    """The reference runs the kernel under test's own code (checks/independence.py): the spec's problem."""
+    reference: str                         # the reference's name
+    functions: list[str] = field(default_factory=list)     # the kernel's launchers the reference called
+    jit_kernels: list[str] = field(default_factory=list)   # the Triton kernels both launched
+    gpu_kernels: list[str] = field(default_factory=list)   # GPU kernels of the kernel's own (no torch op's) both ran
+    torch_op: str | None = opt()           # the kernel under test is this torch op, and the reference calls it
+
+
+@dataclass(frozen=True, kw_only=True)
 class HostBusyFacts(LoadFacts):
     """A hang under load and alone too, with the alone run's load (run/faults.under_load): other
     processes held the host's CPUs and the worker waited for one (runnable, not running) at least
@@ -829,6 +939,34 @@ class GoldenFacts(Facts):
         return None
 
 
+# ---------------------------------------------------------------------------- the outcome store (history/outcomes.py)
+@dataclass(frozen=True, kw_only=True)
+class ReusedFacts(Facts):
+    """A point's outcome reused from an earlier climb (its key unchanged: history/key.py), not run
+    in this one: the climb that ran it."""
+    run_id: str                            # the run id of the climb that ran it
+    climb: int | None                      # that climb's number in the history (#N), where it is recorded
+    kept: str                              # when it ran (local time, ISO 8601)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReuseFacts(Facts):
+    """What a climb took from the outcome store (history/outcomes.py) and what it ran. A passed
+    outcome (or a skip for a reason its key decides) whose key is unchanged is reused; every
+    other point runs."""
+    points: int                            # the climb's points
+    reused: int                            # taken from the store, not run
+    ran: int                               # run in this climb
+    climbs: list[int]                      # the history's numbers (#N) of the climbs the reused outcomes come from
+    run_ids: list[str]                     # their run ids (a climb the history no longer holds has no number)
+    fresh: bool                            # --fresh: nothing was reused (this climb's outcomes are kept all the same)
+    accumulate: bool                       # --accumulate: rung 5's clean points ran again, adding their calls
+    why_not: str | None = None             # why nothing could be reused: a part of the key cannot be computed
+    changed: list[str] = field(default_factory=list)   # parts of the key changed since the spec's last climb kept
+                                                        # (history/key.py PART_WORDS: kernel, reference, spec, ...)
+    since: int | None = opt()              # the climb `changed` compares with (#N)
+
+
 # ---------------------------------------------------------------------------- kladder diff (history/diff.py)
 @dataclass(frozen=True, kw_only=True)
 class DiffClimbFacts(Facts):
@@ -863,14 +1001,47 @@ class DiffBitsFacts(DiffPointFacts):
 
 @dataclass(frozen=True, kw_only=True)
 class SlowerRungFacts(Facts):
-    """A rung slower beyond noise: its points paired, the median ratio of their seconds, and a
-    one-sided Wilcoxon signed-rank test of the log ratios (history/diff.py)."""
+    """A rung slower beyond noise: its points paired, the median ratio of their seconds (the
+    kernel's stage where both climbs timed it), a one-sided Wilcoxon signed-rank test of the log
+    ratios, and the spread each climb measured within itself: the median stretch of its points'
+    times by waiting for a CPU (seconds / (seconds - the worker's run-queue wait)), which the ratio
+    exceeds (history/diff.py)."""
     rung: int
     ratio: float                                # the median per-point ratio, later / earlier
     p: float
     pairs: int
     before_s: float                             # the paired points' seconds in all, in each climb
     after_s: float
+    spread_a: float                             # each climb's own spread (1.0: its points never waited)
+    spread_b: float
+    kernel_stage: bool                          # the kernel's stage was timed (else the points' whole seconds)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClimbLoadFacts(Facts):
+    """What else used the host and the device while one climb's points ran (outcome.Load of each
+    point's run, as the history keeps it; history/diff.py sums them)."""
+    points: int                                 # points whose load was recorded
+    seconds: float                              # their wall time in all
+    others_cores: float                         # other processes' CPU seconds a second: the cores they kept busy
+    wait_share: float                           # the share of that time the points' workers waited for a CPU
+    lanes: float                                # other lanes of the climb running meanwhile, on average (--jobs)
+    device_processes: float                     # other processes on the device, on average (CUDA; 0 where not asked)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimingFacts(Facts):
+    """Whether `kladder diff` compared the climbs' timings: only on the same device with comparable
+    load (history/diff.py's limits); `why` names what stopped it: `device` (another device),
+    `load` (other processes, waits, lanes or device processes differed past the limits),
+    `not_recorded` (a climb from a kladder that did not record its points' load)."""
+    compared: bool
+    why: Literal["compared", "device", "load", "not_recorded"]
+    device_a: str | None                        # the device each ran on (its name where known)
+    device_b: str | None
+    load_a: ClimbLoadFacts | None
+    load_b: ClimbLoadFacts | None
+    differed: list[str]                         # why `load`: the ClimbLoadFacts fields past their limits
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -884,9 +1055,49 @@ class DiffFacts(Facts):
     nondeterministic: list[str]                 # not compared bit for bit: their outputs' bits are not stable
     only_a: list[str]                           # point ids only one climb ran
     only_b: list[str]
-    slower_rungs: list[SlowerRungFacts]
+    slower_rungs: list[SlowerRungFacts]         # empty where the timing was not compared
+    timing: TimingFacts
     toolchain: dict[str, list[Json]]            # what differs: name -> [A's, B's]
-    worse: bool                                 # a point newly fails or a rung got slower: exit 1
+    fail_on: list[str]                          # what fails the gate besides a new failure: [] or ["slower"] (--fail-on)
+    worse: bool                                 # a point newly fails, or (--fail-on slower) a rung got slower: exit 1
+
+
+# ---------------------------------------------------------------------------- shrinking (shrink.py)
+@dataclass(frozen=True, kw_only=True)
+class EdgeFacts(Facts):
+    """Where one dim's bisection ended: size `fails` failed and `passes`, the size below it, did
+    not, with the smallest point's inputs; both run again under other seeds (other inputs of the
+    same kinds at the same sizes): of `seeds` input sets, how many failed at `fails` and how many
+    passed at `passes`, and how often a size below the edge failed under another seed first (the
+    point moved down)."""
+    dim: str
+    fails: int
+    passes: int
+    seeds: int
+    fails_under: int
+    passes_under: int
+    moved_down: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShrinkCauseFacts(Facts):
+    """What decides the smallest failing point's failure (shrink.py). kind: `values` (the value
+    kinds: normal values pass at the failing point's shape, and no shape edge holds), `layout`
+    (likewise its inputs' layouts: contiguous inputs pass there), `shape` (an edge that holds
+    under every seed: the size decides it), `inputs` (normal values, and the edge moves with the
+    seed: the inputs' values decide where it fails), `floor` (normal values fail at every dim's
+    floor: no value kind is needed and no smaller shape can show an edge), `unsettled` (the
+    budget ran out first)."""
+    kind: Literal["values", "layout", "shape", "inputs", "floor", "unsettled"]
+    values: list[list[str]]                     # the smallest point's value kinds, [input, kind] ([]: normal values)
+    milder: str | None                          # the failing point's shape with normal values: what it gave (None: not run)
+    milder_at: list[list[Json]]                 # the failing point's shape ([dim, size] pairs): where those runs were made
+    floors: bool                                # every dim of the smallest point is at its floor
+    every_shape: bool                           # every shape run with these values failed, under one seed or another
+    shapes: int                                 # shapes run with these values
+    edges: list[EdgeFacts]                      # per dim whose floor passes: where it starts failing
+    layouts: list[list[str]] = field(default_factory=list)   # the smallest point's layouts, [input, layout] ([]: contiguous)
+    contiguous: str | None = None               # its shape with contiguous inputs: what it gave (None: not run)
 
 
 # ---------------------------------------------------------------------------- the tables
@@ -903,11 +1114,11 @@ CHECK_FACTS: dict[str, type[Facts]] = {
 }
 
 NOTE_FACTS: dict[str, type[Facts]] = {
-    "gpu_point": GpuPointFacts, "no_device_memory": NoDeviceMemoryFacts, "mode_needs_cuda": ModeNeedsCudaFacts,
+    "gpu_point": GpuPointFacts, "value_out_of_range": ValueOutOfRangeFacts, "no_device_memory": NoDeviceMemoryFacts, "mode_needs_cuda": ModeNeedsCudaFacts,
     "graphs_not_claimed": GraphsNotClaimedFacts, "no_out_args": NoOutArgsFacts, "inputs_mutated": InputsMutatedFacts,
     "not_torch_op": NotTorchOpFacts, "outside_climb": OutsideClimbFacts, "race_not_set_up": RaceNotSetUpFacts,
     "layout_refused": LayoutRefusedFacts, "raised_as_asked": RaisedAsAskedFacts, "inputs_failed": InputsFailedFacts,
-    "reference_raised": ReferenceRaisedFacts,
+    "reference_raised": ReferenceRaisedFacts, "reference_shape": ReferenceShapeFacts,
     "reference_nan": ReferenceNanFacts, "invariant_raised": InvariantRaisedFacts, "process_failed": ProcessFailedFacts,
     "no_such_slot": NoSuchSlotFacts, "baseline_failed": BaselineFailedFacts, "kladder_error": KladderErrorFacts,
     "kernel_oom": KernelOomFacts, "inputs_oom": InputsOomFacts, "model_scores": ModelScoresFacts,
@@ -918,5 +1129,6 @@ NOTE_FACTS: dict[str, type[Facts]] = {
     "sanitizer_clean": SanitizerCleanFacts, "no_sanitizer": NoSanitizerFacts,
     "interpreter_defect": InterpreterDefectFacts, "interpreter_error": InterpreterErrorFacts,
     "stage_overrun": StageOverrunFacts, "device_full": DeviceFullFacts,
-    "host_busy": HostBusyFacts,
+    "host_busy": HostBusyFacts, "host_full": HostFullFacts, "no_host_memory": NoHostMemoryFacts,
+    "reference_not_independent": ReferenceNotIndependentFacts,
 }

@@ -12,7 +12,7 @@ import math
 
 from .notation import Padding, ValueKind, Values
 from .sizes import as_rows
-from .spec import FLOAT_DTYPES
+from .spec import FLOAT_DTYPES, representable_range
 
 INT_BITS = {8: "int64", 4: "int32", 2: "int16", 1: "int8"}
 SLICE_PAD = 16          # elements between the rows of a sliced view
@@ -31,6 +31,9 @@ def fill_kind(t, kind: ValueKind | str, dtype: str, gen, rng: tuple | None = Non
     kind = ValueKind.parse(kind) if isinstance(kind, str) else kind
     base, arg = kind.kind, kind.arg
     is_float = dtype in FLOAT_DTYPES
+    if is_float and rng is not None and base not in ("lengths", "masked", "nonfinite"):
+        _fill_in_range(t, kind, dtype, gen, rng)
+        return
     if base == Values.IDS and not is_float:
         from .idfill import fill_ids
         fill_ids(t, kind.format(), gen, rng)
@@ -44,7 +47,7 @@ def fill_kind(t, kind: ValueKind | str, dtype: str, gen, rng: tuple | None = Non
     if base == "lengths":
         _lengths(t, gen, rng, chunks)
         return
-    fill_normal(t, dtype, gen, rng if base not in ("peaked", "ties", "distinct") else None)
+    fill_normal(t, dtype, gen, None if base in ("peaked", "ties", "distinct") else rng)
     if t.numel() == 0:
         return
     rows = as_rows(t)
@@ -60,19 +63,12 @@ def fill_kind(t, kind: ValueKind | str, dtype: str, gen, rng: tuple | None = Non
     elif base == "identical":
         rows.copy_(rows[:1].expand_as(rows))
     elif base == "distinct":
-        n = rows.shape[1]
-        j = torch.arange(n, device=t.device, dtype=torch.float64)
-        v = (1 + 3 * j / max(n - 1, 1)) * torch.where(j % 2 == 0, 1.0, -1.0)
-        rows.copy_(v.to(t.dtype).expand_as(rows))
+        rows.copy_(_distinct(rows.shape[1], t.device).to(t.dtype).expand_as(rows))
     elif base == "tiny":
-        fi = torch.finfo(t.dtype)
-        sub = fi.tiny * fi.eps                      # the smallest subnormal
-        choices = torch.tensor([sub, -sub, 37 * sub, fi.tiny, -fi.tiny, 0.0, -0.0], dtype=torch.float64)
-        _scatter_quarter(t, choices, gen)
+        _scatter_quarter(t, tiny_values(dtype), gen)
     elif base == "huge":
-        big = huge_value(dtype, t.shape[-1] if t.dim() else 1, rng)
-        choices = torch.tensor([big, -big, big * 0.75, -big * 0.625], dtype=torch.float64)
-        _scatter_quarter(t, choices, gen)
+        big = huge_value(dtype, t.shape[-1] if t.dim() else 1, None)
+        _scatter_quarter(t, [big, -big, big * 0.75, -big * 0.625], gen)
     elif base == "nonfinite":
         vals = (math.nan, math.inf, -math.inf)
         for i in range(0, rows.shape[0], 4):       # one in every fourth row
@@ -83,6 +79,97 @@ def fill_kind(t, kind: ValueKind | str, dtype: str, gen, rng: tuple | None = Non
             rows[i].fill_(-math.inf if is_float else 0)
     else:
         raise ValueError(f"unknown value kind {kind.format()!r}")
+
+
+def _distinct(n: int, device):
+    """Magnitudes 1..4 rising along the row, signs alternating: every column its own value."""
+    torch = _torch()
+    j = torch.arange(n, device=device, dtype=torch.float64)
+    return (1 + 3 * j / max(n - 1, 1)) * torch.where(j % 2 == 0, 1.0, -1.0)
+
+
+def tiny_values(dtype: str) -> list[float]:
+    """Subnormal, smallest-normal and signed-zero values of a float dtype."""
+    fi = _torch().finfo(getattr(_torch(), dtype))
+    sub = fi.tiny * fi.eps                          # the smallest subnormal
+    return [sub, -sub, 37 * sub, fi.tiny, -fi.tiny, 0.0, -0.0]
+
+
+# ---------------------------------------------------------------------------- a declared range
+def range_problem(kind: ValueKind | str, dtype: str, rng: tuple | None) -> str | None:
+    """Why value kind `kind` cannot be drawn inside the declared range of a float input (None: it
+    can, or nothing constrains it): a range with no value of the dtype in it holds nothing; tiny
+    needs a subnormal, smallest-normal or zero value inside the range; `ones` needs 1."""
+    if rng is None or dtype not in FLOAT_DTYPES:
+        return None
+    kind = ValueKind.parse(kind) if isinstance(kind, str) else kind
+    if kind.kind in (Values.NONFINITE, Values.MASKED, Values.LENGTHS):
+        return None                                 # not values of the range: the NaN policy's, or lengths
+    span = representable_range(dtype, rng)
+    if span is None:
+        return "no_value"
+    lo, hi = span
+    if kind.kind == Values.TINY and not any(lo <= v <= hi for v in tiny_values(dtype)):
+        return "no_tiny"
+    if kind.kind == Values.ONES and not lo <= 1.0 <= hi:
+        return "no_one"
+    return None
+
+
+def _fill_in_range(t, kind: ValueKind, dtype: str, gen, rng: tuple) -> None:
+    """Value kind `kind` drawn inside [lo, hi]: every element a value of the dtype in the range,
+    the kind's character kept - peaked: most values near lo and a few near hi (u ** T over the
+    range); ties: a few ulps apart, mirrored below where they would pass hi; distinct: 1..4 with
+    alternating signs mapped onto the range; tiny: the subnormal/smallest-normal/zero values inside
+    it; huge: the range's ends (capped so that a row's squares still sum inside float32)."""
+    torch = _torch()
+    span = representable_range(dtype, rng)
+    if span is None:
+        raise ValueError(f"no {dtype} value lies in the range {rng!r}")
+    lo, hi = span
+    base, arg = kind.kind, kind.arg
+    if t.numel() == 0:
+        return
+    rows = as_rows(t)
+    w = torch.empty(rows.shape, dtype=torch.float64, device=t.device)
+    if base == "peaked":
+        w.uniform_(0, 1, generator=gen)
+        w = lo + (hi - lo) * w.pow(float(arg or 10))
+    elif base == "ties":
+        b = torch.empty(rows.shape[0], 1, dtype=torch.float64, device=t.device).uniform_(lo, hi, generator=gen)
+        b = b.to(t.dtype)
+        k = torch.randint(0, 4, rows.shape, generator=gen, device=t.device)
+        ints = getattr(torch, INT_BITS[t.element_size()])
+        base_bits = b.expand(rows.shape).contiguous().view(ints)
+        up = (base_bits + k.to(ints)).view(t.dtype).double()
+        down = (base_bits - k.to(ints)).view(t.dtype).double()
+        bd = b.double().expand(rows.shape)
+        w = torch.where((up >= lo) & (up <= hi), up, torch.where((down >= lo) & (down <= hi), down, bd))
+    elif base == "identical":
+        w.uniform_(lo, hi, generator=gen)
+        w = w[:1].expand_as(w)
+    elif base == "distinct":
+        w = lo + (hi - lo) * (_distinct(rows.shape[1], t.device) + 4) / 8
+        w = w.expand(rows.shape)
+    elif base in ("tiny", "huge"):
+        w.uniform_(lo, hi, generator=gen)
+        if base == "tiny":
+            choices = [v for v in tiny_values(dtype) if lo <= v <= hi]
+        else:
+            cap = huge_value(dtype, t.shape[-1] if t.dim() else 1, None) * 2
+            choices = [v for v in (hi, lo, 0.75 * hi + 0.25 * lo, 0.625 * lo + 0.375 * hi)
+                       if abs(v) <= cap] or [max(min(hi, cap), lo)]
+        flat = w.reshape(-1)
+        mask = torch.rand(flat.shape, generator=gen, device=t.device) < 0.25
+        pick = torch.randint(0, len(choices), flat.shape, generator=gen, device=t.device)
+        vals = torch.tensor(choices, dtype=torch.float64, device=t.device)[pick]
+        w = torch.where(mask, vals, flat).reshape(rows.shape)
+    elif base == "ones":
+        w.fill_(1.0)
+    else:                                           # normal and any other kind: uniform in the range
+        w.uniform_(lo, hi, generator=gen)
+    w = w.to(t.dtype).double().clamp(lo, hi)        # rounding to the dtype never leaves the range
+    rows.copy_(w.to(t.dtype))
 
 
 def huge_value(dtype: str, row_len: int, rng: tuple | None) -> float:
@@ -97,6 +184,7 @@ def huge_value(dtype: str, row_len: int, rng: tuple | None) -> float:
 
 def _scatter_quarter(t, choices, gen) -> None:
     torch = _torch()
+    choices = torch.tensor(list(choices), dtype=torch.float64)
     flat = t.view(-1)
     mask = torch.rand(flat.shape, generator=gen, device=t.device) < 0.25
     pick = torch.randint(0, len(choices), flat.shape, generator=gen, device=t.device)
@@ -110,7 +198,11 @@ def fill_normal(t, dtype: str, gen, rng: tuple | None = None) -> None:
     if rng is not None and dtype != "bool":
         lo, hi = rng
         if dtype in FLOAT_DTYPES:
-            t.uniform_(float(lo), float(hi), generator=gen)
+            span = representable_range(dtype, rng)
+            if span is None:
+                raise ValueError(f"no {dtype} value lies in the range {tuple(rng)!r}")
+            t.uniform_(*span, generator=gen)
+            t.copy_(t.double().clamp_(*span))          # rounding to the dtype never leaves the range
         else:
             t.random_(int(lo), int(hi) + 1, generator=gen)
         return

@@ -10,9 +10,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
+import errno
 import json
 import os
 import shlex
+import stat
+import sys
 import tempfile
 import threading
 import time
@@ -22,14 +25,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .outcome import Check, Load, Note, NoteKind, Outcome, Replay, Status
+from .budgets import DEFAULT as DEFAULT_BUDGET
+from .outcome import Check, Load, Note, NoteKind, Outcome, Replay, Status, Wait
 from .point import Point
 from .report.data import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
-from .run import faults
+from .run import faults, isolation
 from .run.isolation import HOST_BUSY_CORES, Lane, Pool, child_processes, stage_budget, worker_timeout
-from .rungs import BUILT, BY_NUMBER, RUNGS
-from .sizes import CPU_BUDGET, budget_for, is_big, numel_of, total_bytes
+from .run.waits import Waits, waiting
+from .rungs import BUILT, BY_NUMBER, RUNGS, number
+from .sizes import (
+    CPU_BUDGET,
+    KERNEL_STAGES,
+    Peak,
+    budget_for,
+    elements_of,
+    host_need,
+    is_big,
+    numel_of,
+    peak_of,
+    total_bytes,
+)
 from .spec import Spec
 from .version import __version__
 
@@ -50,6 +66,7 @@ class Options:
     jobs: int = 1                        # points run side by side, each on a worker of its own
     repeat: int | None = None            # rung 5: calls a repetition point makes (--repeat N)
     repeat_s: float | None = None        # rung 5: seconds a repetition point may take (--repeat-s S)
+    budget: str = DEFAULT_BUDGET         # the named time budget (budgets.py: commit, release; --budget NAME)
     seed: int = 0                        # shifts every point's seed (--seed): false alarms are seed-dependent
     shrink_s: float = 0.0                # seconds to shrink the climb's failures after its rungs (--shrink-s; 0: none)
     on_outcome: Callable[[Outcome], None] | None = field(default=None, repr=False)
@@ -59,7 +76,11 @@ class Options:
     progress: Any = field(default=None, repr=False)   # report.progress.Progress, or None
     pool: Pool | None = field(default=None, repr=False)  # workers already started (the CLI warms them early)
     shard: Any = None                    # shard.Shard: run only the I-th of N slices of every rung's points (--shard I/N)
+    history: str | None = None           # the history the shard's deal reads its points' costs from (None: by bytes)
     ray: str | None = None               # a Ray cluster's address: the pool's lanes are Ray actors (run/ray_lanes.py)
+    store: Any = field(default=None, repr=False)   # history/outcomes.OutcomeStore: outcomes reused under an unchanged key
+    exitfirst: bool = False              # -x: no rung climbed after the first with a failure
+    first: frozenset = frozenset()       # --lf: ids of points that failed last time, run first in their rung
 
 
 def resolve_device(device: str) -> str:
@@ -104,16 +125,61 @@ def repro_command(ref: str, device: str, point: Point) -> str:
     return f"kladder repro {shlex.quote(ref)} {shlex.quote(json.dumps(d, separators=(',', ':')))} --device {device}"
 
 
-def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None) -> Note | None:
+def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None, peak: Peak | None = None,
+              host: tuple[int, int] | None = None) -> Note | None:
+    """Why a point cannot run here, or None. With `peak` (a measured point: sizes.Peak) the
+    memory it needs is what runs, scaled to its elements, not its declared tensors alone: the
+    kernel's part must fit the device, and what the host will hold must fit `host` (its available
+    bytes, and the workers sharing them): skipped with the estimate before any worker dies."""
     if point.mode == "model":
         return None                      # the model sizes its own tensors
+    note = range_note(spec, point)
+    if note is not None:
+        return note
     need = total_bytes(spec, point.sizes, point.dtype_of)
     # a point past every small budget is a GPU point by its sizes, whatever its `needs` says
     if device != "cuda" and (point.needs == "cuda" or is_big(spec, point.sizes)):
         return Note.of(NoteKind.GPU_POINT, need_bytes=need, budget=CPU_BUDGET.text())
     if device == "cuda" and free_bytes is not None and need > MEMORY_HEADROOM * free_bytes:
         return Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=need, free_bytes=free_bytes)
+    if peak is None or point.mode in MEASURED_ELSEWHERE:
+        return None
+    # a big point has economies of its own that a small one's peak does not scale to (its inputs
+    # hashed, not copied; with rows= its reference on sampled rows): its device need stays its
+    # tensors', and with rows= its host need too
+    big = is_big(spec, point.sizes)
+    kernel = peak.scaled(elements_of(spec, point.sizes), KERNEL_STAGES)
+    if device == "cuda" and not big and free_bytes is not None and kernel > MEMORY_HEADROOM * free_bytes:
+        return Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=kernel, free_bytes=free_bytes, measured=peak.point,
+                       measured_bytes=peak.bytes)
+    held = host_need(peak, spec, point.sizes, device, free_bytes)
+    if host is not None and not (big and spec.row_dims) and held > MEMORY_HEADROOM * host[0] / max(host[1], 1):
+        return Note.of(NoteKind.NO_HOST_MEMORY, need_bytes=held, share_bytes=host[0] // max(host[1], 1),
+                       workers=host[1], measured=peak.point, measured_bytes=peak.bytes)
     return None
+
+
+def range_note(spec: Spec, point: Point) -> Note | None:
+    """A value kind that cannot be drawn inside its input's declared range is skipped for that
+    input, with the reason (fill.range_problem): a point that tests nothing is never run."""
+    from .fill import range_problem
+    from .notation import ValueKind
+    from .sizes import dtype_of
+    for name, kind in point.kinds.items():
+        if name not in spec.all_tensors or not isinstance(kind, ValueKind):
+            continue                     # a padding fill, or an upstream gradient's kind
+        rng = spec.range_of(name, point.sizes)
+        why = range_problem(kind, dtype_of(spec, name, point.dtype_of), rng)
+        if why is not None:
+            return Note.of(NoteKind.VALUE_OUT_OF_RANGE, arg=name, value=kind.format(), lo=float(rng[0]),
+                           hi=float(rng[1]), why=why)
+    return None
+
+
+# Modes whose memory is not an eager call's (rung 5's ring of outputs, the sanitizer's child, a
+# collective's ranks, the model): a measured eager peak does not size them.
+MEASURED_ELSEWHERE = ("repeat", "calls", "sanitize", "collective", "model", "jitcache", "cachekey", "flags", "imports",
+                      "dispatch", "envset")
 
 
 # A-B-A is about state one call leaves for the next: each runs alone in a new worker, so
@@ -138,11 +204,31 @@ NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Ch
 # work to share: a lane per this many points, up to --jobs.
 POINTS_PER_LANE = 4
 # Points that take longest start first, so that the rest share the other lanes meanwhile (the
-# results still come in the rung's order): two processes on a cold and a warm cache; a fresh one.
-FIRST = {"jitcache": 0, "aba": 1}
+# results still come in the rung's order): compute-sanitizer's child (torch's start under the tool
+# alone takes seconds); two processes on a cold and a warm cache; three cache-key or flag variants;
+# a fresh worker.
+FIRST = {"sanitize": 0, "jitcache": 0, "cachekey": 1, "flags": 1, "aba": 1}
 # Modes whose calls all run in processes of their own, new for every point (a collective's
 # ranks): running such a point alone in a new worker would change nothing.
 OWN_PROCESS_MODES = ("collective",)
+# The points that start processes of their own (a fresh worker; a mode's own processes: the
+# jit-cache's cold and warm ones, the cache-key and flag variants, the import tracer, a dispatch
+# under environment variables; compute-sanitizer's child) spend most of their time starting
+# Python, torch and the spec, not calling the kernel: they start at the climb's start on lanes of
+# their own (early_lanes), beside rungs 1-3, each forked warm from the fork server, and their rung
+# takes their outcomes in its order when it comes (Runner.start_early). From rung 4 on.
+EARLY_FROM = number("modes")
+
+
+def own_process(point: Point, device: str) -> bool:
+    """The point starts a process of its own (see EARLY_FROM)."""
+    return fresh_process(point) or child_processes(point, device) > 0 or point.mode == "sanitize"
+
+
+def early_lanes(jobs: int) -> int:
+    """Lanes for the early points beside the rungs' own: one, and half the jobs where there are
+    more (a GPU's four sanitizer children, its cache-key compiles)."""
+    return max(1, jobs // 2)
 
 
 class Runner:
@@ -164,8 +250,13 @@ class Runner:
         self._idle: list[Lane] = []           # lanes no thread is using
         self.failed: list[Point] = []         # points that failed, in the rung order (rung 5 sanitizes the smallest)
         self._lanes_lock = threading.Lock()
-        self._gate = Gate()                   # lanes run under a shared hold; a point re-run alone holds it whole
+        self.waits = Waits()                  # what the lanes wait for (run/waits.py), per rung in the report
+        self.pool.waits = self.waits
+        self._gate = Gate(self.waits)         # lanes run under a shared hold; a point re-run alone holds it whole
         self._running: list[list[int]] = []   # per point in flight: [the most other lanes seen busy meanwhile]
+        self.peak: Peak | None = None         # the spec's measured point (sizes.Peak): sizes the points after it
+        self._early: dict[Point, Any] = {}    # points started ahead of their rung (start_early) -> their future
+        self._early_ex: ThreadPoolExecutor | None = None
 
     @property
     def device_name(self) -> str:
@@ -174,37 +265,58 @@ class Runner:
     @property
     def fingerprint(self) -> dict:
         """The environment the points ran in, as a worker saw it; where no worker started
-        (every point skipped), as this process sees it, without the device's details."""
+        (every point skipped, or reused from the outcome store), as this process sees it: the
+        CPU's name on the CPU, no device's details on CUDA."""
         from .fingerprint import fingerprint, source_file
-        return self.pool.fingerprint or fingerprint(source_file(self.ref), None)
+        return self.pool.fingerprint or fingerprint(source_file(self.ref), "cpu" if self.device == "cpu" else None)
 
     def run(self, point: Point) -> Outcome:
         return self._finish(self._first(point))
 
     def run_all(self, points, started: Callable[[Point], None] | None = None) -> Iterator[Outcome]:
-        """Every point, `jobs` at a time, yielded in the order given. A big point on a GPU runs
-        alone: two of them side by side run the device out of memory and say nothing."""
+        """Every point, `jobs` at a time, yielded in the order given; a point started early
+        (start_early) is not run again, its outcome taken when its turn comes. A big point on a
+        GPU runs alone: two of them side by side run the device out of memory and say nothing."""
         points = list(points)
-        lanes = min(self.jobs, max(1, len(points) // POINTS_PER_LANE))
-        self.pool.expect_fresh(sum(fresh_process(p) for p in points), lanes,
-                               children=sum(child_processes(p, self.device) for p in points))
+        early = {p: self._early.pop(p) for p in points if p in self._early}
+        rest = [p for p in points if p not in early]
+        lanes = min(self.jobs, max(1, len(rest) // POINTS_PER_LANE))
+        fresh, children = sum(fresh_process(p) for p in rest), sum(child_processes(p, self.device) for p in rest)
+        if fresh or children or not (early or self._early):   # else the early points' own expectation stands
+            self.pool.expect_fresh(fresh, lanes, children=children)
         if lanes == 1:
             for p in points:
                 if started:
                     started(p)
-                yield self.run(p)
+                yield self._finish(_result(early[p])) if p in early else self.run(p)
             return
         ex = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="kladder-lane")
         try:
             for batch in _batches(points, self.device):
-                order = sorted(range(len(batch)), key=lambda i: (FIRST.get(batch[i].mode, 2), i))
+                order = sorted((i for i, p in enumerate(batch) if p not in early),
+                               key=lambda i: (FIRST.get(batch[i].mode, 2), i))
                 futures = {i: ex.submit(self._first, batch[i]) for i in order}
                 for i, p in enumerate(batch):
                     if started:
                         started(p)
-                    yield self._finish(_result(futures[i]))
+                    yield self._finish(_result(early[p] if p in early else futures[i]))
         finally:
             ex.shutdown(wait=False, cancel_futures=True)
+
+    def start_early(self, points) -> None:
+        """Start these points now, longest first, on lanes of their own (early_lanes), each run
+        as `run` runs it (skipped, fresh, replayed when it fails); run_all takes each outcome in
+        its rung's order, where the rung's first failure is re-run alone as any other's. With
+        --jobs 1 nothing starts early: one point at a time, as asked."""
+        points = [p for p in dict.fromkeys(points) if p not in self._early]
+        if not points or self.jobs < 2:          # -j 1: one point at a time, as asked
+            return
+        self.pool.expect_fresh(sum(fresh_process(p) for p in points), early_lanes(self.jobs),
+                               children=sum(child_processes(p, self.device) for p in points))
+        if self._early_ex is None:
+            self._early_ex = ThreadPoolExecutor(max_workers=early_lanes(self.jobs), thread_name_prefix="kladder-early")
+        for p in sorted(points, key=lambda q: FIRST.get(q.mode, 2)):
+            self._early[p] = self._early_ex.submit(self._first, p)
 
     def _checkout(self) -> Lane:
         with self._lanes_lock:
@@ -218,16 +330,23 @@ class Runner:
         with self._lanes_lock:
             self._idle.append(lane)
 
-    def _on_lane(self, point: Point, timeout: float, fresh: bool, alone: bool = False) -> tuple[Outcome, Load]:
+    def _on_lane(self, point: Point, timeout: float, fresh: bool, alone: bool = False,
+                 wait_memory: bool = False) -> tuple[Outcome, Load]:
         """One run of the point on a lane, and what else used the device or the host meanwhile.
-        `alone`: no other lane runs a point meanwhile (those in flight are waited for)."""
-        with self._gate.alone() if alone else self._gate.shared():
+        `alone`: no other lane runs a point meanwhile (those in flight are waited for); with
+        `wait_memory`, and then for others' memory to free (bounded: faults.MEMORY_WAIT_S); a big
+        point on a GPU always runs alone (the early lanes' points are held back too: _batches keeps
+        the rung's own apart)."""
+        alone = alone or (self.device == "cuda" and point.kind == "big")
+        with self.waits.point(point), self._gate.alone() if alone else self._gate.shared():
             lane = self._checkout()
             seen = self._began()
             try:
+                waited = self._wait_memory(lane) if wait_memory else None
                 outcome = lane.run(point, timeout, fresh=fresh, budget_s=stage_budget(self.spec, self.device, point,
                                                                                       self.timeout_s))
                 load = lane.load                   # read before another thread takes the lane
+                self._measured(point, outcome, getattr(lane, "peak", None))
                 # asked after the fact: another climb's processes and memory are still there; the
                 # failed worker's are gone
                 held = lane.device_load() if faults.load_sensitive(outcome) and self.device == "cuda" else {}
@@ -240,7 +359,38 @@ class Runner:
                 outcome.note.facts, elements=sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)))
         for k, v in held.items():
             setattr(load, k, v if v is not None else getattr(load, k))
+        load.waited_s = waited
+        if outcome.ran_with is None:
+            outcome.ran_with = dataclasses.replace(load)      # a copy: under_load() marks `load` with the alone run
         return outcome, load
+
+    def _measured(self, point: Point, outcome: Outcome, stages: dict | None) -> None:
+        """The first eager point that passed and is big enough to stand for the others (sizes.peak_of)
+        is the spec's measured peak: one a climb, reused."""
+        if self.peak is None and outcome.status == Status.PASSED and point.mode == "eager":
+            self.peak = peak_of(self.spec, point, stages)
+
+    def _host(self, point: Point) -> tuple[int, int] | None:
+        """The host's available memory now and the workers that share it: the lanes, or one for a
+        big point on CUDA (it runs alone: _batches)."""
+        free = isolation.host_available()
+        return None if free is None else (free, 1 if self.device == "cuda" and point.kind == "big" else self.jobs)
+
+    def _wait_memory(self, lane: Lane) -> float:
+        """Before a run alone after one that ended for memory: wait until others no longer hold the
+        device's memory (CUDA) nor the host's, up to faults.MEMORY_WAIT_S; the seconds waited."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < faults.MEMORY_WAIT_S and faults.memory_held(self._memory_now(lane.gpu)):
+            time.sleep(faults.MEMORY_POLL_S)
+        return round(time.monotonic() - t0, 1)
+
+    def _memory_now(self, gpu: str | None) -> Load:
+        """Who holds memory now: others' on the CUDA device, and the host's when it is full."""
+        now = Load(**isolation.device_load(gpu, self.pool.pids())) if self.device == "cuda" else Load()
+        used, total = isolation.host_memory()
+        if used is not None and used >= isolation.HOST_FULL_SHARE * total:
+            now.host_used_bytes, now.host_total_bytes = used, total
+        return now
 
     def _began(self) -> list[int]:
         with self._lanes_lock:
@@ -260,16 +410,24 @@ class Runner:
         """A run; one that hung, crashed, faulted or ran out of memory while other work used the
         device or the host is re-run alone, in a fresh worker with the other lanes held back,
         before it is reported (run/faults.py under_load says what each result becomes)."""
+        from .devicestart import DeviceStartError
         outcome, load = self._on_lane(point, timeout, fresh)
         if not faults.load_sensitive(outcome) or not busy(load) or point.mode in OWN_PROCESS_MODES:
             return outcome
-        alone, alone_load = self._on_lane(point, timeout, True, alone=True)
+        memory = faults.memory_exhausted(outcome, load)
+        try:
+            alone, alone_load = self._on_lane(point, timeout, True, alone=True, wait_memory=memory)
+        except DeviceStartError as e:
+            if not memory:
+                raise
+            # the run alone could not start its worker for lack of device memory: never the kernel's
+            alone, alone_load = faults.could_not_start(point, e.error), self._memory_now(e.gpu)
         return faults.under_load(outcome, alone, load, alone_load)
 
     def _first(self, point: Point) -> Outcome:
         """The point's first run, and its replay when it failed."""
         free = self.pool.free_bytes() if self.device == "cuda" else None
-        note = skip_note(self.spec, point, self.device, free)
+        note = skip_note(self.spec, point, self.device, free, self.peak, self._host(point) if self.peak else None)
         if note:
             return Outcome(point, Status.SKIPPED, note=note)
         fresh = fresh_process(point)
@@ -285,7 +443,10 @@ class Runner:
         if (outcome.status == Status.FAILED and outcome.replay == Replay.FAILED_AGAIN
                 and not fresh_process(point) and point.mode not in OWN_PROCESS_MODES
                 and point.rung not in self.failed_rungs):
-            _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True)[0])
+            from .devicestart import DeviceStartError
+            # no worker could start beside others' memory: the failure seen twice stands as seen
+            with contextlib.suppress(DeviceStartError):
+                _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True)[0])
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)
             self.failed.append(point)
@@ -297,6 +458,8 @@ class Runner:
         self.pool.kill()
 
     def close(self) -> None:
+        if self._early_ex is not None:           # points started early for rungs the climb never reached
+            self._early_ex.shutdown(wait=False, cancel_futures=True)
         with self._lanes_lock:
             lanes, self._lanes = list(self._lanes), []
         for lane in lanes:
@@ -307,7 +470,7 @@ class Runner:
 def busy(load: Load) -> bool:
     """Anything else used the device or the host while the point ran: another lane of this
     climb, another process on the device, or other processes' CPU past HOST_BUSY_CORES."""
-    return (load.lanes > 0 or load.processes > 0 or faults.others_memory(load)
+    return (load.lanes > 0 or load.processes > 0 or faults.memory_held(load)
             or load.host_cpu_s > HOST_BUSY_CORES * max(load.seconds, 1e-9))
 
 
@@ -315,17 +478,20 @@ class Gate:
     """Lanes run points under a shared hold; a point re-run alone takes the gate whole: it waits
     for the points in flight, and no lane starts another until it is done."""
 
-    def __init__(self):
+    def __init__(self, waits: Waits | None = None):
         self._cond = threading.Condition()
         self._shared = 0
         self._whole = False
         self._waiting = 0                      # runs waiting to be alone: no new shared hold meanwhile
+        self.waits = waits                     # where the waits are said (run/waits.py)
 
     @contextmanager
     def shared(self):
         with self._cond:
-            while self._whole or self._waiting:
-                self._cond.wait()
+            if self._whole or self._waiting:
+                with waiting(self.waits, Wait.HELD):
+                    while self._whole or self._waiting:
+                        self._cond.wait()
             self._shared += 1
         try:
             yield
@@ -338,8 +504,10 @@ class Gate:
     def alone(self):
         with self._cond:
             self._waiting += 1
-            while self._whole or self._shared:
-                self._cond.wait()
+            if self._whole or self._shared:
+                with waiting(self.waits, Wait.IN_FLIGHT):
+                    while self._whole or self._shared:
+                        self._cond.wait()
             self._waiting -= 1
             self._whole = True
         try:
@@ -366,12 +534,14 @@ def _batches(points: list[Point], device: str) -> Iterator[list[Point]]:
 
 
 def _result(future):
-    """A lane's outcome; waits in short steps so that Ctrl-C reaches the main thread at once."""
+    """A lane's outcome; waits in short steps so that Ctrl-C reaches the main thread at once (and
+    one whose KeyboardInterrupt was swallowed on its way stops the climb all the same)."""
+    from .interrupts import check_current
     while True:
         try:
             return future.result(timeout=0.25)
         except FutureTimeout:
-            continue
+            check_current()
 
 
 def _replayed(first: Outcome, again: Outcome) -> None:
@@ -418,18 +588,28 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
     report.kladder_version = __version__
     t0 = time.perf_counter()
     runner = Runner(ref, spec, device, opts.timeout_s, jobs=opts.jobs, pool=opts.pool)
-    slicer = _slicer(opts)
+    if opts.progress is not None and hasattr(opts.progress, "watch"):
+        opts.progress.watch(runner.waits)
+    slicer = _slicer(opts, spec, device)
+    reuse = opts.store.climbing(ref, spec, device, runner, report.run_id, opts.timeout_s) if opts.store else None
     log = None
     try:
         try:
             if opts.log_path:
                 with guard.held():            # the log is made with its header record, never empty
                     log = Log(opts.log_path, report, opts)
-                    report.log_path = opts.log_path
+                    report.log_path = opts.log_path if log.working else ""
             plan_rungs(report, opts.rungs)
+            runner.start_early(early_points(spec, budget, report, runner, opts))
             for rr in report.rungs:
-                if rr.climbed:
-                    _climb_rung(rr, spec, budget, runner, report, log, opts, slicer)
+                guard.check()             # a signal whose KeyboardInterrupt was swallowed stops the climb here
+                if rr.climbed and report.stopped_at is not None:
+                    rr.climbed, rr.stopped = False, True          # -x: stopped at an earlier rung's failure
+                elif rr.climbed:
+                    _climb_rung(rr, spec, budget, runner, report, log, opts, slicer, reuse)
+                    if opts.exitfirst and rr.failed:
+                        report.stopped_at = rr.rung
+            guard.check()
             if opts.shrink_s > 0 and report.failures:
                 _shrink(report, runner, opts)
         finally:
@@ -442,12 +622,15 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
         runner.kill()
     finally:
         report.fingerprint = runner.fingerprint
+        if reuse is not None:
+            report.reuse = reuse.facts()
         if slicer is not None:
             from .shard import options_record
             report.shard = slicer.record(options_record(opts))
         runner.close()
         report.seconds = time.perf_counter() - t0
         end_climb(report, opts.rungs, guard.seen)
+        report.budget = _budget_summary(report, opts)
         if opts.on_end is not None:
             opts.on_end(report)
         if log:
@@ -457,6 +640,15 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
         if owned:
             guard.restore()
     return report
+
+
+def _budget_summary(report: ClimbReport, opts: Options):
+    """Which time budget ran, and what the longer one would add at rung 5 (budgets.summary)."""
+    from .budgets import summary
+    rung5 = next((rr for rr in report.rungs if rr.rung == number("repetition")), None)
+    if rung5 is None or not rung5.climbed:
+        return None
+    return summary(opts.budget, report.device, rung5.outcomes, overridden=opts.repeat is not None or opts.repeat_s is not None)
 
 
 def _shrink(report: ClimbReport, runner: Runner, opts: Options) -> None:
@@ -491,24 +683,32 @@ def end_climb(report: ClimbReport, rungs: tuple[int, ...], interrupted: bool) ->
             rr.climbed, rr.note = False, why
 
 
-def _slicer(opts: Options):
+def _slicer(opts: Options, spec: Spec, device: str):
     if opts.shard is None:
         return None
-    from .shard import Slicer
-    return Slicer(opts.shard)
+    from .shard import Slicer, history_costs
+    return Slicer(opts.shard, spec, history_costs(opts.history, spec.name, device))
 
 
-def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options, slicer=None):
+def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options, slicer=None, reuse=None):
+    from .interrupts import check_current
     t0 = time.perf_counter()
     extra = _rung_options(rr.rung, opts, runner)
     points = list(rung_points(spec, rr.rung, budget, opts.seed, **extra))
     if slicer is not None:
         points = _shard_points(slicer, rr.rung, points, spec, budget, opts, extra)
+    if opts.first:                            # --lf: last time's failures first
+        points.sort(key=lambda p: p.id not in opts.first)
+    rr.planned = len(points)
     progress = opts.progress
     if progress:
         progress.rung_started(rr, len(points))
+    started = progress.point_started if progress else None
+    outcomes = (reuse.outcomes(points, lambda pts: runner.run_all(pts, started=started), started,
+                               lambda p: repro_command(runner.ref, runner.device, p))
+                if reuse is not None else runner.run_all(points, started=started))
     try:
-        for outcome in runner.run_all(points, started=progress.point_started if progress else None):
+        for outcome in outcomes:
             report.device_name = runner.device_name or report.device_name
             rr.outcomes.append(outcome)
             if log:
@@ -517,13 +717,33 @@ def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts:
                 progress.point_done(outcome)
             if opts.on_outcome:
                 opts.on_outcome(outcome)
+            check_current()                  # between points: a swallowed signal stops the rung here
     except KeyboardInterrupt:
         rr.interrupted = True
         raise
     finally:
         rr.seconds = time.perf_counter() - t0
+        rr.waits = runner.waits.of_rung(rr.rung)
         if progress:
             progress.rung_done(rr)
+
+
+def early_points(spec, budget, report: ClimbReport, runner: Runner, opts: Options) -> list[Point]:
+    """The points of the rungs to climb, from EARLY_FROM on, that start processes of their own
+    (own_process), as their rungs will generate them (rung 5's from no earlier failure: its
+    sanitizer runs on a failure start with their rung). None with --shard (its deal is made rung
+    by rung, in order)."""
+    if opts.shard is not None:
+        return []
+    found = []
+    for rr in report.rungs:
+        if rr.climbed and rr.rung >= EARLY_FROM:
+            extra = _rung_options(rr.rung, opts, runner)
+            try:
+                found += [p for p in rung_points(spec, rr.rung, budget, opts.seed, **extra) if own_process(p, runner.device)]
+            except Exception:  # noqa: BLE001 - a rung whose points cannot be made says so when its turn comes, as before
+                continue
+    return found
 
 
 def _shard_points(slicer, rung: int, points: list[Point], spec, budget, opts: Options, extra: dict) -> list[Point]:
@@ -543,7 +763,8 @@ def _rung_options(rung: int, opts: Options, runner: Runner) -> dict:
     if rung == 2 and opts.replay:
         return {"replay": opts.replay}
     if rung == 5:
-        return {"repeat": opts.repeat, "repeat_s": opts.repeat_s, "failed": tuple(runner.failed)}
+        return {"repeat": opts.repeat, "repeat_s": opts.repeat_s, "failed": tuple(runner.failed),
+                "time_budget": opts.budget}
     return {}
 
 
@@ -552,14 +773,29 @@ class Log:
     arrives, and a closing record, so that a reader tells a finished climb from a killed one.
     Every record carries the climb's run id (climbs may share a --log file). Each record is one
     write(2) of one whole line on a file opened O_APPEND: a reader, or a climb killed at any
-    moment, never sees a torn record, and two climbs appending to one file never interleave."""
+    moment, never sees a torn record, and two climbs appending to one file never interleave.
+
+    The log never ends a climb: a write that fails (a full disk) takes back the part of its line
+    that reached the file, says so once on stderr and stops the log there, and the climb goes on
+    to its report; a log that could not take even its header is removed (never a 0-byte file)."""
 
     def __init__(self, path: str, report: ClimbReport, opts: Options):
         from .fingerprint import fingerprint, source_file
-        self.run_id = report.run_id
+        self.path, self.run_id = path, report.run_id
+        self.fd: int | None = None
+        self.records = 0
+        self.created = False
         header = {"record": "header", **header_dict(report, opts, fingerprint(source_file(report.ref), None))}
-        self.fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            self.fd, self.created = _open_log(path)
+        except OSError as e:
+            self._stop(e)
+            return
         self._write(header)
+
+    @property
+    def working(self) -> bool:
+        return self.fd is not None
 
     def point(self, outcome: Outcome) -> None:
         self._write({"record": "point", "run_id": self.run_id, **outcome_dict(outcome)})
@@ -567,19 +803,77 @@ class Log:
     def close(self, report: ClimbReport) -> None:
         if self.fd is None:
             return
-        try:
-            self._write({"record": "end", **end_dict(report)})
-            with contextlib.suppress(OSError):       # not a file that syncs (/dev/null, a pipe): written all the same
-                os.fsync(self.fd)
-        finally:
+        self._write({"record": "end", **end_dict(report)})
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):           # not a file that syncs (/dev/null, a pipe): written all the same
+            os.fsync(self.fd)
+        with contextlib.suppress(OSError):
             os.close(self.fd)
-            self.fd = None
+        self.fd = None
 
     def _write(self, record: dict) -> None:
-        line = (dumps(record) + "\n").encode()
-        done = os.write(self.fd, line)             # one call: O_APPEND puts the whole line at the end
-        while done < len(line):                     # a short write (a full disk): the rest, still in order
-            done += os.write(self.fd, line[done:])
+        if self.fd is None:
+            return
+        try:
+            _append(self.fd, (dumps(record) + "\n").encode())
+        except OSError as e:
+            self._stop(e)
+            return
+        self.records += 1
+
+    def _stop(self, e: OSError) -> None:
+        """The log stops here, said once; a file this climb made and could not write a byte to is removed."""
+        fd, self.fd = self.fd, None
+        empty = False
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                empty = self.created and os.fstat(fd).st_size == 0
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if empty:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        what = "was removed (empty)" if empty else f"keeps its first {self.records} whole records" if self.records else \
+            "was not made"
+        print(f"kladder: warning: the log {self.path!r} could not be written ({e.strerror or e}); it {what} and stops "
+              "here, the climb goes on (its report holds every point)", file=sys.stderr, flush=True)
+
+
+def _open_log(path: str) -> tuple[int, bool]:
+    """The log's file for appending, and whether this call made it (so that a log that never took
+    a line can be removed without removing another climb's file, or /dev/full)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    try:
+        return os.open(path, flags | os.O_EXCL, 0o666), True
+    except FileExistsError:
+        return os.open(path, flags, 0o666), False
+
+
+def _append(fd: int, line: bytes) -> None:
+    """One line at the end of the file in one write(2) (O_APPEND puts it whole at the end); a
+    short write (a disk that fills) is finished in order, and a write that fails then takes back
+    the part that landed, so the file holds whole lines only."""
+    done = os.write(fd, line)
+    while done < len(line):
+        try:
+            n = os.write(fd, line[done:])
+            if n == 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        except OSError:
+            _take_back(fd, done)
+            raise
+        done += n
+
+
+def _take_back(fd: int, landed: int) -> None:
+    """Truncate the `landed` bytes of a torn line, where they are still the file's last bytes
+    (another climb appending to the same file since then: left as it is, its lines whole)."""
+    with contextlib.suppress(OSError):
+        end = os.lseek(fd, 0, os.SEEK_CUR)         # after an O_APPEND write: the end of what it wrote
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_size == end and end >= landed:
+            os.ftruncate(fd, end - landed)
 
 
 LOG_FOLDER = os.path.join(".kladder", "log")

@@ -142,3 +142,105 @@ def load_spec(ref: str) -> Spec:
         found = ", ".join(sorted(specs)) or "none"
         raise LoadError(f"{target!r} has no spec named {name!r}; specs there: {found}.")
     return specs[name]
+
+
+# ---------------------------------------------------------------------------- many specs (`kladder climb PATH...`)
+SKIPPED_FILES = ("setup.py", "conftest.py", "noxfile.py")
+
+
+class ManySpecs(Exception):
+    """A reference that names several specs (a folder, a package, a file or module with several):
+    `refs` is one PATH::NAME a spec."""
+
+    def __init__(self, refs: list[str]):
+        super().__init__(f"{len(refs)} specs")
+        self.refs = refs
+
+
+def is_many(ref: str) -> bool:
+    """A reference that is a folder or a package: it names every spec found under it."""
+    target, name = split_ref(ref)
+    if name is not None or not target:
+        return False
+    if _is_path(target) or os.path.isdir(target):
+        return os.path.isdir(target)
+    try:
+        found = importlib.util.find_spec(target)
+    except (ImportError, ValueError):
+        return False
+    return found is not None and found.submodule_search_locations is not None
+
+
+def spec_files(folder: str) -> list[str]:
+    """The .py files under `folder` that may hold specs: every one that mentions kladder, in
+    sorted order, hidden folders, __pycache__, files starting with '_' and setup/conftest left out."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")) and d not in ("node_modules", "build", "dist"))
+        for f in sorted(files):
+            if not f.endswith(".py") or f.startswith("_") or f in SKIPPED_FILES:
+                continue
+            path = os.path.join(root, f)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    if "kladder" in fh.read():
+                        out.append(path)
+            except OSError:
+                continue
+    return out
+
+
+def refs_in(ref: str) -> list[str]:
+    """Every spec a reference names, as PATH::NAME (see specs_in)."""
+    return [r for r, _ in specs_in(ref)]
+
+
+def specs_in(ref: str) -> list[tuple[str, Spec]]:
+    """Every spec a reference names, as (PATH::NAME, Spec), NAME the variable holding it, each module
+    imported once: PATH::NAME or module::NAME itself; a file or a module, each spec it holds; a
+    folder, each spec of each file under it (spec_files); a package, each spec of each of its
+    modules. A reference that names no spec, or a module that cannot be imported, is a LoadError
+    naming it."""
+    target, name = split_ref(ref)
+    if not os.path.isdir(target):
+        check_ref(ref)
+    if name is not None:
+        return [(ref, load_spec(ref))]
+    if os.path.isdir(target):
+        files = spec_files(target)
+        found = [rs for f in files for rs in _specs_of_module(f, f)]
+        if not found:
+            raise LoadError(f"no kl.Spec found under {target!r} (in {len(files)} .py files that mention kladder); give "
+                            "PATH.py::NAME, a file or a folder that holds specs.")
+        return found
+    if not _is_path(target):
+        try:
+            package = importlib.util.find_spec(target)
+        except (ImportError, ValueError):
+            package = None
+        if package is not None and package.submodule_search_locations:
+            found = []
+            for folder in package.submodule_search_locations:
+                for f in spec_files(folder):
+                    rel = os.path.relpath(os.path.splitext(f)[0], folder).replace(os.sep, ".")
+                    found += _specs_of_module(f"{target}.{rel}", f"{target}.{rel}")
+            if not found:
+                raise LoadError(f"no kl.Spec found in the package {target!r}; give module::NAME.")
+            return found
+    found = _specs_of_module(target, target)
+    if not found:
+        raise LoadError(f"{target!r} holds no kl.Spec; give PATH.py::NAME or module::NAME.")
+    return found
+
+
+def _specs_of_module(target: str, shown: str) -> list[tuple[str, Spec]]:
+    mod = load_module(target)
+    specs = {k: v for k, v in vars(mod).items() if isinstance(v, Spec)}
+    _one_name_each(shown, specs, twins_allowed=isinstance(getattr(mod, "CASE", None), dict))
+    seen: set[int] = set()
+    out = []
+    for var, s in specs.items():
+        if id(s) not in seen:                # one Spec bound to two names is one spec
+            seen.add(id(s))
+            out.append((f"{target}::{var}", s))
+    return out

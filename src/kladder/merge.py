@@ -60,6 +60,11 @@ def check_same(docs: list[tuple[str, dict]]) -> list[str]:
             if a.get(key) != b.get(key):
                 raise MergeError(f"{path!r} climbed with {key} {a.get(key)!r}, {p0!r} with {key} {b.get(key)!r}: merge "
                                  "only the shards of one climb (the same spec, device, kladder, seed and options)")
+        ca, cb = (x["shard"].get("costs") or {} for x in (d, d0))
+        if ca.get("digest") != cb.get("digest"):
+            raise MergeError(f"{path!r} dealt its points by {_costs(ca)}, {p0!r} by {_costs(cb)}: the shards' slices "
+                             "may overlap or leave points out; climb every shard with the same --history (a copy of one "
+                             "file), or every one with --no-history")
         for rung in sorted(set(d["shard"]["dealt"]) & set(d0["shard"]["dealt"]), key=int):
             if d["shard"]["dealt"][rung] != d0["shard"]["dealt"][rung]:
                 raise MergeError(f"rung {rung}: {path!r} dealt {d['shard']['dealt'][rung]} points among the shards, "
@@ -81,6 +86,15 @@ def check_same(docs: list[tuple[str, dict]]) -> list[str]:
         warnings.insert(0, f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} missing: the merged report "
                            "holds the other shards' points only")
     return warnings
+
+
+def _costs(c: dict) -> str:
+    """The costs a shard dealt by, as its report says them (shard.Costs.record)."""
+    if not c:
+        return "count (a kladder before costs)"
+    if c.get("source") == "history":
+        return f"the costs of {c.get('known')} points in its history (table {c.get('digest')})"
+    return "the points' bytes (no history)"
 
 
 def _of(d: dict) -> str:
@@ -105,6 +119,7 @@ def merge(paths: list[str]) -> tuple[ClimbReport, list[str]]:
     report.rungs = _rungs(docs)
     report.shrunk = _shrunk(docs, report)
     report.shard = {"index": None, "count": d0["shard"]["count"], "options": d0["shard"]["options"],
+                    **({"costs": d0["shard"]["costs"]} if d0["shard"].get("costs") else {}),
                     "dealt": _united(docs, "dealt"), "merged": [d["shard"]["index"] for _, d in docs],
                     "positions": {str(r.rung): list(range(len(r.outcomes))) for r in report.rungs if r.outcomes}}
     return report, warnings

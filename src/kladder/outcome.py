@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .facts import CHECK_FACTS, NOTE_FACTS, Facts
+from .facts import CHECK_FACTS, NOTE_FACTS, Facts, ReusedFacts
 from .point import Point
 
 
@@ -85,7 +85,8 @@ class Check(_Words):
                                              # pattern, mismatched/total: the elements (rows for a hash) that changed
     NOT_BITWISE = "not_bitwise"              # cause (Cause), mismatched/total
     PADDING = "padding"                      # arg, fill, valid, pattern, mismatched/total
-    INVALID_REFERENCE = "invalid_reference"  # functions, gpu_kernels
+    INVALID_REFERENCE = "invalid_reference"  # functions, gpu_kernels: older reports only; a reference that is not
+                                             # independent is now the spec's problem (NoteKind.REFERENCE_NOT_INDEPENDENT)
     INVARIANT = "invariant"                  # name; pattern and mismatched/total when checked per element
     NONFINITE = "nonfinite"                  # (none): NaN/Inf accepted where the policy says raise
     MODEL = "model"                          # metric (nll | score), baseline, kernel, samples, ...
@@ -133,6 +134,7 @@ class NoteKind(_Words):
     """Why a point was skipped, broken or out of memory, or what a passing mode measured. Its
     facts: facts.py's NOTE_FACTS (one frozen dataclass per member)."""
     GPU_POINT = "gpu_point"                        # need_bytes, budget
+    VALUE_OUT_OF_RANGE = "value_out_of_range"      # arg, value, lo, hi, why: the value kind has no value inside the declared range
     NO_DEVICE_MEMORY = "no_device_memory"          # need_bytes, free_bytes
     MODE_NEEDS_CUDA = "mode_needs_cuda"            # mode
     GRAPHS_NOT_CLAIMED = "graphs_not_claimed"      # error, text: the capture failed; Spec(graphs=False) says production
@@ -146,6 +148,7 @@ class NoteKind(_Words):
     RAISED_AS_ASKED = "raised_as_asked"            # error
     INPUTS_FAILED = "inputs_failed"                # error, text
     REFERENCE_RAISED = "reference_raised"          # error, text
+    REFERENCE_SHAPE = "reference_shape"            # output, shape (the reference's), declared (returns=, the kernel's too)
     REFERENCE_NAN = "reference_nan"                # output, count, total, at (the first, as the kernel's index): NaN where every input is finite and the kernel gave a number
     INVARIANT_RAISED = "invariant_raised"          # name, error, text
     PROCESS_FAILED = "process_failed"              # label, text
@@ -182,6 +185,37 @@ class NoteKind(_Words):
     HOST_BUSY = "host_busy"                        # timeout_s, cores, the alone run's Load facts: hung under load and
                                                    # alone too, while other processes held the host's CPU and the
                                                    # worker got little of it: the kernel never had the time to finish
+    HOST_FULL = "host_full"                        # signal, first, the Load's facts: killed (the out-of-memory killer)
+                                                   # while the host's memory was full or others held it: not judged
+    NO_HOST_MEMORY = "no_host_memory"              # need_bytes (a measured peak, scaled), share_bytes, workers, measured,
+                                                   # measured_bytes: the host cannot hold the point: skipped before it ran
+    REFERENCE_NOT_INDEPENDENT = "reference_not_independent"  # reference, functions, jit_kernels, gpu_kernels, torch_op:
+                                                   # the reference runs the kernel's own code: BROKEN, the spec's problem
+
+
+class Wait(_Words):
+    """What a lane of a climb waited for before its point could run (run/waits.py records it,
+    per rung, in the report: RungReport.waits)."""
+    FORK_SERVER = "fork_server"      # the fork server to import torch and Triton (new processes fork from it)
+    WORKER = "worker"                # a worker to start (its imports, the spec's, a CUDA context)
+    DEVICE = "device"                # the device to take a worker's CUDA context (others hold its memory)
+    IN_FLIGHT = "in_flight"          # the other lanes' points to end, to run a point alone (a re-run alone, a big point)
+    HELD = "held"                    # a point that runs alone: the other lanes are held back meanwhile
+
+
+@dataclass(frozen=True)
+class Waited:
+    """A rung's lanes waited `seconds` in all, `times` times, for `wait`."""
+    wait: Wait
+    seconds: float
+    times: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"for": str(self.wait), "seconds": round(self.seconds, 3), "times": self.times}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Waited":
+        return cls(Wait(d["for"]), float(d["seconds"]), int(d.get("times", 1)))
 
 
 class Replay(_Words):
@@ -219,6 +253,9 @@ class Pattern:
           scattered (n_bad of numel, first)
     sample: for whole_rows (past its five ids), runs and scattered, the indices of up to 256 wrong
             elements spread evenly over the wrong rows and their wrong columns (the HTML's map)
+    density: for the same kinds, where every row was checked: the share of wrong elements in each
+            cell of the output folded to at most 32 x 64 cells (the HTML's map draws a dense failure
+            by it: 94% of a row wrong is a red band, not a sample's stripes)
     rows: ("every",) | ("one", a) | ("from", a, b) | ("range", a, b) | ("runs", ((a, b), ...))"""
     kind: str
     cols: Span | None = None
@@ -231,6 +268,8 @@ class Pattern:
     checked: bool = False
     first: tuple = ()
     sample: tuple = ()       # where the kind does not locate every wrong element: up to 256 of their indices, spread evenly
+    density: tuple = ()      # there too, the output checked whole: (rows a cell, columns a cell, per cell the share of
+                             # its elements that are wrong in percent, 1..100 where any is) over at most 32 x 64 cells
 
 
 def _typed(table: dict, kind, facts):
@@ -289,6 +328,10 @@ class Load:
     seconds: float = 0.0                  # the point's wall time while measured
     alone: Status | None = None           # the alone run's status (None: not re-run)
     alone_s: float = 0.0                  # the alone run's wall time
+    host_used_bytes: int | None = None    # the host's memory in use once the point ended, when it was full (isolation.HOST_FULL_SHARE)
+    host_total_bytes: int | None = None
+    oom_kills: int | None = None          # kills by the out-of-memory killer while the point ran (/proc/vmstat oom_kill)
+    waited_s: float | None = None         # seconds the run alone waited for others' memory to free first
 
     def facts(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Status) else v) for k, v in vars(self).items()}
@@ -350,7 +393,8 @@ def _pattern_from(d):
     cols = d.get("cols")
     span = None if cols is None else Span(cols["first"], cols["last"], cols["n"], _freeze(cols.get("tile_note")))
     return Pattern(**{**d, "cols": span, "rows": _freeze(d.get("rows")), "ids": _freeze(d.get("ids", ())),
-                      "first": _freeze(d.get("first", ())), "sample": _freeze(d.get("sample", ()))})
+                      "first": _freeze(d.get("first", ())), "sample": _freeze(d.get("sample", ())),
+                      "density": _freeze(d.get("density", ()))})
 
 
 @dataclass
@@ -369,6 +413,9 @@ class Outcome:
     stages: dict[Stage, float] = field(default_factory=dict)   # seconds spent in each stage (run/stages.py)
     load: Load | None = None             # what else ran while it ran, when it was re-run alone for it
     hashes: dict[str, str] = field(default_factory=dict)   # output name -> sha256 of its bytes, first call (run/hashes.py)
+    ran_with: Load | None = None         # what else used the host and the device during its run (every run's; the
+                                         # history keeps it, and `kladder diff` compares timings only at like load)
+    reused: ReusedFacts | None = None    # not run in this climb: the earlier climb whose outcome it is (history/outcomes.py)
 
     @property
     def headline(self) -> Finding | None:
@@ -384,7 +431,9 @@ class Outcome:
                 "replay": None if self.replay is None else str(self.replay),
                 "replay_status": None if self.replay_status is None else str(self.replay_status),
                 "output": self.output, "stages": {str(k): v for k, v in self.stages.items()},
-                "load": None if self.load is None else self.load.facts(), "hashes": self.hashes}
+                "load": None if self.load is None else self.load.facts(), "hashes": self.hashes,
+                "ran_with": None if self.ran_with is None else self.ran_with.facts(),
+                "reused": None if self.reused is None else self.reused.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
@@ -396,7 +445,8 @@ class Outcome:
                    None if d.get("replay") is None else Replay(d["replay"]),
                    None if d.get("replay_status") is None else Status(d["replay_status"]), d.get("output", ""),
                    {Stage(k): v for k, v in (d.get("stages") or {}).items()}, Load.from_facts(d.get("load")),
-                   dict(d.get("hashes") or {}))
+                   dict(d.get("hashes") or {}), Load.from_facts(d.get("ran_with")),
+                   None if d.get("reused") is None else ReusedFacts.from_dict(d["reused"]))
 
 
 # ---------------------------------------------------------------------------- between layers

@@ -156,14 +156,23 @@ class Point:
 
     @classmethod
     def parse(cls, text: str) -> "Point":
-        """Read a point from its JSON or its repr (a Python dict literal)."""
+        """Read a point from its JSON or its repr (a Python dict literal): data only (a literal,
+        never code), at most MAX_TEXT characters nested at most MAX_DEPTH deep, so that a hostile
+        string costs neither a RecursionError nor the memory of its parse."""
         text = text.strip()
+        if len(text) > MAX_TEXT:
+            raise ValueError(f"the point is {len(text):,} characters; a point a report prints is far under {MAX_TEXT:,}: "
+                             "copy it from the report again.")
+        depth = nesting(text)
+        if depth > MAX_DEPTH:
+            raise ValueError(f"the point nests {depth} deep; a point a report prints nests at most {MAX_DEPTH} deep: copy "
+                             "it from the report again.")
         try:
             d = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             try:
                 d = ast.literal_eval(text)
-            except (ValueError, SyntaxError) as e:
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
                 raise ValueError(f"cannot read a point from {text[:80]!r}: give the JSON or the dict that the report prints ({e}).") from None
         if not isinstance(d, dict):
             raise ValueError(f"cannot read a point from {text[:80]!r}: expected a dict.")
@@ -171,6 +180,33 @@ class Point:
 
     def __repr__(self) -> str:
         return repr(self.to_dict())
+
+
+MAX_TEXT = 1 << 16         # characters of a point's text: a collective's call sizes and a long why fit many times over
+MAX_DEPTH = 16             # brackets within brackets: a report's points nest 5 deep (partner's dims)
+
+
+def nesting(text: str) -> int:
+    """How deep brackets nest in `text` outside its string literals ('...' and "...", with
+    backslash escapes), counted without parsing (a parser recurses once a level)."""
+    depth = deepest = 0
+    quote, escaped = "", False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]})":
+            depth -= 1
+    return deepest
 
 
 PAIRS = ("dims", "dtypes", "config", "partner", "values", "layouts", "ranks", "repeat", "env")

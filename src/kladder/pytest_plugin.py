@@ -2,7 +2,9 @@
 (`test_rmsnorm = kl.Spec(...)`) becomes one pytest item per point, with readable ids
 (`test_rmsnorm[r1-M=1-N=511-bfloat16]`), so `pytest -k` selects points and a failure
 prints kladder's message. Points run in kladder's worker processes, as in `kladder climb`.
-torch is imported only once a Spec is collected."""
+torch is imported only once a Spec is collected. Each spec's points a session runs are recorded
+in the history as a climb of kind "pytest" (`kladder history` lists it, `kladder diff` and the
+shards' costs read it; --kladder-history PATH, --kladder-no-history), one a spec and xdist worker."""
 from __future__ import annotations
 
 import pytest
@@ -20,6 +22,11 @@ def pytest_addoption(parser):
     for name, default, help_text in OPTIONS:
         group.addoption(f"--kladder-{name}", dest=f"kladder_{name}", default=None, help=help_text)
         parser.addini(f"kladder_{name}", help=help_text, default=default)
+    history = "kladder: the history the points' results are recorded in (default .kladder/history.sqlite or $KLADDER_HISTORY)"
+    group.addoption("--kladder-history", dest="kladder_history", default=None, metavar="PATH", help=history)
+    parser.addini("kladder_history", help=history, default="")
+    group.addoption("--kladder-no-history", dest="kladder_no_history", action="store_true", default=False,
+                    help="kladder: do not record the points' results in the history")
 
 
 def pytest_configure(config):
@@ -86,6 +93,7 @@ class PointItem(pytest.Item):
         from .report.terminal import render_outcome
         from .report.words import reason
         outcome = _runner(self.config, self.ref, self.parent.spec, self.device).run(self.point)
+        _record(self.config, self.ref, outcome)
         if outcome.status == "skipped":
             pytest.skip(reason(outcome))
         if outcome.status != "passed":
@@ -101,6 +109,7 @@ class PointItem(pytest.Item):
 
 
 _RUNNERS_KEY = pytest.StashKey[dict]()
+_RECORDS_KEY = pytest.StashKey[dict]()   # ref -> (the ClimbReport its points fill, its history.record.Recorder)
 
 
 def _runner(config, ref: str, spec, device: str):
@@ -112,6 +121,55 @@ def _runner(config, ref: str, spec, device: str):
         # with Triton's interpreter chosen for a CPU run (run/isolation.py worker_env)
         runners[ref] = Runner(ref, spec, device, float(_option(config, "timeout") or 0) or None)
     return runners[ref]
+
+
+def _history(config) -> str | None:
+    if config.getoption("kladder_no_history"):
+        return None
+    from .history.store import default_path
+    return config.getoption("kladder_history") or config.getini("kladder_history") or default_path()
+
+
+def _record(config, ref: str, outcome) -> None:
+    """The outcome into the spec's climb of kind "pytest" in the history, begun at its first point.
+    The history never decides a test's result (a history that cannot be written is one line on
+    stderr, as a climb's)."""
+    records = config.stash.setdefault(_RECORDS_KEY, {})
+    if ref not in records:
+        import datetime
+
+        from .history.record import Recorder
+        from .report.data import ClimbReport
+        from .version import __version__
+        runner = config.stash[_RUNNERS_KEY][ref]
+        report = ClimbReport(runner.spec.name, ref, runner.device, kladder_version=__version__,
+                             started=datetime.datetime.now().isoformat(timespec="seconds"))
+        report.fingerprint = runner.fingerprint
+        recorder = Recorder(_history(config))
+        recorder.begin(report, kind="pytest")
+        records[ref] = (report, recorder)
+    report, recorder = records[ref]
+    from .report.data import RungReport
+    from .rungs import title
+    rung = next((r for r in report.rungs if r.rung == outcome.point.rung), None)
+    if rung is None:
+        rung = RungReport(outcome.point.rung, title(outcome.point.rung))
+        report.rungs.append(rung)
+        report.rungs.sort(key=lambda r: r.rung)
+    rung.outcomes.append(outcome)
+    rung.seconds += outcome.seconds
+    recorder.point(outcome)
+
+
+def _end_records(config) -> None:
+    runners = config.stash.get(_RUNNERS_KEY, {})
+    for ref, (report, recorder) in config.stash.get(_RECORDS_KEY, {}).items():
+        runner = runners.get(ref)
+        if runner is not None:
+            report.fingerprint = runner.fingerprint or report.fingerprint
+            report.device_name = runner.device_name
+        report.seconds = sum(r.seconds for r in report.rungs)
+        recorder.end(report)
 
 
 # ---------------------------------------------------------------------------- a session that tests nothing
@@ -177,5 +235,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 def pytest_unconfigure(config):
+    _end_records(config)
     for runner in config.stash.get(_RUNNERS_KEY, {}).values():
         runner.close()

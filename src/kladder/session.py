@@ -74,12 +74,13 @@ def default_jobs(device: str, n_gpus: int = 1) -> int:
     return max(1, min(4 * n_gpus, cores // 2))
 
 
-def climb_options(args, ref: str, device: str, keep: list | None = None, server=None):
+def climb_options(args, ref: str, device: str, keep: list | None = None, warm: bool = True, server=None):
     """Options for one climb from the command line, its workers already starting (they import
-    torch and the spec while this process does the same); the pool is put in `keep` before any
-    worker starts, so that a Ctrl-C meanwhile still closes it. `server`: a fork server several
-    climbs share (the zoo's), its workers forked from it."""
-    from .ladder import Options, parse_rungs
+    torch and the spec while this process does the same; with `warm` False, none is started before
+    a point needs it: a climb of many specs, whose points the store may all give); the pool is put
+    in `keep` before any worker starts, so that a Ctrl-C meanwhile still closes it. `server`: a fork
+    server its workers are forked from (the climbs of many specs share one)."""
+    from .ladder import EARLY_FROM, Options, parse_rungs
     from .run.isolation import Pool
     try:
         rungs = parse_rungs(args.rungs)
@@ -102,11 +103,27 @@ def climb_options(args, ref: str, device: str, keep: list | None = None, server=
         pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids, server=server)
         if keep is not None:
             keep.append(pool)
-        pool.warm(1 if device == "cpu" else jobs)
+        if warm:
+            if max(rungs) >= EARLY_FROM:
+                # the climb's points that start processes of their own fork them from the server from
+                # its start (ladder.early_points); its workers fork from it too: one import of torch
+                # and Triton for all of them, not one a worker beside the server's
+                pool.start_server()
+            pool.warm(1 if device == "cpu" else jobs)
     return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
                    jobs=jobs, pool=pool, progress=_progress(args), repeat=getattr(args, "repeat", None),
                    repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0), shard=shard, ray=address,
-                   shrink_s=getattr(args, "shrink_s", 0.0))
+                   budget=getattr(args, "budget", None) or "commit",
+                   shrink_s=getattr(args, "shrink_s", 0.0), history=history_of(args) if shard else None,
+                   exitfirst=getattr(args, "exitfirst", False))
+
+
+def history_of(args) -> str | None:
+    """The history a command reads and writes (--history PATH, else the default), None with --no-history."""
+    if getattr(args, "no_history", False):
+        return None
+    from .history.store import default_path
+    return getattr(args, "history", None) or default_path()
 
 
 def _ray_pool(args, ref: str, device: str, address: str, keep: list | None):

@@ -148,31 +148,8 @@ def repetition(budget: Budget) -> Budget:
 
 
 # ---------------------------------------------------------------------------- calls (rung 5)
-@dataclass(frozen=True)
-class CallBudget:
-    """How long a rung-5 point repeats: up to `calls` calls (0: no bound) and `seconds`
-    seconds, whichever comes first."""
-
-    calls: int
-    seconds: float
-
-
-# CPU: a small interpreted Triton kernel costs 5-130 ms a call (measured on the 2-core CI box
-# under load), so a CI point makes up to 100 calls in at most 5 s. GPU: 100,000 calls or 10 s,
-# the issue's figures (a 64K-float kernel replays at 841k calls/s on the H200).
-CALL_BUDGETS = {"cpu": CallBudget(100, 5.0), "cuda": CallBudget(100_000, 10.0)}
-CALLS_CEILING_S = 3600.0       # --repeat N alone: N calls, but a point still ends within an hour
-
-
-def call_budget(device: str, calls: int | None = None, seconds: float | None = None) -> CallBudget:
-    """The device's default, or what the user asked for (--repeat N, --repeat-s S): N calls
-    alone runs all N (within CALLS_CEILING_S); S seconds alone makes as many calls as fit."""
-    default = CALL_BUDGETS["cpu" if device == "cpu" else "cuda"]
-    if calls is None and seconds is None:
-        return default
-    if seconds is None:
-        return CallBudget(calls, CALLS_CEILING_S)
-    return CallBudget(calls or 0, seconds)
+# rung 5's call budgets live with the named time budgets (budgets.py: commit, release)
+from .budgets import CALLS_CEILING_S, CallBudget, call_budget  # noqa: E402,F401
 
 
 def cheap(spec: Spec, sizes: dict[str, int], budget: Budget) -> bool:
@@ -185,3 +162,61 @@ def is_big(spec: Spec, sizes: dict[str, int]) -> bool:
     sampled rows where rows are declared, a GPU point on the CPU. It follows from the sizes
     alone, so a hand-written or hand-edited point is judged exactly as the climb's."""
     return not fits(spec, sizes, GPU_BUDGET)
+
+
+# ---------------------------------------------------------------------------- measured peaks
+# A point is measured when its declared tensors hold at least this many bytes: below it a worker's
+# own first-call costs (imports, caches, a library's workspace) would pass for the point's own.
+MEASURE_MIN_BYTES = 16 << 20
+KERNEL_STAGES = ("inputs", "kernel")           # what runs on the device whatever happens to the reference
+REFERENCE_STAGES = ("reference", "peers", "checks")
+
+
+@dataclass(frozen=True)
+class Peak:
+    """The memory one measured point took, stage by stage (run/isolation.PeakMemory: the kernel's
+    inputs and calls, the float64 reference, the honest peer, the checks), over the elements of its
+    tensors: scaled by a later point's elements, what that point will take. One small point a
+    spec, measured as the climb runs it, reused for every point after it."""
+    point: str                                  # the measured point's id
+    elements: int
+    host: dict[str, int]                        # stage -> bytes on the host
+    device: dict[str, int]                      # stage -> bytes on the device (CUDA)
+
+    def scaled(self, elements: int, stages: tuple[str, ...], where: str = "device") -> int:
+        """The most any of `stages` took, scaled to `elements`."""
+        took = self.device if where == "device" else self.host
+        return int(max((took.get(s, 0) for s in stages), default=0) * elements / max(self.elements, 1))
+
+    @property
+    def bytes(self) -> int:
+        """The measured point's own peak, wherever it was."""
+        return max([*self.host.values(), *self.device.values(), 0])
+
+
+def elements_of(spec: Spec, sizes: dict[str, int]) -> int:
+    """Every element of a point's declared tensors (inputs, outputs, gradients)."""
+    return sum(numel_of(spec, n, sizes) for n in spec.all_tensors)
+
+
+def peak_of(spec: Spec, point, stages: dict | None) -> Peak | None:
+    """A Peak from a worker's measurement of `point` (PeakMemory.end), or None where the point is too
+    small to stand for the others (MEASURE_MIN_BYTES) or nothing was measured."""
+    if not stages or total_bytes(spec, point.sizes, point.dtype_of) < MEASURE_MIN_BYTES:
+        return None
+    host = {s: int(v[0] or 0) for s, v in stages.items()}
+    device = {s: int(v[1]) for s, v in stages.items() if v[1] is not None}
+    return Peak(point.id, elements_of(spec, point.sizes), host, device)
+
+
+def host_need(peak: Peak, spec: Spec, sizes: dict[str, int], device: str, free_bytes: int | None) -> int:
+    """What a point will take of the host's memory, from a measured peak: on the CPU all of it; on
+    CUDA the reference's and the peer's part when the device cannot hold them beside the kernel's
+    (the harness then runs them on the host, in float64: run/harness.reference_device)."""
+    n = elements_of(spec, sizes)
+    if device != "cuda":
+        return peak.scaled(n, KERNEL_STAGES + REFERENCE_STAGES, "host")
+    kernel, reference = peak.scaled(n, KERNEL_STAGES), peak.scaled(n, REFERENCE_STAGES)
+    if free_bytes is not None and kernel + reference > free_bytes:
+        return reference + peak.scaled(n, REFERENCE_STAGES, "host")
+    return peak.scaled(n, REFERENCE_STAGES, "host")

@@ -136,7 +136,19 @@ class Tensor:
              each call, the bytes it was passed (checks/inputs.py). With it the reference must
              do the same to its own copy (it is called on copies: mutate the copy in place),
              and the kernel's buffer after the call is judged against the reference's copy
-             after the reference's call, at the tolerance of the input's dtype."""
+             after the reference's call, at the tolerance of the input's dtype. Only under some
+             configs: a dict of the launcher's keywords, mutated={"in_place": True} (a point
+             whose config holds every one of them); only at some points: a predicate of the
+             point, mutated=lambda p: "x" not in dict(p.layouts) (x written only when contiguous).
+             "backward": the backward writes this input's gradient into its buffer (the input is
+             in Spec.grads): after the call it holds that gradient (the kernel's own `grad of x`
+             bit for bit, or the reference's within the gradient's tolerance) or, where the kernel
+             did not write it, its data as passed; a predicate may answer "backward" too.
+    grad_overwritten: on an output, with Spec.grads: the backward overwrites the upstream gradient
+             it is given for this output (to save memory): after the call that buffer holds a
+             gradient (the kernel's own bit for bit, or the reference's within its tolerance) or
+             its values as passed. True, a dict of the launcher's keywords or a predicate, as
+             for `mutated`."""
 
     shape: str
     dtype: str | tuple[str, ...] | list[str] | None = None
@@ -145,7 +157,8 @@ class Tensor:
     range: tuple | list | None = None
     valid: int | str | None = None
     layouts: str | tuple[str, ...] | list[str] | None = None
-    mutated: bool = False
+    mutated: bool | str | Mapping | Callable[..., Any] = False
+    grad_overwritten: bool | Mapping | Callable[..., Any] = False
 
     def __post_init__(self):
         dtypes = lambda v: tuple(map(_dtype_name, v)) if isinstance(v, (list, tuple)) else _tuple(_dtype_name(v))
@@ -480,8 +493,26 @@ class Spec:
 
     @property
     def mutated_args(self) -> dict[str, Tensor]:
-        """Inputs the kernel writes in place by design (kl.Tensor(mutated=True))."""
-        return {k: v for k, v in self.input_args.items() if v.mutated}
+        """Inputs the kernel may write in place by design at some point (kl.Tensor(mutated=...))."""
+        return {k: v for k, v in self.input_args.items() if v.mutated is not False}
+
+    def mutated_at(self, point) -> tuple[str, ...]:
+        """Inputs the forward writes in place at this point (mutated=True, or its condition holds)."""
+        return tuple(n for n, t in self.input_args.items() if declared_at(t.mutated, point) is True)
+
+    def written_in_backward(self, point) -> tuple[str, ...]:
+        """Inputs whose buffer the backward may write its gradient into at this point (mutated='backward')."""
+        return tuple(n for n, t in self.input_args.items() if declared_at(t.mutated, point) == BACKWARD)
+
+    def overwritten_at(self, point) -> tuple[str, ...]:
+        """Outputs whose upstream gradient the backward may overwrite at this point (grad_overwritten=)."""
+        return tuple(n for n, t in self.outputs.items() if self.grads and declared_at(t.grad_overwritten, point) is True)
+
+    def declared_writes(self, point) -> list[str]:
+        """Every write the spec declares at this point, as findings name the buffers: inputs,
+        then the upstream gradients ('upstream y') the backward overwrites."""
+        return [*self.mutated_at(point), *self.written_in_backward(point),
+                *(upstream_name(n) for n in self.overwritten_at(point))]
 
     @property
     def returned(self) -> dict[str, Tensor]:
@@ -586,6 +617,22 @@ def _tolerance_in(tol, dtype: str) -> Tolerance | None:
     if isinstance(tol, Mapping) and dtype in tol:
         return Tolerance(*tol[dtype]) if isinstance(tol[dtype], (tuple, list)) else tol[dtype]
     return None
+
+
+BACKWARD = "backward"         # kl.Tensor(mutated="backward"): the backward writes the input's gradient into it
+
+
+def declared_at(condition, point) -> bool | str:
+    """A declared write's condition at a point: True, False or "backward" as given; a dict of the
+    launcher's keywords -> values: True where the point's call passes every one of them; a
+    predicate of the point: its answer (True, "backward", or false)."""
+    if isinstance(condition, (bool, str)):
+        return condition
+    if isinstance(condition, Mapping):
+        kwargs = point.kwargs
+        return all(k in kwargs and kwargs[k] == v for k, v in condition.items())
+    answer = condition(point)
+    return BACKWARD if answer == BACKWARD else bool(answer)
 
 
 def grad_name(arg: str) -> str:
@@ -738,8 +785,21 @@ TENSOR_FIELDS = {
     "valid": [Rule(lambda v: v is None or isinstance(v, str) or (_int(v) and v >= 0),
                    "give the number of valid elements of the last dim (an int or a dim name); the rest is padding.")],
     "layouts": [Rule(lambda v: v is None or _names(v), "give a list of layout names, e.g. layouts=['sliced'], or [] for none.")],
-    "mutated": [Rule(lambda v: isinstance(v, bool), "give True for an input the kernel writes in place by design, or leave it out.")],
+    "mutated": [Rule(lambda v: _write_condition(v, (BACKWARD,)), "give True for an input the kernel writes in place by "
+                     "design, a dict of the launcher's keywords under which it does (mutated={'in_place': True}), a "
+                     "predicate of the point (mutated=lambda p: ...), 'backward' when the backward writes the input's "
+                     "gradient into it, or leave it out.")],
+    "grad_overwritten": [Rule(lambda v: _write_condition(v, ()), "give True on an output whose upstream gradient the "
+                              "backward overwrites, a dict of the launcher's keywords under which it does "
+                              "(grad_overwritten={'in_place': True}), a predicate of the point, or leave it out.")],
 }
+
+
+def _write_condition(v, words: tuple) -> bool:
+    """A declared write's condition: a bool, one of `words`, a non-empty dict keyed by names, a callable."""
+    if isinstance(v, bool) or (isinstance(v, str) and v in words) or callable(v):
+        return True
+    return isinstance(v, Mapping) and len(v) > 0 and all(isinstance(k, str) and k.isidentifier() for k in v)
 
 TILE_FIX = "give a positive int tile (or a list of them), the block size the kernel cuts this dim into."
 DIM_FIELDS = {
@@ -878,6 +938,7 @@ def validate(spec: Spec) -> None:
     if isinstance(spec.calls, Calls):
         found.fields(spec.calls, CALLS_FIELDS, ("calls",))
         _calls_budget(found)
+    _blame(found, tensors, dims)
     if found.problems:
         raise SpecError("", problems=found.problems)
 
@@ -984,11 +1045,12 @@ def _tensor_rules(found: _Found, name: str, where: tuple, t: Tensor, tensors: di
         _dtype_rules(found, name, where, t, tensors)
     if not output:
         _kind_rules(found, where, t)
+    _write_rules(found, name, where, t, output)
 
 
 def _output_rules(found: _Found, where: tuple, t: Tensor) -> None:
     """An output holds what the kernel writes: no mutated=, values, range or layouts."""
-    if t.mutated is True:
+    if t.mutated is not False and found.clean(*where, "mutated"):
         found.add(where + ("mutated",), t.mutated, "mutated= marks an input the kernel also writes; an output (kl.Out or "
                   "returns=) is written anyway: drop mutated=.")
     for f in ("values", "range", "layouts"):
@@ -1033,6 +1095,32 @@ def _range_rules(found: _Found, where: tuple, t: Tensor, declared: tuple) -> Non
             found.add(where + ("range",), t.range, f"{_mean(bad, declared)}give (lo, hi), inclusive, numbers or expressions "
                       f"over declared dims ({', '.join(declared)}), e.g. range=(0, 'E-1').")
             return
+
+
+def _write_rules(found: _Found, name: str, where: tuple, t: Tensor, output: bool) -> None:
+    """A declared write names what is there to write: grad_overwritten an output of a spec with a
+    backward (grads=), mutated='backward' an input whose gradient the backward computes, a dict
+    the launcher's keywords (those its configs set, when it declares configs)."""
+    spec, grads = found.spec, found.spec.grads if isinstance(found.spec.grads, tuple) else ()
+    if t.grad_overwritten is not False and found.clean(*where, "grad_overwritten"):
+        if not output:
+            found.add(where + ("grad_overwritten",), t.grad_overwritten, "grad_overwritten= marks an output whose upstream "
+                      "gradient the backward overwrites; an input's writes are mutated=: move it to the output.")
+        elif not grads:
+            found.add(where + ("grad_overwritten",), t.grad_overwritten, "a backward overwrites the upstream gradient: "
+                      "declare the inputs whose gradients it computes (Spec(grads=['x', ...])), or drop grad_overwritten=.")
+    if t.mutated == BACKWARD and not output and found.clean(*where, "mutated") and name not in grads:
+        found.add(where + ("mutated",), t.mutated, f"mutated='backward' says the backward writes {name}'s gradient into "
+                  f"it: add {name!r} to Spec(grads=[...]), or give mutated=True for a write in the forward.")
+    keys = {k for c in (spec.configs if isinstance(spec.configs, (list, tuple)) else ()) if isinstance(c, Mapping)
+            for k in c}
+    for field_name in ("mutated", "grad_overwritten"):
+        cond = getattr(t, field_name)
+        if isinstance(cond, Mapping) and keys and found.clean(*where, field_name):
+            unknown = [k for k in cond if k not in keys]
+            if unknown:
+                found.add(where + (field_name,), dict(cond), f"{_mean(unknown[0], tuple(keys))}name the launcher's "
+                          f"keywords its configs set ({', '.join(sorted(keys))}): {unknown} is in none of them.")
 
 
 def _kind_rules(found: _Found, where: tuple, t: Tensor) -> None:
@@ -1367,3 +1455,267 @@ def _calls_budget(found: _Found) -> None:
     if found.clean("calls", "seconds") and s is not None and s > timeout / 2:
         found.add(("calls", "seconds"), s, f"give at most half the point's timeout ({timeout:g} s): {timeout / 2:g}, or "
                   f"raise Spec(timeout_s=...) to {2 * s:g} or more.")
+
+
+# ---- a spec's mistakes found when it loads, never charged to the kernel at run time ----
+def representable_range(dtype: str, rng) -> tuple[float, float] | None:
+    """The smallest and largest values of float `dtype` inside [lo, hi] (both inclusive), or None
+    where the dtype holds no value there (an empty range, or one narrower than the dtype's spacing)."""
+    import torch
+    dt = getattr(torch, dtype)
+    lo, hi = float(rng[0]), float(rng[1])
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        return None
+    fi = torch.finfo(dt)
+    a = torch.tensor(max(lo, float(fi.min)), dtype=torch.float64).to(dt)
+    b = torch.tensor(min(hi, float(fi.max)), dtype=torch.float64).to(dt)
+    if float(a) < lo:                               # rounded below lo: one value up
+        a = _next_value(a, lo, up=True)
+    if float(b) > hi:
+        b = _next_value(b, hi, up=False)
+    return (float(a), float(b)) if float(a) <= float(b) else None
+
+
+def _next_value(v, bound: float, up: bool):
+    """`v`'s neighbour in its dtype towards `bound` (rounding moves a bound by at most one value)."""
+    import torch
+    ints = {8: torch.int64, 4: torch.int32, 2: torch.int16}[v.element_size()]
+    x = v.reshape(1).clone()
+    for _ in range(4):
+        f = float(x)
+        if (up and f >= bound) or (not up and f <= bound):
+            break
+        if f == 0.0:                                # +-0: the smallest subnormal on the bound's side
+            fi = torch.finfo(x.dtype)
+            x = torch.tensor([fi.tiny * fi.eps if up else -fi.tiny * fi.eps], dtype=torch.float64).to(x.dtype)
+        else:
+            x.view(ints).add_(-1 if (f > 0) != up else 1)   # up from a negative value shrinks its bits
+    return x.reshape(())
+
+
+def _blame(found: _Found, tensors: dict, dims: dict) -> None:
+    """What would otherwise make every point BROKEN, or fail each as the kernel's, found at load."""
+    _range_values(found, tensors, dims)
+    _signatures(found)
+    _links(found)
+    _plain_configs(found)
+    _env_text(found)
+    _rows_in_shapes(found, tensors)
+    _grads_mutated(found)
+
+
+def _corners(names: list[str], dims: dict) -> list[dict[str, int]]:
+    """Every dim a range reads at its least and largest size (the range must hold at each)."""
+    out = [{}]
+    for n in names:
+        d = dims[n]
+        ends = sorted({d.sizes[0], d.sizes[-1]} if d.sizes else {d.min, d.max})
+        out = [{**c, n: e} for c in out for e in ends]
+    return out[:64]
+
+
+def _range_values(found: _Found, tensors: dict, dims: dict) -> None:
+    """A range holds a value of its tensor's dtype at every size its dims take: lo <= hi, finite,
+    no division by zero, and (floats) some value of the dtype inside it."""
+    from .dimexpr import evaluate, names
+    for name, (where, t) in tensors.items():
+        if t.range is None or not found.clean(*where) or where[0] == "returns" or isinstance(t, Out):
+            continue
+        read = [n for v in t.range if isinstance(v, str) for n in names(v)]
+        if not all(n in dims and found.clean("dims", n) for n in read):
+            continue                                  # an undeclared or malformed dim: named already
+        for sizes in _corners(list(dict.fromkeys(read)), dims):
+            at = f" at {', '.join(f'{k} = {v}' for k, v in sizes.items())}" if sizes else ""
+            try:
+                lo, hi = (evaluate(v, sizes) if isinstance(v, str) else v for v in t.range)
+            except ZeroDivisionError:
+                found.add(where + ("range",), t.range, f"the range divides by zero{at}: give (lo, hi) whose expressions "
+                          "hold at every size the dims take, e.g. range=(0, 'E-1').")
+                break
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                found.add(where + ("range",), t.range, "give finite bounds (NaN and infinities are the nonfinite policy's: "
+                          "Spec(nonfinite=...)), e.g. range=(0, 1).")
+                break
+            if lo > hi:
+                found.add(where + ("range",), t.range, f"lo > hi{at} ({lo:g} > {hi:g}): give (lo, hi) with lo <= hi at every "
+                          "size the dims take (raise the dim's min, or change the bounds).")
+                break
+            dtypes = _dtypes_of(found.spec, name, tensors)
+            bad = next((d for d in dtypes if d in FLOAT_DTYPES and representable_range(d, (lo, hi)) is None), None)
+            if bad is not None:
+                found.add(where + ("range",), t.range, f"no {bad} value lies in [{lo:g}, {hi:g}]{at}: widen the range to "
+                          f"hold at least one {bad} value.")
+                break
+
+
+def _dtypes_of(spec: Spec, name: str, tensors: dict) -> tuple[str, ...]:
+    t, seen = tensors[name][1], {name}
+    while t.like is not None and t.like in tensors and t.like not in seen:
+        seen.add(t.like)
+        t = tensors[t.like][1]
+    return t.dtypes
+
+
+def _signature(fn):
+    import inspect
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):                   # a builtin or C extension: nothing to bind against
+        return None
+
+
+def _signatures(found: _Found) -> None:
+    """The launcher takes the declared args in order and each config's keywords; the reference
+    takes the non-Out args in order (a launcher that does not would fail every point as the
+    kernel's TypeError)."""
+    from .chain import Chain
+    spec = found.spec
+    if not (found.clean("args") and found.clean("configs") and found.clean("flags")) or spec.collective is not None:
+        return
+    names = list(spec.args)
+    sig = None if isinstance(spec.kernel, Chain) or not callable(spec.kernel) else _signature(spec.kernel)
+    if sig is not None:
+        keyword = [{f.name: f.values[0]} for f in spec.flags if isinstance(f, Flag) and f.name is not None
+                   and isinstance(f.values, (list, tuple)) and f.values]
+        for config in [dict(c) for c in spec.configs if isinstance(c, Mapping)] or [{}]:
+            for extra in keyword or [{}]:
+                try:
+                    sig.bind(*names, **config, **extra)
+                except TypeError as e:
+                    found.add(("kernel",), f"{_fn_name(spec.kernel)}{sig}{_defined_at(spec.kernel)}", f"kladder calls kernel({', '.join(names)}"
+                              f"{''.join(f', {k}=...' for k in {**config, **extra})}): the args in the order declared, "
+                              f"each config's keys as keywords ({e}); make the launcher take them, or declare args in its "
+                              "order.")
+                    break
+            else:
+                continue
+            break
+    rsig = None if isinstance(spec.reference, Chain) or not callable(spec.reference) else _signature(spec.reference)
+    if rsig is not None and found.clean("returns"):
+        ins = [n for n in names if not isinstance(spec.args[n], Out)]
+        try:
+            rsig.bind(*ins)
+        except TypeError as e:
+            found.add(("reference",), f"{_fn_name(spec.reference)}{rsig}{_defined_at(spec.reference)}", f"kladder calls reference({', '.join(ins)}): "
+                      f"the non-Out args in the order declared ({e}); {REFERENCE_FIX}")
+
+
+def _fn_name(fn) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _defined_at(fn) -> str:
+    """' (defined at path:line)' for a Python function, '' for anything else: where to fix it."""
+    import inspect
+    import os
+    try:
+        code = inspect.unwrap(fn).__code__
+    except (AttributeError, ValueError):
+        return ""
+    path = code.co_filename
+    try:
+        rel = os.path.relpath(path)
+        path = rel if not rel.startswith("..") else path
+    except ValueError:
+        pass
+    return f" (defined at {path}:{code.co_firstlineno})"
+
+
+def _links(found: _Found) -> None:
+    """A chain's links: each a kl.Link of a callable with outputs named, and every parameter
+    without a default provided by the spec's args, a config key or an earlier link's outputs."""
+    from .chain import Chain, Link
+    spec = found.spec
+    if not found.clean("args"):
+        return
+    configs = {k for c in spec.configs if isinstance(c, Mapping) for k in c} if found.clean("configs") else set()
+    for field, fn in (("kernel", spec.kernel), ("reference", spec.reference)):
+        if not isinstance(fn, Chain):
+            continue
+        scope = set(spec.args) if field == "kernel" else {n for n in spec.args if not isinstance(spec.args[n], Out)}
+        scope |= configs if field == "kernel" else set()
+        for i, link in enumerate(fn.links):
+            where = (field, "links", i)
+            if not isinstance(link, Link) or not callable(link.fn):
+                found.add(where, link, "give kl.Link(fn, outputs=('name',)) with a callable fn.")
+                return
+            outs = link.outputs
+            if not (isinstance(outs, tuple) and outs and all(isinstance(o, str) and o.isidentifier() for o in outs)):
+                found.add(where + ("outputs",), outs, "name the link's outputs with identifiers, e.g. outputs=('q', 'scale').")
+                return
+            sig = _signature(link.fn)
+            if sig is not None:
+                missing = [p.name for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                           and p.default is p.empty and p.name not in scope]
+                if missing:
+                    found.add(where, link.name, f"nothing provides {', '.join(map(repr, missing))}: a link's parameters "
+                              f"are the spec's args ({', '.join(sorted(scope - configs)) or 'none'}), config keys or an "
+                              "earlier link's outputs; rename the parameter, or declare outputs= on the link that makes it.")
+                    return
+            scope |= set(outs)
+
+
+def _plain(v) -> bool:
+    if isinstance(v, (list, tuple)):
+        return all(_plain(x) for x in v)
+    return v is None or isinstance(v, (bool, int, str)) or (isinstance(v, float) and math.isfinite(v))
+
+
+def _plain_configs(found: _Found) -> None:
+    """A config's values go into a point, its id and its repro command as JSON: plain values only."""
+    if not found.clean("configs"):
+        return
+    for i, c in enumerate(found.spec.configs):
+        if not isinstance(c, Mapping):
+            continue
+        for k, v in c.items():
+            if not _plain(v):
+                found.add(("configs", i, k), v, "give plain values (bool, int, finite float, str, None, or lists of them): a "
+                          "config goes into a point and its repro command as JSON; pass a name the launcher maps "
+                          "(e.g. 'float16' for torch.float16).")
+
+
+def _nul(v) -> bool:
+    return isinstance(v, str) and "\x00" in v
+
+
+def _env_text(found: _Found) -> None:
+    """Environment names and values hold no NUL byte (no process can be given one)."""
+    spec = found.spec
+    if found.clean("flags"):
+        for f in spec.flags:
+            if isinstance(f, Flag) and (_nul(f.env) or any(_nul(v) for v in f.values or ())):
+                found.add(("flags", f.key), f.env if _nul(f.env) else f.values, "an environment variable's name and "
+                          "values cannot hold a NUL byte ('\\x00'): remove it.")
+    if found.clean("expect"):
+        for i, e in enumerate(spec.expect):
+            when = e.when if isinstance(e, Expect) and isinstance(e.when, Mapping) else {}
+            for k, v in when.items():
+                vals = v if isinstance(v, (list, tuple)) else [v]
+                if isinstance(k, str) and k.startswith("$") and (_nul(k) or any(_nul(x) for x in vals)):
+                    found.add(("expect", i, "when"), dict(when), "an environment variable's name and values cannot "
+                              "hold a NUL byte ('\\x00'): remove it.")
+
+
+def _rows_in_shapes(found: _Found, tensors: dict) -> None:
+    """`rows` names dims of the tensors' shapes: the rows a big point checks are rows of them."""
+    spec = found.spec
+    if not (found.clean("rows") and found.clean("args") and found.clean("returns") and _named(found)):
+        return
+    symbols = {s for _, t in tensors.values() if isinstance(t.shape, str) for s in t.symbols}
+    for r in spec.row_dims:
+        if r in _declared(found) and r not in symbols:
+            found.add(("rows",), spec.rows, f"no tensor's shape uses {r!r}: rows are a dim of the tensors' shapes "
+                      f"({', '.join(f'{n}={t.shape!r}' for n, (_, t) in tensors.items())}); name one, or drop rows=.")
+
+
+def _grads_mutated(found: _Found) -> None:
+    """A gradient with respect to an input the forward overwrites is not defined."""
+    spec = found.spec
+    if not (found.clean("grads") and found.clean("args")) or not isinstance(spec.grads, tuple):
+        return
+    for n in spec.grads:
+        t = spec.args.get(n)
+        if isinstance(t, Tensor) and t.mutated is True:
+            found.add(("grads",), n, f"{n!r} is mutated= (the forward writes it in place): its gradient is not defined; "
+                      "drop it from grads, or drop mutated=.")

@@ -6,12 +6,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from .outcome import NoteKind, Status
 from .report.data import ClimbReport
 
 
 class Verdict(enum.Enum):
     """What the climb says of a case's buggy kernel."""
-    CAUGHT = "caught"            # a point failed: the lowest failing rung is in the report
+    CAUGHT = "caught"            # a point failed (the lowest failing rung is in the report), or the climb found the
+                                 # reference not independent (zoo_rows.reference_rung: a BROKEN point)
     NEEDS_GPU = "needs_gpu"      # nothing failed, and the case needs CUDA that this device is not
     MISSED = "missed"            # nothing failed on a device the case can run on
 
@@ -25,6 +27,7 @@ class CaseRow:
     verdict: Verdict
     twin_clean: bool             # no false alarm: the twin passed, or (a GPU case off CUDA) ran nothing
     seconds: float               # both climbs of the case, as the table's reader waited for them
+    reference_rung: int | None = None   # where the buggy kernel's climb found its reference not independent
     bug_climbed: bool = True     # False: a GPU case's buggy kernel off CUDA, not climbed (zoo_run.py)
 
     @property
@@ -39,10 +42,21 @@ def judge_case(name: str, case: dict, bug: ClimbReport, twin: ClimbReport, devic
     run; or its buggy kernel not climbed there), and its twin may run nothing there without a
     false alarm."""
     needs_gpu = "cuda" in case["needs"] and device != "cuda"
-    caught = bug.lowest_failing_rung is not None
+    ref = reference_rung(bug)
+    caught = bug.lowest_failing_rung is not None or ref is not None
     verdict = Verdict.CAUGHT if caught else Verdict.NEEDS_GPU if needs_gpu else Verdict.MISSED
     clean = twin.exit_code == 0 or (needs_gpu and twin.nothing_ran)
-    return CaseRow(name, case["rung"], bug, twin, verdict, clean, seconds, bug_climbed)
+    return CaseRow(name, case["rung"], bug, twin, verdict, clean, seconds, ref, bug_climbed)
+
+
+def reference_rung(report: ClimbReport) -> int | None:
+    """The lowest rung where the reference was found not independent of the kernel (a BROKEN
+    point, the spec's problem: checks/independence.py). A case whose bug is its reference
+    (shared_kernel_reference: two paths, one kernel) is caught there: the climb flags the
+    reference itself, not a failure of the kernel."""
+    rungs = [o.point.rung for o in report.outcomes if o.status == Status.BROKEN and o.note is not None
+             and o.note.kind == NoteKind.REFERENCE_NOT_INDEPENDENT]
+    return min(rungs) if rungs else None
 
 
 @dataclass(frozen=True)

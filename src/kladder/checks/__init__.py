@@ -7,6 +7,7 @@ reference, none formats a sentence.
 mode made them, and keeps the findings, the warnings and what the mode measured."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..notation import ValueKind, Values
@@ -84,8 +85,12 @@ class Judge:
     warnings: list[Finding] = field(default_factory=list)
     note: Note | None = None
     unjudged: Note | None = None       # a failure that Triton's interpreter explains (run/interpreter.py)
+    broken: Note | None = None         # the spec's problem found while judging (a reference that is not independent)
     _open: _Open | None = None
     _stream: object = None             # rung 5's stream, batch by batch (repetition.StreamTally)
+    # the last call's mismatch masks of the outputs that failed the values check, by name (bool,
+    # the output's shape, or its checked rows'): what `kladder repro --pdb/--save` shows (run/debug.py)
+    masks: dict = field(default_factory=dict)
 
     def call(self, prep, outputs: dict, returned, expected: values.Expected, label: str = "",
              rounding: dict | None = None) -> dict:
@@ -96,12 +101,14 @@ class Judge:
         `rounding`: the interpreter's probe evidence when the call converted float32 to
         bfloat16 on an interpreter that truncates."""
         spec, pt = self.spec, prep.point
+        self.masks = {}
         head = _guard_findings(spec, prep.inputs, pt) + _allocation_findings(getattr(prep, "allocated", []), outputs)
         head += inputs.changed(spec, prep.inputs, pt, getattr(prep, "snapshot", None) or [])
         backward = getattr(prep, "backward", None)
         if backward is not None:               # kladder's gradient buffers: their guards, the upstream gradients as passed
             head += _backward_guard_findings(spec, backward, pt) + inputs.upstream_changed(spec, backward.upstream,
                                                                                           backward.snapshot)
+        head = self._declared_writes(head, prep, outputs, expected.refs)
         wrong_arity = contract.arity(spec, returned)
         if wrong_arity:
             head.append(wrong_arity)
@@ -147,9 +154,9 @@ class Judge:
         self.warnings.append(Finding(Check.UNCAPTURED, facts=UncapturedFacts(**facts)))
 
     def traces(self, traces) -> None:
-        f = independence.shared_code(traces)
-        if f:
-            self.findings.insert(0, f)
+        """A reference that runs the kernel's own code: the spec's problem, kept apart from the
+        kernel's findings (the point is BROKEN, never a failure of the kernel)."""
+        self.broken = independence.shared_code(traces) or self.broken
 
     def scores(self, measured: dict) -> None:
         found, self.note = model_score.judge(self.spec, measured)
@@ -224,22 +231,67 @@ class Judge:
             about = {"dtype": dtype, "shape": list(shape), "mode": pt.mode}
             tol = spec.tolerance_for(dtype, pt.config)
             ref = refs[name]
-            bad_shape = values.shape_finding(name, out, ref)
-            if bad_shape:
-                slots.append(bad_shape)
-                continue
+            if tuple(ref.shape) != tuple(out.shape):
+                # the kernel's output passed the contract above: the declared shape is the kernel's
+                raise SpecBroken(NoteKind.REFERENCE_SHAPE, output=name, shape=list(ref.shape), declared=list(out.shape))
             m = values.mismatch(out, ref, tol, policy, refs_lo.get(name))
             if m is not None and policy is None:
                 _reference_nan(name, m, ref, prep, where)
             pending = _Pending(name, "values", out, ref, tol, where, about, dtype, m)
+            beyond = values.beyond_peers(m, out, ref, tol) if m is not None else None
+            if beyond is not None:                      # past what any peer can excuse: judged at once
+                m = values.not_needed(m, beyond)
             if m is not None:
-                slots.append(pending if m.n_excusable else values.finding(name, m, out, ref, tol, where, about))
+                if not (m.n_excusable and beyond is None):
+                    self.masks[name] = m.bad
+                slots.append(pending if m.n_excusable and beyond is None else
+                             values.finding(name, m, out, ref, tol, where, about))
             elif self._bias_judged(pt, dtype) and bias.bias(name, out, ref) is not None:
                 pending.need = "bias"
                 slots.append(pending)
             else:
                 slots.append(None)
         return slots
+
+    def _declared_writes(self, found: list, prep, outputs: dict, refs: dict) -> list:
+        """Writes the spec declares in the backward (mutated='backward' inputs, grad_overwritten
+        outputs' upstream gradients): a changed buffer passes where it now holds a gradient, the
+        kernel's own gradient output bit for bit (judged as that output) or the reference's within
+        the gradient's tolerance; otherwise its change stays a finding, marked declared."""
+        from ..spec import grad_name, upstream_name
+        pt, backward = prep.point, getattr(prep, "backward", None)
+        if backward is None:
+            return found
+        named = dict(zip(self.spec.args, prep.inputs.args, strict=True))
+        buffers = {n: named[n] for n in self.spec.written_in_backward(pt)}
+        buffers.update({upstream_name(n): backward.upstream[n] for n in self.spec.overwritten_at(pt) if n in backward.upstream})
+        candidates = [(outputs.get(grad_name(n)), refs.get(grad_name(n))) for n in self.spec.grads]
+        # an accumulation point: .grad holds held + times x one call's gradient; the buffer, one call's
+        held_ref = dict(zip(backward.held, backward.ref_extra[len(backward.upstream):], strict=True))
+        candidates += [(None, (refs[grad_name(n)] - held_ref[n].to(refs[grad_name(n)].dtype)) / backward.times)
+                       for n in held_ref if refs.get(grad_name(n)) is not None]
+        kept = []
+        for f in found:
+            buf = buffers.get(f.output) if f.check == Check.INPUT_CHANGED else None
+            if buf is None:
+                kept.append(f)
+            elif not self._holds_gradient(buf, candidates, pt):
+                kept.append(dataclasses.replace(f, facts=dataclasses.replace(f.facts, declared="gradient")))
+        return kept
+
+    def _holds_gradient(self, buf, candidates: list, pt) -> bool:
+        """`buf` holds one of the gradients: the kernel's (bit for bit) or the reference's (at the
+        dtype's tolerance)."""
+        import torch
+        for mine, ref in candidates:
+            if isinstance(mine, torch.Tensor) and mine.shape == buf.shape and mine.dtype == buf.dtype \
+                    and not bool(bitwise.bits_differ(buf, mine).any()):
+                return True
+            if isinstance(ref, torch.Tensor) and tuple(ref.shape) == tuple(buf.shape) and buf.is_floating_point():
+                tol = self.spec.tolerance_for(str(buf.dtype).removeprefix("torch."), pt.config)
+                if values.mismatch(buf.to(ref.device), ref, tol) is None:
+                    return True
+        return False
 
     def _mutated(self, pt, prep, refs: dict, policy) -> list:
         """Inputs the spec declares mutated (kl.Tensor(mutated=True)): the kernel's buffer after the
@@ -249,7 +301,7 @@ class Judge:
         found = []
         if pt.rung > 3 or pt.mode not in ("eager", "padding"):
             return found
-        for name in self.spec.mutated_args:
+        for name in self.spec.mutated_at(pt):
             got, ref = dict(zip(self.spec.args, prep.inputs.args, strict=True))[name], refs.get(name)
             if ref is None:
                 continue
@@ -288,6 +340,7 @@ class Judge:
                 self.unjudged = Note.of(NoteKind.INTERPRETER_DEFECT, feature="bf16_rounding", **rounding)
                 return None
             if m is not None:
+                self.masks[p.name] = m.bad
                 return values.finding(p.name, m, p.out, p.ref, p.tol, p.where, p.about)
         if self._bias_judged(self.point, p.dtype):
             w = bias.bias(p.name, p.out, p.ref, kernel_peer)

@@ -1,24 +1,41 @@
 """Reference independence: a reference that runs the kernel under test agrees with it while
 both are wrong (two paths, one kernel: zoo/shared_kernel_reference.py). The independence mode traces what
-the kernel and the reference each ran; what the reference shares with the kernel, of the
-kernel's own code, makes the reference invalid."""
+the kernel and the reference each ran; what the reference shares of the kernel's own code makes
+the reference not independent: the spec's problem (BROKEN, naming the reference and what it
+shares), never a failure of the kernel.
+
+The kernel's own code is what its launcher owns: its Python launchers (the spec's kernel, a
+chain's links), the Triton kernels it launches (and, under Triton's interpreter, the @triton.jit
+bodies it runs), and on CUDA the GPU kernels it launches outside torch's own ops (a Triton
+kernel, an extension's kernel). GPU kernels torch's ops run (ATen's, cuBLAS's, cuDNN's: a
+torch.bincount in the launcher and in the reference) are torch's and say nothing, unless the
+kernel under test is itself a torch op: then a reference that calls that op runs the kernel."""
 from __future__ import annotations
 
-from ..outcome import Check, Finding
-from ..facts import InvalidReferenceFacts
+from ..outcome import Note, NoteKind
 
-# GPU kernels every torch program runs (copies, fills, casts, reductions): sharing them says nothing
-GENERIC_GPU_KERNELS = ("elementwise", "copy", "fill", "memcpy", "memset", "reduce_kernel", "catarray",
-                       "index", "gather", "scatter", "distribution", "sort", "arange")
+# The operator library torch ships: a GPU kernel launched inside one of its ops (ATen's own
+# kernels, and the cuBLAS / cuDNN / cuFFT kernels its ops call) is torch's, not the launcher's.
+TORCH_OP_NAMESPACE = "aten::"
 
 
-def shared_code(traces) -> Finding | None:
-    """The kernel's own code is its launchers (a chain's links) and the @triton.jit bodies the
-    interpreter ran; the reference must call none of it, nor run a non-generic GPU kernel the
-    kernel ran."""
-    own = traces.kernel_bodies | (traces.launchers & set(traces.kernel_called))
+def own_gpu_kernels(kernels: dict) -> set:
+    """The GPU kernels the kernel's call ran that no torch op launched (name -> the launching
+    op, '' for none: a Triton launch, an extension's own launch)."""
+    return {n for n, op in kernels.items() if not op.startswith(TORCH_OP_NAMESPACE)}
+
+
+def shared_code(traces) -> Note | None:
+    """The note that makes the point BROKEN, or None when the reference shares none of the
+    kernel's own code."""
+    both_jit = set(traces.kernel_jit) & set(traces.reference_jit)
+    jit = sorted(traces.reference_jit[f] for f in both_jit)
+    bodies = {getattr(f, "__code__", None) for f in both_jit}          # named once, as Triton kernels
+    own = (traces.kernel_bodies | (traces.launchers & set(traces.kernel_called))) - bodies
     functions = sorted(traces.reference_called[c] for c in own & set(traces.reference_called))
-    gpu = sorted(n for n in traces.kernel_gpu & traces.reference_gpu if not any(g in n.lower() for g in GENERIC_GPU_KERNELS))
-    if not functions and not gpu:
+    gpu = sorted(own_gpu_kernels(traces.kernel_gpu) & set(traces.reference_gpu))
+    op = traces.torch_op if traces.torch_op is not None and traces.reference_op_calls else None
+    if not (functions or jit or gpu or op):
         return None
-    return Finding(Check.INVALID_REFERENCE, facts=InvalidReferenceFacts(functions=functions, gpu_kernels=gpu))
+    return Note.of(NoteKind.REFERENCE_NOT_INDEPENDENT, reference=traces.reference, functions=functions,
+                   jit_kernels=jit, gpu_kernels=gpu, torch_op=op)

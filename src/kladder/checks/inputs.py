@@ -96,7 +96,7 @@ def snapshot(spec, inputs, point) -> list[Snapshot]:
     import torch
     shots, left = [], SNAPSHOT_COPY_BYTES
     given = [(n, v) for n, v in zip(spec.args, inputs.args, strict=True)
-             if n not in spec.out_args and n not in spec.mutated_args and isinstance(v, torch.Tensor)]
+             if n not in spec.out_args and n not in spec.mutated_at(point) and isinstance(v, torch.Tensor)]
     for name, value in sorted(given, key=lambda nv: _nbytes(inputs.guarded.get(nv[0]), nv[1])):
         g = inputs.guarded.get(name)
         if g is None:
@@ -199,7 +199,8 @@ def upstream_changed(spec, upstream: dict, shots: dict) -> list[Finding]:
         now = upstream.get(out)
         if now is None or now.shape != then.shape or now.dtype != then.dtype:
             continue
-        f = _finding(upstream_name(out), bits_differ(now, then).cpu(), _where(spec, out), {"how": "values", "gap_bytes": 0})
+        f = _finding(upstream_name(out), bits_differ(now, then).cpu(), _where(spec, out),
+                     {"how": "values", "gap_bytes": 0, "upstream": True})
         if f is not None:
             found.append(f)
     return found

@@ -37,8 +37,10 @@ def describe(bad, where: Where) -> Pattern:
     if rectangle and (len(rows_bad) == n_rows or _contiguous(rows_bad)):
         return _block(rows_bad, cols_bad, n_rows, n_cols, bad.dim() == 1, where)
     if n_cols > 1 and bool(m[rows_bad].all()):
+        many = len(rows_bad) > 5
         return Pattern("whole_rows", n_bad=len(rows_bad), n_rows=n_rows, ids=tuple(_row_ids(rows_bad[:5], where)),
-                       checked=bool(where.row_ids), sample=_sample(m, rows_bad, bad, where) if len(rows_bad) > 5 else ())
+                       checked=bool(where.row_ids), sample=_sample(m, rows_bad, bad, where) if many else (),
+                       density=_density(m, where) if many else ())
     runs = _runs(_row_ids(rows_bad, where))
     if len(runs) <= 3 and (len(rows_bad) == 1 or any(b > a for a, b in runs)):
         n_bad, span = int(m.sum()), len(rows_bad) * n_cols
@@ -49,13 +51,39 @@ def describe(bad, where: Where) -> Pattern:
         else:
             rows = ("runs", tuple(runs))
         return Pattern("runs", rows=rows, n_bad=n_bad, n_total=span, most=2 * n_bad >= span,
-                       sample=_sample(m, rows_bad, bad, where))
+                       sample=_sample(m, rows_bad, bad, where), density=_density(m, where))
     first = original_index(unravel(int(bad.reshape(-1).nonzero()[0]), tuple(bad.shape)), where)
     return Pattern("scattered", n_bad=int(bad.sum()), n_total=bad.numel(), first=first,
-                   sample=_sample(m, rows_bad, bad, where))
+                   sample=_sample(m, rows_bad, bad, where), density=_density(m, where))
 
 
 SAMPLE_ROWS, SAMPLE = 64, 256
+DENSITY_ROWS, DENSITY_COLS = 32, 64
+
+
+def _density(m, where: Where) -> tuple:
+    """The share of wrong elements in each cell of the mask `m` (rows x columns) folded to at most
+    DENSITY_ROWS x DENSITY_COLS cells: (rows a cell, columns a cell, per cell a percent, at least 1
+    where any element is wrong), counted on the device in one pass. Empty where only some rows
+    were checked (a big point): the cells would not be the output's."""
+    if where.row_ids:
+        return ()
+    import torch
+    n_rows, n_cols = m.shape
+    fr, fc = -(-n_rows // DENSITY_ROWS), -(-n_cols // DENSITY_COLS)
+    w = -(-n_cols // fc)
+    widths = torch.full((w,), fc, dtype=torch.int64)
+    widths[-1] = n_cols - (w - 1) * fc
+    rows = []
+    for r0 in range(0, n_rows, fr):              # a slab of rows at a time: a column count, never a copy of the mask
+        per_col = m[r0:r0 + fr].sum(dim=0)
+        folded = torch.zeros(w * fc, dtype=per_col.dtype, device=m.device)
+        folded[:n_cols] = per_col
+        rows.append(folded.reshape(w, fc).sum(dim=1).cpu())
+    wrong = torch.stack(rows)
+    cells = torch.outer(torch.tensor([min(fr, n_rows - r0) for r0 in range(0, n_rows, fr)]), widths)
+    share = torch.where(wrong > 0, (100 * wrong + cells - 1) // cells, torch.zeros_like(wrong))
+    return (fr, fc, tuple(tuple(row) for row in share.cpu().tolist()))
 
 
 def _sample(m, rows_bad: list[int], bad, where: Where) -> tuple:

@@ -16,21 +16,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator
 
-from ..notation import Inputs, Launch, Mode, PointKind
+from ..notation import Inputs, Launch, Mode, Needs, PointKind
 from ..point import Point
 from ..rungs import number
-from ..sizes import Budget, CallBudget, call_budget, fits, repetition, total_bytes
+from ..budgets import DEFAULT, CallBudget, call_budget, named
+from ..sizes import Budget, fits, repetition, total_bytes
 from ..spec import POINT_TIMEOUT_S, Spec
 from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, sizes_text
 
 RUNG = number("repetition")
-TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 ON_FAILED = ("memcheck", "initcheck")
 SANITIZE_S = 600.0           # a child under compute-sanitizer: torch's start-up alone takes tens of seconds there
-# Rung 5's stream: without Spec.calls one stream in the pattern "A" within a small time budget (the
-# default climb stays fast); with it the declared count, within a wider budget (kl.Calls(seconds=) widens it).
-STREAM_CALLS = {"cpu": 10_000, "cuda": 100_000}
-STREAM_S = {"cpu": 3.0, "cuda": 3.0}       # rung 5 as a whole within 8 s on a GPU (issue 25): the stream is a part of it
+# Rung 5's stream: without Spec.calls one stream in the pattern "A" within the named time budget's
+# calls and seconds (budgets.py: 1 s at commit, 3 s at release); with it the declared count, within a
+# wider budget (kl.Calls(seconds=) widens it).
 STREAM_DECLARED_S = {"cpu": 30.0, "cuda": 60.0}
 WHY_TOOL = {
     "memcheck": "out-of-bounds and misaligned accesses, the caching allocator off",
@@ -41,8 +40,10 @@ WHY_TOOL = {
 
 
 def points(spec: Spec, budget: Budget, repeat: int | None = None, repeat_s: float | None = None,
-           failed: tuple = ()) -> Iterator[Point]:
-    calls = call_budget(budget.device, repeat, repeat_s)
+           failed: tuple = (), time_budget: str = DEFAULT) -> Iterator[Point]:
+    """Rung 5's points; `time_budget` names how long the time-budgeted ones run (budgets.py), and
+    which compute-sanitizer tools run on every climb."""
+    calls = call_budget(budget.device, repeat, repeat_s, time_budget)
     room = repetition(budget)
     dtypes = chosen_dtypes(spec, dtype_rows(spec)[0])
     wide, base = widest(spec, room), tailed(spec, room)
@@ -56,25 +57,31 @@ def points(spec: Spec, budget: Budget, repeat: int | None = None, repeat_s: floa
     if base != wide:
         for inputs in Inputs:
             yield _repeat(spec, base, dtypes, (), calls, inputs, launch, "a tail in every tiled dim")
+    past = past_edges(spec)
+    if past is not None and past != wide:
+        # eagerly on every device: the launcher's host code picks the split on every call
+        yield _repeat(spec, past, dtypes, (), calls, Inputs.SAME, Launch.EAGER, "past every declared chunk and width "
+                      "edge, where the kernel splits its work", needs=Needs.NOTHING if fits(spec, past, budget) else Needs.CUDA)
     small = smallest(spec, room)
-    yield stream(spec, small, dtypes, budget.device, repeat, repeat_s)
-    for tool in TOOLS:
+    yield stream(spec, small, dtypes, budget.device, repeat, repeat_s, time_budget)
+    for tool in named(time_budget).tools:
         yield _sanitize(spec, small, dtypes, tool)
     if budget.device == "cuda":
         yield from _on_failed(spec, failed)
 
 
 def stream(spec: Spec, sizes: dict, dtypes: tuple, device: str, repeat: int | None = None,
-           repeat_s: float | None = None) -> Point:
+           repeat_s: float | None = None, time_budget: str = DEFAULT) -> Point:
     """Rung 5's stream of calls: the model's pattern (Spec.calls) or "A" (new inputs every call),
     each call on its own inputs against its own reference, up to its count or its time budget
     (--repeat N and --repeat-s S override them); at the smallest shape: thousands of calls."""
     declared = spec.calls is not None
     kind = "cpu" if device == "cpu" else "cuda"
+    plain = named(time_budget)
     calls, pattern, fresh = (spec.calls.count, spec.calls.pattern, spec.calls.fresh) if declared else \
-        (STREAM_CALLS[kind], "A", True)
+        (plain.stream_calls[kind], "A", True)
     seconds = spec.calls.seconds if declared and spec.calls.seconds else \
-        min((STREAM_DECLARED_S if declared else STREAM_S)[kind], (spec.timeout_s or POINT_TIMEOUT_S) / 2)
+        min((STREAM_DECLARED_S if declared else plain.stream_s)[kind], (spec.timeout_s or POINT_TIMEOUT_S) / 2)
     calls, seconds = repeat or calls, repeat_s or seconds
     plan = (("calls", calls), ("seconds", seconds), ("pattern", pattern), ("fresh", fresh), ("declared", declared))
     how = (f"the model's pattern {pattern!r} (Spec.calls)" if declared else "new inputs every call (pattern 'A'; "
@@ -116,6 +123,23 @@ def _largest(spec: Spec, sizes: dict, d: str, budget: Budget) -> int:
     return dim.snap(lo - lo % tile if tile and lo >= tile and lo - lo % tile >= dim.min else lo)
 
 
+def past_edges(spec: Spec) -> dict[str, int] | None:
+    """A shape past every declared chunk and width edge, where a kernel's code changes (a split-K
+    GEMV past its chunk, a wide-row path past the model widths): each dim with chunks at twice its
+    largest chunk plus one (two whole chunks and one element of a third: K = 16,385 for
+    chunks=[8192]), or past its largest width, whichever is further, within its range; every other
+    dim at its smallest. None when no dim declares an edge it can pass."""
+    sizes, past = {d: max(dim.min, 1) for d, dim in spec.dims.items()}, False
+    for d, dim in spec.dims.items():
+        edges = (*dim.chunks, *dim.widths)
+        if not edges:
+            continue
+        v = dim.snap(max([2 * c + 1 for c in dim.chunks] + [w + 1 for w in dim.widths]))
+        if v > max(edges):
+            sizes[d], past = v, True
+    return sizes if past else None
+
+
 def tailed(spec: Spec, budget: Budget) -> dict[str, int]:
     """Rungs 2-4's base shape with tails (2 tiles + 1) where it fits; else a partial last tile in
     every tiled dim, the rows (every dim but the last of each output) shrunk first to fit (the
@@ -148,7 +172,7 @@ def sanitized(point: Point, tool: str) -> Point:
 
 
 def _repeat(spec, sizes: dict, dtypes: tuple, config: tuple, calls: CallBudget, inputs: Inputs, launch: Launch,
-            where: str, load: bool = False) -> Point:
+            where: str, load: bool = False, needs: Needs = Needs.NOTHING) -> Point:
     plan = (("calls", calls.calls), ("seconds", calls.seconds), ("inputs", inputs), ("launch", launch))
     plan += (("load", True),) if load else ()
     how = {Launch.GRAPH: "captured in a CUDA graph and replayed", Launch.EAGER: "called eagerly, the launcher's host code on every call"}
@@ -158,7 +182,7 @@ def _repeat(spec, sizes: dict, dtypes: tuple, config: tuple, calls: CallBudget, 
     why = (f"repeat: {budget}, {how[launch]}{', beside a second stream of work' if load else ''}; {what}; {where}: "
            f"{sizes_text(sizes)}" + (f", {config_text(config)}" if config else ""))
     return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, config=config, kind=PointKind.REPEAT, mode=Mode.REPEAT,
-                 repeat=plan)
+                 repeat=plan, needs=needs)
 
 
 def _sanitize(spec, sizes: dict, dtypes: tuple, tool: str) -> Point:

@@ -14,7 +14,7 @@ from typing import Iterator
 from ..notation import DtypeFactor, Needs, PointKind
 from ..point import Point
 from ..rungs import number
-from ..sizes import CPU_BUDGET, ITEMSIZE, Budget, cheap, dtype_of, fits, human_bytes, shape_of
+from ..sizes import CPU_BUDGET, ITEMSIZE, Budget, cheap, dtype_of, fits, human_bytes, nbytes_of, shape_of
 from ..spec import Spec
 from .common import chosen_dtypes, config_text, dtype_factors, dtype_rows
 from .pairwise import all_pairs
@@ -205,7 +205,9 @@ MECHANISM = {(31, "bytes"): "signed 32-bit byte offsets wrap", (32, "bytes"): "u
 
 def big_points(spec: Spec) -> Iterator[Point]:
     """For every tensor, inputs and outputs, the sizes around 2^31 and 2^32, in bytes and in
-    elements, along its leading dim (its rows), counting the padding of the last tile:
+    elements, along each dim the spec lets grow that far (its rows, and each inner dim with the
+    dims before it at their smallest: an index along it times its stride wraps on its own, in a
+    sparsemax over dim 1 or an expert dim of a fused MoE), counting the padding of the last tile:
 
     below: the most rows whose last element stays below the cliff (a tensor of exactly 2^32
            bytes ends at byte 2^32 - 1: no offset wraps);
@@ -225,18 +227,24 @@ def big_points(spec: Spec) -> Iterator[Point]:
                 yield p
 
 
-def _growing_dim(spec: Spec, name: str) -> str | None:
-    """The tensor's leading dim: one more of it is one more contiguous row."""
-    syms = [s for s in spec.all_tensors[name].symbols if not s.isdigit()]
-    return syms[0] if syms and syms[0] == spec.all_tensors[name].symbols[0] else None
+def _growing_dims(spec: Spec, name: str) -> list[str]:
+    """The tensor's dims, each of which may grow past a cliff: its leading dim (one more of it is
+    one more contiguous row) and every other dim of its shape (a slice along it)."""
+    syms = spec.all_tensors[name].symbols
+    return list(dict.fromkeys(s for s in syms if s in spec.dims))
 
 
 def _base_sizes(spec: Spec, name: str, grow: str) -> dict[str, int]:
-    """Other dims of this tensor at a model width (else the max); dims it lacks at a tile."""
-    syms = set(spec.all_tensors[name].symbols)
+    """The dims of this tensor after `grow` at a model width (else the max), those before it at
+    their smallest (so that an index along `grow` crosses the cliff, not the rows before it);
+    dims it lacks at a tile."""
+    syms = spec.all_tensors[name].symbols
+    before = set(syms[:syms.index(grow)]) - {grow}
     sizes = {}
     for d, dim in spec.dims.items():
-        if d in syms:
+        if d in before:
+            sizes[d] = dim.snap(1)
+        elif d in syms:
             sizes[d] = max(dim.widths) if dim.widths else dim.max
         else:
             sizes[d] = dim.snap(dim.tiles[0] if dim.tiles else 1)
@@ -253,14 +261,15 @@ def cliff_rows(per_row: int, cliff: int, tile: int) -> dict[str, int]:
     return {"padded": below // tile * tile, "below": below, "first": first, "above": -(-first // tile) * tile + 1}
 
 
-def _cliff_text(bits: int, unit: str, role: str, rows: int, per_row: int, tile: int, itemsize: int) -> str:
+def _cliff_text(bits: int, unit: str, role: str, rows: int, per_row: int, tile: int, itemsize: int,
+                row: str = "row") -> str:
     cliff, label, one = 1 << bits, f"2^{bits}", unit[:-1]
     if role == "above":
         first, last_tile = cliff_rows(per_row, cliff, tile)["first"], (rows - 1) // tile * tile
         elem = -(-cliff // itemsize) if unit == "bytes" else cliff
-        which = f"row {first}" if first == rows - 1 else f"rows {first}..{rows - 1}"
-        tiles = f"; the last tile starts at row {last_tile}" if tile > 1 else ""
-        return (f"{which} start{'s' if first == rows - 1 else ''} past it (row {first} at {one} {first * per_row:,} "
+        which = f"{row} {first}" if first == rows - 1 else f"{row}s {first}..{rows - 1}"
+        tiles = f"; the last tile starts at {row} {last_tile}" if tile > 1 else ""
+        return (f"{which} start{'s' if first == rows - 1 else ''} past it ({row} {first} at {one} {first * per_row:,} "
                 f"= {label} + {first * per_row - cliff:,}{tiles}); the first element past the cliff is element "
                 f"{elem:,}, at byte {elem * itemsize:,}: {MECHANISM[(bits, unit)]}")
     if role == "padded":
@@ -272,11 +281,26 @@ def _cliff_text(bits: int, unit: str, role: str, rows: int, per_row: int, tile: 
     return f"its {unit} end {where}: no element at or past {label} {unit}{cross}"
 
 
+# An inner dim grown past a cliff of one tensor may grow another tensor that holds it far more
+# (a GEMM's K for A = M x K makes B = K x N thousands of times larger): past this many times the
+# grown tensor's bytes, the point is the other tensor's, and that tensor's own points cover it.
+OUTGROWN = 4
+
+
+def _outgrown(spec: Spec, name: str, sizes: dict[str, int], dtypes: dict) -> bool:
+    own = nbytes_of(spec, name, sizes, dtypes)
+    return any(nbytes_of(spec, n, sizes, dtypes) > OUTGROWN * own for n in spec.all_tensors if n != name)
+
+
 def _big_points_for(spec: Spec, name: str) -> Iterator[Point]:
-    grow = _growing_dim(spec, name)
-    if grow is None:
-        return
+    for grow in _growing_dims(spec, name):
+        yield from _big_points_along(spec, name, grow)
+
+
+def _big_points_along(spec: Spec, name: str, grow: str) -> Iterator[Point]:
     dim = spec.dims[grow]
+    leading = spec.all_tensors[name].symbols[0] == grow
+    row = "row" if leading else f"{grow} slice"
     dtypes = {n: spec.dtype_choices(n)[0] for n in spec.all_tensors if len(spec.dtype_choices(n)) > 1}
     dtype = dtype_of(spec, name, dtypes)
     itemsize = ITEMSIZE[dtype]
@@ -293,12 +317,15 @@ def _big_points_for(spec: Spec, name: str) -> Iterator[Point]:
                 continue
             if rows >= 1 and dim.allows(rows):
                 roles.setdefault(rows, []).append(f"{'above' if role == 'above' else 'below'} 2^{bits} {unit}: "
-                                                  + _cliff_text(bits, unit, role, rows, per_row, tile, itemsize))
+                                                  + _cliff_text(bits, unit, role, rows, per_row, tile, itemsize, row))
     for rows in sorted(roles):
         pt_sizes = {**sizes, grow: rows}
+        if not leading and _outgrown(spec, name, pt_sizes, dtypes):
+            continue
         shape = shape_of(spec, name, pt_sizes)
+        along = "" if leading else f"{grow} grows (the dims before it at their smallest); "
         why = (f"{name} ({dtype}, {' x '.join(map(str, shape))}) = {rows * row_elems * itemsize:,} bytes, "
-               f"{rows * row_elems:,} elements; " + "; ".join(roles[rows])
+               f"{rows * row_elems:,} elements; {along}" + "; ".join(roles[rows])
                + f"; {human_bytes(rows * row_elems * itemsize)}")
         yield Point(spec.name, RUNG, tuple(pt_sizes.items()), chosen_dtypes(spec, dtypes), why,
                     kind=PointKind.BIG, needs=Needs.CUDA)

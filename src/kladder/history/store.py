@@ -22,6 +22,7 @@ import sqlite3
 import time
 
 DEFAULT = os.path.join(".kladder", "history.sqlite")
+STORE_SIZE = 100_000        # outcomes the outcome store keeps by default (history/outcomes.py; --store-size N)
 BUSY_S = 60.0
 
 MIGRATIONS = (
@@ -84,6 +85,41 @@ MIGRATIONS = (
     """
     ALTER TABLE climbs ADD COLUMN golden TEXT;         -- JSON: the climb's --golden result (facts.GoldenFacts), or null
     """,
+    # 3 -> 4: what else ran beside each point (the diff compares timings only at like load), and a
+    # climb's --shard (a shard's points are not the whole climb's: shard.py's costs leave them out)
+    """
+    ALTER TABLE points ADD COLUMN load TEXT;           -- JSON: outcome.Load's facts of the point's run, or null
+    ALTER TABLE climbs ADD COLUMN shard TEXT;          -- "I/N" for a climb run with --shard, else null
+    """,
+    # 4 -> 5: the outcome store (history/outcomes.py): each outcome under the key of all that decides it
+    """
+    CREATE TABLE outcomes (
+        key TEXT PRIMARY KEY,                -- history/key.py: the point, the spec, the code, the toolchain, ...
+        spec TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        point_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        reusable INTEGER NOT NULL,           -- 1: a later climb with this key may reuse it
+        outcome TEXT NOT NULL,               -- JSON: outcome.Outcome.to_dict (lossless)
+        run_id TEXT,                         -- the climb that ran it
+        kept TEXT NOT NULL,                  -- when it ran (local time, ISO 8601)
+        used REAL NOT NULL,                  -- last kept or reused (seconds since the epoch): the least recent go first
+        calls INTEGER,                       -- rung 5: clean calls kept under this key, over `climbs` climbs
+        climbs INTEGER,
+        since TEXT                           -- rung 5: when the first of them ran
+    );
+    CREATE INDEX outcomes_used ON outcomes(used);
+    CREATE INDEX outcomes_spec ON outcomes(spec, ref);
+    CREATE TABLE climb_keys (
+        run_id TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        parts TEXT NOT NULL,                 -- JSON: {part: digest} (history/key.py PART_WORDS)
+        kept TEXT NOT NULL
+    );
+    CREATE INDEX climb_keys_spec ON climb_keys(spec, ref, kept);
+    ALTER TABLE points ADD COLUMN reused_from TEXT;    -- the run id of the climb whose outcome this point reused
+    """,
 )
 VERSION = len(MIGRATIONS)
 
@@ -109,9 +145,31 @@ def _retry(fn):
             pause = min(pause * 2, 0.5)
 
 
+class Damaged(HistoryError):
+    """The file is SQLite but a page or a row of it is not what kladder wrote (a disk error, an
+    edit by hand): reading it says which, never a traceback."""
+
+
+def _reading(fn):
+    """A read of the history: a damaged page (sqlite3.DatabaseError: 'database disk image is
+    malformed') is a Damaged error naming the file."""
+    def read(self, *a, **kw):
+        try:
+            return fn(self, *a, **kw)
+        except sqlite3.DatabaseError as e:
+            raise Damaged(f"{self.path!r} is damaged ({e})") from None
+    read.__name__, read.__doc__ = fn.__name__, fn.__doc__
+    return read
+
+
 class History:
+    """One history file. Rows whose JSON is not what kladder wrote are left out of what the
+    reads return and named in `damaged` (\"climb #3's fingerprint is not JSON\"): the commands refuse
+    a history with any (history/commands.py), a climb's --golden warns and goes on."""
+
     def __init__(self, path: str):
         self.path = path
+        self.damaged: list[str] = []
         folder = os.path.dirname(os.path.abspath(path))
         try:
             os.makedirs(folder, exist_ok=True)
@@ -129,6 +187,12 @@ class History:
 
     def close(self) -> None:
         self.db.close()
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """One write transaction (BEGIN IMMEDIATE, busy retried): the outcome store's writes."""
+        with self._write() as db:
+            yield db
 
     @contextlib.contextmanager
     def _write(self):
@@ -172,54 +236,126 @@ class History:
         with self._write() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points WHERE climb_id = ?", (climb_id,)).fetchone()[0]
             db.execute("INSERT INTO points (climb_id, seq, point_id, rung, status, failure, seconds, stages, hashes, "
-                       "nondeterministic, point) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                       "nondeterministic, point, load, reused_from) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                        (climb_id, seq, row["id"], row["rung"], row["status"], row.get("failure"), row.get("seconds"),
                         json.dumps(row.get("stages") or {}), json.dumps(row.get("hashes") or {}),
-                        int(bool(row.get("nondeterministic"))), json.dumps(row.get("point"), default=str)))
+                        int(bool(row.get("nondeterministic"))), json.dumps(row.get("point"), default=str),
+                        None if row.get("load") is None else json.dumps(row["load"]), row.get("reused_from")))
 
     def end(self, climb_id: int, ended: str, verdict: str, exit_code: int, fingerprint: dict | None,
-            device_name: str | None, rungs: list[dict], golden: dict | None = None) -> None:
+            device_name: str | None, rungs: list[dict], golden: dict | None = None, shard: str | None = None) -> None:
         fp = fingerprint or None
         with self._write() as db:
             if fp:
                 db.execute("UPDATE climbs SET fingerprint = ?, git_commit = ?, toolchain = ? WHERE id = ?",
                            (json.dumps(fp, default=str), _commit(fp), json.dumps(toolchain(fp)), climb_id))
-            db.execute("UPDATE climbs SET ended = ?, verdict = ?, exit_code = ?, device_name = ?, golden = ? WHERE id = ?",
-                       (ended, verdict, exit_code, device_name, None if golden is None else json.dumps(golden), climb_id))
+            db.execute("UPDATE climbs SET ended = ?, verdict = ?, exit_code = ?, device_name = ?, golden = ?, shard = ? "
+                       "WHERE id = ?", (ended, verdict, exit_code, device_name, None if golden is None else json.dumps(golden),
+                                        shard, climb_id))
             db.executemany("INSERT OR REPLACE INTO rungs (climb_id, rung, verdict, seconds) VALUES (?,?,?,?)",
                            [(climb_id, r["rung"], r["verdict"], r["seconds"]) for r in rungs])
 
     # ------------------------------------------------------------------ reading
 
+    @_reading
     def climbs(self, spec: str | None = None, limit: int | None = None) -> list[dict]:
         """Newest first, each with its point counts by status."""
         where, args = ("WHERE spec = ?", [spec]) if spec else ("", [])
         q = f"SELECT * FROM climbs {where} ORDER BY id DESC" + (f" LIMIT {int(limit)}" if limit else "")
         out = []
         for r in self.db.execute(q, args).fetchall():
-            d = _climb_row(r)
+            d = self._climb_row(r)
+            if d is None:
+                continue
             d["counts"] = dict(self.db.execute("SELECT status, COUNT(*) FROM points WHERE climb_id = ? GROUP BY status",
                                                (r["id"],)).fetchall())
             out.append(d)
         return out
 
+    @_reading
     def climb(self, ref: str) -> dict | None:
         """A climb by its number or its run id."""
         if ref.isdigit():
             r = self.db.execute("SELECT * FROM climbs WHERE id = ?", (int(ref),)).fetchone()
         else:
             r = self.db.execute("SELECT * FROM climbs WHERE run_id = ?", (ref,)).fetchone()
-        return None if r is None else _climb_row(r)
+        return None if r is None else self._climb_row(r)
 
+    @_reading
     def points(self, climb_id: int) -> list[dict]:
         rows = self.db.execute("SELECT * FROM points WHERE climb_id = ? ORDER BY seq", (climb_id,)).fetchall()
-        return [{"id": r["point_id"], "rung": r["rung"], "status": r["status"], "failure": r["failure"],
-                 "seconds": r["seconds"], "stages": json.loads(r["stages"] or "{}"), "hashes": json.loads(r["hashes"] or "{}"),
-                 "nondeterministic": bool(r["nondeterministic"]), "point": json.loads(r["point"] or "null")} for r in rows]
+        out = []
+        for r in rows:
+            where = f"climb #{climb_id}'s point {r['seq']} ({r['point_id']!r})"
+            stages, hashes = self._json(r["stages"] or "{}", where, "stages"), self._json(r["hashes"] or "{}", where, "hashes")
+            point = self._json(r["point"] or "null", where, "point", (dict, type(None)))
+            load = self._json(r["load"], where, "load") if r["load"] else None
+            if BAD in (stages, hashes, point, load):
+                continue
+            out.append({"id": r["point_id"], "rung": r["rung"], "status": r["status"], "failure": r["failure"],
+                        "seconds": r["seconds"], "stages": stages, "hashes": hashes,
+                        "nondeterministic": bool(r["nondeterministic"]), "point": point, "load": load,
+                        "reused_from": r["reused_from"]})
+        return out
 
+    def point_seconds(self, spec: str, device: str, climbs: int = 3) -> list[tuple[dict, float]]:
+        """(point, seconds) of every point the newest `climbs` finished climbs and pytest runs of
+        `spec` on `device` ran, a climb run with --shard left out (its points are a slice): what
+        shard.py deals by."""
+        ids = [r[0] for r in self.db.execute(
+            "SELECT id FROM climbs WHERE spec = ? AND device = ? AND ended IS NOT NULL AND shard IS NULL "
+            "AND kind IN ('climb', 'pytest') ORDER BY id DESC LIMIT ?", (spec, device, int(climbs))).fetchall()]
+        out = []
+        for i in ids:
+            for r in self.db.execute("SELECT point, seconds FROM points WHERE climb_id = ? AND seconds > 0 AND point "
+                                     "IS NOT NULL", (i,)).fetchall():
+                try:
+                    point = json.loads(r["point"])
+                except ValueError:
+                    continue
+                if isinstance(point, dict):
+                    out.append((point, float(r["seconds"])))
+        return out
+
+    def last_failures(self, spec: str, ref: str | None = None) -> tuple[int | None, list[str]]:
+        """The spec's last finished climb (of `ref`, where given and climbed; else of any ref) and the
+        ids of its points that failed or were flaky (--lf)."""
+        q = "SELECT id FROM climbs WHERE kind = 'climb' AND spec = ? AND ended IS NOT NULL"
+        row = None
+        if ref is not None:
+            row = self.db.execute(q + " AND ref = ? ORDER BY id DESC LIMIT 1", (spec, ref)).fetchone()
+        if row is None:
+            row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", (spec,)).fetchone()
+        if row is None:
+            return None, []
+        ids = self.db.execute("SELECT point_id FROM points WHERE climb_id = ? AND status IN ('failed', 'flaky') ORDER BY seq",
+                              (row["id"],)).fetchall()
+        return row["id"], [r["point_id"] for r in ids]
+
+    @_reading
     def rungs(self, climb_id: int) -> dict[int, dict]:
         rows = self.db.execute("SELECT * FROM rungs WHERE climb_id = ?", (climb_id,)).fetchall()
         return {r["rung"]: {"verdict": r["verdict"], "seconds": r["seconds"]} for r in rows}
+
+    def _json(self, text, where: str, field: str, kinds=dict):
+        """A JSON column as kladder wrote it (an object, by default), or BAD with the row named in `damaged`."""
+        try:
+            v = json.loads(text)
+        except (TypeError, ValueError, RecursionError) as e:
+            self.damaged.append(f"{where}: {field} is not JSON ({_short(text)}: {e})")
+            return BAD
+        if not isinstance(v, kinds):
+            self.damaged.append(f"{where}: {field} is a {type(v).__name__} ({_short(text)}), not what kladder writes")
+            return BAD
+        return v
+
+    def _climb_row(self, r: sqlite3.Row) -> dict | None:
+        d = dict(r)
+        where = f"climb #{d['id']}"
+        d["fingerprint"] = self._json(d["fingerprint"] or "{}", where, "fingerprint")
+        d["toolchain"] = self._json(d.get("toolchain") or "{}", where, "toolchain")
+        d["golden"] = self._json(d["golden"], where, "golden") if d.get("golden") else None
+        return None if BAD in (d["fingerprint"], d["toolchain"], d["golden"]) else d
 
     # ------------------------------------------------------------------ golden hashes
 
@@ -233,26 +369,33 @@ class History:
                              json.dumps(target)) for p in points])
         return len(points)
 
+    @_reading
     def golden(self, spec: str, target: dict | None = None) -> list[dict]:
         """The golden hashes of `spec`: for `target` only, or for every target it has."""
         q, args = "SELECT * FROM golden WHERE spec = ?", [spec]
         if target is not None:
             q, args = q + " AND target = ?", [spec, json.dumps(target, sort_keys=True)]
-        return [{"id": r["point_id"], "hashes": json.loads(r["hashes"]), "recorded": r["recorded"],
-                 "target": json.loads(r["target"]), "climb_id": r["climb_id"]} for r in self.db.execute(q, args).fetchall()]
+        out = []
+        for r in self.db.execute(q, args).fetchall():
+            where = f"the golden row of spec {spec!r}, point {r['point_id']!r}"
+            hashes, kept_for = self._json(r["hashes"], where, "hashes"), self._json(r["target"], where, "target")
+            if BAD not in (hashes, kept_for):
+                out.append({"id": r["point_id"], "hashes": hashes, "recorded": r["recorded"], "target": kept_for,
+                            "climb_id": r["climb_id"]})
+        return out
+
+
+BAD = object()        # a column that is not what kladder wrote (History._json)
+
+
+def _short(text) -> str:
+    t = repr(text)
+    return t if len(t) <= 60 else t[:57] + "..."
 
 
 def _statements(script: str) -> list[str]:
     lines = [line.split("--")[0] for line in script.splitlines()]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
-
-
-def _climb_row(r: sqlite3.Row) -> dict:
-    d = dict(r)
-    d["fingerprint"] = json.loads(d["fingerprint"] or "{}")
-    d["toolchain"] = json.loads(d.get("toolchain") or "{}")
-    d["golden"] = json.loads(d["golden"]) if d.get("golden") else None
-    return d
 
 
 def _commit(fp: dict) -> str | None:

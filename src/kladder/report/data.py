@@ -6,10 +6,12 @@ import os
 import secrets
 import time
 from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..facts import BiasFacts, ContractFacts, GoldenFacts, GpuPointFacts, GuardFacts, NondeterministicFacts
-from ..outcome import STATUSES, Check, Finding, Note, Outcome, Status
+from ..budgets import BudgetSummary
+from ..facts import BiasFacts, ContractFacts, GoldenFacts, GpuPointFacts, GuardFacts, NondeterministicFacts, ReuseFacts
+from ..outcome import STATUSES, Check, Finding, Note, Outcome, Status, Waited
 
 NOTHING_RAN = 5     # as pytest's "no tests ran": every point skipped, or none generated
 INTERRUPTED = 130   # as a shell reports a process ended by SIGINT
@@ -31,6 +33,9 @@ class RungReport:
     climbed: bool = True
     note: str = ""                       # why a rung was not climbed
     interrupted: bool = False            # Ctrl-C arrived while it ran: its points so far are kept
+    stopped: bool = False                # not climbed: -x stopped the climb at an earlier rung's failure (ClimbReport.stopped_at)
+    planned: int | None = None           # the points it was to run (None: not known, a merged report's)
+    waits: list[Waited] = field(default_factory=list)   # what the lanes working for its points waited for (run/waits.py)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -50,6 +55,8 @@ class RungReport:
         if self.interrupted:
             return "interrupted"
         c = self.counts
+        if self.planned is not None and len(self.outcomes) < self.planned and not (c[Status.FAILED] or c[Status.FLAKY]):
+            return "incomplete"              # it stopped before its last point (kladder's own error): never "passed"
         if c[Status.FAILED] or c[Status.FLAKY]:
             return "failed"
         if any(c[s] for s in STATUSES if s not in (Status.PASSED, Status.SKIPPED)):
@@ -76,6 +83,9 @@ class ClimbReport:
     shrunk: list[dict] = field(default_factory=list)     # kladder.shrink's facts per rung's first failure (--shrink-s)
     shard: dict | None = None            # --shard I/N: which slice, the options, where each point stands (shard.py)
     golden: GoldenFacts | None = None    # --golden: the points' bits against the golden hashes (history/golden.py)
+    reuse: ReuseFacts | None = None      # what the outcome store gave and what ran (history/outcomes.py); None: not used
+    stopped_at: int | None = None        # -x: the rung whose failure stopped the climb (later rungs not climbed)
+    budget: BudgetSummary | None = None  # the time budget that ran rung 5, what a longer one adds (budgets.py)
 
     @property
     def outcomes(self) -> list[Outcome]:
@@ -139,6 +149,22 @@ def pattern_shape(f: Finding) -> tuple:
         given = x.to_dict()
         return tuple(sorted(k for k in given if k != "problems")) + tuple(p[0] for p in x.problems or [])
     return tuple(str(getattr(x, k, None)) for k in _SHAPE_FIELDS.get(f.check, ()))
+
+
+def failure_key(o: Outcome) -> tuple:
+    """Failures with one key are one bug seen at several points: the same status, rung and mode,
+    and the headline's check, output, call and pattern shape. The terminal and the HTML group by it."""
+    head = o.headline
+    return (o.status, o.point.rung, o.point.mode) + (
+        (head.check, head.output, head.call, pattern_shape(head)) if head else (id(o),))
+
+
+def failure_groups(failures: list[Outcome]) -> list[list[Outcome]]:
+    """Failures grouped by failure_key, in order of their first member."""
+    groups: dict[tuple, list[Outcome]] = defaultdict(list)
+    for o in failures:
+        groups[failure_key(o)].append(o)
+    return list(groups.values())
 
 
 def note_key(n: Note | None) -> tuple:

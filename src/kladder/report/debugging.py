@@ -2,6 +2,8 @@
 compute; nothing here computes a verdict or reads English back."""
 from __future__ import annotations
 
+from .words.shrinking import explore_shrunk_lines
+
 
 def _step_line(s: dict) -> str:
     return f"  {s['verdict']:5} {s['commit'][:10]}  {s['subject'][:60]}  ({s['why']})"
@@ -88,31 +90,9 @@ def bench_text(r: dict) -> str:
 
 
 def _dims(point: dict) -> str:
-    return ", ".join(f"{k} = {v}" for k, v in point["dims"])
-
-
-def _passes_text(s: dict) -> str:
-    """Each shrunk dim's size one below the smallest failing one, and what it gave."""
-    return "; ".join(f"{d} = {p['size']}: {p['status']}" for d, p in s["passes_at"].items())
-
-
-def shrunk_lines(s: dict) -> list[str]:
-    """A climb's shrunk failure (kladder.shrink's facts), as the terminal prints it."""
-    head = f"rung {s['rung']}, from {s['failed_id']}"
-    if s.get("cannot_shrink"):
-        return [f"{head}: cannot shrink: {s['cannot_shrink']}"]
-    if s.get("check") is None:
-        return [f"{head}: not shrunk (its replay did not fail)"]
-    if not s.get("smallest"):
-        return [f"{head}: not shrunk (the shrink budget was spent before it began)"]
-    if s["smallest_id"] == s["failed_id"]:
-        found = "no smaller point fails the same way" if s["complete"] else "no smaller failing point found before the budget ran out"
-        return [f"{head}: {found} ({s['runs']} runs)"]
-    passes = _passes_text(s)
-    done = "" if s["complete"] else " (the shrink budget ran out first: it may shrink further)"
-    return [f"{head}: fails down to {_dims(s['smallest'])}, the same check ({s['check']}), after {s['runs']} runs{done}"
-            + (f"; one below: {passes}" if passes else ""),
-            f"  repro: {s['repro']}"]
+    """A point's sizes, and its value kinds and layouts where it has them ("M = 2, N = 64; x: huge")."""
+    kinds = [f"{k}: {v}" for k, v in [*(point.get("values") or []), *(point.get("layouts") or [])]]
+    return ", ".join(f"{k} = {v}" for k, v in point["dims"]) + ("; " + ", ".join(kinds) if kinds else "")
 
 
 def explore_point(e: dict) -> str:
@@ -137,16 +117,10 @@ def explore_text(r: dict) -> str:
                      "(`kladder climb`), it does not replace it")
         return "\n".join(lines) + "\n"
     lines.append(f"FAILED ({f['check']}) at {_dims(f['point'])}" + (" (replayed from an earlier run)" if f["replayed"]
-                                                                      else ""))
+                                                                      else " (the sweep of value kinds and layouts)"
+                                                                      if f.get("swept") else ""))
     s = r.get("shrunk") or {}
-    if s.get("cannot_shrink"):
-        lines.append(f"  cannot shrink: {s['cannot_shrink']}")
-    elif s.get("smallest"):
-        h = r["hypothesis_smallest"]
-        lines.append(f"  Hypothesis shrank it to {_dims(h['point'])}")
-        passes = _passes_text(s)
-        done = "" if s["complete"] else " (the shrink budget ran out first)"
-        lines.append(f"  smallest failing point: {_dims(s['smallest'])}, the same check ({s['check']}), after "
-                     f"{s['runs']} runs of a plain search{done}" + (f"; one below: {passes}" if passes else ""))
+    h = r.get("hypothesis_smallest")
+    lines += explore_shrunk_lines(s, h["point"]["dims"] if h else None)
     lines.append(f"  repro: {s.get('repro', f.get('repro', ''))}")
     return "\n".join(lines) + "\n"

@@ -50,8 +50,71 @@ def _climb_name(c) -> str:
     return f"#{c.id} ({c.started}, {c.verdict or 'unfinished'}, {_short(c.git_commit)})"
 
 
-def diff_text(d) -> str:
-    """`kladder diff` (facts.DiffFacts) in words."""
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+LOAD_WORDS = {
+    "others_cores": lambda la, lb, a, b: (f"other processes kept {lb.others_cores:.2f} cores busy on average during "
+                                          f"{b}, {la.others_cores:.2f} during {a}"),
+    "wait_share": lambda la, lb, a, b: (f"{b}'s workers waited for a CPU {_pct(lb.wait_share)} of the time, {a}'s "
+                                        f"{_pct(la.wait_share)}"),
+    "lanes": lambda la, lb, a, b: f"{lb.lanes:.1f} other lanes on average during {b} (--jobs), {la.lanes:.1f} during {a}",
+    "device_processes": lambda la, lb, a, b: (f"{lb.device_processes:.1f} other processes on the device during {b}, "
+                                              f"{la.device_processes:.1f} during {a}"),
+}
+
+
+def timing_text(d) -> str:
+    """Whether the timings were compared, and why not (facts.TimingFacts)."""
+    t, a, b = d.timing, f"#{d.a.id}", f"#{d.b.id}"
+    if t.why == "device":
+        return f"timing not compared: the device differed ({a} on {t.device_a}, {b} on {t.device_b})"
+    if t.why == "not_recorded":
+        which = " and ".join(n for n, x in ((a, t.load_a), (b, t.load_b)) if x is None)
+        return f"timing not compared: what ran beside the points was not recorded for {which} (an older kladder's climb)"
+    if t.why == "load":
+        return "timing not compared: load differed (" + "; ".join(
+            LOAD_WORDS[k](t.load_a, t.load_b, a, b) for k in t.differed) + ")"
+    return ""
+
+
+def slower_line(s) -> str:
+    what = "the kernel's seconds" if s.kernel_stage else "seconds"
+    return (f"rung {s.rung} slower: x{s.ratio:.2f} per point in {what} (median of {s.pairs} points, {s.before_s:.1f} s "
+            f"-> {s.after_s:.1f} s, Wilcoxon p = {s.p:.1g}), past each climb's own spread (x{s.spread_a:.2f}, "
+            f"x{s.spread_b:.2f}: waits for a CPU)")
+
+
+def bits_lines(d, verbose: bool, more: str = "; --verbose lists them") -> list[str]:
+    if not d.bits_changed:
+        return []
+    pairs: dict[tuple[str, str], int] = {}
+    for r in d.bits_changed:
+        pairs[(r.before, r.after)] = pairs.get((r.before, r.after), 0) + 1
+    kinds = ", ".join(f"{n} {'passing' if a == 'passed' else a} in both" if a == b else f"{n} {a} -> {b}"
+                      for (a, b), n in pairs.items())
+    n = len(d.bits_changed)
+    if not verbose:
+        return [f"output bits changed at {n} point{'s' * (n != 1)} ({kinds}){more}"]
+    return [f"output bits changed ({n}: {kinds}):",
+            *[f"  {r.id}: {', '.join(r.outputs)} ({r.before} -> {r.after})" for r in d.bits_changed]]
+
+
+def verdict_line(d) -> str:
+    slower = ", ".join(f"rung {s.rung}" for s in d.slower_rungs)
+    n = len(d.newly_failing)
+    if d.worse:
+        why = [f"{n} point{'s' * (n != 1)} newly fail{'s' * (n == 1)}"] if n else []
+        why += [f"{slower} slower (--fail-on slower)"] if "slower" in d.fail_on and slower else []
+        return "worse: " + "; ".join(why)
+    if slower:
+        return f"not worse ({slower} slower: a failure of the gate only with --fail-on slower)"
+    return "not worse"
+
+
+def diff_text(d, verbose: bool = False) -> str:
+    """`kladder diff` (facts.DiffFacts) in words; `verbose` lists every point whose bits changed."""
     lines = [f"{d.a.spec}: {_climb_name(d.a)} -> {_climb_name(d.b)}"]
     if d.toolchain:
         lines.append("toolchain: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in d.toolchain.items()))
@@ -60,20 +123,20 @@ def diff_text(d) -> str:
             lines.append(f"{title} ({len(rows)}):")
             lines += [f"  {r.id}: {r.before} -> {r.after}" + (f" ({r.failure_after})" if r.failure_after else "")
                       for r in rows]
-    if d.bits_changed:
-        lines.append(f"output bits changed ({len(d.bits_changed)}):")
-        lines += [f"  {r.id}: {', '.join(r.outputs)} ({r.before} -> {r.after})" for r in d.bits_changed]
+    lines += bits_lines(d, verbose)
     if d.nondeterministic:
         lines.append(f"not compared bit for bit (nondeterministic outputs): {len(d.nondeterministic)} points")
-    for s in d.slower_rungs:
-        lines.append(f"rung {s.rung} slower: x{s.ratio:.2f} per point (median of {s.pairs} points, "
-                     f"{s.before_s:.1f} s -> {s.after_s:.1f} s, Wilcoxon p = {s.p:.1g})")
+    lines += [slower_line(s) for s in d.slower_rungs]
+    timing = timing_text(d)
+    if timing:
+        lines.append(timing)
     for title, ids in (("only in the first", d.only_a), ("only in the second", d.only_b)):
         if ids:
             lines.append(f"{title}: {len(ids)} points")
     if not (d.newly_failing or d.newly_passing or d.bits_changed or d.slower_rungs):
-        lines.append("no change: the same verdicts, the same bits, no rung slower beyond noise")
-    lines.append("worse" if d.worse else "not worse")
+        lines.append("no change: the same verdicts, the same bits" + (", no rung slower beyond noise"
+                                                                      if d.timing.compared else ""))
+    lines.append(verdict_line(d))
     return "\n".join(lines) + "\n"
 
 

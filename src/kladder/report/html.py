@@ -6,8 +6,6 @@ or a kernel wrote (ids, why, messages, what the kernel printed) is escaped, and 
 characters are shown as \\xNN, never passed to the page."""
 from __future__ import annotations
 
-from collections import defaultdict
-
 from . import maps
 
 BAD = ("failed", "flaky")
@@ -47,14 +45,31 @@ def _num(v):
     return f"{v:.6g}"
 
 
-def _group_key(p: dict) -> tuple:
-    """As the terminal groups failures: status, rung, mode, and the headline's check, output,
-    call and pattern kind."""
-    head = (p.get("findings") or [None])[0]
-    if head is None:
-        return (p["status"], p["rung"], p.get("mode"), p["id"])
-    return (p["status"], p["rung"], p.get("mode"), head["check"], head["output"], head.get("call"),
-            (head.get("where") or {}).get("kind", head.get("pattern")))
+def _outcome(p: dict):
+    """A point of the JSON report as the Outcome that report/data.py's grouping reads (its point,
+    status and findings with their patterns and facts), or None where the record cannot be read
+    back as one (a report from another kladder): such a point is a group of its own."""
+    from ..outcome import Finding, Outcome, Status
+    from ..point import Point
+    try:
+        findings = [Finding.from_dict({"check": f["check"], "output": f.get("output", ""), "call": f.get("call", ""),
+                                       "pattern": f.get("where"), "mismatched": f.get("mismatched", 0),
+                                       "total": f.get("total", 0), "facts": f.get("facts")})
+                    for f in p.get("findings") or []]
+        return Outcome(Point.from_dict(p["point"]), Status(p["status"]), findings)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _groups(points: list[dict]) -> list[list[dict]]:
+    """The failed points grouped exactly as the terminal groups them (data.failure_groups), each
+    group with the words of the points it stands for."""
+    from .data import failure_groups
+    outcomes = [(p, _outcome(p)) for p in points]
+    readable = [o for _, o in outcomes if o is not None]
+    back = {id(o): p for p, o in outcomes if o is not None}
+    groups = [[back[id(o)] for o in g] for g in failure_groups(readable)]
+    return groups + [[p] for p, o in outcomes if o is None]
 
 
 def _finding_view(f: dict, p: dict, budget: list, first: bool) -> dict:
@@ -71,17 +86,17 @@ def _finding_view(f: dict, p: dict, budget: list, first: bool) -> dict:
 
 
 def _failures(points: list[dict]) -> list[dict]:
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for p in points:
-        groups[_group_key(p)].append(p)
+    from . import words
     budget = [MAX_MAPS]
     out, n = [], 0
-    for members in groups.values():
+    for members in _groups(points):
         views = []
         for p in members:
             n += 1
             views.append({"p": p, "n": n, "findings": [_finding_view(f, p, budget, p is members[0]) for f in p["findings"]]})
-        out.append({"first": members[0], "members": views})
+        readable = [o for o in (_outcome(p) for p in members) if o is not None]
+        like = words.points_text(readable) if len(readable) > 1 else ""
+        out.append({"first": members[0], "members": views, "points": like})
     return out
 
 
@@ -100,8 +115,11 @@ def _rates(points: list[dict]) -> list[dict]:
 
 def report_html(doc: dict) -> str:
     points = [p for r in doc.get("rungs", []) for p in r.get("points", [])]
+    from .words.shrinking import shrunk_lines
     view = {"doc": doc, "rungs": doc.get("rungs", []),
             "failures": _failures([p for p in points if p["status"] in BAD]),
+            "shrunk": [{"lines": shrunk_lines(s, repro=False), "repro": s.get("repro") if s.get("smallest_id") not in
+                        (None, s.get("failed_id")) else None} for s in doc.get("shrunk") or [] if "rung" in s],
             "unjudged": [p for p in points if p["status"] in UNJUDGED],
             "warned": [p for p in points if p["status"] not in BAD and p.get("warnings")],
             "rates": _rates(points), "max_maps": MAX_MAPS, "fingerprint": doc.get("fingerprint") or {},
@@ -110,8 +128,13 @@ def report_html(doc: dict) -> str:
     return _env().get_template("report.html.j2").render(**view)
 
 
-def diff_html(d: dict) -> str:
-    return _env().get_template("diff.html.j2").render(d=d)
+def diff_html(d) -> str:
+    """`kladder diff --html` (facts.DiffFacts), its sentences history_text's."""
+    from .history_text import bits_lines, slower_line, timing_text, verdict_line
+    bits = bits_lines(d, False, more="")
+    return _env().get_template("diff.html.j2").render(
+        d=d, verdict=verdict_line(d), timing=timing_text(d), slower=[slower_line(s) for s in d.slower_rungs],
+        bits=bits[0] if bits else "")
 
 
 def history_html(climbs: list[dict], spec: str | None = None, path: str | None = None) -> str:

@@ -8,6 +8,7 @@ reader). docs/report.schema.json describes both the report and the log's records
 bumped whenever a field changes meaning or goes away."""
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import math
@@ -46,33 +47,49 @@ def write_atomic(path: str, text: str) -> None:
     """`text` at `path`, all of it or none: written to a new file in the same folder (a rename
     is atomic only within one file system), flushed to the disk, then renamed over `path`. A
     reader, a crash or a Ctrl-C in between sees the old file or the new one, never a 0-byte or
-    half-written one."""
+    half-written one; a write that fails (a full disk: ENOSPC) raises OSError with the old file
+    in place and no temporary file left behind, whatever moment it fails at."""
     folder = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}-{secrets.token_hex(3)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)   # 0o666 less the umask, as open() makes it
+    data, fd, done = text.encode(), None, False
     try:
-        data = text.encode()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)   # 0o666 less the umask, as open() makes it
         while data:
             data = data[os.write(fd, data):]
         os.fsync(fd)
-    except BaseException:
         os.close(fd)
+        fd = None
+        os.replace(tmp, path)
+        done = True
+    finally:
+        if not done:
+            _discard(fd, tmp)
+
+
+def _discard(fd: int | None, tmp: str) -> None:
+    """A temporary file given up: closed and removed (it may not have been made at all)."""
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with contextlib.suppress(OSError):
         os.unlink(tmp)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
 
 
 def cannot_write(folder: str) -> str | None:
     """Why files cannot be made in `folder` (made first if missing), or None when they can: a
-    real file is made and removed (os.access says yes to root on a read-only mount)."""
+    real file is made and removed (os.access says yes to root on a read-only mount), removed
+    whatever moment a signal comes at."""
+    probe = None
     try:
         os.makedirs(folder, exist_ok=True)
         probe = os.path.join(folder, f".kladder-probe-{os.getpid()}-{secrets.token_hex(3)}")
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        os.unlink(probe)
     except OSError as e:
         return e.strerror or str(e)
+    finally:
+        if probe is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
     return None
 
 
@@ -87,7 +104,9 @@ def report_dict(report: ClimbReport) -> dict[str, Any]:
             "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
             "rungs": [rung_dict(r, report.golden) for r in report.rungs], "shrunk": report.shrunk,
-            "shard": shard_dict(report), "golden": None if report.golden is None else report.golden.to_dict()}
+            "shard": shard_dict(report), "golden": None if report.golden is None else report.golden.to_dict(),
+            "reuse": None if report.reuse is None else report.reuse.to_dict(), "stopped_at": report.stopped_at,
+            "budget": None if report.budget is None else report.budget.to_dict()}
 
 
 def shard_dict(report: ClimbReport) -> dict[str, Any] | None:
@@ -103,7 +122,8 @@ def header_dict(report: ClimbReport, opts, fingerprint: dict) -> dict[str, Any]:
     process sees it; the end record has the workers' own, with the device)."""
     return {"format": FORMAT, "spec": report.spec, "ref": report.ref, "device": report.device,
             "kladder_version": report.kladder_version, "started": report.started, "run_id": report.run_id,
-            "options": {"rungs": list(opts.rungs), "timeout_s": opts.timeout_s, "jobs": opts.jobs, "replay": opts.replay},
+            "options": {"rungs": list(opts.rungs), "timeout_s": opts.timeout_s, "jobs": opts.jobs, "replay": opts.replay,
+                        "budget": getattr(opts, "budget", None)},
             "fingerprint": fingerprint}
 
 
@@ -113,7 +133,8 @@ def end_dict(report: ClimbReport) -> dict[str, Any]:
             "start_error": report.start_error, "kladder_error": report.kladder_error, "seconds": round(report.seconds, 3),
             "interrupted": report.interrupted, "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "device_name": report.device_name, "lowest_failing_rung": report.lowest_failing_rung,
-            "points": len(report.outcomes), "counts": dict(counts), "fingerprint": report.fingerprint}
+            "points": len(report.outcomes), "counts": dict(counts), "fingerprint": report.fingerprint,
+            "reuse": None if report.reuse is None else report.reuse.to_dict(), "stopped_at": report.stopped_at}
 
 
 def rung_dict(r: RungReport, golden=None) -> dict[str, Any]:
@@ -123,7 +144,8 @@ def rung_dict(r: RungReport, golden=None) -> dict[str, Any]:
             g = golden.of_point(p["id"])
             p["golden"] = None if g is None else g.to_dict()
     return {"rung": r.rung, "title": r.title, "verdict": r.verdict, "climbed": r.climbed,
-            "note": r.note, "seconds": round(r.seconds, 3), "counts": r.counts, "points": points}
+            "note": r.note, "seconds": round(r.seconds, 3), "counts": r.counts,
+            "waits": [w.to_dict() for w in r.waits], "points": points, "stopped": r.stopped}
 
 
 def outcome_dict(o: Outcome) -> dict[str, Any]:
@@ -145,6 +167,7 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
         "under_load": None if o.load is None else o.load.facts(),
         "point": o.point.to_dict(),
         "hashes": o.hashes,
+        "reused": None if o.reused is None else o.reused.to_dict(),
     }
 
 
@@ -155,7 +178,8 @@ def finding_dict(f: Finding) -> dict[str, Any]:
             "allowed": big.allowed if big else None, "mismatched": f.mismatched, "total": f.total,
             "kernel": big.kernel if big else None, "reference": big.reference if big else None,
             "facts": f.facts.to_dict(), "call": f.call, "where": f.to_dict()["pattern"],
-            "budget": words.budget_headline(f) or None, "budget_details": words.budget_text(f.facts) or None}
+            "budget": words.budget_headline(f) or None, "budget_details": words.budget_text(f.facts) or None,
+            "trace": words.trace_lines(getattr(f.facts, "trace", None)) or None}
 
 
 def zoo_dict(rows: list, device: str) -> dict[str, Any]:

@@ -142,22 +142,52 @@ def cliff_marks(cliffs: list | None, n_rows: int, n_cols: int) -> list[dict]:
     return list(marks.values())
 
 
+def density(where: dict, shape: list[int]):
+    """The pattern's density (checks/pattern._density) as (cells of percents, (rows, cols) a cell),
+    or None where the pattern has none or it does not fit the output's shape."""
+    d = where.get("density")
+    if not (isinstance(d, list) and len(d) == 3 and isinstance(d[0], int) and isinstance(d[1], int) and d[2]):
+        return None
+    n_cols = max(shape[-1] if shape else 1, 1)
+    n_rows = max(math.prod(shape[:-1]) if len(shape) > 1 else 1, 1)
+    cells = d[2]
+    if len(cells) != -(-n_rows // d[0]) or any(len(r) != -(-n_cols // d[1]) for r in cells):
+        return None
+    return cells, (d[0], d[1])
+
+
 def error_map(where: dict | None, shape: list | None, worst: list | None, title: str,
               cliffs: list | None = None) -> dict | None:
-    """{"png": data URI, "fold": [rows, cols], "unlocated": {...}, "cliffs": [...]} or None
-    (nothing to draw)."""
+    """{"png": data URI, "fold": [rows, cols], "unlocated": {...}, "cliffs": [...], "density":
+    bool} or None (nothing to draw). A pattern with a density (a dense or scattered failure,
+    the output checked whole) is drawn as the share of wrong elements in each cell, with its
+    colour bar; any other as wrong, partly wrong and right cells."""
     if not where or not shape or not isinstance(shape, list) or not all(isinstance(n, int) for n in shape):
         return None
     cells, (fr, fc), n_rows, n_cols, unlocated = grid(where, shape)
+    shares = density(where, shape)
+    if shares is not None:
+        cells, (fr, fc) = shares
+        unlocated = {}
     plt = _plt()
-    from matplotlib.colors import ListedColormap
+    from matplotlib.colors import LinearSegmentedColormap, ListedColormap
     h, w = len(cells), len(cells[0])
-    fig, ax = plt.subplots(figsize=(min(9, 4 + w / 40), min(5, 2.2 + h / 40)))
-    fig.subplots_adjust(left=0.2, right=0.97, bottom=0.24, top=0.86)
+    fig, ax = plt.subplots(figsize=(min(9, 4 + w / 40) + (1.2 if shares else 0), min(5, 2.2 + h / 40)))
+    fig.subplots_adjust(left=0.2, right=0.86 if shares else 0.97, bottom=0.24, top=0.86)
     ax.set_xticks(_ticks(n_cols))
     ax.set_yticks(_ticks(n_rows))
-    ax.imshow(cells, cmap=ListedColormap(["#e8f1e4", "#f4b183", "#c0392b"]), vmin=0, vmax=2, aspect="auto",
-              interpolation="nearest", extent=(-0.5 * fc, w * fc - 0.5 * fc, h * fr - 0.5 * fr, -0.5 * fr))
+    extent = (-0.5 * fc, w * fc - 0.5 * fc, h * fr - 0.5 * fr, -0.5 * fr)
+    if shares is not None:
+        # 1% a pale orange, 100% the red of a wholly wrong cell in the other maps
+        cmap = LinearSegmentedColormap.from_list("wrong", ["#fbe3cf", "#f4b183", "#c0392b"]).with_extremes(
+            under="#e8f1e4")                      # no wrong element in the cell
+        image = ax.imshow(cells, cmap=cmap, vmin=0.5, vmax=100, aspect="auto", interpolation="nearest", extent=extent)
+        bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02, ticks=[1, 25, 50, 75, 100])
+        bar.set_label("wrong elements in a cell (%)", fontsize=8)
+        bar.ax.tick_params(labelsize=7)
+    else:
+        ax.imshow(cells, cmap=ListedColormap(["#e8f1e4", "#f4b183", "#c0392b"]), vmin=0, vmax=2, aspect="auto",
+                  interpolation="nearest", extent=extent)
     note = (where.get("cols") or {}).get("tile_note")
     if note:
         _, tile, rem = note
@@ -181,7 +211,7 @@ def error_map(where: dict | None, shape: list | None, worst: list | None, title:
     ax.set_ylabel(f"row (0..{n_rows - 1})" + (f", {fr} a cell" if fr > 1 else ""))
     ax.set_title(_plain(title), fontsize=9)
     return {"png": _png(fig), "fold": [fr, fc], "rows": n_rows, "cols": n_cols, "unlocated": unlocated,
-            "tile": note[1] if note else None, "cliffs": marks}
+            "tile": note[1] if note else None, "cliffs": marks, "density": shares is not None}
 
 
 def rate_curve(curve: list, title: str) -> str | None:

@@ -21,13 +21,15 @@ def point_record(spec, point: Point) -> dict[str, Any]:
             "tensors": tensors, "point": point.to_dict()}
 
 
-def points_json(spec, ref: str, device: str, points: list[Point]) -> str:
-    return json.dumps({"spec": spec.name, "ref": ref, "device": device,
+def points_json(spec, ref: str, device: str, points: list[Point], planned: bool = False) -> str:
+    return json.dumps({"spec": spec.name, "ref": ref, "device": device, "planned": planned,
                        "points": [point_record(spec, p) for p in points]}, indent=1)
 
 
-def points_text(spec, ref: str, device: str, points: list[Point]) -> str:
-    lines = [f"kladder points {ref}  on {device}: {len(points)} point{'s' if len(points) != 1 else ''}"]
+def points_text(spec, ref: str, device: str, points: list[Point], planned: bool = False) -> str:
+    where = f"{device} (planned: no CUDA device here; the points and budgets a GPU's climb would have)" if planned \
+        else device
+    lines = [f"kladder points {ref}  on {where}: {len(points)} point{'s' if len(points) != 1 else ''}"]
     for p in points:
         rec = point_record(spec, p)
         size = sum(t["bytes"] for t in rec["tensors"].values())

@@ -14,14 +14,28 @@ class Progress:
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
         from rich.progress import Progress as RichProgress
         self.console = console
+        self.waits = None                    # run/waits.Waits of the climb's runner (watch), read as the line redraws
         self.bar = RichProgress(TextColumn("{task.fields[rung]}", markup=False), BarColumn(bar_width=24),
                                 MofNCompleteColumn(), TextColumn("{task.fields[failed]}", markup=False),
                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                TextColumn("{task.fields[running]}", markup=False),
+                                TextColumn("{task.fields[running]}", markup=False), _waiting_column(self),
                                 console=console, transient=True, auto_refresh=True, refresh_per_second=4)
         self.task = None
         self.failed = 0
         self.started = False
+
+    def watch(self, waits) -> None:
+        """Show the lanes' waits in progress (run/waits.Waits) on the line."""
+        self.waits = waits
+
+    def waiting_line(self) -> str:
+        """The longest wait in progress, in words ('' when no lane waits), and how many more."""
+        now = self.waits.now() if self.waits is not None else []
+        if not now:
+            return ""
+        from .words import waiting_text
+        more = f" (+{len(now) - 1} more)" if len(now) > 1 else ""
+        return waiting_text(*now[0]) + more
 
     def rung_started(self, rr: RungReport, total: int) -> None:
         if not self.started:
@@ -60,3 +74,14 @@ class Progress:
         if self.started:
             self.bar.stop()
             self.started = False
+
+
+def _waiting_column(progress: Progress):
+    """A column that asks `progress` for its waiting line each time the bar redraws."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class Waiting(ProgressColumn):
+        def render(self, task):
+            return Text(progress.waiting_line(), style="yellow")
+    return Waiting()

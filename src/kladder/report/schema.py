@@ -81,7 +81,9 @@ def generate(schema: dict) -> dict:
     made = {f"facts_{k}": facts_schema(c, parts) for k, c in F.CHECK_FACTS.items()}
     made |= {f"note_facts_{k}": facts_schema(c, parts) for k, c in F.NOTE_FACTS.items()}
     made |= {"golden": facts_schema(F.GoldenFacts, parts), "golden_point": facts_schema(F.GoldenPointFacts, parts),
-             "diff": facts_schema(F.DiffFacts, parts), "golden_record": facts_schema(F.GoldenRecordFacts, parts)}
+             "diff": facts_schema(F.DiffFacts, parts), "golden_record": facts_schema(F.GoldenRecordFacts, parts),
+             "shrink_cause": facts_schema(F.ShrinkCauseFacts, parts),
+             "reuse": facts_schema(F.ReuseFacts, parts), "reused": facts_schema(F.ReusedFacts, parts)}
     done: set = set()
     while parts - done:
         for cls in sorted(parts - done, key=lambda c: c.__name__):

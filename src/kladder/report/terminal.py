@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from ..outcome import Check, NoteKind, Outcome, Replay, Status
 from . import words
-from .data import ClimbReport, RungReport, bias_group, note_group, note_key, pattern_shape, reason_group
+from .data import ClimbReport, RungReport, bias_group, failure_groups, note_group, note_key, reason_group
 from .history_text import golden_check_text, golden_summary_text
 
 PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN = (Status.PASSED, Status.FAILED, Status.FLAKY, Status.SKIPPED, Status.OOM,
@@ -65,6 +65,8 @@ def render_text(report: ClimbReport, color: bool = False, width: int = 120, verb
 
 def renderables(report: ClimbReport, verbose: bool = False) -> list:
     parts = [_header(report), _ladder_table(report)]
+    if any(rr.waits for rr in report.rungs):
+        parts.append(_waited(report))
     failures = report.failures
     if failures:
         parts.append(_text(("\n" + _count(len(failures), "failed point"), "bold red")))
@@ -87,6 +89,8 @@ def renderables(report: ClimbReport, verbose: bool = False) -> list:
     proved = [o for o in report.outcomes if o.status == PASSED and o.note is not None and o.note.kind in PROVED]
     if proved:
         parts.append(_proved(proved))
+    if report.budget is not None:
+        parts.append(_text("\n" + words.time_budget_text(report.budget)))
     if report.golden is not None:
         parts.append(_text(("\n" + golden_check_text(report.golden).rstrip("\n"), "bold red" if report.golden.fails else "")))
     parts.append(_summary(report))
@@ -117,17 +121,24 @@ def _ladder_table(report: ClimbReport):
                       ("verdict", "left")):
         t.add_column(col, justify=just)
     for rr in report.rungs:
-        t.add_row(*_ladder_row(rr))
+        t.add_row(*_ladder_row(rr, report.stopped_at))
     return t
+
+
+def _waited(report: ClimbReport):
+    lines = [_text(("\nWaited", "bold"), " (a lane idle before its point could run):")]
+    lines += [_text(f"  rung {rr.rung}: {words.waits_text(rr.waits)}") for rr in report.rungs if rr.waits]
+    return _joined(lines)
 
 
 def _verdict(rr: RungReport):
     return _text((rr.verdict.upper() if rr.verdict == "failed" else rr.verdict, VERDICT_STYLE.get(rr.verdict, "")))
 
 
-def _ladder_row(rr: RungReport) -> list:
+def _ladder_row(rr: RungReport, stopped_at: int | None = None) -> list:
     if not rr.climbed:
-        return [_text(str(rr.rung)), _text(rr.title), *[_text("")] * 6, _text((rr.note, "dim"))]
+        note = f"stopped at rung {stopped_at} (-x)" if rr.stopped and stopped_at is not None else rr.note
+        return [_text(str(rr.rung)), _text(rr.title), *[_text("")] * 6, _text((note, "dim"))]
     c = rr.counts
     cells = [str(rr.rung), rr.title, str(len(rr.outcomes)), str(c[PASSED]), str(c[FAILED] + c[FLAKY]),
              str(c[SKIPPED]), str(c[OOM] + c[BROKEN] + c[NOT_JUDGED]), f"{rr.seconds:.1f} s"]
@@ -135,18 +146,6 @@ def _ladder_row(rr: RungReport) -> list:
 
 
 # ---------------------------------------------------------------------------- failures
-def failure_groups(failures: list[Outcome]) -> list[list[Outcome]]:
-    """Failures with the same status, check, output, call, mode and pattern shape, in order of
-    their first member."""
-    groups: dict[tuple, list[Outcome]] = defaultdict(list)
-    for o in failures:
-        head = o.headline
-        key = (o.status, o.point.rung, o.point.mode) + (
-            (head.check, head.output, head.call, pattern_shape(head)) if head else (id(o),))
-        groups[key].append(o)
-    return list(groups.values())
-
-
 def _failure_lines(o: Outcome, like: list[Outcome] = (), lead: str = "\n", verbose: bool = False) -> list:
     head = o.headline
     word = "FLAKY" if o.status == FLAKY else "FAILED"
@@ -201,7 +200,7 @@ def _output_lines(o: Outcome) -> list:
 
 def _finding_lines(f, verbose: bool = False) -> list[str]:
     if f.check != Check.VALUES:
-        return [f"  {f.check + ':':9} {_indented(words.message(f), 12)}"]
+        return [f"  {f.check + ':':9} {_indented(words.message(f), 12)}", *_trace_lines(getattr(f.facts, "trace", None))]
     x, big = f.facts, f.largest
     nonfinite = f"; {x.nonfinite:,} non-finite where the reference is finite" if x.nonfinite else ""
     lines = [f"  largest:  kernel {big.kernel:.6g} vs reference {big.reference:.6g} at {big.index} "
@@ -211,6 +210,12 @@ def _finding_lines(f, verbose: bool = False) -> list[str]:
     short, derivation = words.budget_headline(f), words.budget_text(x)
     lines += [f"  budget:   {short}"] if short else []
     return lines + ([f"            {derivation}"] if verbose and derivation else [])
+
+
+def _trace_lines(trace) -> list[str]:
+    """The kernel's traceback under its error, the first line labelled `trace:`."""
+    lines = words.trace_lines(trace)
+    return [f"  {'trace:' if i == 0 else '':9} {line}" for i, line in enumerate(lines)]
 
 
 def _indented(text: str, indent: int) -> str:
@@ -293,7 +298,7 @@ PROVED = (NoteKind.REPEATS_CLEAN, NoteKind.STREAM_CLEAN, NoteKind.SANITIZER_CLEA
 
 
 def _shrunk(shrunk: list[dict]):
-    from .debugging import shrunk_lines
+    from .words.shrinking import shrunk_lines
     lines = [_text(("\nSmallest failing points", "bold"), " (each rung's first failure, shrunk):")]
     lines += [_text("  ", line) for s in shrunk for line in shrunk_lines(s)]
     return _joined(lines)
@@ -302,7 +307,8 @@ def _shrunk(shrunk: list[dict]):
 def _proved(outcomes: list[Outcome]):
     lines = [_text(("\nWhat the passing rung-5 points proved", "bold"), f" ({len(outcomes)}):")]
     for o in outcomes[:20]:
-        lines.append(_text(f"  {o.point.id}: {words.note_text(o.note)}"))
+        reused = f" ({words.reused_text(o.reused)})" if o.reused is not None else ""
+        lines.append(_text(f"  {o.point.id}: {words.note_text(o.note)}{reused}"))
     if len(outcomes) > 20:
         lines.append(_text(f"  ... and {len(outcomes) - 20} more (see --json)"))
     return _joined(lines)
@@ -320,6 +326,10 @@ def _summary(report: ClimbReport):
         tail += ["; ", ("interrupted", "bold yellow"), ": the report holds the points run so far"]
     elif report.nothing_ran:
         tail.append(("\n" + words.nothing_ran_text(total), "bold yellow"))
+    if report.reuse is not None:
+        tail.append("\n" + words.reuse_text(report.reuse))
+    if report.stopped_at is not None:
+        tail.append(("\n" + words.stopped_text(report.stopped_at, [r.rung for r in report.rungs if r.stopped]), "bold yellow"))
     if report.log_path:
         tail.append(f"\noutcomes logged to {report.log_path}")
     return _text(("\n" + ", ".join(parts), "bold"), *tail)
@@ -337,6 +347,9 @@ def render_outcome(o: Outcome, color: bool = False, width: int = 120, fingerprin
     else:
         why = words.reason(o)
         console.print(_text(f"{o.status.upper()} {o.point.id}" + (f": {why}" if why else "") + f"  ({o.seconds:.2f} s)"))
+        trace = getattr(o.note.facts, "trace", None) if o.note is not None and o.replay is None else None
+        if trace is not None:               # a skip for the kernel's exception (the interpreter's, a layout refused)
+            console.print(_joined([_text(line) for line in _trace_lines(trace)]))
     return buf.getvalue()
 
 
@@ -356,7 +369,7 @@ def render_case_text(title: str, bug: ClimbReport, twin: ClimbReport, color: boo
     if bug.failures:
         lines = _failure_lines(bug.failures[0], lead="")
         console.print(_joined([_text("  first failure:"), *[_text("  ", line) for line in lines]]))
-    from .debugging import shrunk_lines
+    from .words.shrinking import shrunk_lines
     for s in bug.shrunk:
         if s["rung"] == bug.lowest_failing_rung:
             console.print(_joined([_text("  smallest failing point:"), *[_text("    ", line) for line in shrunk_lines(s)]]))

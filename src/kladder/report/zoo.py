@@ -14,10 +14,12 @@ def case_title(name: str, case: dict) -> str:
 
 
 def row_text(row: CaseRow) -> str:
-    low, nfail = row.bug.lowest_failing_rung, len(row.bug.failures)
+    low, nfail, ref = row.bug.lowest_failing_rung, len(row.bug.failures), row.reference_rung
     bug_text = f"{nfail} failed point{'s' if nfail != 1 else ''}, lowest failing rung {low}" if low else "no failure"
     if not row.bug_climbed:
         bug_text = f"not climbed on {row.bug.device}"
+    if ref is not None:
+        bug_text += f"; the reference not independent at rung {ref} (broken: the bug is the reference's)"
     twin_text = "twin clean" if row.twin_clean else f"twin FALSE ALARM ({len(row.twin.failures)} failed)"
     return f"{row.name:24} rung {row.rung}  buggy: {VERDICT[row.verdict]:8} ({bug_text}); {twin_text}  [{row.seconds:.1f} s]"
 

@@ -48,8 +48,13 @@ class Result:
     fatal: bool = False          # the process must not run another point
 
 
-# what allocators say when an allocation fails: torch's CUDA and CPU allocators, the C library
-OOM_WORDS = ("out of memory", "can't allocate memory", "cannot allocate memory", "failed to allocate")
+# what allocators say when an allocation fails: torch's CUDA and CPU allocators, the C library,
+# and the CUDA libraries' own (cuBLAS's CUBLAS_STATUS_ALLOC_FAILED from cublasCreate on a full
+# device, cuDNN's CUDNN_STATUS_ALLOC_FAILED, cuFFT's CUFFT_ALLOC_FAILED, cuSOLVER's and cuSPARSE's
+# *_STATUS_ALLOC_FAILED, cuRAND's CURAND_STATUS_ALLOCATION_FAILED, the runtime's
+# cudaErrorMemoryAllocation): matched lowercased
+OOM_WORDS = ("out of memory", "can't allocate memory", "cannot allocate memory", "failed to allocate",
+             "_alloc_failed", "_allocation_failed", "cudaerrormemoryallocation")
 
 
 def is_oom(e: BaseException) -> bool:
@@ -64,18 +69,20 @@ def is_device_fault(e: BaseException) -> bool:
 
 
 def kernel_error(spec, point: Point, k: KernelError) -> Result:
-    """The kernel raised during a call (`k.label` says which)."""
+    """The kernel raised during a call (`k.label` says which). Whatever it becomes, its facts
+    carry the exception's traceback, folded to the kernel's own frames (run/frames.py)."""
     e = k.error
+    trace = kernel_trace(spec, point, e)
     if isinstance(e, SystemExit):            # sys.exit() in the kernel: it ends the process, as in production
         return Result(Outcome(point, Status.FAILED, [Finding(Check.CRASHED, call=k.label,
                                                              facts=CrashedFacts(exit_status=_status(e.code)))]), fatal=True)
     theirs = interpreter.explains(e)
     if theirs is not None:       # Triton's interpreter failed, not the kernel: not judged on the CPU
         _, facts = theirs
-        return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.INTERPRETER_ERROR, **facts)))
+        return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.INTERPRETER_ERROR, **facts, trace=trace)))
     if point.layouts and not is_device_fault(e) and not is_oom(e):
         # refusing a layout loudly is allowed; reading the wrong elements silently is not
-        return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.LAYOUT_REFUSED, **error_facts(e))))
+        return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.LAYOUT_REFUSED, **error_facts(e), trace=trace)))
     if spec.nonfinite == "raise" and any(kd == ValueKind(Values.NONFINITE) for kd in point.kinds.values()) and not is_device_fault(e):
         return Result(Outcome(point, Status.PASSED, note=Note.of(NoteKind.RAISED_AS_ASKED, error=type(e).__name__)))
     if is_oom(e):
@@ -87,12 +94,23 @@ def kernel_error(spec, point: Point, k: KernelError) -> Result:
                       fatal=True)
     if k.label == "capture":
         # a failed capture can leave the context unusable: the worker is replaced as after a fault
-        facts = CaptureFacts(**error_facts(e), claimed=True if getattr(spec, "graphs", None) else None)
+        facts = CaptureFacts(**error_facts(e), trace=trace, claimed=True if getattr(spec, "graphs", None) else None)
         return Result(Outcome(point, Status.FAILED, [Finding(Check.CAPTURE, call=k.label, facts=facts)]), fatal=True)
     if is_device_fault(e):
         return Result(Outcome(point, Status.FAILED, [Finding(Check.DEVICE_FAULT, call=k.label,
-                                                             facts=DeviceFaultFacts(**error_facts(e), in_call=True))]), fatal=True)
-    return Result(Outcome(point, Status.FAILED, [Finding(Check.RAISED, call=k.label, facts=RaisedFacts(**error_facts(e)))]))
+                                                             facts=DeviceFaultFacts(**error_facts(e), trace=trace, in_call=True))]), fatal=True)
+    return Result(Outcome(point, Status.FAILED, [Finding(Check.RAISED, call=k.label, facts=RaisedFacts(**error_facts(e), trace=trace))]))
+
+
+def kernel_trace(spec, point: Point, e: BaseException) -> dict | None:
+    """The traceback of the kernel's exception as TraceFacts' fields (run/frames.py), with the
+    launcher kladder called and the names it passed (Spec.args in order, the config's keys)."""
+    from .frames import trace_of
+    names = [n for n in getattr(spec, "args", {})]
+    try:
+        return trace_of(e, getattr(spec, "kernel", None), names, list(point.kwargs))
+    except Exception:  # noqa: BLE001 - a traceback that cannot be read leaves the error's own words
+        return None
 
 
 def outside_call(point: Point, e: BaseException) -> Result | None:
@@ -148,6 +166,30 @@ def others_memory(load: Load) -> bool:
     return used > 0.1 * load.device_total_bytes if load.device_total_bytes else used > 0
 
 
+def host_full(load: Load) -> bool:
+    """The host's memory was full once the point ended (isolation.HostSample keeps it only then),
+    or the out-of-memory killer killed a process while the point ran."""
+    return load.host_used_bytes is not None or bool(load.oom_kills)
+
+
+def memory_held(load: Load) -> bool:
+    """Others held the memory a run needs: the device's, or the host's."""
+    return others_memory(load) or host_full(load)
+
+
+def killed(o: Outcome) -> bool:
+    """The worker died by SIGKILL (what the host's out-of-memory killer sends)."""
+    head = o.headline
+    return o.status == Status.FAILED and head is not None and head.check == Check.CRASHED and head.facts.signal == "SIGKILL"
+
+
+def memory_exhausted(o: Outcome, load: Load) -> bool:
+    """The run ended for memory: out of memory (the kernel's call, its inputs or its reference:
+    CUDA's, the host's, a CUDA library's allocation), or a SIGKILL while others held the device's
+    or the host's memory (the out-of-memory killer ends the biggest process, whoever used it)."""
+    return o.status == Status.OOM or (killed(o) and memory_held(load))
+
+
 STARVED_WAIT_SHARE = 0.5      # the worker waited for a CPU at least this share of the alone run
 
 
@@ -163,16 +205,31 @@ def starved(load: Load | None) -> bool:
     return load.worker_wait_s >= STARVED_WAIT_SHARE * load.seconds
 
 
+# A run alone after one that ended for memory waits for others' memory to free, this long at most,
+# asking who holds it every MEMORY_POLL_S: another climb's point ends in seconds; one that holds
+# the device for longer leaves the point not judged (never the kernel's failure).
+MEMORY_WAIT_S = 60.0
+MEMORY_POLL_S = 2.0
+
+
+def could_not_start(point: Point, error: str) -> Outcome:
+    """The run alone could not start its worker: the device refused a CUDA context (others held
+    its memory past devicestart.DEVICE_RETRY_S). Out of memory, as its inputs would have been."""
+    return Outcome(point, Status.OOM, note=Note.of(NoteKind.INPUTS_OOM, text=f"a worker's CUDA context could not "
+                                                                           f"start: {error}"))
+
+
 def under_load(first: Outcome, alone: Outcome, load: Load, alone_load: Load | None = None) -> Outcome:
     """A point that hung, crashed, faulted or ran out of memory while other work used the device
     or the host, and its run alone in a fresh worker with the other lanes held back: failing
     alone too, the first run's verdict stands; passing alone, a hang passes with a warning (a
-    crash or a fault is flaky: see _load_excuses); out of
-    memory that passes alone, or while others hold the device's memory: not judged, the device
-    was full; a hang that hangs alone too while its worker waited for a CPU most of the time
-    (`alone_load`, starved): not judged, the host was busy. `load` gets
+    crash or a fault is flaky: see _load_excuses); a run that ended for memory while others held
+    it: see after_memory; a hang that hangs alone too while its worker waited for a CPU most of
+    the time (`alone_load`, starved): not judged, the host was busy. `load` gets
     the alone run's status and is kept on the outcome (what else ran)."""
     load.alone, load.alone_s = alone.status, round(alone.seconds, 3)
+    if alone_load is not None and alone_load.waited_s:
+        load.waited_s = alone_load.waited_s
     what = str(first.headline.check) if first.status == Status.FAILED else str(first.status)
     hung = (first.status == Status.FAILED and first.headline.check == Check.HANG
             and alone.status == Status.FAILED and alone.headline.check == Check.HANG)
@@ -181,12 +238,8 @@ def under_load(first: Outcome, alone: Outcome, load: Load, alone_load: Load | No
         out = Outcome(first.point, Status.NOT_JUDGED, note=Note.of(
             NoteKind.HOST_BUSY, timeout_s=alone.headline.facts.timeout_s, cores=os.cpu_count() or 1, **facts),
             seconds=first.seconds + alone.seconds, stages=first.stages)
-    elif first.status == Status.OOM and (alone.status in (Status.PASSED, Status.OOM) and
-                                       (alone.status == Status.PASSED or others_memory(load))):
-        out = Outcome(first.point, Status.NOT_JUDGED, note=Note.of(
-            NoteKind.DEVICE_FULL, first=str(first.note.kind) if first.note else "",
-            text=getattr(first.note.facts, "text", "") if first.note else "", **load.facts()),
-            seconds=first.seconds + alone.seconds, stages=first.stages)
+    elif memory_exhausted(first, load):
+        out = after_memory(first, alone, load, alone_load)
     elif first.status == Status.FAILED and alone.status == Status.PASSED and _load_excuses(first):
         out = alone
         out.warnings = [Finding(Check.UNDER_LOAD, facts=UnderLoadFacts(first=what, **load.facts())), *out.warnings]
@@ -199,6 +252,44 @@ def under_load(first: Outcome, alone: Outcome, load: Load, alone_load: Load | No
         out = alone                          # skipped, broken or not judged alone: its own reason
     out.load = load
     return out
+
+
+def after_memory(first: Outcome, alone: Outcome, load: Load, alone_load: Load | None) -> Outcome:
+    """A run that ended for memory (memory_exhausted) while others held the device or the host,
+    and its run alone (after waiting, bounded, for the memory to free). Only a failure reproduced
+    with the memory available is the kernel's:
+    - alone it passed: out of memory, not judged (the device was full; the first run judged
+      nothing); killed, the pass stands with the run under load as a warning;
+    - alone it ended for memory again (or could not start) while others still held memory: not
+      judged, naming what was full and who held it; with the memory free it is its own (out of
+      memory: the point needs more than there is; killed again: the kernel's crash);
+    - alone it failed otherwise: that failure, seen with the memory available, is the kernel's;
+      skipped, broken or not judged alone: its own reason."""
+    held = alone_load if alone_load is not None else load
+    again = alone.status == Status.OOM or killed(alone)
+    if alone.status == Status.PASSED and killed(first):
+        alone.warnings = [Finding(Check.UNDER_LOAD, facts=UnderLoadFacts(first=str(Check.CRASHED), **load.facts())),
+                          *alone.warnings]
+        return alone
+    if alone.status == Status.PASSED or (again and memory_held(held)):
+        return _not_judged_memory(first, alone, load, held)
+    return alone if alone.status != Status.OOM or first.status != Status.OOM else first
+
+
+def _not_judged_memory(first: Outcome, alone: Outcome, load: Load, held: Load) -> Outcome:
+    """NOT JUDGED: the device's memory (an OOM while others held it) or the host's (a SIGKILL
+    while it was full) was others', named with the first run's load (who held it then)."""
+    facts = load.facts()
+    for k in ("processes", "device_used_bytes", "device_total_bytes", "host_used_bytes", "host_total_bytes"):
+        if facts.get(k) is None or (k == "processes" and not facts[k]):
+            facts[k] = getattr(held, k)              # what the run alone saw, where the first run had no reading
+    if first.status == Status.OOM:
+        note = Note.of(NoteKind.DEVICE_FULL, first=str(first.note.kind) if first.note else "",
+                       text=getattr(first.note.facts, "text", "") if first.note else "", **facts)
+    else:
+        note = Note.of(NoteKind.HOST_FULL, signal=first.headline.facts.signal, first=str(first.headline.check), **facts)
+    return Outcome(first.point, Status.NOT_JUDGED, note=note, seconds=first.seconds + alone.seconds,
+                   stages=first.stages, output=first.output)
 
 
 def died(point: Point, code: int | None, stderr_tail: str) -> Outcome:

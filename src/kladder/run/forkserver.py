@@ -57,12 +57,6 @@ PRELOAD = ("numpy", "torch", "triton", "triton.experimental.gluon", "kladder.run
            "kladder.fingerprint", "kladder.run.interpreter", "kladder.run.modes.jitcache",
            "kladder.run.modes.envset", "kladder.run.modes.imports")
 
-# What a worker imports at its start besides (torch.use_deterministic_algorithms imports Inductor's
-# config: torch._dynamo, sympy, 900 modules): the workers' server has it imported, the modes'
-# processes' server not (a fresh one of them imports it only if its kernel's call does).
-WORKER_PRELOAD = ("torch._inductor.config",)
-WORKERS = ".w"                  # the workers' server's socket: the first one's, with this added
-
 ADDRESS: str | None = None      # in a worker: the climb's server's socket (set with each point's request)
 
 
@@ -240,25 +234,44 @@ class Server:
         self.address = os.path.join(self.dir, "s")
         self.env = dict(env)
         self._ready = False
+        self._ended = False                  # it said something else than 'ready', or nothing: it will not serve
         self._lock = threading.Lock()
         self.proc = subprocess.Popen([sys.executable, "-m", "kladder.run.forkserver", self.address, label],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=self.env, start_new_session=True)
 
     def ready(self, wait_s: float = 0.0) -> bool:
-        with self._lock:
-            if self._ready or self.proc.poll() is not None:
-                return self._ready and self.proc.poll() is None
-            sel = selectors.DefaultSelector()
-            try:
-                sel.register(self.proc.stdout, selectors.EVENT_READ)
-                if sel.select(wait_s):
-                    self._ready = self.proc.stdout.readline().strip() == b"ready"
-            except (OSError, ValueError):          # closed under us (the climb is ending)
+        """Whether it serves, waiting up to `wait_s` for its 'ready'. The wait is outside the lock:
+        a thread that only asks (a lane choosing how to start a worker, Pool.kill on Ctrl-C) is
+        never held up by one that waits for the server's start (seconds of torch's import)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            with self._lock:
+                if self._ready or self._ended or self.proc.poll() is not None:
+                    return self._ready and self.proc.poll() is None
+                if self._readable(0.0):
+                    try:
+                        line = self.proc.stdout.readline()
+                    except (OSError, ValueError):          # closed under us (the climb is ending)
+                        return False
+                    self._ready = line.strip() == b"ready"
+                    self._ended = not self._ready          # its end, or another line: it will not serve
+                    continue
+            left = deadline - time.monotonic()
+            if left <= 0:
                 return False
-            finally:
-                sel.close()
-            return self._ready and self.proc.poll() is None
+            self._readable(min(left, 0.5))
+
+    def _readable(self, wait_s: float) -> bool:
+        """Its stdout has a line (or its end) to read within `wait_s`."""
+        sel = selectors.DefaultSelector()
+        try:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            return bool(sel.select(wait_s))
+        except (OSError, ValueError):                      # closed under us: a read says so
+            return True
+        finally:
+            sel.close()
 
     def serves(self, env: dict) -> bool:
         return self.ready() and incompatible(self.env, env) is None
@@ -275,9 +288,8 @@ class Server:
             self.proc.wait()
         with contextlib.suppress(OSError):
             self.proc.stdout.close()
-        for path in (self.address, self.address + WORKERS):
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.unlink(self.address)
         with contextlib.suppress(OSError):
             os.rmdir(self.dir)
 
@@ -397,8 +409,9 @@ def _preload(names, base: dict, delta: dict, gone: list) -> tuple[dict, list]:
 
 def serve(address: str) -> int:
     """`python -m kladder.run.forkserver SOCKET [LABEL]`: preload, print 'ready', serve until
-    stdin closes; and a second server forked from it, on SOCKET + WORKERS, that has imported
-    what a worker imports at its start too (WORKER_PRELOAD), for workers only."""
+    stdin closes. Workers and the modes' own processes fork from it alike: a worker no longer
+    imports anything at its start that a mode's process does not (until 2026-12-07 a second
+    server, forked from this one, had Inductor's config imported for the workers: run/settings.py)."""
     base = dict(os.environ)
     import warnings
     warnings.filterwarnings("ignore")
@@ -408,12 +421,6 @@ def serve(address: str) -> int:
     env_delta, env_gone = _preload(PRELOAD, base, {}, [])
     preloading.clear()                           # from here the loop watches stdin (and kills its children first)
     sys.stdout.flush()
-    if os.fork() == 0:                           # the workers' server: its own loop, the same stdin lifeline
-        with contextlib.suppress(BaseException):
-            env_delta, env_gone = _preload(WORKER_PRELOAD, base, env_delta, env_gone)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)          # 'ready' is the first server's to say
-            _loop(address + WORKERS, base, env_delta, env_gone)
-        os._exit(0)
     return _loop(address, base, env_delta, env_gone)
 
 

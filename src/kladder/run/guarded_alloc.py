@@ -47,7 +47,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..materialize import Guarded, sentinel_ends, sentinel_pattern
-from .settings import torch_setting
+from .settings import dynamo_disable_when_imported, torch_setting
 
 # 4 KiB each side: a 1024-wide float32 block (Triton's tutorial add) whose store lost its mask
 # writes at most 4,092 bytes past a 1-element output, all of them inside the guard; past the
@@ -152,6 +152,7 @@ def _mode_class():
             self._finalizers = []
             return self.allocations
 
+    dynamo_disable_when_imported(GuardedAllocations)
     return GuardedAllocations
 
 

@@ -101,6 +101,7 @@ class Harness:
         self.guard = guard                   # guard bytes around every tensor (0 under compute-sanitizer)
         self.touched: set[str] = set()      # the interpreter's known defects the kernel's calls touched
         self.backward = bool(spec.grads) and point.mode in BACKWARD_MODES
+        self.calling: Prepared | None = None  # the inputs of the call under way or last made (a debugging run reads them)
 
     @timed(Stage.INPUTS)
     def prepare(self, point: Point | None = None, seed: int | None = None, outs_from: Prepared | None = None) -> Prepared:
@@ -144,6 +145,7 @@ class Harness:
     def call(self, prep: Prepared, label: str = "", runner=None):
         """One call of the kernel (through `runner`, the mode's, when given); what it allocates
         itself is guarded too (guarded_alloc.py) and kept on `prep` for the judge."""
+        self.calling = prep
         with interpreter.watch() as seen, guarding(self.device, KERNEL_GUARD_BYTES if self.guard else 0) as allocated:
             prep.allocated = allocated
             try:
@@ -175,13 +177,18 @@ class Harness:
             with torch.enable_grad():
                 returned = (runner or call_once)(self.spec.kernel, args, prep.point.kwargs)
                 outs = self.outputs(prep, returned, args)
-                pairs = [(outs[n], g) for n, g in bw.upstream.items()
+                pairs = [(n, outs[n], g) for n, g in bw.upstream.items()
                          if isinstance(outs.get(n), torch.Tensor) and outs[n].requires_grad]
                 if not pairs:
                     raise TypeError("the kernel's outputs carry no gradient (none requires grad): Spec(grads=...) says "
                                     "its launcher is differentiable (a torch.autograd.Function)")
+                # a backward that overwrites its upstream gradient by design (grad_overwritten) gets a
+                # fresh copy for each call but the last, whose buffer is kladder's (judged after it)
+                over = set(self.spec.overwritten_at(prep.point))
                 for k in range(bw.times):
-                    torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs], retain_graph=k + 1 < bw.times)
+                    last = k + 1 == bw.times
+                    torch.autograd.backward([o for _, o, _ in pairs], [g if last or n not in over else g.clone()
+                                                                      for n, _, g in pairs], retain_graph=not last)
             # a graph capture or rung 5's ring orders the work itself (call_raw): no synchronize there
             if runner is not call_raw and torch.cuda.is_available() and torch.cuda.is_initialized():
                 torch.cuda.synchronize()
@@ -251,12 +258,15 @@ class Harness:
 
     def _mutable_args(self, prep: Prepared) -> tuple[list, dict]:
         """The reference's arguments, with a fresh copy of each input the spec declares mutated
-        (the reference writes it in place; prep.ref_args stay as passed for the peers)."""
+        anywhere (the reference writes it in place; prep.ref_args stay as passed for the peers),
+        and those written at this point (their copies as the reference left them are judged)."""
         names = [n for n in self.spec.args if n not in self.spec.out_args]
-        args, mutated = list(prep.ref_args), {}
+        args, mutated, writes = list(prep.ref_args), {}, self.spec.mutated_at(prep.point)
         for i, n in enumerate(names):
-            if n in self.spec.mutated_args and hasattr(args[i], "clone"):
-                args[i] = mutated[n] = args[i].clone()
+            if n in self.spec.mutated_args and self.spec.args[n].mutated != "backward" and hasattr(args[i], "clone"):
+                args[i] = args[i].clone()
+                if n in writes:
+                    mutated[n] = args[i]
         return args, mutated
 
     @timed(Stage.PEERS)

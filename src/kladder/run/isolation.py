@@ -25,9 +25,11 @@ import tempfile
 import threading
 import time
 
-from ..outcome import Load, Outcome, Stage
+from ..outcome import Load, Outcome, Stage, Wait
 from ..point import Point
 from . import faults
+from .reaper import end_descendants
+from .waits import waiting
 
 STARTUP_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = {"cpu": 120.0, "cuda": 120.0}
@@ -67,6 +69,7 @@ def hold_lifeline() -> None:
                 pass
         except OSError:
             pass
+        end_descendants(os.getpid())            # the kernel's processes that left the group (run/reaper.py)
         os.killpg(os.getpgid(0), signal.SIGKILL)
 
     threading.Thread(target=wait, name="kladder-lifeline", daemon=True).start()
@@ -156,17 +159,16 @@ class Worker:
         self._hello: dict | None = None
         self.gpu = gpu
         self.load = Load()                   # what else used the host during the last point
+        self.peak: dict | None = None        # the last point's peak memory, as the worker measured it (PeakMemory)
 
     def _forked(self, server, env: dict, lifeline: int):
         """The worker forked from the server (its own session, the lifeline passed), or None."""
-        from .forkserver import WORKERS, spawn
+        from .forkserver import spawn
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         try:
             argv, fds = ["-m", "kladder.run.worker", self.ref, self.device], (in_r, out_w, self.log.fileno())
-            child = None
-            for address in (server.address + WORKERS, server.address):   # the workers' own server, once it serves
-                child = child or spawn(argv, env, fds, {LIFELINE_ENV: lifeline}, address=address)
+            child = spawn(argv, env, fds, {LIFELINE_ENV: lifeline}, address=server.address)
         finally:
             os.close(in_r)
             os.close(out_w)
@@ -218,6 +220,7 @@ class Worker:
             seen[stage] = seen.get(stage, 0.0) + now - since
             stage, since = Stage(msg["stage"]), now
         self.load = host.end((msg or {}).get("children_cpu_s", 0.0))
+        self.peak = (msg or {}).get("peak")
         if msg is not None:
             outcome = Outcome.from_dict(msg["outcome"])
             outcome.output = self.stderr_tail(since=mark, limit=OUTPUT_KEPT)
@@ -270,6 +273,7 @@ class Worker:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
+            end_descendants(self.proc.pid)      # a kernel's processes, in the worker's group or not (run/reaper.py)
             if isinstance(self.proc, subprocess.Popen):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(self.proc.pid, signal.SIGKILL)
@@ -285,8 +289,12 @@ class Worker:
             self._lifeline = None
 
     def close(self) -> None:
-        """An idle worker exits at once when its stdin closes; a busy one is killed."""
-        if self.proc.poll() is None:
+        """An idle worker exits at once when its stdin closes; a busy one is killed, and so is one
+        still starting (it reads its stdin only once ready: a climb whose points were all reused
+        from the outcome store would wait for its import to end)."""
+        if self.proc.poll() is None and self._hello is None:
+            self.kill()
+        elif self.proc.poll() is None:
             try:
                 self.proc.stdin.close()
                 self.proc.wait(timeout=2)
@@ -319,18 +327,17 @@ class Pool:
         self.hello: dict = {}
         self._fresh_left = 0             # fresh-process points still to come in this rung
         self._fresh_lanes = 1
-        self.server = None               # the fork server (run/forkserver.py), once a rung needs new processes
-        # `server`: one that several climbs share (the zoo's, zoo_run.py; KLADDER_FORKSERVER=SOCKET,
-        # one another process started: the test suite's), started by its owner and closed by it,
-        # never by this pool; every worker and mode process forked from it
-        choice = os.environ.get("KLADDER_FORKSERVER", "")
-        if server is None and choice.startswith("/"):
+        # `server`: one that several climbs share (the climbs of many specs, many.py; the zoo's,
+        # zoo_run.py; KLADDER_FORKSERVER=SOCKET, one another process started: the test suite's,
+        # tests/conftest.py), started by its owner and closed by it, never by this pool; every
+        # worker and mode process forked from it
+        if server is None and os.environ.get("KLADDER_FORKSERVER", "").startswith("/"):
             from .forkserver import Attached
-            server = Attached(choice)
-        self._shared = server is not None and choice != "0"
-        if self._shared:
-            self.server = server
-        elif os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
+            server = Attached(os.environ["KLADDER_FORKSERVER"])
+        self.server = server             # the fork server (run/forkserver.py): from a climb's start, or once a rung needs new processes
+        self._own_server = server is None   # one given is not this pool's to close
+        self.waits = None                # run/waits.Waits: what the lanes wait for (set by the climb's runner)
+        if os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
             self.start_server()
 
     def _start(self) -> Worker:
@@ -348,7 +355,9 @@ class Pool:
     def start_server(self) -> None:
         """Start the fork server (once, in the background): fresh workers and the modes' own
         processes are forked from it once it is ready, started afresh until then and wherever it
-        cannot serve (run/forkserver.py). On by default: it starts when a rung needs new processes;
+        cannot serve (run/forkserver.py). On by default: a climb of rungs from 4 on starts it at its
+        start, before any worker (session.climb_options: its workers fork from it too), any other
+        when a rung needs new processes;
         KLADDER_FORKSERVER=always starts it with the pool, every worker forked (tests); =0, every
         process is fresh. (Opt-in until 2026-12-06: a SIGKILLed climb's server outlived it while
         still importing torch, fixed by its lifeline thread; the whole suite then passed with it on,
@@ -402,8 +411,9 @@ class Pool:
         point starts the next fresh point's worker. With no spare and the fork server on its
         way, it is waited for (outside the lock: a Ctrl-C's kill is not held up): it started
         before any worker that would be started now."""
-        if not self._spare and self._starting():
-            self.server_address(wait=True)
+        with waiting(self.waits, Wait.FORK_SERVER):      # said only where it took 0.1 s or more (run/waits.py)
+            if not self._spare and self._starting():
+                self.server_address(wait=True)
         with self._lock:
             if self.closed:
                 raise WorkerError("the climb is shutting down")
@@ -420,22 +430,25 @@ class Pool:
     def _ready(self, w: Worker) -> tuple[dict, Worker]:
         """The worker's hello; where the device refused its context (another process holds the
         memory), a new worker every few seconds for devicestart.DEVICE_RETRY_S, then
-        DeviceStartError with the device's state."""
+        DeviceStartError with the device's state. The wait is said (run/waits.py): for a
+        worker's start, or for the device once it refused."""
         from ..devicestart import DeviceStartError, retrying
         box = [w]
-
-        def attempt() -> dict:
-            try:
-                return box[0].ready()
-            except DeviceStartError:
-                self.retire(box[0])
-                with self._lock:
-                    if self.closed:
-                        raise WorkerError("the climb is shutting down") from None
-                    box[0] = self._start()
-                raise
-        hello = retrying("starting a worker's CUDA context", attempt, w.gpu, stop=lambda: self.closed,
-                         errors=(DeviceStartError,))
+        with waiting(self.waits if w._hello is None else None, Wait.WORKER) as wait:
+            def attempt() -> dict:
+                try:
+                    return box[0].ready()
+                except DeviceStartError:
+                    if wait is not None:
+                        wait.wait = Wait.DEVICE
+                    self.retire(box[0])
+                    with self._lock:
+                        if self.closed:
+                            raise WorkerError("the climb is shutting down") from None
+                        box[0] = self._start()
+                    raise
+            hello = retrying("starting a worker's CUDA context", attempt, w.gpu, stop=lambda: self.closed,
+                             errors=(DeviceStartError,))
         return hello, box[0]
 
     def retire(self, w: Worker) -> None:
@@ -483,7 +496,7 @@ class Pool:
 
     def _stop_server(self) -> None:
         server, self.server = self.server, None
-        if server is not None and not self._shared:
+        if server is not None and self._own_server:
             server.close()
 
     def kill(self) -> None:
@@ -504,6 +517,7 @@ class Lane:
         self.pool = pool
         self.worker: Worker | None = None
         self.load = Load()                   # what else used the host during this lane's last point
+        self.peak: dict | None = None        # its last point's peak memory (PeakMemory), when the worker answered
         self.gpu: str | None = None          # the CUDA device its last point ran on
         self.ran = 0                          # points the current worker has run
 
@@ -511,9 +525,9 @@ class Lane:
         """With `fresh`, the point runs alone in a new worker, which is closed after it: no
         state from earlier calls reaches it, and none of its state reaches later points."""
         from .forkserver import ServerLost
-        address = self.pool.server_address()
         if fresh:
             w = self.pool.take(fresh=True)
+            address = self.pool.server_address()     # asked once a worker is taken: it may wait for the server
             try:
                 try:
                     return w.run(point, timeout_s, budget_s, address)[0]
@@ -522,11 +536,12 @@ class Lane:
                     w = self.pool.plain(w.gpu)
                     return w.run(point, timeout_s, budget_s)[0]
             finally:
-                self.load, self.gpu = w.load, w.gpu
+                self.load, self.gpu, self.peak = w.load, w.gpu, w.peak
                 self.pool.retire(w)
         if self.worker is None:
             self.worker = self.pool.take()
             self.ran = 0
+        address = self.pool.server_address()
         try:
             outcome, alive = self.worker.run(point, timeout_s, budget_s, address)
         except ServerLost:
@@ -534,7 +549,7 @@ class Lane:
             self.worker = self.pool.plain(self.worker.gpu)
             self.ran = 0
             outcome, alive = self.worker.run(point, timeout_s, budget_s)
-        self.load, self.gpu = self.worker.load, self.worker.gpu
+        self.load, self.gpu, self.peak = self.worker.load, self.worker.gpu, self.worker.peak
         self.ran += 1
         if not alive:
             self.pool.retire(self.worker)
@@ -606,16 +621,130 @@ def _waited_s(pid: int) -> float:
     return total / 1e9
 
 
+# The host's memory counts as full when this share of it is in use once a point ended (after its
+# worker's own memory is freed): a worker killed then was likely the out-of-memory killer's choice,
+# whoever used the memory.
+HOST_FULL_SHARE = 0.9
+
+
+def host_memory() -> tuple[int | None, int | None]:
+    """The host's memory in use (MemTotal less MemAvailable) and its total, in bytes
+    (/proc/meminfo), or (None, None) off Linux."""
+    found = {}
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("MemTotal", "MemAvailable"):
+                    found[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None, None
+    if len(found) < 2:
+        return None, None
+    return found["MemTotal"] - found["MemAvailable"], found["MemTotal"]
+
+
+def host_available() -> int | None:
+    """The host's available memory now (MemAvailable, /proc/meminfo), or None off Linux."""
+    used, total = host_memory()
+    return None if used is None else total - used
+
+
+def oom_kills() -> int | None:
+    """The processes the kernel's out-of-memory killer has killed since boot (/proc/vmstat
+    oom_kill, Linux 4.13 and up), or None where it is not kept."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _status_bytes(*keys: str) -> dict[str, int]:
+    """Fields of /proc/self/status in bytes (VmRSS, VmHWM: the resident set and its peak)."""
+    found = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in keys:
+                    found[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
+
+
+class PeakMemory:
+    """In a worker, the most memory each stage of a point took above what the worker held before
+    the point: on the host the resident set's peak (VmHWM, reset through /proc/self/clear_refs at
+    each stage), on CUDA the caching allocator's peak. What runs, whatever it is (the kernel's
+    scratch, the float64 reference's intermediates, the honest peer's draws): sizes.Peak scales it
+    to the points that follow. `begin` a point, `stage` at each stage's start, `end` its facts."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.current: str | None = None
+        self.host0 = self.device0 = None
+        self.stages: dict[str, list] = {}
+
+    def begin(self) -> None:
+        self.current, self.stages = None, {}
+        self._reset()
+        self.host0 = _status_bytes("VmRSS").get("VmRSS")
+        self.device0 = self._device_now()
+
+    def stage(self, stage) -> None:
+        """`stage` begins: the one that ran gets its peak, and the peaks start again."""
+        self._close()
+        self.current = str(stage)
+
+    def end(self) -> dict:
+        """{stage: [host bytes, device bytes or None]}: each stage's peak above the point's start."""
+        self._close()
+        return self.stages
+
+    def _close(self) -> None:
+        if self.current is not None and self.host0 is not None:
+            host = max(_status_bytes("VmHWM").get("VmHWM", self.host0) - self.host0, 0)
+            dev = None
+            if self.device0 is not None:
+                import torch
+                dev = max(torch.cuda.max_memory_allocated() - self.device0, 0)
+            was = self.stages.get(self.current, [0, None])
+            self.stages[self.current] = [max(was[0], host), dev if was[1] is None else max(was[1], dev or 0)]
+        self._reset()
+
+    def _reset(self) -> None:
+        with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
+            f.write("5")                      # the peak resident set starts again from now
+        if self.device == "cuda":
+            import torch
+            if torch.cuda.is_initialized():
+                torch.cuda.reset_peak_memory_stats()
+
+    def _device_now(self) -> int | None:
+        if self.device != "cuda":
+            return None
+        import torch
+        return torch.cuda.memory_allocated() if torch.cuda.is_initialized() else None
+
+
 class HostSample:
     """Other processes' CPU time over a point: the host's busy time less the climb's process and
     the point's worker (two reads of /proc at each end: microseconds). A grandchild of the worker
     (Triton's compiler, a mode's own process) counts as another process until it is reaped; a
     mode's process forked by the fork server is the point's own by what the worker reports
-    (`children_s`: their CPU seconds, which the server's reaping measured)."""
+    (`children_s`: their CPU seconds, which the server's reaping measured). And the host's memory
+    once the point ended (what others still hold after a killed worker's memory is freed) and
+    the out-of-memory killer's kills meanwhile."""
 
     def __init__(self, pid: int):
         self.pid, self.t0 = pid, time.monotonic()
         self.host0, self.ours0, self.worker0, self.wait0 = _host_busy_s(), _ours_s(pid), _process_cpu_s(pid), _waited_s(pid)
+        self.kills0 = oom_kills()
 
     def end(self, children_s: float = 0.0) -> Load:
         host = _host_busy_s()
@@ -623,8 +752,14 @@ class HostSample:
         others = 0.0 if host is None or self.host0 is None else host - self.host0 - ours
         worker = _process_cpu_s(self.pid) - self.worker0 + children_s
         waited = _waited_s(self.pid) - self.wait0
+        used, total = host_memory()
+        if used is None or used < HOST_FULL_SHARE * total:
+            used = total = None                   # kept only when it was full: what the words then name
+        kills = oom_kills()
         return Load(host_cpu_s=round(max(others, 0.0), 3), worker_cpu_s=round(max(worker, 0.0), 3),
-                    worker_wait_s=round(max(waited, 0.0), 3), seconds=round(time.monotonic() - self.t0, 3))
+                    worker_wait_s=round(max(waited, 0.0), 3), seconds=round(time.monotonic() - self.t0, 3),
+                    host_used_bytes=used, host_total_bytes=total,
+                    oom_kills=None if kills is None or self.kills0 is None else max(kills - self.kills0, 0))
 
 
 def device_load(gpu: str | None, ours: list[int]) -> dict:

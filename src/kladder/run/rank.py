@@ -81,7 +81,8 @@ def run(spec, point: Point, device: str, rank: int, d: str) -> int:
         import torch.distributed as dist
         os.environ.update(MULTICAST_OFF)
         if not torch.are_deterministic_algorithms_enabled():     # a forked rank has the worker's already
-            torch.use_deterministic_algorithms(True, warn_only=True)   # (its first call costs seconds)
+            from .settings import deterministic_on
+            deterministic_on()
         torch.utils.deterministic.fill_uninitialized_memory = True
         dev = rank_device(device, rank)
         if dev == "cpu":

@@ -47,3 +47,81 @@ def torch_setting(name: str, value):
         yield was
     finally:
         put(was)
+
+
+# ---------------------------------------------------------------------------- start-up without torch._dynamo
+# torch.use_deterministic_algorithms imports torch._inductor.config to set its `deterministic`
+# flag, and the first call of a TorchDispatchMode's __torch_dispatch__ imports torch._dynamo to
+# wrap it in dynamo.disable: torch._dynamo, sympy and ~900 modules, 2.2 s of CPU a process on
+# the 2-core machine (more than `import torch`), paid by every worker and every mode's own
+# process at its first guarded call, for a kernel that never compiles anything. Both are done
+# here as torch does them, at the moment they can matter: the flag as Inductor's config is
+# imported (nothing compiles before), dynamo's disable once dynamo is imported (no frame can be
+# traced before).
+INDUCTOR_CONFIG = "torch._inductor.config"
+
+
+def deterministic_on() -> None:
+    """torch.use_deterministic_algorithms(True, warn_only=True), with Inductor's `deterministic`
+    flag set when its config is imported rather than importing it now."""
+    import sys
+
+    import torch
+    torch._C._set_deterministic_algorithms(True, warn_only=True)
+    config = sys.modules.get(INDUCTOR_CONFIG)
+    if config is not None:
+        config.deterministic = True
+    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(INDUCTOR_CONFIG, _inductor_deterministic))
+
+
+def _inductor_deterministic(config) -> None:
+    import torch
+    config.deterministic = torch.are_deterministic_algorithms_enabled()
+
+
+class _AfterImport:
+    """A meta path finder that runs `then(module)` right after module `name` is executed, once
+    (the finders after it find the module; only its loader's exec_module is wrapped)."""
+
+    def __init__(self, name: str, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path=None, target=None):
+        import importlib.util
+        import sys
+        if fullname != self.name:
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run, then = loader.exec_module, self.then
+
+        def exec_module(module):
+            run(module)
+            then(module)
+        loader.exec_module = exec_module
+        return spec
+
+
+def dynamo_disable_when_imported(cls) -> None:
+    """For a TorchDispatchMode subclass whose __torch_dispatch__ torch wrapped in
+    torch._disable_dynamo: call it directly while torch._dynamo is not imported, and from its
+    first call after, through dynamo's disable as torch would. (torch keeps the disabled function
+    on the original as `__dynamo_disable`; under another torch that does otherwise, nothing
+    changes here and torch imports dynamo at the first call, as before.)"""
+    import sys
+    raw = cls.__dict__.get("__torch_dispatch__")
+    fn = getattr(raw, "__wrapped__", None)
+    if fn is None or getattr(fn, "__dynamo_disable", None) is not None:
+        return
+
+    def until_dynamo(*args, **kwargs):
+        if "torch._dynamo" in sys.modules:
+            delattr(fn, "__dynamo_disable")           # torch's own path from here on, its disable cached
+            return raw(*args, **kwargs)
+        return fn(*args, **kwargs)
+    setattr(fn, "__dynamo_disable", until_dynamo)

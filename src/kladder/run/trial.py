@@ -33,11 +33,13 @@ from .modes.base import (
 )
 
 
-def run_point(spec: Spec, point: Point, device: str) -> Result:
+def run_point(spec: Spec, point: Point, device: str, watch=None) -> Result:
+    """`watch` (run/debug.Watch, in `kladder repro --pdb/--save` only): told of each call after its
+    judgement and of the kernel's exception, in this process; a worker passes none."""
     t0 = time.perf_counter()
     CLOCK.reset()
     try:
-        result = _run(spec, point, device)
+        result = _run(spec, point, device, watch)
     finally:
         stages = CLOCK.stop()
     result.outcome.seconds = time.perf_counter() - t0
@@ -45,7 +47,7 @@ def run_point(spec: Spec, point: Point, device: str) -> Result:
     return result
 
 
-def judge_call(h: Harness, judge: Judge, seen: Call, hashes: dict | None = None) -> None:
+def judge_call(h: Harness, judge: Judge, seen: Call, hashes: dict | None = None, watch=None) -> None:
     """One call judged: at the dtype's default first, then, for the outputs whose verdict the
     honest peer decides, with their peers (computed only then: a passing point costs one
     reference run). `hashes` gets each output's hash (the first call's), before the checks."""
@@ -53,9 +55,12 @@ def judge_call(h: Harness, judge: Judge, seen: Call, hashes: dict | None = None)
     if hashes is not None:
         output_hashes(outputs, hashes)
     expected = h.expected(seen.prep)
+    before = len(judge.findings)
     needs = judge.call(seen.prep, outputs, seen.returned, expected, seen.label, interpreter.rounding_touched(h.touched))
     if needs:
         judge.settle(h.peers(seen.prep, needs, expected.refs))
+    if watch is not None:
+        watch.judged(seen, outputs, expected, judge.findings[before:], judge.masks)
 
 
 def _judge_repeats(h: Harness, judge: Judge, seen: Repeats) -> None:
@@ -87,7 +92,7 @@ def _made_up(point: Point, h: Harness) -> Result | None:
     return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.INTERPRETER_DEFECT, feature=feature, **evidence)))
 
 
-def _run(spec: Spec, point: Point, device: str) -> Result:
+def _run(spec: Spec, point: Point, device: str, watch=None) -> Result:
     interpreted = interpreter.on()             # decided once here, passed down: nothing below reads the environment
     h = Harness(spec, point, device, interpreted=interpreted)
     judge = Judge(spec, point, device, interpreted=interpreted)
@@ -98,7 +103,7 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
         for seen in driven(modes.get(point.mode).observe(h)):
             if isinstance(seen, Call):
                 rows = rows or seen.prep.rows
-                judge_call(h, judge, seen, hashes)
+                judge_call(h, judge, seen, hashes, watch)
             elif isinstance(seen, Uncaptured):
                 fatal = device == "cuda"             # a failed capture may leave the context unusable
                 if seen.skip:
@@ -135,12 +140,16 @@ def _run(spec: Spec, point: Point, device: str) -> Result:
     except SpecBroken as e:
         return Result(Outcome(point, Status.BROKEN, note=e.note))
     except KernelError as k:
+        if watch is not None:
+            watch.raised(h, k)
         return _made_up(point, h) or faults.kernel_error(spec, point, k)
     except Exception as e:  # noqa: BLE001 - OOM while preparing, or a fault outside the call
         result = faults.outside_call(point, e)
         if result is None:
             raise
         return result
+    if judge.broken is not None:             # the reference's fault is the spec's, never the kernel's
+        return Result(Outcome(point, Status.BROKEN, note=judge.broken, rows=rows, warnings=judge.warnings), fatal=fatal)
     made_up = _made_up(point, h)
     if made_up is not None:
         return made_up

@@ -20,19 +20,22 @@ from .environment import (
     nothing_ran_text,
     target_warning_text,
 )
-from .modes import CANNOT_SEE, sanitizer_kind
-from .notes import INTERPRETER_FEATURES, INTERPRETER_PROBES, STAGE_WORDS, note_text
-from .repetition import count_text, repeats_clean_text
+from .modes import CANNOT_SEE, sanitizer_kind, trace_lines
+from .notes import INTERPRETER_FEATURES, INTERPRETER_PROBES, STAGE_WORDS, WAIT_WORDS, note_text, waiting_text, waits_text
+from .repetition import count_text, repeats_clean_text, time_budget_text
+from .reuse import accumulated_text, reuse_text, reused_text, stopped_text
 from .toolchain import expect_text, launch_text, ran_text
 from .values import budget_headline, budget_text, describe, model_detail, model_samples
 
 __all__ = [
-    "CANNOT_SEE", "INTERPRETER_FEATURES", "INTERPRETER_PROBES", "MESSAGES", "NOTES", "STAGE_WORDS", "budget_headline",
+    "CANNOT_SEE", "INTERPRETER_FEATURES", "INTERPRETER_PROBES", "MESSAGES", "NOTES", "STAGE_WORDS", "accumulated_text",
+    "budget_headline",
     "budget_text",
     "collection_failed_text", "describe", "device_holders_text", "device_start_text", "expect_text",
     "fingerprint_text", "launch_text", "load_text", "message", "model_detail", "model_samples", "note_text",
     "nothing_ran_text", "pattern_label", "pattern_shape_text", "pattern_text", "points_text", "ran_text", "reason",
-    "repeats_clean_text", "replay_text", "rows_text", "status_word", "target_warning_text",
+    "repeats_clean_text", "replay_text", "reuse_text", "reused_text", "rows_text", "status_word", "stopped_text",
+    "target_warning_text", "trace_lines", "WAIT_WORDS", "waiting_text", "waits_text", "time_budget_text",
 ]
 
 

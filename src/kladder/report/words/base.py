@@ -107,4 +107,10 @@ def load_text(x) -> str:
         parts.append(f"{x.lanes} other lane{'s' if x.lanes > 1 else ''} of this climb running")
     if x.host_cpu_s:
         parts.append(f"other processes used {x.host_cpu_s:.1f} s of CPU in its {x.seconds:.1f} s")
+    if x.host_used_bytes and x.host_total_bytes:
+        parts.append(f"{human_bytes(x.host_used_bytes)} of the host's {human_bytes(x.host_total_bytes)} memory in use")
+    if x.oom_kills:
+        parts.append(f"the out-of-memory killer killed {x.oom_kills} process{'es' if x.oom_kills > 1 else ''}")
+    if x.waited_s:
+        parts.append(f"the run alone waited {x.waited_s:.0f} s for memory to free")
     return ", ".join(parts) or "other work on the host"

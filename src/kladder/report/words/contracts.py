@@ -63,8 +63,15 @@ def _input_changed(f, x: InputChangedFacts) -> str:
         parts.append(f"{x.gap_bytes:,} bytes between its elements (memory a strided view's parent owns)")
     hashed = (f"; {x.slabs} of {x.of} slabs of rows hashed before the call differ after it" if x.how == "hash"
               else "")
+    if x.declared == "gradient":
+        return (f"the kernel's backward wrote `{f.output}` as the spec declares, but {' and '.join(parts)} hold neither "
+                f"its data as passed nor a gradient (the kernel's own gradient bit for bit, or the reference's within "
+                "the tolerance): a write by design must leave the gradient it promises")
+    fix = ("kl.Tensor(..., grad_overwritten=True) on the output if the backward overwrites it by design" if x.upstream
+           else "kl.Tensor(..., mutated=True) if the kernel writes it by design; a dict of configs or a predicate of "
+                "the point if only some points do; 'backward' if its backward writes its gradient there")
     return (f"the kernel changed its input `{f.output}`: {' and '.join(parts)} differ from what it was passed{hashed}; "
-            "the spec declares no mutation (kl.Tensor(..., mutated=True) if the kernel writes it by design)")
+            f"the spec declares no mutation ({fix})")
 
 
 @says(InvalidReferenceFacts)

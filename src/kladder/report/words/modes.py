@@ -13,6 +13,7 @@ from ...facts import (
     PaddingFacts,
     RaisedFacts,
     SanitizerFacts,
+    TraceFacts,
     UncapturedFacts,
     UnderLoadFacts,
 )
@@ -25,6 +26,34 @@ FIRST_WORDS = {"hang": "hung", "crashed": "crashed", "device_fault": "faulted th
 @says(RaisedFacts)
 def _raised(f, x: RaisedFacts) -> str:
     return f"the kernel raised {x.error}{during(f)}" + (f": {x.text}" if x.text else " (with no message)")
+
+
+FRAME_ROLE = {"library": "  (raised here)", "jit": "  (the line Triton's compiler names)"}
+
+
+def trace_lines(t: TraceFacts | None) -> list[str]:
+    """The kernel's traceback, outermost frame first, each as 'FILE:LINE in FUNCTION' with its
+    source line under it; then what was folded. A call that never entered the launcher (a
+    signature that does not match) says where the launcher is defined and what kladder passed."""
+    if t is None:
+        return []
+    lines = []
+    if t.entered is False and t.launcher is not None:
+        a = t.launcher
+        lines += [f"{a.file}:{a.line}: kladder called {a.function}({', '.join(t.called or [])}) (Spec.args in order, "
+                  f"the point's config as keywords); it never ran: its signature does not take those",
+                  f"    {a.code}"]
+    for fr in t.frames:
+        lines.append(f"{fr.file}:{fr.line} in {fr.function}{FRAME_ROLE.get(fr.kind, '')}")
+        if fr.code:
+            lines.append(f"    {fr.code}")
+    folded = [f"{n} of {who}" for n, who in ((t.folded_kladder, "kladder's"),
+                                             (t.folded_library, "torch's, Triton's, numpy's or Python's own"),
+                                             (t.folded_more or 0, "the outermost, past the innermost kept"))
+              if n]
+    if folded:
+        lines.append(f"(frames folded: {', '.join(folded)})")
+    return lines
 
 
 @says(DeviceFaultFacts)

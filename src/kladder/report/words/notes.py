@@ -3,6 +3,7 @@ what a passing mode measured (model scores and repeats have theirs beside their 
 from __future__ import annotations
 
 from ... import facts as F
+from ...outcome import Wait
 from ...sizes import human_bytes
 from .base import NOTES, ints, load_text, notes, status_word
 from .modes import CANNOT_SEE
@@ -11,6 +12,27 @@ from .toolchain import ran_text
 STAGE_WORDS = {"inputs": "building the inputs", "kernel": "the kernel's calls", "reference": "the float64 reference",
                "peers": "the honest peer (the reference in the kernel's precision and its spread draws)",
                "checks": "the checks (guards, contract, comparison, pattern)"}
+
+WAIT_WORDS = {Wait.FORK_SERVER: "the fork server to start", Wait.WORKER: "a worker to start", Wait.DEVICE: "the device",
+              Wait.IN_FLIGHT: "the other lanes' points to end", Wait.HELD: "a point that ran alone"}
+WAIT_WHY = {Wait.FORK_SERVER: "it imports torch and Triton once, for every new process",
+            Wait.DEVICE: "a worker's CUDA context refused while other processes held its memory",
+            Wait.IN_FLIGHT: "to run a point alone", Wait.HELD: "the other lanes held back"}
+
+
+def waits_text(waits) -> str:
+    """What a rung's lanes waited for (outcome.Waited each): '2.1 s for the fork server to start (...)'."""
+    def one(w) -> str:
+        why = [WAIT_WHY[w.wait]] if w.wait in WAIT_WHY else []
+        times = [f"{w.times} times"] if w.times > 1 else []
+        return f"{w.seconds:.1f} s for {WAIT_WORDS[w.wait]}" + (f" ({'; '.join(why + times)})" if why or times else "")
+    return "; ".join(one(w) for w in waits)
+
+
+def waiting_text(wait: Wait, seconds: float, point: str = "") -> str:
+    """A wait in progress, for the progress line."""
+    return f"waiting {seconds:.0f} s for {WAIT_WORDS[wait]}" + (f" ({point})" if point else "")
+
 
 INTERPRETER_FEATURES = {
     "bf16_arithmetic": "computes bfloat16 arithmetic on the raw uint16 bits",
@@ -42,9 +64,13 @@ NOTES[F.NotCompiledFacts] = _fixed("under Triton's interpreter nothing is compil
 
 @notes(F.InputsMutatedFacts)
 def _inputs_mutated(x, sized=True):
-    return (f"the kernel writes {', '.join(x.args)} in place (mutated=True): each call on the same buffers is "
+    if x.when == "accumulate":
+        return (f"the kernel's backward writes {', '.join(x.args)} in place (the spec declares it): a second backward "
+                "on the same graph would read what the first wrote, which no training step does; the accumulation "
+                "point is not run (every other point judges the write)")
+    return (f"the kernel writes {', '.join(x.args)} in place (the spec declares it): each call on the same buffers is "
             "another computation, so repeating it cannot be held to the first call's bits; rung 5 does not "
-            "repeat kernels with declared mutated inputs (rungs 1-4 judge the mutation)")
+            "repeat kernels at points with declared writes (rungs 1-4 judge them)")
 
 
 @notes(F.GpuPointFacts)
@@ -54,9 +80,33 @@ def _gpu_point(x, sized=True):
             "program in Python; climb with --device cuda")
 
 
+RANGE_WHY = {"no_value": "the dtype holds no value there",
+             "no_tiny": "no subnormal, smallest-normal or zero value lies in it",
+             "no_one": "1 does not lie in it"}
+
+
+@notes(F.ValueOutOfRangeFacts)
+def _value_out_of_range(x, sized=True):
+    return (f"{x.arg}: {x.value} cannot be drawn inside its declared range [{x.lo:g}, {x.hi:g}] "
+            f"({RANGE_WHY.get(x.why, x.why)}): this value kind is skipped for this input")
+
+
 @notes(F.NoDeviceMemoryFacts)
 def _no_device_memory(x, sized=True):
+    if x.measured:
+        return (f"needs about {human_bytes(x.need_bytes)} on the device (the peak of kernel, reference and peer "
+                f"measured at {x.measured}, {human_bytes(x.measured_bytes)}, scaled by the elements); the device has "
+                f"{human_bytes(x.free_bytes)} free")
     return f"needs {human_bytes(x.need_bytes)} of tensors; the device has {human_bytes(x.free_bytes)} free"
+
+
+@notes(F.NoHostMemoryFacts)
+def _no_host_memory(x, sized=True):
+    share = f"{human_bytes(x.share_bytes)} available to each of its {x.workers} workers" if x.workers > 1 else \
+        f"{human_bytes(x.share_bytes)} available"
+    return (f"needs about {human_bytes(x.need_bytes)} of the host's memory (the peak of kernel, reference and peer "
+            f"measured at {x.measured}, {human_bytes(x.measured_bytes)}, scaled by the elements); the host has "
+            f"{share}: skipped before a worker ran out of memory (climb with fewer --jobs, or on a larger host)")
 
 
 @notes(F.ModeNeedsCudaFacts)
@@ -94,6 +144,13 @@ def _inputs_failed(x, sized=True):
 @notes(F.ReferenceRaisedFacts)
 def _reference_raised(x, sized=True):
     return f"the reference raised {x.error}: {x.text} (a spec problem, not a kernel failure)"
+
+
+@notes(F.ReferenceShapeFacts)
+def _reference_shape(x, sized=True):
+    return (f"the reference returned `{x.output}` of shape {tuple(x.shape)} where returns= declares "
+            f"{tuple(x.declared)} (the kernel's output has it): the reference's fault (a spec problem), not a "
+            "kernel failure: fix the reference, or returns=")
 
 
 @notes(F.ReferenceNanFacts)
@@ -156,6 +213,26 @@ def _device_full(x, sized=True):
         x.alone, f"was {status_word(x.alone)} alone")
     return (f"the device was full: out of memory ({x.text}) while {load_text(x)}; it {alone} "
             f"(in {x.alone_s:.1f} s)")
+
+
+@notes(F.HostFullFacts)
+def _host_full(x, sized=True):
+    alone = {"passed": "passed alone", "oom": "ran out of memory alone too, others still holding memory",
+             "failed": "was killed alone too, others still holding memory"}.get(x.alone, f"was {status_word(x.alone)} alone")
+    full = "the host's memory was full" if x.host_used_bytes or x.oom_kills else "others held the memory"
+    return (f"{full}: the worker died with {x.signal} (the out-of-memory killer's signal) while "
+            f"{load_text(x)}; it {alone} (in {x.alone_s:.1f} s): not judged, and not the kernel's crash")
+
+
+@notes(F.ReferenceNotIndependentFacts)
+def _reference_not_independent(x, sized=True):
+    what = "; ".join(s for s in (x.functions and f"the kernel's own functions {', '.join(x.functions)}",
+                                 x.jit_kernels and f"its Triton kernels {', '.join(x.jit_kernels)}",
+                                 x.gpu_kernels and f"its GPU kernels {', '.join(x.gpu_kernels)}",
+                                 x.torch_op and f"the torch op under test, {x.torch_op}") if s)
+    return (f"the reference {x.reference} is not independent of the kernel under test: it runs {what}; a comparison "
+            "with it cannot fail when both are wrong. The spec's problem, not the kernel's (its other points are "
+            "judged as usual): write the reference in plain torch, independent of the kernel's code")
 
 
 @notes(F.HostBusyFacts)

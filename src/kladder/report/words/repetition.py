@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...facts import NondeterministicFacts, RepeatsCleanFacts, RepeatsFacts, StreamCleanFacts, StreamFacts
 from .base import cap, notes, pattern_text, says
+from .reuse import accumulated_text
 
 
 def count_text(x: RepeatsFacts) -> str:
@@ -69,10 +70,12 @@ def _nondeterministic(f, x: NondeterministicFacts) -> str:
 def repeats_clean_text(x: RepeatsCleanFacts, sized: bool = True) -> str:
     """What a passing rung-5 point proved: "0 of 200,000 calls differ ...: p < 1.5e-05 at 95%"."""
     bound = f"p < {x.bound:.2g} at {x.conf:.0%}"
+    more = f"; {accumulated_text(x.accumulated, 'differ' if not x.differ else 'wrong')}" if x.accumulated else ""
     if not x.differ:
-        return f"0 of {x.compared:,} calls differ from the first call on the same inputs: {bound} that a call does; {how_text(x)}"
+        return (f"0 of {x.compared:,} calls differ from the first call on the same inputs: {bound} that a call does; "
+                f"{how_text(x)}{more}")
     return (f"0 of {x.compared:,} calls wrong ({x.differ:,} differ within the tolerance): {bound} that a call is "
-            f"wrong; {how_text(x)}")
+            f"wrong; {how_text(x)}{more}")
 
 
 # ---------------------------------------------------------------------------- the stream (Spec.calls)
@@ -111,5 +114,42 @@ def _stream(f, x: StreamFacts) -> str:
 @notes(StreamCleanFacts)
 def stream_clean_text(x: StreamCleanFacts, sized: bool = True) -> str:
     """What a clean stream proved: "0 of 2,999 calls wrong against their own reference: p < 1e-03 at 95%"."""
+    more = f"; {accumulated_text(x.accumulated)}" if x.accumulated else ""
     return (f"0 of {x.judged:,} calls wrong against the reference of their own inputs: p < {x.bound:.2g} at "
-            f"{x.conf:.0%} that a call is; {stream_how_text(x)}")
+            f"{x.conf:.0%} that a call is; {stream_how_text(x)}{more}")
+
+
+
+def _one_in(p: float) -> str:
+    """1 in N calls, N rounded to 2 significant digits."""
+    n = 1 / p
+    return f"1 in {float(f'{n:.2g}'):,.0f}"
+
+
+def time_budget_text(b) -> str:
+    """Which time budget ran rung 5 and what the longer one adds (budgets.BudgetSummary):
+    "budget commit: rung 5 made 10,099 calls over 3 points, at most 9,999 at one point (r5-N=2-calls):
+    even odds of seeing a failure rate of 1 in 14,000; a rate of 1 in 100,000 needs 69,315 calls
+    there. --budget release: about 29,997 calls there (even odds down to 1 in 43,000)"."""
+    head = f"budget {b.name}" + ("" if b.longer else " (the longest)")
+    if not b.points:
+        text = f"{head}: rung 5 made no repetition or stream calls"
+    else:
+        text = (f"{head}: rung 5 made {b.calls:,} calls over {b.points} point{'s' if b.points != 1 else ''}, at most "
+                f"{b.most:,} at one point ({b.most_point}): even odds of seeing a failure rate of {_one_in(b.even_odds)}")
+        if b.example:
+            text += f"; a rate of {_one_in(b.example)} needs {b.example_calls:,} calls there"
+    if b.overridden:
+        text += " (--repeat/--repeat-s set the repetition points' calls)"
+    if b.tools:
+        text += f"; compute-sanitizer {', '.join(b.tools)}"
+    if not b.longer:
+        return text + "."
+    adds = []
+    if b.longer_most > b.most:
+        adds.append(f"about {b.longer_most:,} calls there (even odds down to {_one_in(b.longer_even_odds)})")
+    if b.longer_seconds:
+        adds.append(f"{b.longer_seconds['repeat']:g} s a repetition point, the stream {b.longer_seconds['stream']:g} s")
+    if b.longer_tools:
+        adds.append(f"compute-sanitizer {', '.join(b.longer_tools)} besides")
+    return f"{text}. --budget {b.longer}: {'; '.join(adds) if adds else 'the same here'}."

@@ -3,7 +3,7 @@ invariant, NaN/Inf accepted, the model's score (rungs 1-3 and 8)."""
 from __future__ import annotations
 
 from ...facts import (BiasFacts, InvariantFacts, ModelFacts, ModelScoresFacts, NonfiniteFacts, PeerFacts, PeerFailedFacts,
-                      PeerSkippedFacts, SpreadFacts, ValuesFacts)
+                      PeerNotNeededFacts, PeerSkippedFacts, SpreadFacts, ValuesFacts)
 from .base import notes, pattern_text, says
 
 
@@ -12,7 +12,7 @@ def describe(f) -> str:
     x = f.facts
     if getattr(x, "dtype", None) is None or getattr(x, "shape", None) is None:
         return ""
-    return f"{x.dtype}, {' x '.join(map(str, x.shape))}, {x.mode}"
+    return ", ".join([x.dtype, " x ".join(map(str, x.shape)), *([x.mode] if x.mode else [])])   # kl.assert_close: no mode
 
 
 def largest_text(f) -> str:
@@ -67,7 +67,7 @@ def budget_headline(f) -> str:
     cannot = f"the reference cannot run in {dtype}" if isinstance(peer, PeerFailedFacts) else ""
     if x.budget_allowed is None:            # no budget but the tolerance: the largest difference's
         tail = (f"no honest peer asked: {peer.skipped:,} elements fail" if isinstance(peer, PeerSkippedFacts)
-                else cannot)
+                else _not_needed(peer) if isinstance(peer, PeerNotNeededFacts) else cannot)
         return f"allowed {_g(f.largest.allowed)} = {name}" + (f" ({tail})" if tail else "")
     allowed = f"allowed {_g(x.budget_allowed)}{_there(f, x)}"
     off = None if x.budget_peer_error is None else _g(x.budget_peer_error)
@@ -117,7 +117,14 @@ def _spread_text(sp: SpreadFacts | None) -> str:
     return f"s = {sp.at:.3g} there (the float64 reference under rounding of every input{draws}{terms})"
 
 
-def _peer_text(p: PeerFacts | PeerFailedFacts | PeerSkippedFacts | None) -> str:
+def _not_needed(p: PeerNotNeededFacts) -> str:
+    return (f"no honest peer needed: off by {p.times:,.0f} x it, past the {p.decides:,.0f} x within which a "
+            "correct implementation's rounding could change the verdict")
+
+
+def _peer_text(p: PeerFacts | PeerFailedFacts | PeerSkippedFacts | PeerNotNeededFacts | None) -> str:
+    if isinstance(p, PeerNotNeededFacts):
+        return _not_needed(p)
     if isinstance(p, PeerSkippedFacts):
         return f"{p.skipped:,} elements fail: no peer is asked for that many"
     if isinstance(p, PeerFailedFacts):

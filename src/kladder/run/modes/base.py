@@ -41,13 +41,21 @@ class Same:
 class Traces:
     """What the kernel and the reference each ran (reference independence): Python functions
     called (code object -> 'name (file:line)'), the kernel's own launchers and the @triton.jit
-    bodies the interpreter ran, and on CUDA the GPU kernel names the profiler recorded."""
+    bodies the interpreter ran, the Triton kernels each launched (function -> 'name
+    (file:line)'), on CUDA the GPU kernels the profiler recorded (the kernel's: name -> the op
+    that launched it, '' for none), and, when the kernel under test is itself a torch op
+    (`torch_op`), the reference's calls of that op."""
     kernel_called: dict
     kernel_bodies: set
     launchers: set
     reference_called: dict
-    kernel_gpu: set = field(default_factory=set)
+    kernel_gpu: dict = field(default_factory=dict)
     reference_gpu: set = field(default_factory=set)
+    kernel_jit: dict = field(default_factory=dict)
+    reference_jit: dict = field(default_factory=dict)
+    torch_op: str | None = None
+    reference_op_calls: list = field(default_factory=list)
+    reference: str = ""              # the reference's name, as the spec's problem names it
 
 
 @dataclass
@@ -268,3 +276,15 @@ def heal_failed_capture() -> None:
         torch.cuda.synchronize()
     except Exception:  # noqa: BLE001 - a context the failed capture broke: the next call says so
         pass
+
+
+def declared_writes(h) -> list[str]:
+    """What the spec declares the kernel writes at the harness's point, as findings name the
+    buffers: the inputs its forward writes, and with a backward the inputs its backward writes and
+    the upstream gradients it overwrites ('upstream y')."""
+    from ...spec import upstream_name
+    spec, p = h.spec, h.point
+    writes = list(spec.mutated_at(p))
+    if h.backward:
+        writes += [*spec.written_in_backward(p), *(upstream_name(n) for n in spec.overwritten_at(p))]
+    return writes

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ...outcome import KernelError, NoteKind, Skip
 from ..stages import Stage, timed
 from .base import Call, StreamBatch, Streamed
+from .base import declared_writes as _declared_writes
 from .repeat import Ring, ring_names
 
 BATCH = {"cpu": (4, 256), "cuda": (8, 1024)}   # (fewest, most) calls a batch
@@ -70,9 +71,10 @@ class Calls:
 
     def observe(self, h):
         plan = Plan.of(h.point)
-        if h.spec.mutated_args:
+        writes = _declared_writes(h)
+        if writes:
             # an input the kernel writes by design is another input at its next call on the same letter
-            raise Skip(NoteKind.INPUTS_MUTATED, args=list(h.spec.mutated_args))
+            raise Skip(NoteKind.INPUTS_MUTATED, args=writes)
         first = h.prepare()
         label = f"call 1 of the stream (input set {plan.pattern[0]} of step 1)"
         returned = h.call(first, label)

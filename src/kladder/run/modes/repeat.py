@@ -35,6 +35,7 @@ from ...outcome import Hung, KernelError, NoteKind, Skip, error_facts
 from ...notation import Inputs, Launch
 from ..settings import torch_setting
 from .base import Call, PostGraph, Repeats, call_raw, heal_failed_capture
+from .base import declared_writes as _declared_writes
 from .differ import Differ
 
 POOL = {"cpu": 4, "cuda": 8}          # input sets for fresh inputs
@@ -69,10 +70,11 @@ class Repeat:
 
     def observe(self, h):
         plan = Plan.of(h.point, h.device)
-        if h.spec.mutated_args:
-            # a pool's inputs are reused call after call: an input the kernel writes by design
-            # would be another input at every call (a false difference, not the kernel's)
-            raise Skip(NoteKind.INPUTS_MUTATED, args=list(h.spec.mutated_args))
+        writes = _declared_writes(h)
+        if writes:
+            # a pool's inputs are reused call after call: an input (or an upstream gradient) the
+            # kernel writes by design would be another input at every call (a false difference)
+            raise Skip(NoteKind.INPUTS_MUTATED, args=writes)
         if plan.load and h.device != "cuda":
             raise Skip(NoteKind.MODE_NEEDS_CUDA, mode="repeat under load")
         sets = [h.prepare()] if plan.inputs == Inputs.SAME else [h.prepare(seed=h.point.seed + i)

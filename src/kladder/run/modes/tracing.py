@@ -35,13 +35,19 @@ def is_machinery(filename: str) -> bool:
 
 class Tracer:
     """The Python functions called while active (code object -> 'name (file:line)'), and
-    which of them the Triton interpreter ran as kernel bodies."""
+    which of them the Triton interpreter ran as kernel bodies. With `op` (the name of a torch
+    op: torch_op_name), also each call of a torch callable of that name (torch.sin, Tensor.sin,
+    torch.ops.aten.sin, a Python function of torch's such as F.softmax), in `op_calls`."""
 
-    def __init__(self):
+    def __init__(self, op: str | None = None):
         self.called: dict = {}
         self.kernels: set = set()
+        self.op = op
+        self.op_calls: list[str] = []
 
     def __call__(self, frame, event, arg):
+        if self.op is not None and event in ("call", "c_call"):
+            self._op_call(frame, event, arg)
         if event != "call":
             return
         code = frame.f_code
@@ -51,6 +57,21 @@ class Tracer:
         caller = frame.f_back
         if caller is not None and "/triton/" in caller.f_code.co_filename.replace(os.sep, "/"):
             self.kernels.add(code)
+
+    def _op_call(self, frame, event, arg) -> None:
+        """A call of the torch op `self.op`, however it is reached (its builtin, a Tensor method,
+        torch.ops, or torch's own Python function of that name)."""
+        if event == "c_call":
+            name = getattr(arg, "__name__", None)
+            if name == self.op and _torch_owned(arg):
+                self.op_calls.append(f"torch {name}")
+        elif frame.f_code.co_name in (self.op, "__call__"):
+            f = frame.f_code.co_filename.replace(os.sep, "/")
+            if "/torch/" not in f:
+                return
+            me = frame.f_locals.get("self") if frame.f_code.co_name == "__call__" else None
+            if frame.f_code.co_name == self.op or (me is not None and torch_op_name(me) == self.op):
+                self.op_calls.append(f"torch {self.op}")
 
     def functions(self) -> list[str]:
         """The qualified names of the functions called, in the order first called."""
@@ -69,15 +90,58 @@ class Tracer:
         sys.setprofile(self._old)
 
 
-def gpu_kernels(fn) -> set[str]:
-    """The names of the GPU kernels the profiler records while `fn` runs (CUDA only)."""
+def _torch_owned(fn) -> bool:
+    """A callable torch itself ships: a builtin of a torch module, or a method of a tensor."""
+    import torch
+    owner = getattr(fn, "__self__", None)
+    return (getattr(fn, "__module__", None) or "").startswith("torch") or isinstance(owner, torch.Tensor) or (
+        isinstance(owner, type) and owner.__module__.startswith("torch"))
+
+
+def torch_op_name(fn) -> str | None:
+    """The op's name when `fn` is itself a torch op (torch.sin, F.gelu, F.softmax, Tensor.sin,
+    torch.ops.aten.sin.default, a functools.partial of one), else None: what the launcher under
+    test then owns is torch's op itself."""
+    import functools
+
+    import torch
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return fn._qualified_op_name.rpartition("::")[2] if hasattr(fn, "_qualified_op_name") else \
+            fn.name().rpartition("::")[2]
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        return name if "/torch/" in code.co_filename.replace(os.sep, "/") else None
+    objclass = getattr(fn, "__objclass__", None)
+    if objclass is not None:
+        return name if objclass.__module__.startswith("torch") else None
+    return name if _torch_owned(fn) else None
+
+
+def gpu_kernels(fn, owners: bool = False) -> dict[str, str]:
+    """The GPU kernels the profiler records while `fn` runs (CUDA only): name -> with `owners`
+    the op that launched it ('aten::bincount': torch's), or '' when no op did (a Triton launch,
+    an extension's own launch: the caller's code); without, '' for every kernel (the CPU's ops
+    are not recorded)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if owners else [ProfilerActivity.CUDA]
+    with profile(activities=activities) as prof:
         fn()
         torch.cuda.synchronize()
-    return {e.name for e in prof.events() if getattr(e, "device_type", None) is not None and "cuda" in str(e.device_type).lower()}
+    events = prof.events()
+    found = {e.name: "" for e in events if getattr(e, "device_type", None) is not None
+             and "cuda" in str(e.device_type).lower()}
+    for e in events:                    # an op's kernels: those launched while it was the innermost op
+        for k in getattr(e, "kernels", None) or ():
+            if k.name in found and e.name != k.name and not found[k.name]:
+                found[k.name] = e.name
+    return found
 
 
 # ---------------------------------------------------------------------------- Triton launches
@@ -270,7 +334,7 @@ def traced_call(h, prep, label: str = ""):
     with Tracer() as t, Launches() as launched:
         if h.device == "cuda":
             box = []
-            gpu = gpu_kernels(lambda: box.append(h.call(prep, label)))
+            gpu = set(gpu_kernels(lambda: box.append(h.call(prep, label))))
             returned = box[0]
         else:
             returned = h.call(prep, label)
