@@ -230,6 +230,61 @@ def _start_fork_server(config) -> None:
     os.environ["KLADDER_FORKSERVER"] = server.address
 
 
+def run_cli(cmd: list, *, cwd=None, env=None, timeout=None, input=None, capture_output=True, text=True):
+    """subprocess.run(cmd, capture_output=True, text=True, ...) for `[sys.executable, '-m', MODULE,
+    ...]` (the CLI, as a user runs it), the process forked from this pytest process's warm fork
+    server (above) instead of started afresh: a process of its own all the same (its exit status,
+    stdout, stderr, cwd and environment exactly as asked, its own warnings), without importing torch
+    and Triton again (~2-3 CPU s a start on this machine; the suite runs hundreds). Where the server
+    cannot serve it as a fresh process (an environment variable torch or kladder reads at import that
+    differs from the server's: run/forkserver.incompatible), it is started afresh, as before. A
+    PYTHONPATH entry naming the src folder the server's kladder comes from adds nothing (the same
+    package), so a test that puts it first is served too."""
+    import subprocess
+    import sys
+    if not (capture_output and text):
+        raise ValueError("run_cli captures stdout and stderr as text, as the suite's CLI calls do")
+    env = dict(os.environ if env is None else env)
+    server = _SERVER[0] if _SERVER else None
+    if server is None or len(cmd) < 3 or cmd[0] != sys.executable or cmd[1] != "-m" or not server.ready(300):
+        return subprocess.run(cmd, cwd=cwd, env=env, timeout=timeout, input=input, capture_output=True, text=True)
+    import kladder
+    from kladder.run import forkserver
+    src = os.path.realpath(os.path.dirname(os.path.dirname(kladder.__file__)))
+
+    def rest(path: str | None) -> list[str]:
+        return [e for e in (path or "").split(os.pathsep) if e and os.path.realpath(e) != src]
+
+    asked = dict(env)
+    if rest(env.get("PYTHONPATH")) == rest(server.env.get("PYTHONPATH")):
+        env.pop("PYTHONPATH", None)
+        if "PYTHONPATH" in server.env:
+            env["PYTHONPATH"] = server.env["PYTHONPATH"]
+    env.setdefault("PYTHONUNBUFFERED", server.env.get("PYTHONUNBUFFERED", ""))   # the output goes to files
+    if not env["PYTHONUNBUFFERED"]:
+        env.pop("PYTHONUNBUFFERED")
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as stdin:
+        if input is not None:
+            stdin.write(input.encode())
+            stdin.seek(0)
+        child = forkserver.spawn(cmd[1:], env, (stdin.fileno(), out.fileno(), err.fileno()), address=server.address,
+                                 cwd=os.fspath(cwd) if cwd is not None else None)
+        if child is None:                                  # refused: started afresh, with the environment asked
+            return subprocess.run(cmd, cwd=cwd, env=asked, timeout=timeout, input=input, capture_output=True, text=True)
+        try:
+            code = child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            raise subprocess.TimeoutExpired(cmd, timeout) from None
+        if child.lost:                                     # the server went away under it: afresh
+            return subprocess.run(cmd, cwd=cwd, env=asked, timeout=timeout, input=input, capture_output=True, text=True)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(cmd, code, out.read().decode(errors="replace"),
+                                           err.read().decode(errors="replace"))
+
+
 def _fixture_groups(items) -> dict[str, str]:
     """{node id: group} for `-n N --dist loadgroup` (the Makefile's): the tests that share a
     module- or session-scoped fixture of this suite's own (a climb, a repository) are one group,
@@ -345,7 +400,10 @@ def pytest_xdist_make_scheduler(config, log):
             if not self.ordered:                              # the first assignment: the queue is whole
                 self.ordered = True
                 cost = _durations()
-                units = sorted(self.workqueue.items(), key=lambda kv: -sum(cost.get(n, 0.0) for n in kv[1]))
+                # the zoo's batches first (each climbs several cases: minutes, the suite's longest
+                # units), then by measured cost; a long unit sent last leaves the other worker idle
+                units = sorted(self.workqueue.items(), key=lambda kv: (not str(kv[0]).startswith("mark::zoo:"),
+                                                                       -sum(cost.get(n, 0.0) for n in kv[1])))
                 self.workqueue.clear()
                 self.workqueue.update(units)
             super()._assign_work_unit(node)

@@ -5,7 +5,6 @@ nothing."""
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -31,6 +30,7 @@ from kladder.sizes import CPU_BUDGET
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "specs"))
 import toolchain as fx  # noqa: E402  (tests/specs/toolchain.py: the small kernels)
+from conftest import run_cli
 
 
 def _spec(**over):
@@ -303,7 +303,7 @@ def test_a_climb_in_which_no_point_ran_exits_5(statuses, code):
 
 def test_the_cli_exits_5_when_every_point_is_skipped(tmp_path):
     ref = os.path.join(HERE, "specs", "toolchain.py") + "::everything_skipped"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", ref, "--rungs", "1", "--device", "cpu",
+    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", ref, "--rungs", "1", "--device", "cpu",
                         "--json", str(tmp_path / "r.json"), "--log", str(tmp_path / "l.jsonl")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == NOTHING_RAN, p.stdout + p.stderr
