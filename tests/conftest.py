@@ -78,12 +78,11 @@ def good_climb(tmp_path_factory):
     """tests/specs/good.py (a correct softmax) climbed through the CLI on the CPU, every rung at
     the defaults, once for the tests that read it (test_cli's clean climb, test_modes' CPU
     skips): (the process, its --json report, its --log path). ~60-100 CPU s a climb."""
-    import subprocess
     import sys
     here = os.path.dirname(__file__)
     d = tmp_path_factory.mktemp("good-climb")
     out, log = d / "r.json", d / "l.jsonl"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", os.path.join(here, "specs", "good.py"),
+    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", os.path.join(here, "specs", "good.py"),
                         "--device", "cpu", "--json", str(out), "--log", str(log)],
                        capture_output=True, text=True, timeout=1800, cwd=here)
     return p, report_json(out), log
@@ -151,23 +150,22 @@ class ZooCase:
 
 class ZooRun:
     def __init__(self, name: str, where):
-        import subprocess
         import sys
         cases, extra = ZOO_BATCHES[name]
-        out = where / "zoo.json"
+        out, log = where / "zoo.json", where / "zoo.jsonl"
         # --shrink-s 0: no test of a batch asserts a shrink (test_shrink.py and test_zoo_run.py do);
         # one climb at a time: the other xdist worker has the other core
-        self.proc = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", *cases, "--device", "cpu",
-                                    "--shrink-s", "0", "--cases-at-once", "1", "--json", str(out), *extra],
+        self.proc = run_cli([sys.executable, "-m", "kladder.cli", "zoo", "climb", *cases, "--device", "cpu",
+                                    "--shrink-s", "0", "--cases-at-once", "1", "--json", str(out), "--log", str(log), *extra],
                                    capture_output=True, text=True, timeout=3000, cwd=str(where))
         assert out.exists(), self.proc.stdout[-3000:] + self.proc.stderr[-3000:]
         self.doc = report_json(out)
-        # every climb's log (the default path: cwd is the batch's folder), checked as each test's own climb checked it
-        self.logs = sorted((where / ".kladder" / "log").glob("*.jsonl"))
+        # every climb's log (climbs append to one --log file, each record whole), checked as each
+        # test's own climb checked it: a header and an end record a climb, every record to the schema
+        records = report_json(log)
         climbs = sum(any(r["climbed"] for r in row[k]["rungs"]) for row in self.doc["cases"] for k in ("buggy", "fixed"))
-        assert len(self.logs) == climbs, (self.logs, climbs)
-        for log in self.logs:
-            report_json(log)
+        ends = [r for r in records if r["record"] == "end"]
+        assert sum(r["record"] == "header" for r in records) == len(ends) == climbs, (len(ends), climbs)
         lines = self.proc.stdout.splitlines()
         self.cases = {}
         for row in self.doc["cases"]:
