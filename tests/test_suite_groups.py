@@ -1,8 +1,8 @@
 """The suite's own xdist grouping (tests/conftest.py): under `-n 2 --dist loadgroup`, the tests
 of one module-scoped fixture (one parameter of it) run on one worker, so the fixture (a climb)
-is built once; tests of no such fixture are spread as usual; the longest measured work goes out
-first. Under whatever pytest and pytest-xdist the dev extra allows (pyproject.toml): with
-pytest 9.2.0 and xdist 3.8.0 xdist's own loadgroup groups nothing (pytest-xdist #1386)."""
+is built once; tests of no such fixture are spread as usual; the zoo's batches, then the
+longest measured work, go out first. Under whatever pytest and pytest-xdist the dev extra allows (pyproject.toml): with
+pytest 9.2.0 and xdist 3.8.0 xdist's own loadgroup groups nothing (pytest-xdist issue 1386)."""
 import os
 import pathlib
 import re
@@ -75,17 +75,20 @@ def test_a_test_of_two_fixtures_joins_their_groups(pytester):
     assert len(workers) == 3 and len(set(workers.values())) == 1, result.stdout.str()
 
 
-def test_the_longest_measured_work_goes_out_first(pytester):
+def test_the_zoos_batches_then_the_longest_measured_work_go_out_first(pytester):
     # tests/durations.json beside the conftest: test_late (last collected) is the longest, the
-    # grouped pair next; one worker runs the units in the order they are sent
+    # grouped pair next; a zoo batch's tests (kladder_group('zoo:...'), unmeasured) before them
+    # all; one worker runs the units in the order they are sent
     import json
     pytester.makeconftest(pathlib.Path(CONFTEST).read_text())
-    pytester.makepyfile(test_grouped=TESTS + "\n\ndef test_late():\n    pass\n")
+    pytester.makepyfile(test_grouped=TESTS + "\n\ndef test_late():\n    pass\n",
+                        test_zoo_like="import pytest\n\n\n@pytest.mark.kladder_group('zoo:b')\n"
+                                      "def test_batch():\n    pass\n")
     (pytester.path / "durations.json").write_text(json.dumps({
         "test_grouped.py::test_late": 90.0, "test_grouped.py::test_a[2]": 20.0, "test_grouped.py::test_b[2]": 20.0,
         "test_grouped.py::test_c": 1.0}))
     result = pytester.runpytest_subprocess("-n", "1", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=7)
-    order = re.findall(r"PASSED test_grouped\.py::(test_\w+(?:\[\d\])?)", result.stdout.str())
-    assert order[:3] == ["test_late", "test_a[2]", "test_b[2]"], result.stdout.str()
-    assert order[3:] == ["test_c", "test_a[1]", "test_b[1]", "test_d"], result.stdout.str()
+    result.assert_outcomes(passed=8)
+    order = re.findall(r"PASSED test_(?:grouped|zoo_like)\.py::(test_\w+(?:\[\d\])?)", result.stdout.str())
+    assert order[:4] == ["test_batch", "test_late", "test_a[2]", "test_b[2]"], result.stdout.str()
+    assert order[4:] == ["test_c", "test_a[1]", "test_b[1]", "test_d"], result.stdout.str()
