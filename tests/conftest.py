@@ -175,7 +175,7 @@ class ZooRun:
             self.cases[c] = ZooCase(c, row, "\n".join(lines[first:last + 1]), self)
 
 
-_ZOO_RUNS: dict[str, ZooRun] = {}
+_ZOO_RUNS: dict[str, "ZooRun | Exception"] = {}
 
 
 @pytest.fixture
@@ -190,8 +190,14 @@ def zoo_case(request, tmp_path_factory):
     def get(name: str) -> ZooCase:
         batch = zoo_batch(name, marked)
         if batch not in _ZOO_RUNS:
-            _ZOO_RUNS[batch] = ZooRun(batch, tmp_path_factory.mktemp(f"zoo-{batch}"))
-        return _ZOO_RUNS[batch].cases[name]
+            try:
+                _ZOO_RUNS[batch] = ZooRun(batch, tmp_path_factory.mktemp(f"zoo-{batch}"))
+            except Exception as e:                 # a batch that failed fails each of its tests, climbed once
+                _ZOO_RUNS[batch] = e
+        run = _ZOO_RUNS[batch]
+        if isinstance(run, Exception):
+            raise run
+        return run.cases[name]
     return get
 
 

@@ -160,7 +160,7 @@ def gpu_zoo(monkeypatch):
 
 
 def test_off_cuda_a_gpu_cases_buggy_kernel_is_not_climbed_unless_rungs_are_named(gpu_zoo, capsys, tmp_path):
-    import json
+    from conftest import report_json
     doc_path = str(tmp_path / "zoo.json")
     args = build_parser().parse_args(["zoo", "climb", "--device", "cpu", "-q", "--json", doc_path])
     assert zoo_run.climb_all(args) == 0
@@ -168,7 +168,8 @@ def test_off_cuda_a_gpu_cases_buggy_kernel_is_not_climbed_unless_rungs_are_named
     assert "on_gpu                   rung 1  buggy: needs a GPU (skipped, or a race the CPU cannot run) " \
            "(not climbed on cpu); twin clean" in out
     assert "buggy kernel  not climbed on cpu" in out and "zoo on cpu: 1/2 buggy kernels caught (1 need a GPU)" in out
-    on_gpu = json.loads(open(doc_path).read())["cases"][1]
+    on_gpu = report_json(doc_path)["cases"][1]                  # a whole report, to the schema (its fingerprint too)
+    assert on_gpu["buggy"]["fingerprint"]["torch"] and on_gpu["buggy"]["fingerprint"]["python"]
     assert [r["climbed"] for r in on_gpu["buggy"]["rungs"]] == [False] * 8
     assert "the bug needs cuda, 16 GiB" in on_gpu["buggy"]["rungs"][0]["note"]
     assert on_gpu["fixed"]["exit_code"] == 0 and on_gpu["verdict"] == "needs_gpu"

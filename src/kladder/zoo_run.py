@@ -107,10 +107,14 @@ def _unclimbed(name: str, case: dict, device: str):
     """The report of a buggy kernel not climbed here: every rung planned, none climbed, its own
     rung saying why."""
     from .cases import case_ref
+    from .fingerprint import fingerprint, source_file
     from .ladder import plan_rungs
     from .load import load_spec
     from .report.data import ClimbReport
     report = ClimbReport(load_spec(case_ref(name)).name, case_ref(name), device)
+    # where it would have run, as a climb off a worker says it (ladder.Runner.fingerprint): the
+    # report is a whole one (docs/report.schema.json)
+    report.fingerprint = fingerprint(source_file(case_ref(name)), "cpu" if device == "cpu" else None)
     plan_rungs(report, ())
     for rr in report.rungs:
         if rr.rung == case["rung"]:
