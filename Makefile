@@ -13,7 +13,7 @@ zoo: install
 	$(PY) -m kladder.cli zoo climb --device cpu
 
 lint: install
-	$(PY) -m ruff check src bench
+	$(PY) -m ruff check src bench tests
 
 test: install
 	$(PY) -m pytest -q -n auto --dist loadgroup

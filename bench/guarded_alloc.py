@@ -15,16 +15,16 @@ import time
 os.environ.setdefault("TRITON_INTERPRET", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
-import torch  # noqa: E402
+import torch
 
-from kladder.ladder import rung_points  # noqa: E402
-from kladder.run import harness  # noqa: E402
-from kladder.run.guarded_alloc import guarding  # noqa: E402
-from kladder.run.trial import run_point  # noqa: E402
-from kladder.sizes import budget_for, is_big  # noqa: E402
-from kladder.zoo import empty_like_overrun, rmsnorm_n_tail  # noqa: E402
+from kladder.ladder import rung_points
+from kladder.run import harness
+from kladder.run.guarded_alloc import guarding
+from kladder.run.trial import run_point
+from kladder.sizes import budget_for, is_big
+from kladder.zoo import empty_like_overrun, rmsnorm_n_tail
 
-from specs.torch_ops import SPECS  # noqa: E402
+from specs.torch_ops import SPECS
 
 
 @contextlib.contextmanager

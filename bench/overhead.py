@@ -28,14 +28,14 @@ import time
 if "--device" not in sys.argv or "cpu" in sys.argv:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import torch  # noqa: E402
+import torch
 
-from kladder.checks.contract import contract  # noqa: E402
-from kladder.checks.pattern import Where  # noqa: E402
-from kladder.checks import values  # noqa: E402
-from kladder.materialize import any_damaged, materialize, poison, reference_args  # noqa: E402
-from kladder.point import Point  # noqa: E402
-from kladder.zoo import rmsnorm_n_tail as case  # noqa: E402
+from kladder.checks.contract import contract
+from kladder.checks.pattern import Where
+from kladder.checks import values
+from kladder.materialize import any_damaged, materialize, poison, reference_args
+from kladder.point import Point
+from kladder.zoo import rmsnorm_n_tail as case
 
 SIZES = {"cuda": {"small": (64, 4096), "large": (16384, 8192)},
          "cpu": {"small": (4, 512), "large": (64, 4096)}}

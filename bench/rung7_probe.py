@@ -24,12 +24,12 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "specs"))
 
-from kladder.fingerprint import fingerprint  # noqa: E402
-from kladder.run.modes.tracing import Launches, Tracer, gpu_kernels  # noqa: E402
-from kladder.zoo import flag_no_effect as fe  # noqa: E402
-from kladder.zoo import float_config_cells as fc  # noqa: E402
-from kladder.zoo import silent_fallback as sf  # noqa: E402
-from kladder.zoo import wrong_path_dispatch as wp  # noqa: E402
+from kladder.fingerprint import fingerprint
+from kladder.run.modes.tracing import Launches, Tracer, gpu_kernels
+from kladder.zoo import flag_no_effect as fe
+from kladder.zoo import float_config_cells as fc
+from kladder.zoo import silent_fallback as sf
+from kladder.zoo import wrong_path_dispatch as wp
 
 DEV = "cuda"
 

@@ -12,11 +12,11 @@ import time
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import torch  # noqa: E402
+import torch
 
-import kladder.model as km  # noqa: E402
-from kladder.model import task  # noqa: E402
-from kladder.zoo import compounding_bias as cb  # noqa: E402
+import kladder.model as km
+from kladder.model import task
+from kladder.zoo import compounding_bias as cb
 
 
 def forced_generation(slots, n, dtype, seed):

@@ -11,10 +11,10 @@ import sys
 import torch
 
 sys.path.insert(0, "tests")
-from specs.torch_ops import sdpa  # noqa: E402
+from specs.torch_ops import sdpa
 
-from kladder.point import Point  # noqa: E402
-from kladder.run.harness import Harness  # noqa: E402
+from kladder.point import Point
+from kladder.run.harness import Harness
 
 
 def main(shift: int) -> None:

@@ -16,8 +16,8 @@ import timeit
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-import kladder as kl  # noqa: E402
-from kladder.fingerprint import fingerprint  # noqa: E402
+import kladder as kl
+from kladder.fingerprint import fingerprint
 
 
 def _k(x, w, out=None, **config):

@@ -5,7 +5,7 @@ import os
 os.environ.setdefault("TRITON_INTERPRET", "1")
 # The suite's own climbs record their history in a temporary file, never in the repository's
 # .kladder/ (history/store.py reads KLADDER_HISTORY); subprocesses inherit it.
-import tempfile  # noqa: E402
+import tempfile
 
 os.environ.setdefault("KLADDER_HISTORY", os.path.join(tempfile.mkdtemp(prefix="kladder-history-"), "history.sqlite"))
 # ...and their CLI climbs reuse nothing from the outcome store that history file holds (every test
@@ -14,7 +14,7 @@ os.environ.setdefault("KLADDER_HISTORY", os.path.join(tempfile.mkdtemp(prefix="k
 os.environ.setdefault("KLADDER_STORE", "0")
 
 
-import pytest  # noqa: E402
+import pytest
 
 
 @pytest.fixture
@@ -192,7 +192,7 @@ def zoo_case(request, tmp_path_factory):
         if batch not in _ZOO_RUNS:
             try:
                 _ZOO_RUNS[batch] = ZooRun(batch, tmp_path_factory.mktemp(f"zoo-{batch}"))
-            except Exception as e:                 # a batch that failed fails each of its tests, climbed once
+            except Exception as e:  # noqa: BLE001 - a batch that failed fails each of its tests, climbed once
                 _ZOO_RUNS[batch] = e
         run = _ZOO_RUNS[batch]
         if isinstance(run, Exception):

@@ -15,7 +15,7 @@ import torch
 from conftest import report_json, run_cli
 from kladder.outcome import Check, Load, Note, NoteKind, Outcome, Stage, Status
 from kladder.point import Point
-from kladder.report.data import ClimbReport, RungReport
+from kladder.results import ClimbReport, RungReport
 from kladder.run import faults
 
 HERE = os.path.dirname(os.path.abspath(__file__))

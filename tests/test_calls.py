@@ -7,7 +7,6 @@ import json
 import os
 
 import pytest
-import torch
 
 import kladder as kl
 from kladder.budgets import COMMIT
@@ -216,7 +215,9 @@ def test_every_call_is_judged_against_the_reference_of_its_own_inputs():
     assert all(a == b and c == d and a != c for a, b, c, d in steps)             # one letter of a step: the same tensor
     assert all(p % 512 == 0 for p in ptrs[2:])                                     # each set where torch would put it
 
-    def stale(x, _last={}):                                                           # returns call 1's result forever
+    def stale(x, _last=None):                                                           # returns call 1's result forever
+        if _last is None:
+            _last = {}
         return _last.setdefault("y", x.sum(-1)).clone()
     o = _stream(_spec(kernel=stale, args={"x": kl.Tensor("M N", dtype="float32")}, calls=kl.Calls("AA", count=9)))
     assert o.status == "failed" and o.findings[0].facts.first_wrong == 3          # call 2 is on call 1's inputs

@@ -125,7 +125,7 @@ def _mul_spec(mutated):
 
 
 def test_a_layout_dependent_declared_write_passes_and_undeclared_fails():
-    laid_out = lambda p: p.rung != 3 or p.kind in ("layout", "accumulate")   # noqa: E731
+    laid_out = lambda p: p.rung != 3 or p.kind in ("layout", "accumulate")
     res = _run(_mul_spec(contiguous_only), keep=laid_out)
     assert not _failed(res), _failed(res)
     assert any(o.point.layouts and o.status == "passed" for o in res.values())      # not written there: unchanged

@@ -84,7 +84,6 @@ def torch_defect(name, o) -> bool:
 def test_the_onednn_probe_sees_a_gap_read_when_one_happens():
     """The probe can say yes: a GEMM that reads each row rounded up to 32 columns through the
     row stride, against zero-padded weights (extendable_k's way), is caught; an honest one is not."""
-    import torch
     import torch.nn.functional as F
 
     def extendable_k(x, w):

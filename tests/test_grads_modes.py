@@ -14,8 +14,8 @@ from kladder.run.trial import run_point
 from kladder.spec import upstream_name
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "specs"))
-import grads_modes as gm                                          # noqa: E402
-import grads_torch as gt                                          # noqa: E402
+import grads_modes as gm
+import grads_torch as gt
 
 SIZES = (("M", 3), ("N", 65))
 

@@ -12,7 +12,7 @@ from kladder.checks import _allocation_findings
 from kladder.ladder import rung_points
 from kladder.point import Point
 from kladder.report.words import message
-from kladder.run import guarded_alloc, harness
+from kladder.run import harness
 from kladder.run.guarded_alloc import KERNEL_GUARD_BYTES, guarding
 from kladder.run.trial import run_point
 from kladder.sizes import CPU_BUDGET, is_big
@@ -38,7 +38,7 @@ def test_factory_ops_are_served_from_guarded_buffers(deterministic):
                 "empty_strided": torch.empty_strided((2, 3), (1, 2))}
         y = x + x                                    # a torch op's own output: allocated below the mode
     assert [a.op for a in allocated] == list(made)
-    for a, t in zip(allocated, made.values()):
+    for a, t in zip(allocated, made.values(), strict=False):
         assert t._base is None and t.untyped_storage().data_ptr() == a.ptr
         assert t.data_ptr() == a.ptr + KERNEL_GUARD_BYTES        # the guard's offset, then the tensor
         assert a.g.damaged() == ([], [])

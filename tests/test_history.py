@@ -106,7 +106,7 @@ def test_golden_round_trips_and_names_the_changed_point(tmp_path):
     assert by_id["r1-M=4-N=8"] == {"bits": "changed", "since": g["recorded"], "outputs": ["out"]}
     assert by_id["r1-M=1-N=1"] == {"bits": "equal", "since": g["recorded"]}
     import jsonschema
-    schema = json.loads(open(os.path.join(os.path.dirname(__file__), "..", "docs", "report.schema.json")).read())
+    schema = json.loads(pathlib.Path(os.path.dirname(__file__), "..", "docs", "report.schema.json").read_text())
     jsonschema.validate(doc, schema)
     page = (tmp_path / "r.html").read_text()
     assert 'id="golden-changed"' in page and "<code>r1-M=4-N=8</code>" in page

@@ -8,7 +8,6 @@ host the kernel needs ~18 s."""
 import os
 import subprocess
 import sys
-import time
 
 from kladder.facts import HostBusyFacts
 from kladder.outcome import Check, Load, NoteKind, Status

@@ -96,6 +96,100 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+ARCHITECTURE = SRC.parent.parent / "docs" / "ARCHITECTURE.md"
+
+
+def _layer_table(text: str) -> tuple[list[str], dict[str, str]]:
+    """docs/ARCHITECTURE.md's layer table: the layers in order (lowest first) and each row's
+    entries (a module `ladder.py`, or a folder `run/` covering its modules) -> its layer."""
+    section = text[text.index("## Layers"):]
+    rows = re.findall(r"^\| (\w+) \| (`.*`) \|$", section, re.M)
+    order = [layer for layer, _ in rows]
+    entries = {e: layer for layer, cells in rows for e in re.findall(r"`([^`]+)`", cells)}
+    return order, entries
+
+
+def _layer_of(path: str, entries: dict[str, str]) -> str | None:
+    """The most specific row covering a module's path (relative to src/kladder)."""
+    hits = [e for e in entries if path == e or (e.endswith("/") and path.startswith(e))]
+    return entries[max(hits, key=len)] if hits else None
+
+
+def _upward(graph: dict[str, set[str]], layer: dict[str, str], order: list[str]) -> list[str]:
+    rank = {name: i for i, name in enumerate(order)}
+    return sorted(f"{m} ({layer[m]}) imports {t} ({layer[t]})" for m, targets in graph.items() for t in targets
+                  if rank[layer[t]] > rank[layer[m]])
+
+
+def _module_paths() -> dict[str, str]:
+    return {m: p.relative_to(SRC).as_posix() for m, p in MODULES.items()}
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    """The layers written once, in docs/ARCHITECTURE.md's table: a module imports only from its
+    own layer or those below it (imports inside functions counted)."""
+    order, entries = _layer_table(ARCHITECTURE.read_text())
+    assert order[0] == "core" and len(order) == len(set(order)) >= 6
+    paths = _module_paths()
+    layer = {m: _layer_of(p, entries) for m, p in paths.items()}
+    uncovered = sorted(paths[m] for m, lay in layer.items() if lay is None)
+    assert not uncovered, f"modules in no row of ARCHITECTURE.md's layer table: {uncovered}"
+    named = {e for e in entries if any(p == e or (e.endswith("/") and p.startswith(e)) for p in paths.values())}
+    assert set(entries) == named, f"rows naming nothing under src/kladder: {sorted(set(entries) - named)}"
+    assert _upward({m: imports_of(m) for m in MODULES}, layer, order) == []
+
+
+def test_the_layer_check_finds_an_upward_import():
+    order, entries = _layer_table("## Layers\n| layer | modules |\n|---|---|\n| core | `a.py` |\n"
+                                  "| run | `run/` `b.py` |\n| tools | `run/debug.py` |\n")
+    assert order == ["core", "run", "tools"]
+    assert _layer_of("run/x.py", entries) == "run" and _layer_of("run/debug.py", entries) == "tools"
+    layer = {"a": "core", "b": "run", "debug": "tools"}
+    assert _upward({"a": {"b"}, "b": {"a"}, "debug": {"b"}}, layer, order) == ["a (core) imports b (run)"]
+    assert _upward({"b": {"debug"}}, layer, order) == ["b (run) imports debug (tools)"]
+
+
+def _listed_modules(text: str) -> set[str]:
+    """The modules ARCHITECTURE.md's tree names, as paths under src/kladder: a name is read in the
+    folder whose block it sits in (a folder line opens a block; lines indented deeper are in it)."""
+    tree = text[text.index("```\nsrc/kladder/") + 4:]
+    tree = tree[:tree.index("```")]
+    stack: list[tuple[int, str]] = []
+    listed = set()
+    for line in tree.splitlines()[1:]:
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        first = line.split()[0]
+        context = "".join(name for _, name in stack)
+        if first.endswith("/"):
+            stack.append((indent, first))
+            context += first
+        for tok in re.findall(r"(?<![\w/.'])([\w/]+\.py)(?!::)", line):
+            listed.add(tok if context and tok.startswith(context) else context + tok)
+    return listed
+
+
+# folders the tree describes whole (their modules are the folder's parts): the zoo's kernels, the
+# model, the words' family modules
+WHOLE = ("zoo/", "model/", "report/words/")
+
+
+def test_architecture_lists_every_module_and_nothing_that_is_not():
+    listed = _listed_modules(ARCHITECTURE.read_text())
+    paths = set(_module_paths().values())
+    need = {p for p in paths if not p.startswith(WHOLE) and not p.endswith("/__init__.py")}
+    assert sorted(need - listed) == [], "modules docs/ARCHITECTURE.md does not list"
+    assert sorted(listed - paths) == [], "docs/ARCHITECTURE.md lists modules that do not exist"
+
+
+def test_the_listing_reads_names_in_their_folders():
+    text = "```\nsrc/kladder/\n  a.py   x\n  run/   calls; see b.py\n    c.py  and modes/d.py\n  e.py  run/c.py\n```"
+    assert _listed_modules(text) == {"a.py", "run/b.py", "run/c.py", "run/modes/d.py", "e.py"}
+
+
 def test_renderers_never_parse_english():
     for path in (SRC / "report").rglob("*.py"):
         tree = ast.parse(path.read_text())

@@ -14,7 +14,7 @@ import pytest
 from conftest import run_cli
 
 from kladder.outcome import Status
-from kladder.report.data import ClimbReport, RungReport
+from kladder.results import ClimbReport, RungReport
 from kladder.report.html import report_html
 from kladder.report.jsonout import report_dict, strict
 from kladder.report.terminal import render_text

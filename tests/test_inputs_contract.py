@@ -223,7 +223,7 @@ def test_a_dim_used_only_in_a_value_range_and_build_is_accepted_and_climbed():
 
 
 def test_a_dim_used_in_rows_or_valid_only_counts_as_used_and_one_used_nowhere_does_not():
-    one = lambda x: x  # noqa: E731
+    one = lambda x: x
     base = dict(kernel=one, reference=one, args={"x": kl.Tensor("N", dtype="float32")}, returns=kl.Tensor("N", like="x"))
     kl.Spec("t", **{**base, "args": {"x": kl.Tensor("R N", dtype="float32")}, "returns": kl.Tensor("R N", like="x")},
             dims={"N": kl.Dim(1, 8), "R": kl.Dim(1, 4)}, rows="R")

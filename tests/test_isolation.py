@@ -1,5 +1,6 @@
 """A point that raises, segfaults, hangs or writes past its output is reported as exactly
 that, and the climb goes on in a fresh worker with nothing lost."""
+import pathlib
 import json
 import os
 
@@ -169,7 +170,7 @@ def test_a_flaky_point_is_flaky_in_climb_repro_and_pytest_alike(tmp_path, pytest
     p = run_cli([sys.executable, "-m", "kladder.cli", *cmd], capture_output=True, text=True, timeout=300)
     assert p.returncode == 1 and f"FLAKY {first.point.id}" in p.stdout, p.stdout + p.stderr
     assert "flaky:    failed 1 of 2 runs" in p.stdout
-    pytester.makepyfile(test_flaky_kernel=open(flaky).read().replace('spec = kl.Spec(', 'test_sometimes = kl.Spec('))
+    pytester.makepyfile(test_flaky_kernel=pathlib.Path(flaky).read_text().replace('spec = kl.Spec(', 'test_sometimes = kl.Spec('))
     result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider")
     assert result.parseoutcomes()["failed"] == len(rep.outcomes)
     result.stdout.fnmatch_lines([f"*FLAKY {first.point.id}*", "*flaky:    failed 1 of 2 runs*"])

@@ -86,7 +86,7 @@ def test_a_triton_body_that_raises_under_the_interpreter_names_its_line_and_the_
 def test_the_trace_survives_a_workers_json_and_reaches_the_terminal_the_json_and_the_html():
     from kladder.fingerprint import fingerprint
     from kladder.outcome import Outcome
-    from kladder.report.data import ClimbReport, RungReport
+    from kladder.results import ClimbReport, RungReport
     from kladder.report.html import report_html
     from kladder.report.jsonout import report_dict, strict
     from kladder.report.terminal import render_outcome, render_text

@@ -123,7 +123,7 @@ def test_a_path_that_holds_no_spec_is_a_usage_error(tmp_path):
 
 def test_html_paths_are_one_a_spec():
     from kladder.many import html_paths
-    from kladder.report.data import ClimbReport
+    from kladder.results import ClimbReport
     reports = [ClimbReport("rms norm", "a.py::spec", "cpu"), ClimbReport("gemm", "b.py::spec", "cpu")]
     assert html_paths("out/r.html", reports) == ["out/r-1-rms_norm.html", "out/r-2-gemm.html"]
 

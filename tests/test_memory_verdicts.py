@@ -14,7 +14,7 @@ from kladder.ladder import Runner
 from kladder.load import load_spec
 from kladder.outcome import Check, Finding, Load, Note, NoteKind, Outcome, Status
 from kladder.point import Point
-from kladder.report.data import ClimbReport, RungReport
+from kladder.results import ClimbReport, RungReport
 from kladder.report.terminal import render_text
 from kladder.report.words import note_text
 from kladder.run import faults, isolation

@@ -1,5 +1,6 @@
 """Rung 8's model: the shipped weights, the generation path, the slots, the adapter, and the
 MiniLM demo. Fast: every model here is a few hundred thousand parameters on the CPU."""
+import pathlib
 import json
 import os
 
@@ -25,11 +26,11 @@ def test_weights_load_as_a_group_16_model():
     assert (cfg.n_heads, cfg.n_kv_heads, cfg.group) == (16, 1, 16)
     from safetensors import safe_open
     with safe_open(km.WEIGHTS, framework="pt") as f:
-        meta, params = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+        meta, params = f.metadata(), {k: f.get_tensor(k) for k in f}
     assert json.loads(meta["config"])["n_heads"] == 16
     assert all(v.dtype == torch.float32 for v in params.values())
     assert os.path.getsize(km.WEIGHTS) < 8 << 20
-    record = json.load(open(km.RECORD))
+    record = json.loads(pathlib.Path(km.RECORD).read_text())
     assert record["held_out_exact_match"] >= 0.95 and record["seed"] == 0 and record["steps"] > 0
 
 

@@ -1,6 +1,7 @@
 """Rung 4 on the CPU: the generator, the A-B-A and reused-buffer executors, CUDA modes skipped."""
 import os
 
+import pytest
 import torch
 
 import kladder as kl
@@ -88,3 +89,57 @@ def test_a_rung_1_failure_that_passes_alone_says_it_depends_on_state(tmp_path):
     assert reason(failed[0]).startswith("passes when run alone in a fresh process")
     from kladder.report.terminal import render_text
     assert "state:    passes when run alone" in render_text(rep)
+
+
+def test_every_mode_declares_its_traits_and_they_are_the_old_tables():
+    """One class a notation.Mode member (run/modes/), its traits the climb, the pool, the harness
+    and the trial read: the values the nine tables held before the modes declared them."""
+    from kladder.notation import Mode as Name
+    from kladder.run import modes as run_modes
+    reg = run_modes.registry()
+    assert set(reg) == {str(m) for m in Name}
+
+    def having(trait):
+        return {n for n, cls in reg.items() if getattr(cls, trait)}
+    assert having("needs_cuda") == {"graph", "stream", "sanitize"}
+    assert {n: cls.child_processes for n, cls in reg.items() if cls.child_processes} == \
+        {"jitcache": 2, "cachekey": 3, "flags": 3, "imports": 1, "dispatch": 1}
+    assert having("fresh_process") == {"aba"} and having("own_processes") == {"collective"}
+    assert having("starts_child") == {"sanitize"}
+    assert {n: cls.start_order for n, cls in reg.items() if cls.start_order != 2} == \
+        {"sanitize": 0, "jitcache": 0, "cachekey": 1, "flags": 1, "aba": 1}
+    assert having("backward") == {"eager", "reused", "aba", "accumulate", "graph", "jitcache", "repeat", "sanitize",
+                                  "calls", "compiled"}
+    assert having("measured_elsewhere") == {"repeat", "calls", "sanitize", "collective", "model", "jitcache", "cachekey",
+                                            "flags", "imports", "dispatch"}
+    assert having("judges_mutations") == {"eager", "padding"}
+    assert [sorted(run_modes.of_rung(r)) for r in range(1, 9)] == [
+        ["eager"], ["eager"], ["accumulate", "eager", "independence", "padding"],
+        ["aba", "compiled", "graph", "jitcache", "reused", "stream"], ["calls", "repeat", "sanitize"], ["collective"],
+        ["cachekey", "dispatch", "flags", "imports"], ["model"]]
+    # the traits that depend on the point
+    declared = Point("double", 5, (("M", 3), ("N", 5)), mode="calls", repeat=(("declared", True),))
+    assert reg["calls"].starts_fresh(declared) and not reg["calls"].starts_fresh(declared.__class__(
+        "double", 5, (("M", 3), ("N", 5)), mode="calls"))
+    compiler = Point("double", 7, (("M", 3), ("N", 5)), mode="cachekey", variant="compiler")
+    assert reg["cachekey"].children(compiler, "cpu") == 0 and reg["cachekey"].children(compiler, "cuda") == 3
+    with pytest.raises(ValueError, match="no such mode"):
+        run_modes.traits("nosuch")
+
+
+def test_an_observation_no_check_takes_raises(monkeypatch):
+    """run/trial.py judges every observation type; one it does not know is kladder's bug, raised,
+    never dropped (a dropped observation is a check that silently never ran)."""
+    from kladder.run import modes as run_modes
+    from kladder.run.trial import run_point
+
+    class Stray:
+        pass
+
+    class Yields(run_modes.traits("eager")):
+        def observe(self, h):
+            yield Stray()
+    monkeypatch.setattr(run_modes, "get", lambda name: Yields())
+    point = Point("double", 1, (("M", 3), ("N", 5)), (("x", "float32"),))
+    with pytest.raises(TypeError, match="yielded a Stray: no check takes it"):
+        run_point(_spec(), point, "cpu")

@@ -152,6 +152,6 @@ def test_a_rung_that_did_not_run_its_points_is_never_passed(tmp_path, monkeypatc
                      "--no-history", "--log", str(tmp_path / "l.jsonl")]) == 1
     rung = report_json(out)["rungs"][0]
     assert [p["status"] for p in rung["points"]] == ["passed", "passed"] and rung["verdict"] == "incomplete"
-    from kladder.report.data import RungReport
+    from kladder.results import RungReport
     assert RungReport(2, "values", planned=14).verdict == "incomplete"
     assert RungReport(2, "values", planned=0).verdict == "nothing ran"

@@ -115,7 +115,7 @@ def test_early_points_come_from_the_rungs_climbed_from_4_on_and_none_with_a_shar
 
     from kladder.ladder import Options, plan_rungs
     from kladder.load import load_spec
-    from kladder.report.data import ClimbReport
+    from kladder.results import ClimbReport
     from kladder.sizes import budget_for
     ref = os.path.join(os.path.dirname(__file__), "specs", "trivial.py")
     spec = load_spec(ref)
@@ -183,7 +183,7 @@ def test_a_lane_that_waits_for_the_fork_server_says_so(tmp_path, monkeypatch):
 def test_waits_are_in_the_progress_line_the_terminal_and_the_json():
     from rich.console import Console
 
-    from kladder.report.data import ClimbReport, RungReport
+    from kladder.results import ClimbReport, RungReport
     from kladder.report.jsonout import report_dict
     from kladder.report.progress import Progress
     from kladder.report.terminal import render_text
@@ -210,7 +210,7 @@ def test_a_rung_whose_points_cannot_be_made_starts_nothing_early_and_raises_at_i
 
     import kladder.ladder as ladder
     from kladder.load import load_spec
-    from kladder.report.data import ClimbReport
+    from kladder.results import ClimbReport
     from kladder.sizes import budget_for
     ref = os.path.join(os.path.dirname(__file__), "specs", "trivial.py")
     spec = load_spec(ref)

@@ -2,7 +2,6 @@
 (checks/peer.CHECK_DRAWS), a near miss is settled with more correct runs before it is blamed
 (checks/peer.SETTLE_MARGIN), a reference that returns NaN where every input is finite breaks the
 point (the reference's fault, not the kernel's), and the GEMV spec of issue 19 passes."""
-import math
 from types import SimpleNamespace
 
 import pytest

@@ -143,7 +143,7 @@ def test_sigint_before_the_climb_starts_leaves_no_partial_file(tmp_path):
 def test_an_interrupted_climb_keeps_its_lowest_failing_rung():
     from kladder.outcome import Finding, Outcome, Status, Check
     from kladder.point import Point
-    from kladder.report.data import ClimbReport, RungReport
+    from kladder.results import ClimbReport, RungReport
     rr = RungReport(1, "shapes", interrupted=True)
     rr.outcomes.append(Outcome(Point("s", 1, (("N", 1),)), Status.FAILED, findings=[Finding(Check.VALUES, "out")]))
     report = ClimbReport("s", "s.py", "cpu", rungs=[rr, RungReport(2, "values", climbed=False)], interrupted=True)
@@ -247,7 +247,8 @@ def test_a_device_that_refuses_is_retried_then_named(monkeypatch):
     with pytest.raises(devicestart.DeviceStartError) as e:
         devicestart.retrying("torch.cuda.mem_get_info()", refuse, gpu="0", budget_s=0.5, step_s=0.1)
     assert 3 <= len(calls) <= 6                               # tried again, for a bounded time
-    facts = e.value.facts
+    from kladder.report.words import device_start_error
+    facts = device_start_error(e.value.facts)
     assert facts["kind"] == "device" and facts["free_bytes"] == 1 << 30
     assert ("torch.cuda.mem_get_info() on GPU 0 failed" in facts["message"] and "1.00 GiB free of 140.00 GiB" in
             facts["message"] and "pid 41 python (100.00 GiB)" in facts["message"]), facts["message"]

@@ -305,7 +305,7 @@ def test_a_chain_feeds_each_link_the_real_output_of_the_link_before():
     bad, good = mk(consume_rowmajor), mk(consume_colmajor)
     assert any(o.status == "failed" for o in outcomes(bad, list(shapes.points(bad, CPU_BUDGET))[:6]).values())
     assert all(o.status == "passed" for o in outcomes(good, list(shapes.points(good, CPU_BUDGET))[:6]).values())
-    assert "quant_interleaved -> consume_rowmajor" == bad.kernel.__name__
+    assert bad.kernel.__name__ == "quant_interleaved -> consume_rowmajor"
 
 
 def test_a_chain_names_a_missing_input():

@@ -2,6 +2,7 @@
 (in this process, through trial.run_point), the launch recorder's code identity, import
 contracts, the fingerprint, and the exit status of a climb and of a pytest session that ran
 nothing."""
+import pathlib
 import dataclasses
 import json
 import os
@@ -9,6 +10,7 @@ import sys
 
 import pytest
 import torch
+from conftest import run_cli
 
 import kladder as kl
 from kladder.checks import dispatch as dispatch_check
@@ -18,7 +20,7 @@ from kladder.fingerprint import fingerprint, git_of, steering_env, target_warnin
 from kladder.gaps import toolchain
 from kladder.outcome import Check, Note, NoteKind, Outcome, Status
 from kladder.point import Point
-from kladder.report.data import NOTHING_RAN, ClimbReport, RungReport
+from kladder.results import NOTHING_RAN, ClimbReport, RungReport
 from kladder.report.terminal import render_text
 from kladder.report.words import fingerprint_text, message, note_text
 from kladder.run.modes.base import Flagged, Imported, Ran
@@ -30,7 +32,6 @@ from kladder.sizes import CPU_BUDGET
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "specs"))
 import toolchain as fx  # noqa: E402  (tests/specs/toolchain.py: the small kernels)
-from conftest import run_cli
 
 
 def _spec(**over):
@@ -364,7 +365,7 @@ def test_the_modes_processes_wait_only_for_the_one_before_them_on_their_cache(mo
             assert started["B empty"].wait(30), "B on its own cache did not start while A ran"
             assert not started["B warm"].is_set(), "the restart started before A, whose cache it reads, ended"
         order.append(("end", label))
-        open(cmd[5] + ".json", "w").write("[]")
+        pathlib.Path(cmd[5] + ".json").write_text("[]")
 
     monkeypatch.setattr(jitcache, "run_child", child)
     monkeypatch.setattr(jitcache, "_load", lambda path: {"out": torch.zeros(1)})

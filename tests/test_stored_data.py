@@ -80,7 +80,7 @@ def test_garbage_inside_a_page_is_refused_with_the_path_and_what_to_do(tmp_path,
 
 
 def _report(tmp_path) -> dict:
-    from kladder.report.data import ClimbReport, RungReport
+    from kladder.results import ClimbReport, RungReport
     from kladder.report.jsonout import report_dict, strict
     from kladder.outcome import Outcome, Status
     from kladder.point import Point

@@ -42,7 +42,7 @@ def _modules():
 
 def allowed(val) -> bool:
     """triton's global_lookup, one test each (3.6 and 3.9 agree on these)."""
-    return (isinstance(val, types.ModuleType) or isinstance(val, KernelInterface)
+    return (isinstance(val, (types.ModuleType, KernelInterface))
             or getattr(val, "__triton_builtin__", False) or getattr(val, "__triton_aggregate__", False)
             or getattr(val, "__module__", "").startswith("triton.language")
             or isinstance(val, (tl.dtype, tl.constexpr)))

@@ -53,7 +53,7 @@ def test_the_kinds_keep_their_character_inside_a_range():
 
 def test_representable_range_rounds_inwards():
     lo, hi = representable_range("bfloat16", (0.1, 0.3))
-    assert 0.1 <= lo and hi <= 0.3
+    assert lo >= 0.1 and hi <= 0.3
     assert torch.tensor(lo).to(torch.bfloat16).item() == lo and torch.tensor(hi).to(torch.bfloat16).item() == hi
     assert representable_range("bfloat16", (1.001, 1.002)) is None           # between two bfloat16 values
     assert range_problem("normal", "bfloat16", (1.001, 1.002)) == "no_value"

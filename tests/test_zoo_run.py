@@ -1,5 +1,6 @@
 """`kladder zoo climb` over every case: typed rows with a verdict enum, the table worded from
 them, and climbs side by side giving the table of climbs one at a time."""
+import pathlib
 import os
 import types
 
@@ -100,7 +101,7 @@ def test_the_rows_are_typed():
 
 
 def test_a_cases_text_names_the_smallest_failing_point_of_its_lowest_failing_rung(monkeypatch):
-    from kladder.report.data import ClimbReport
+    from kladder.results import ClimbReport
     from kladder.report.terminal import render_case_text
     point = {"spec": "s", "rung": 2, "dims": [["M", 1], ["N", 257]], "dtypes": []}
     bug, twin = ClimbReport("s", "s.py", "cpu"), ClimbReport("s", "s.py", "cpu")
@@ -136,8 +137,8 @@ def test_every_cases_climb_is_recorded_in_the_history_and_the_json(tiny_zoo, cap
         assert any(p["status"] == "failed" for p in h.points(failed["id"]))
     finally:
         h.close()
-    doc = json.loads(open(doc_path).read())
-    schema = json.loads(open(os.path.join(os.path.dirname(__file__), "..", "docs", "report.schema.json")).read())
+    doc = json.loads(pathlib.Path(doc_path).read_text())
+    schema = json.loads(pathlib.Path(os.path.dirname(__file__), "..", "docs", "report.schema.json").read_text())
     jsonschema.validate(doc, schema)
     assert [(c["case"], c["verdict"], c["twin_clean"]) for c in doc["cases"]] == [("caught", "caught", True),
                                                                                   ("missed", "missed", True)]

@@ -69,7 +69,7 @@ def _rank(rank, d, comm_cls, sizes, dtype):
             time.sleep(LAG_S)
         outs.append(comm.all_reduce(x))
     right = []
-    for x, o in zip(xs, outs):
+    for x, o in zip(xs, outs, strict=False):
         ref = x.double()
         dist.all_reduce(ref)
         right.append(bool(torch.allclose(o.double(), ref, rtol=1.6e-2, atol=1e-5)))
@@ -140,7 +140,7 @@ def test_gpu_ring_kernel_pushes_its_lines_and_sums_the_peers():
 
 def test_gpu_ring_slot_offsets_overlap_only_in_the_buggy_stride():
     from kladder.zoo import allreduce_size_stride_gpu as g
-    at = lambda cls, seq, nlines: cls.slot_base(type("C", (), {"seq": seq})(), nlines)   # noqa: E731
+    at = lambda cls, seq, nlines: cls.slot_base(type("C", (), {"seq": seq})(), nlines)
     assert at(g.RingAllReduceGPU, 2, 256) == 0 and at(g.RingAllReduceGPU, 3, 129) == 129   # inside lines 0..255
     assert at(g.RingAllReduceGPUFixed, 3, 129) == g.SLOT_LINES                            # past them
 

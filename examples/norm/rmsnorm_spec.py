@@ -16,7 +16,7 @@ spec = kl.Spec(
     returns=kl.Tensor("M N", like="x"),        # the output: x's shape, x's dtype
     dims={"M": kl.Dim(1, 4096),                # one program per row: no tile
           "N": kl.Dim(1, 8192, tile=16,        # one block a row, BLOCK = next_power_of_2(N): no tail; 16 is where
-                                               # Triton's code changes (README: "tile= and configs")
+                                               # Triton's code changes (docs/spec.md: "tile= and configs")
                       widths=[2880, 4096, 7168])},   # hidden sizes real models use
     rows="M",                                  # rows are independent: big points check sampled rows
 )

@@ -1,2 +1,2 @@
 # examples/norm/test_kernels.py, beside the spec
-from rmsnorm_spec import spec as test_rmsnorm       # the spec above, under a name pytest collects
+from rmsnorm_spec import spec as test_rmsnorm       # the README's spec, under a name pytest collects

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from .chain import Link, chain  # noqa: F401  (bound here: the submodule kladder.chain would shadow a lazy `chain`)
+from .chain import Link, chain  # bound here: the submodule kladder.chain would shadow a lazy `chain`
 from .version import __version__
 
 # Where each other public name lives: imported at its first use (PEP 562), so that `import

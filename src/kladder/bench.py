@@ -31,15 +31,13 @@ import subprocess
 import sys
 import tempfile
 
+from .errors import BenchProblem
+
 ALPHA = 0.05
 FLUSH_BYTES = 256 << 20                   # triton.testing.do_bench's L2 flush buffer
 COPY_BYTES = 1 << 30                      # the bandwidth probe: far past any L2
 CPU_INPUT_SETS = 3
 DEFAULTS = {"cuda": {"rounds": 20, "calls": 10, "warmup": 10}, "cpu": {"rounds": 15, "calls": 3, "warmup": 2}}
-
-
-class BenchProblem(ValueError):
-    """A bad request (specs whose args differ, a FLOPs expression that names no dim): exit 2."""
 
 
 # ---------------------------------------------------------------- statistics (pure)

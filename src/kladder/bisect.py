@@ -33,12 +33,10 @@ import sys
 import tempfile
 import time
 
+from .errors import BisectProblem
+
 GOOD, BAD, SKIP = "good", "bad", "skip"
 EXIT_OF = {GOOD: 0, BAD: 1, SKIP: 125}        # what `git bisect run` reads from a step
-
-
-class BisectProblem(ValueError):
-    """A bad request (not a git repository, an unknown commit, GOOD not before BAD): exit 2."""
 
 
 # ---------------------------------------------------------------- git

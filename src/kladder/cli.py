@@ -16,16 +16,17 @@ from .interrupts import install_early, python_defaults
 if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "kladder":
     install_early()         # first of all, before the imports below: a Ctrl-C or SIGTERM meanwhile ends it at once
 
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import datetime  # noqa: E402
+import argparse
+import contextlib
+import datetime
 
-from .devicestart import DeviceStartError  # noqa: E402
-from .session import UsageProblem, climb_options, device_of, log_path, usage_errors, writable  # noqa: E402
-from .version import __version__  # noqa: E402
+from .devicestart import DeviceStartError
+from .errors import UsageError, UsageProblem
+from .session import climb_options, device_of, log_path, writable
+from .version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-INTERRUPTED = 130           # report.data.INTERRUPTED
+INTERRUPTED = 130           # results.INTERRUPTED
 
 RUNGS_HELP = "rungs to climb: 1, 1,2 or 1-3 (default: every rung built)"
 SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -122,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-history", action="store_true", help="do not record this repro in the history")
     r.add_argument("--pdb", action="store_true", help="run the point once in this process and stop in pdb at the "
                    "kernel's exception (post-mortem), or right after a call whose judgement failed, with `inputs`, "
-                   "`outputs`, `expected`, `mask`, `finding` and `kernel` in scope (README: kladder repro --pdb)")
+                   "`outputs`, `expected`, `mask`, `finding` and `kernel` in scope (docs/report.md: From a failure to the fix)")
     r.add_argument("--save", metavar="DIR", help="run the point once in this process and write its inputs, outputs, "
                    "the reference's outputs and the mismatch masks to DIR as safetensors, with a README.md of each")
     pts = sub.add_parser("points", help="list the points a climb would run, without running anything")
@@ -244,7 +245,7 @@ def _load(ref: str, device: str):
     from .load import load_spec
     try:
         return load_spec(ref)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
 
 
@@ -269,7 +270,7 @@ def cmd_climb_paths(args) -> int:
         device_of(args.device)                       # Triton's interpreter chosen before any spec imports Triton
         try:
             refs = refs_in(refs[0])
-        except usage_errors() as e:
+        except UsageError as e:
             raise UsageProblem(str(e)) from None
     if len(refs) == 1:
         try:
@@ -301,14 +302,15 @@ def cmd_climb(ref: str, args) -> int:
         pass
     except UsageProblem as e:
         problem = e
-    except usage_errors() as e:
+    except UsageError as e:
         problem = UsageProblem(str(e))
     except DeviceStartError as e:
-        report.start_error = e.facts
+        from .report.words import device_start_error
+        report.start_error = device_start_error(e.facts)
     except _many_specs():                   # the file holds several specs: climbed as many (cmd_climb_paths)
         started["recorder"].close()
         raise
-    except Exception as e:  # noqa: BLE001 - kladder's own bug mid-climb: the points so far still get their report
+    except Exception as e:  # kladder's own bug mid-climb: the points so far still get their report
         if report is None:
             raise
         import traceback
@@ -338,7 +340,7 @@ def _recorder(args, report):
 
 def _new_report(ref: str, args):
     from .load import split_ref
-    from .report.data import ClimbReport
+    from .results import ClimbReport
     target, name = split_ref(ref)
     guess = name or os.path.splitext(os.path.basename(target))[0] or ref
     device = args.device if args.device in ("cpu", "cuda") else "auto"
@@ -360,7 +362,7 @@ def _climb_started(ref: str, args, report, started: dict) -> None:
         opts.log_path = log_path(args, spec, report.run_id)
         _history_options(args, opts, spec, ref, started)
         climb(ref, spec, opts, report=report)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
 
 
@@ -401,7 +403,7 @@ def _checked_ref(ref: str) -> None:
     from .load import check_ref
     try:
         check_ref(ref)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
 
 
@@ -411,7 +413,7 @@ def _checked_rungs_and_shard(args) -> None:
     from .shard import ShardError, parse_shard
     try:
         parse_rungs(args.rungs)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
     try:
         parse_shard(getattr(args, "shard", None))
@@ -435,7 +437,7 @@ def _climb_device(args) -> str:
     from .run.ray_lanes import cluster_device
     try:
         dev = cluster_device(args.ray, args.device)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
     if dev == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -540,7 +542,7 @@ def cmd_merge(args) -> int:
     writable("--json", args.json)
     try:
         report, warnings = merge(args.reports)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
     for w in warnings:
         print(f"kladder: warning: {w}", file=sys.stderr)
@@ -609,7 +611,7 @@ def _repro(args, point) -> int:
     started = datetime.datetime.now().isoformat(timespec="seconds")
     try:
         outcome = runner.run(point)          # as the climb ran it: replayed, and alone when it fails
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
     finally:
         fp = runner.fingerprint
@@ -631,7 +633,7 @@ def _debug_repro(args, point) -> int:
     started = datetime.datetime.now().isoformat(timespec="seconds")
     try:
         outcome, fp = debug_run(spec, point, device, args.ref, pdb=args.pdb, save=args.save)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
     except bdb.BdbQuit:
         print("kladder: quit in the debugger: the point's run ended there, no verdict", file=sys.stderr)
@@ -669,7 +671,7 @@ def _parsed_point(text: str):
 def _record_repro(args, spec, device, started, outcome, fp) -> None:
     """A repro in the history too: a climb of kind 'repro' with its one point."""
     from .history.record import Recorder
-    from .report.data import ClimbReport, RungReport
+    from .results import ClimbReport, RungReport
     rec = Recorder.from_args(args)
     report = ClimbReport(spec.name, args.ref, device, started=started, kladder_version=__version__, fingerprint=fp)
     report.rungs.append(RungReport(outcome.point.rung, "", [outcome]))
@@ -689,7 +691,7 @@ def cmd_points(args) -> int:
     spec = _load(args.ref, device)
     try:
         rungs = parse_rungs(args.rungs)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
     from .shard import ShardError, Slicer, parse_shard
     try:
@@ -740,7 +742,7 @@ def cmd_bisect(args) -> int:
         from .ladder import parse_rungs
         try:
             parse_rungs(args.rungs)
-        except usage_errors() as e:
+        except UsageError as e:
             raise UsageProblem(str(e)) from None
     device = device_of(args.device)
     try:
@@ -790,7 +792,7 @@ def cmd_explore(args) -> int:
     _checked_ref(args.ref)
     try:
         rungs = parse_rungs(args.rungs)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
     if not set(rungs) <= {1, 2, 3}:
         raise UsageProblem(f"--rungs {args.rungs!r}: explore draws sizes (1), values (2) and layouts (3); give rungs "
@@ -812,7 +814,7 @@ def cmd_explore(args) -> int:
         result = explore(args.ref, spec, runner, budget=budget_for(device), rungs=rungs, budget_s=args.budget_s,
                          shrink_s=args.shrink_s, seed=args.seed, started=started,
                          on_point=lambda e: print(explore_point(e), flush=True))
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
     finally:
         runner.close()

@@ -24,7 +24,8 @@ MIB = 1 << 20
 
 class DeviceStartError(RuntimeError):
     """The device could not be used within DEVICE_RETRY_S: `facts` for the report (kind
-    "device", what, error, waited_s, gpu, free_bytes, total_bytes, holders, message)."""
+    "device", what, error, waited_s, gpu, free_bytes, total_bytes, holders; the report's
+    start_error adds their message: report/words/environment.device_start_error)."""
 
     def __init__(self, what: str, error: str, gpu: str | None = None, waited_s: float = 0.0):
         self.what, self.error, self.gpu, self.waited_s = what, error.strip().splitlines()[0] if error.strip() else "", gpu, waited_s
@@ -32,11 +33,8 @@ class DeviceStartError(RuntimeError):
 
     @property
     def facts(self) -> dict:
-        from .report.words import device_start_text
-        facts = {"kind": "device", "what": self.what, "error": self.error, "waited_s": round(self.waited_s, 1),
-                 "gpu": self.gpu, **device_state(self.gpu)}
-        facts["message"] = device_start_text(facts)
-        return facts
+        return {"kind": "device", "what": self.what, "error": self.error, "waited_s": round(self.waited_s, 1),
+                "gpu": self.gpu, **device_state(self.gpu)}
 
 
 def retrying(what: str, call, gpu: str | None = None, budget_s: float | None = None,

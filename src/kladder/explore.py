@@ -43,10 +43,6 @@ START_ELEMENTS, START_ROWS, MAX_LEVEL = 1 << 10, 2, 12
 LATE_SHRINK = 0.1            # a failure found at the budget's end is shrunk for this share of it
 
 
-class ExploreProblem(ValueError):
-    """A bad request: exit 2."""
-
-
 class _Found(Exception):
     """A point failed (the check the first failure had): Hypothesis shrinks it."""
 

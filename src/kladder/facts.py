@@ -237,6 +237,10 @@ class ValuesFacts(Facts):
     # The size cliffs the output crosses (sizes.output_cliffs): [bits, unit, element], the first
     # element at or past 2^bits bytes or elements; the error map marks the first row past each.
     cliffs: list[list[int | str]] | None = opt()
+    # A near miss kept as a warning (checks/values.near_miss_kept): every remaining element within
+    # peer.SETTLE_MARGIN x its budget after the peer's further runs, at most NEAR_MISS_SHARE of the
+    # output: the largest error / allowed among them.
+    near_miss: float | None = opt()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -38,7 +38,7 @@ def fingerprint(spec_file: str | None = None, device: str | None = None, env=Non
     return {"python": platform.python_version(), "platform": platform.platform(terse=True),
             "torch": _version("torch"), "cuda": getattr(getattr(torch, "version", None), "cuda", None),
             "rocm": getattr(getattr(torch, "version", None), "hip", None), "triton": _version("triton"),
-            "driver": _driver(torch, live), "device": live, "kladder": __version__, "git": git_of(spec_file),
+            "driver": driver_version(torch, live), "device": live, "kladder": __version__, "git": git_of(spec_file),
             "env": steering, "warnings": target_warnings(live, steering)}
 
 
@@ -61,7 +61,7 @@ def _device(torch, device: str | None) -> dict | None:
             "count": torch.cuda.device_count()}
 
 
-def _driver(torch, live: dict | None) -> str | None:
+def driver_version(torch, live: dict | None) -> str | None:
     """The kernel driver's version (NVIDIA, AMD), else the CUDA driver API's as torch reports it."""
     for path, pattern in (("/proc/driver/nvidia/version", r"Kernel Module\s+([\d.]+)"), ("/sys/module/amdgpu/version", r"(\S+)")):
         try:

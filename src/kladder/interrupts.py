@@ -26,7 +26,7 @@ import threading
 from contextlib import contextmanager
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-INTERRUPTED = 130           # report.data.INTERRUPTED: as a shell reports a process ended by SIGINT
+INTERRUPTED = 130           # results.INTERRUPTED: as a shell reports a process ended by SIGINT
 
 
 class Interrupted(KeyboardInterrupt):

@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .budgets import DEFAULT as DEFAULT_BUDGET
+from .errors import UsageError
 from .outcome import Check, Load, Note, NoteKind, Outcome, Replay, Status, Wait
 from .point import Point
-from .report.data import ClimbReport, RungReport
+from .results import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
-from .run import faults, isolation
+from .report.words import device_start_error
+from .run import faults, isolation, modes
 from .run.isolation import HOST_BUSY_CORES, Lane, Pool, child_processes, stage_budget, worker_timeout
 from .run.waits import Waits, waiting
 from .rungs import BUILT, BY_NUMBER, RUNGS, number
@@ -50,10 +52,6 @@ from .spec import Spec
 from .version import __version__
 
 MEMORY_HEADROOM = 0.85          # leave room for the reference's rows and the allocator's slack
-
-
-class UsageError(ValueError):
-    """A bad request (rung, device, path): exit status 2."""
 
 
 @dataclass
@@ -142,7 +140,7 @@ def skip_note(spec: Spec, point: Point, device: str, free_bytes: int | None, pea
         return Note.of(NoteKind.GPU_POINT, need_bytes=need, budget=CPU_BUDGET.text())
     if device == "cuda" and free_bytes is not None and need > MEMORY_HEADROOM * free_bytes:
         return Note.of(NoteKind.NO_DEVICE_MEMORY, need_bytes=need, free_bytes=free_bytes)
-    if peak is None or point.mode in MEASURED_ELSEWHERE:
+    if peak is None or modes.traits(point.mode).measured_elsewhere:
         return None
     # a big point has economies of its own that a small one's peak does not scale to (its inputs
     # hashed, not copied; with rows= its reference on sampled rows): its device need stays its
@@ -176,23 +174,10 @@ def range_note(spec: Spec, point: Point) -> Note | None:
     return None
 
 
-# Modes whose memory is not an eager call's (rung 5's ring of outputs, the sanitizer's child, a
-# collective's ranks, the model): a measured eager peak does not size them.
-MEASURED_ELSEWHERE = ("repeat", "calls", "sanitize", "collective", "model", "jitcache", "cachekey", "flags", "imports",
-                      "dispatch", "envset")
-
-
-# A-B-A is about state one call leaves for the next: each runs alone in a new worker, so
-# that its A is the first call of a fresh process (else the points before it set the state).
-FRESH_PROCESS_MODES = ("aba",)
-
-
 def fresh_process(point: Point) -> bool:
-    """A point that runs first in a new worker: A-B-A, and rung 5's stream of calls where the spec
-    declares how the model calls a launcher with state (Spec.calls): its call N is then the
-    launcher's Nth, as in a model's process. The default stream runs in a worker as it comes (a
-    new process costs seconds on a loaded machine); its calls count from the stream's first."""
-    return point.mode in FRESH_PROCESS_MODES or (point.mode == "calls" and bool(dict(point.repeat).get("declared")))
+    """A point that runs first in a new worker (its mode's base.Mode.starts_fresh: A-B-A, and rung
+    5's stream of calls where the spec declares how the model calls a launcher with state)."""
+    return modes.traits(point.mode).starts_fresh(point)
 # A hang costs its whole timeout again, a crash or a device fault a new worker, a model point
 # the whole model again (a minute under the interpreter; the model's forward is seeded and
 # deterministic, and repeating a kernel is rung 5's work), hung ranks a collective's watchdog
@@ -203,14 +188,11 @@ NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Ch
 # A second lane is worth its worker's start (about 2 s on a 2-core machine) only when there is
 # work to share: a lane per this many points, up to --jobs.
 POINTS_PER_LANE = 4
-# Points that take longest start first, so that the rest share the other lanes meanwhile (the
-# results still come in the rung's order): compute-sanitizer's child (torch's start under the tool
-# alone takes seconds); two processes on a cold and a warm cache; three cache-key or flag variants;
-# a fresh worker.
-FIRST = {"sanitize": 0, "jitcache": 0, "cachekey": 1, "flags": 1, "aba": 1}
-# Modes whose calls all run in processes of their own, new for every point (a collective's
-# ranks): running such a point alone in a new worker would change nothing.
-OWN_PROCESS_MODES = ("collective",)
+# Points that take longest start first (their mode's start_order: compute-sanitizer's child, whose
+# torch starts under the tool in seconds; two processes on a cold and a warm cache; three cache-key
+# or flag variants; a fresh worker), so that the rest share the other lanes meanwhile (the results
+# still come in the rung's order). A mode whose calls all run in processes of their own, new for
+# every point (own_processes: a collective's ranks), is never run again alone in a new worker.
 # The points that start processes of their own (a fresh worker; a mode's own processes: the
 # jit-cache's cold and warm ones, the cache-key and flag variants, the import tracer, a dispatch
 # under environment variables; compute-sanitizer's child) spend most of their time starting
@@ -222,7 +204,7 @@ EARLY_FROM = number("modes")
 
 def own_process(point: Point, device: str) -> bool:
     """The point starts a process of its own (see EARLY_FROM)."""
-    return fresh_process(point) or child_processes(point, device) > 0 or point.mode == "sanitize"
+    return fresh_process(point) or child_processes(point, device) > 0 or modes.traits(point.mode).starts_child
 
 
 def early_lanes(jobs: int) -> int:
@@ -294,7 +276,7 @@ class Runner:
         try:
             for batch in _batches(points, self.device):
                 order = sorted((i for i, p in enumerate(batch) if p not in early),
-                               key=lambda i: (FIRST.get(batch[i].mode, 2), i))
+                               key=lambda i: (modes.traits(batch[i].mode).start_order, i))
                 futures = {i: ex.submit(self._first, batch[i]) for i in order}
                 for i, p in enumerate(batch):
                     if started:
@@ -315,7 +297,7 @@ class Runner:
                                children=sum(child_processes(p, self.device) for p in points))
         if self._early_ex is None:
             self._early_ex = ThreadPoolExecutor(max_workers=early_lanes(self.jobs), thread_name_prefix="kladder-early")
-        for p in sorted(points, key=lambda q: FIRST.get(q.mode, 2)):
+        for p in sorted(points, key=lambda q: modes.traits(q.mode).start_order):
             self._early[p] = self._early_ex.submit(self._first, p)
 
     def _checkout(self) -> Lane:
@@ -412,7 +394,7 @@ class Runner:
         before it is reported (run/faults.py under_load says what each result becomes)."""
         from .devicestart import DeviceStartError
         outcome, load = self._on_lane(point, timeout, fresh)
-        if not faults.load_sensitive(outcome) or not busy(load) or point.mode in OWN_PROCESS_MODES:
+        if not faults.load_sensitive(outcome) or not busy(load) or modes.traits(point.mode).own_processes:
             return outcome
         memory = faults.memory_exhausted(outcome, load)
         try:
@@ -441,7 +423,7 @@ class Runner:
         """In order: the rung's first failure is re-run alone; the repro command is attached."""
         point = outcome.point
         if (outcome.status == Status.FAILED and outcome.replay == Replay.FAILED_AGAIN
-                and not fresh_process(point) and point.mode not in OWN_PROCESS_MODES
+                and not fresh_process(point) and not modes.traits(point.mode).own_processes
                 and point.rung not in self.failed_rungs):
             from .devicestart import DeviceStartError
             # no worker could start beside others' memory: the failure seen twice stands as seen
@@ -618,7 +600,7 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
         report.interrupted = True
         runner.kill()
     except DeviceStartError as e:
-        report.start_error = e.facts
+        report.start_error = device_start_error(e.facts)
         runner.kill()
     finally:
         report.fingerprint = runner.fingerprint
@@ -897,5 +879,5 @@ def log_folder() -> tuple[str, str | None]:
 def default_log_path(spec_name: str, run_id: str | None = None) -> str:
     """FOLDER/NAME-RUNID.jsonl (see log_folder): the run id makes two climbs started in the
     same second in one folder write two logs."""
-    from .report.data import new_run_id
+    from .results import new_run_id
     return os.path.join(log_folder()[0], f"{spec_name}-{run_id or new_run_id()}.jsonl")

@@ -12,12 +12,9 @@ import re
 import sys
 import traceback
 
+from .errors import LoadError
 from .notation import SpecRef
 from .spec import Spec, SpecError
-
-
-class LoadError(ValueError):
-    pass
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:

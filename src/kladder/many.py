@@ -24,14 +24,15 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .session import UsageProblem, climb_options, device_of, log_path, usage_errors, writable
+from .errors import UsageError, UsageProblem
+from .session import climb_options, device_of, log_path, writable
 
 
 @dataclass
 class Many:
     """The climbs of many specs: their reports in order, those not climbed, and why."""
     device: str
-    reports: list = field(default_factory=list)             # report.data.ClimbReport, in the order climbed
+    reports: list = field(default_factory=list)             # results.ClimbReport, in the order climbed
     not_climbed: list[tuple[str, str, str]] = field(default_factory=list)   # (spec, ref, why)
     stopped_by: str | None = None                            # -x: the spec whose failure stopped the climb
     interrupted: bool = False
@@ -63,7 +64,7 @@ def found(refs: list[str]) -> list[tuple[str, object]]:
                 if key not in seen:
                     seen.add(key)
                     out.append((r, spec))
-        except usage_errors() as e:
+        except UsageError as e:
             raise UsageProblem(str(e)) from None
     return out
 
@@ -158,7 +159,7 @@ def _climb_one(args, ref: str, spec, device: str, store, first: frozenset, serve
         opts.log_path = log_path(args, spec, report.run_id)
         try:
             climb(ref, spec, opts, report=report)
-        except usage_errors() as e:
+        except UsageError as e:
             report.start_error = {"kind": "usage", "message": str(e)}
         recorder.end(report)
     finally:

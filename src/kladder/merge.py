@@ -12,17 +12,13 @@ from __future__ import annotations
 import json
 import math
 
-from .ladder import UsageError
+from .errors import MergeError
 from .outcome import Outcome
-from .report.data import ClimbReport, RungReport
+from .results import ClimbReport, RungReport
 
 # what every shard of one climb shares: the points and their judgement depend on it
 SAME = ("spec", "device", "kladder_version")
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-class MergeError(UsageError):
-    """Reports that are not the shards of one climb: exit status 2."""
 
 
 def read_report(path: str) -> dict:

@@ -13,28 +13,21 @@ fix; it never reaches a worker as a KeyError, and a point that does not belong t
 never runs silently as some other point."""
 from __future__ import annotations
 
+from .errors import PointError
 from .notation import EnvSet, Mode
 from .point import Point
+from .run.modes import of_rung
 from .rungs import BY_NUMBER
 from .spec import LAYOUTS, Spec, launcher_defaults, upstream_name, when_keys
 
 # Config keys of kladder's own: rung 8's model points say which dtype and how many problems.
 MODEL_CONFIG = ("model_dtype", "problems")
-# The modes each rung's generators make (gaps/): a point of another pairing is no point a climb makes.
-RUNG_MODES = {1: {Mode.EAGER}, 2: {Mode.EAGER}, 3: {Mode.EAGER, Mode.PADDING, Mode.INDEPENDENCE, Mode.ACCUMULATE},
-              4: {Mode.REUSED, Mode.ABA, Mode.GRAPH, Mode.STREAM, Mode.JITCACHE, Mode.COMPILED},
-              5: {Mode.REPEAT, Mode.CALLS, Mode.SANITIZE}, 6: {Mode.COLLECTIVE},
-              7: {Mode.DISPATCH, Mode.FLAGS, Mode.CACHEKEY, Mode.IMPORTS}, 8: {Mode.MODEL}}
 SEED_LIMIT = 1 << 32           # seeds are 8 hex digits of a sha256 (Point._default_seed, Point.shifted)
 SANITIZERS = ("memcheck", "racecheck", "initcheck", "synccheck")
 # rung 5's plan: each key and the type its value has (gaps/repetition.py)
 REPEAT_TYPES = {"calls": int, "seconds": (int, float), "inputs": str, "launch": str, "load": bool, "fresh": bool,
                 "declared": bool, "pattern": str, "tool": str}
 SCALARS = (str, int, float, bool, type(None))
-
-
-class PointError(ValueError):
-    """A point that does not fit its spec: a usage error (exit 2)."""
 
 
 def check_point(spec: Spec, point: Point) -> None:
@@ -56,8 +49,9 @@ def check_point(spec: Spec, point: Point) -> None:
 def _check_rung(point: Point) -> None:
     if point.rung not in BY_NUMBER:
         raise PointError(f"POINT rung: {point.rung} is no rung of the ladder; give one of 1-8 (as the report prints it).")
-    if point.mode not in RUNG_MODES[point.rung]:
-        modes = ", ".join(sorted(map(str, RUNG_MODES[point.rung])))
+    made = of_rung(point.rung)           # the modes each rung's generators make (each mode's `rungs`)
+    if point.mode not in made:
+        modes = ", ".join(sorted(made))
         raise PointError(f"POINT mode: {str(point.mode)!r} is not a mode of rung {point.rung} (its modes: {modes}); copy "
                          "the point from the report again.")
 

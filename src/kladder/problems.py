@@ -8,8 +8,10 @@ import functools
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
+from .errors import UsageError
 
-class SpecError(ValueError):
+
+class SpecError(UsageError):
     """A malformed spec: every problem found in it, each saying which field, what was given and
     the fix. `where`, `given` and `fix` are the first problem's; `problems` holds them all."""
 

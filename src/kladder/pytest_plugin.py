@@ -31,7 +31,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     """Bad option values are usage errors at start-up, naming the option and the fix."""
-    from .ladder import UsageError, parse_rungs
+    from .errors import UsageError
+    from .ladder import parse_rungs
     device = _option(config, "device") or "auto"
     if device not in ("auto", "cpu", "cuda"):
         raise pytest.UsageError(f"kladder: --kladder-device {device!r}: use auto, cpu or cuda.")
@@ -68,7 +69,8 @@ class SpecCollector(pytest.Collector):
         self.spec = spec
 
     def collect(self):
-        from .ladder import UsageError, parse_rungs, resolve_device, rung_points
+        from .errors import UsageError
+        from .ladder import parse_rungs, resolve_device, rung_points
         from .sizes import budget_for
         config = self.config
         try:
@@ -139,7 +141,7 @@ def _record(config, ref: str, outcome) -> None:
         import datetime
 
         from .history.record import Recorder
-        from .report.data import ClimbReport
+        from .results import ClimbReport
         from .version import __version__
         runner = config.stash[_RUNNERS_KEY][ref]
         report = ClimbReport(runner.spec.name, ref, runner.device, kladder_version=__version__,
@@ -149,7 +151,7 @@ def _record(config, ref: str, outcome) -> None:
         recorder.begin(report, kind="pytest")
         records[ref] = (report, recorder)
     report, recorder = records[ref]
-    from .report.data import RungReport
+    from .results import RungReport
     from .rungs import title
     rung = next((r for r in report.rungs if r.rung == outcome.point.rung), None)
     if rung is None:

@@ -6,24 +6,14 @@ from __future__ import annotations
 import os
 import sys
 
-
-class UsageProblem(Exception):
-    """A bad option or spec: one line on stderr, exit status 2."""
-
-
-def usage_errors():
-    from .ladder import UsageError
-    from .load import LoadError
-    from .run.isolation import WorkerError
-    from .spec import SpecError
-    return (UsageError, LoadError, SpecError, WorkerError)
+from .errors import UsageError, UsageProblem
 
 
 def device_of(device: str) -> str:
     from .ladder import resolve_device
     try:
         dev = resolve_device(device)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
     if dev == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -84,7 +74,7 @@ def climb_options(args, ref: str, device: str, keep: list | None = None, warm: b
     from .run.isolation import Pool
     try:
         rungs = parse_rungs(args.rungs)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
     if args.replay and not os.path.exists(os.path.join(args.replay, "manifest.json")):
         raise UsageProblem(f"--replay {args.replay!r}: no manifest.json there; record calls first with "
@@ -135,7 +125,7 @@ def _ray_pool(args, ref: str, device: str, address: str, keep: list | None):
     from .run.ray_lanes import RayPool
     try:
         pool = RayPool(ref, device, address, jobs=args.jobs)
-    except usage_errors() as e:
+    except UsageError as e:
         raise UsageProblem(str(e)) from None
     if keep is not None:
         keep.append(pool)
@@ -146,7 +136,7 @@ def _ray_pool(args, ref: str, device: str, address: str, keep: list | None):
 def log_path(args, spec, run_id: str | None = None) -> str:
     """--log as given, else .kladder/log/NAME-RUNID.jsonl; where the working folder is read-only,
     the same name in a temporary folder, said once on stderr."""
-    from .ladder import UsageError, default_log_path, log_folder
+    from .ladder import default_log_path, log_folder
     if args.log:
         writable("--log", args.log)
         return args.log

@@ -30,6 +30,7 @@ import json
 import statistics
 from dataclasses import dataclass, field
 
+from .errors import ShardError
 from .point import Point
 
 OVERHEAD_BYTES = 1 << 20     # what every point costs besides its tensors (a worker's round trip, reference, checks)
@@ -42,10 +43,6 @@ class Shard:
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
-
-
-class ShardError(ValueError):
-    """A bad --shard value: a usage error (exit 2)."""
 
 
 def parse_shard(text: str | None) -> Shard | None:

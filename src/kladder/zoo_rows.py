@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass
 
 from .outcome import NoteKind, Status
-from .report.data import ClimbReport
+from .results import ClimbReport
 
 
 class Verdict(enum.Enum):

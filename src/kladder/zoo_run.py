@@ -110,7 +110,7 @@ def _unclimbed(name: str, case: dict, device: str):
     from .fingerprint import fingerprint, source_file
     from .ladder import plan_rungs
     from .load import load_spec
-    from .report.data import ClimbReport
+    from .results import ClimbReport
     report = ClimbReport(load_spec(case_ref(name)).name, case_ref(name), device)
     # where it would have run, as a climb off a worker says it (ladder.Runner.fingerprint): the
     # report is a whole one (docs/report.schema.json)

@@ -1,6 +1,5 @@
 """A kernel wrong only for N in [1000, 1100] (a band between the ladder's edges: its tile
 points are 1, 255-257, 769 and 4096), for kladder explore's tests."""
-import torch
 
 import kladder as kl
 

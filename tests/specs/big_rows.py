@@ -1,6 +1,5 @@
 """A row kernel whose sizes reach every 32-bit cliff: x (M, N) bfloat16, M <= 2^22, N <= 16384,
 independent rows (`kladder points` lists its cliff points; nothing here runs on a big point)."""
-import torch
 
 import kladder as kl
 

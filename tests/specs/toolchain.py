@@ -23,10 +23,7 @@ import kladder as kl
 def _scale_kernel(x_ptr, y_ptr, N, TWICE: tl.constexpr, UNUSED: tl.constexpr, BLOCK: tl.constexpr):
     c = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + c, mask=c < N)
-    if TWICE:
-        y = x * 6.0 / 3.0
-    else:
-        y = x * 2
+    y = x * 6.0 / 3.0 if TWICE else x * 2
     tl.store(y_ptr + c, y, mask=c < N)
 
 

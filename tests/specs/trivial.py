@@ -1,5 +1,4 @@
 """A trivial spec of three points (kladder's own fixture, for the start-up benchmark)."""
-import torch
 
 import kladder as kl
 

@@ -81,6 +81,9 @@ class Judge:
     point: object
     device: str
     interpreted: bool = False          # Triton runs under its interpreter (decided by the worker: run/interpreter.on)
+    # the call's inputs are the buffers it wrote (the mode's trait, passed by run/trial.py: eager,
+    # padding): declared mutations judged against the reference's copy at rungs 1-3
+    judges_mutations: bool = False
     findings: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
     note: Note | None = None
@@ -297,9 +300,9 @@ class Judge:
         """Inputs the spec declares mutated (kl.Tensor(mutated=True)): the kernel's buffer after the
         call against the reference's copy after the reference's call, at the dtype's tolerance (no
         honest peer: the reference's lowered run does not return its inputs). Judged where the
-        call's inputs are the buffers it wrote: eager calls of rungs 1-3."""
+        call's inputs are the buffers it wrote (judges_mutations): eager calls of rungs 1-3."""
         found = []
-        if pt.rung > 3 or pt.mode not in ("eager", "padding"):
+        if pt.rung > 3 or not self.judges_mutations:
             return found
         for name in self.spec.mutated_at(pt):
             got, ref = dict(zip(self.spec.args, prep.inputs.args, strict=True))[name], refs.get(name)
@@ -338,6 +341,12 @@ class Judge:
             if (m is not None and rounding is not None and p.dtype == "bfloat16"
                     and values.settle(m, p.out, p.ref, p.tol, slack_ulps=1) is None):
                 self.unjudged = Note.of(NoteKind.INTERPRETER_DEFECT, feature="bf16_rounding", **rounding)
+                return None
+            if m is not None and values.near_miss_kept(m, p.out.numel(), peer):
+                f = values.finding(p.name, m, p.out, p.ref, p.tol, p.where, p.about)
+                f = dataclasses.replace(f, facts=dataclasses.replace(f.facts, near_miss=round(m.worst_ratio, 4)))
+                if f not in self.warnings:
+                    self.warnings.append(f)             # a near miss more runs did not settle: said, not blamed
                 return None
             if m is not None:
                 self.masks[p.name] = m.bad

@@ -19,10 +19,14 @@ from ..outcome import Note, NoteKind
 TORCH_OP_NAMESPACE = "aten::"
 
 
-def own_gpu_kernels(kernels: dict) -> set:
+def own_gpu_kernels(kernels: dict, reference: dict | None = None) -> set:
     """The GPU kernels the kernel's call ran that no torch op launched (name -> the launching
-    op, '' for none: a Triton launch, an extension's own launch)."""
-    return {n for n, op in kernels.items() if not op.startswith(TORCH_OP_NAMESPACE)}
+    op, '' for none: a Triton launch, an extension's own launch), in either call: the profiler
+    does not always tie a kernel to its op (on an H100 a torch.bincount's inner min reduction came
+    back tied to no op in the launcher's call, run under kladder's dispatch mode, and to aten::min
+    in the reference's), and a kernel a torch op launched in one call is torch's in both."""
+    torch_ops = {n for n, op in (reference or {}).items() if op.startswith(TORCH_OP_NAMESPACE)}
+    return {n for n, op in kernels.items() if not op.startswith(TORCH_OP_NAMESPACE) and n not in torch_ops}
 
 
 def shared_code(traces) -> Note | None:
@@ -33,7 +37,8 @@ def shared_code(traces) -> Note | None:
     bodies = {getattr(f, "__code__", None) for f in both_jit}          # named once, as Triton kernels
     own = (traces.kernel_bodies | (traces.launchers & set(traces.kernel_called))) - bodies
     functions = sorted(traces.reference_called[c] for c in own & set(traces.reference_called))
-    gpu = sorted(own_gpu_kernels(traces.kernel_gpu) & set(traces.reference_gpu))
+    ref_gpu = traces.reference_gpu if isinstance(traces.reference_gpu, dict) else dict.fromkeys(traces.reference_gpu, "")
+    gpu = sorted(own_gpu_kernels(traces.kernel_gpu, ref_gpu) & set(ref_gpu))
     op = traces.torch_op if traces.torch_op is not None and traces.reference_op_calls else None
     if not (functions or jit or gpu or op):
         return None

@@ -19,7 +19,7 @@ def invariants(spec, point, inputs: dict, outputs: dict) -> list[Finding]:
             continue
         try:
             held = inv.check(inputs, outputs)
-        except Exception as e:  # noqa: BLE001 - the spec's own predicate failed
+        except Exception as e:  # the spec's own predicate failed
             raise SpecBroken(NoteKind.INVARIANT_RAISED, name=inv.name, **error_facts(e)) from e
         if isinstance(held, torch.Tensor) and held.numel() > 1:
             bad = ~held.to(torch.bool)

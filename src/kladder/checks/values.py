@@ -396,6 +396,24 @@ def settle_with(m: Mismatch, out, ref, tol: Tolerance, peer) -> Mismatch | None:
     return settle(m, out, ref, tol, peer.spread, peer.kernel, peer.facts, unit=peer.unit, runs=runs, rounded=rounded)
 
 
+# A near miss that more correct runs did not settle is a warning, not the kernel's failure, where
+# it touches at most this share of the output: a correct float32 two-pass LayerNorm on an H100
+# (examples/norm/layernorm_spec.py, ties, 17 x 8192) was off by 1.01 x its budget at 14 of
+# 139,264 elements while torch's Welford peer and its re-rounded runs were 10 x closer: another
+# correct summation order is that far off, and the peers, all torch's, cannot show it. A bug is
+# not hidden by it: the zoo's value bugs are 10-100 x past their budget, or wrong at whole rows
+# and tails; a near miss at more elements, or past SETTLE_MARGIN anywhere, stays a failure.
+NEAR_MISS_SHARE = 1e-3
+
+
+def near_miss_kept(m: Mismatch, total: int, peer) -> bool:
+    """What still fails after the peer's further runs is a near miss (near_miss) at few elements
+    (NEAR_MISS_SHARE of `total`): a warning. Only where the further runs were made (a peer
+    with `more`): without them nothing settles a near miss."""
+    return (getattr(peer, "more", None) is not None and getattr(peer, "kernel", None) is not None
+            and near_miss(m) and m.n_bad <= NEAR_MISS_SHARE * total)
+
+
 def near_miss(m: Mismatch) -> bool:
     """Every remaining failure within SETTLE_MARGIN x its budget, every one excusable (a
     non-finite output where the reference is finite is never a near miss)."""

@@ -31,7 +31,7 @@ heuristic's functions) adds its own source (`.src`) and its configs, so a kernel
 `exec` from a string at import is covered. A torch op or another builtin: its module, name and
 its package's version.
 
-Not covered (documented in the README): a kernel built from a string *at call time* from a file
+Not covered (docs/cli.md, "The outcome store"): a kernel built from a string *at call time* from a file
 or a value the modules do not hold, code read from files other than those above, environment
 variables neither the fingerprint nor the spec names, data files a launcher reads. Where a part
 cannot be computed soundly (a callable with no source file, an object with nothing but an

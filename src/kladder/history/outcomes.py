@@ -122,10 +122,59 @@ class OutcomeStore:
         return 0 if self.h is None else self.h.db.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
 
 
+def smi_fingerprint(env=None, smi=None) -> dict | None:
+    """The CUDA device a climb's workers will run on, as the key needs it (name, capability,
+    count, the driver), from `nvidia-smi` and CUDA_VISIBLE_DEVICES in this process: a climb whose
+    points are all in the store then waits for no worker (on an H100 a worker's hello took 4.8 s:
+    importing torch and the spec, starting CUDA). None where that cannot be told for sure (no
+    nvidia-smi, a MIG or unparsed CUDA_VISIBLE_DEVICES, ROCm): the worker's hello then decides.
+    The key is the same function of these facts on every climb, so a key made here never meets
+    one made from a worker's hello (they differ in the driver's CUDA version): nothing is reused
+    between the two, never wrongly."""
+    import os
+    import shutil
+    import subprocess
+
+    from ..fingerprint import driver_version, fingerprint
+    env = os.environ if env is None else env
+    smi = smi or shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        out = subprocess.run([smi, "--query-gpu=index,uuid,name,compute_cap,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    rows = [[c.strip() for c in line.split(",")] for line in out.splitlines() if line.strip()]
+    if not rows or any(len(r) != 5 for r in rows):
+        return None
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        chosen = []
+        for item in (v.strip() for v in visible.split(",")):
+            if not item:
+                break                                     # CUDA stops at the first empty or invalid entry
+            match = [r for r in rows if r[0] == item or (item.startswith("GPU-") and r[1].startswith(item))]
+            if len(match) != 1:
+                return None                               # MIG-..., a bad index: the worker's hello decides
+            chosen.append(match[0])
+        rows = chosen
+    if not rows:
+        return None
+    cap = rows[0][3]
+    if not cap.replace(".", "").isdigit():
+        return None
+    fp = fingerprint(None, None)
+    fp["device"] = {"kind": "cuda", "name": rows[0][2], "capability": cap, "arch": "sm_" + cap.replace(".", ""),
+                    "count": len(rows), "from": "nvidia-smi"}
+    fp["driver"] = driver_version(None, None) or rows[0][4]
+    return fp
+
+
 class ClimbStore:
-    """One climb's use of the store: its key (computed at its first rung, once a CUDA worker has
-    said which device it runs on), each rung's points reused or run (`outcomes`), and what it
-    took and ran (`facts`)."""
+    """One climb's use of the store: its key (computed at its first rung; on CUDA from
+    nvidia-smi, else once a worker has said which device it runs on), each rung's points reused
+    or run (`outcomes`), and what it took and ran (`facts`)."""
 
     def __init__(self, store: OutcomeStore, ref: str, spec, device: str, runner, run_id: str, timeout_s):
         self.store, self.ref, self.spec, self.device = store, ref, spec, device
@@ -142,6 +191,10 @@ class ClimbStore:
             from ..fingerprint import fingerprint
             return fingerprint(None, self.device)
         if self.store.device_fingerprint is None:
+            fp = smi_fingerprint()                            # the driver's word, without waiting for a worker
+            if fp is not None:
+                self.store.device_fingerprint = fp
+                return fp
             self.runner.pool.free_bytes()                     # a worker's hello: the device it runs on
             fp = self.runner.fingerprint
             if isinstance(fp.get("device"), dict) and fp["device"].get("name"):

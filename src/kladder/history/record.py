@@ -103,7 +103,7 @@ def recorded(args, spec_name: str, ref: str, device: str, opts):
     report made here and a Recorder that writes it into the history as it runs (--history PATH,
     --no-history), as `kladder climb` records. Returns (report, recorder); the caller passes the
     report to ladder.climb and calls recorder.end(report) once it returns."""
-    from ..report.data import ClimbReport
+    from ..results import ClimbReport
     report = ClimbReport(spec_name, ref, device, started=datetime.datetime.now().isoformat(timespec="seconds"))
     recorder = Recorder.from_args(args)
     recorder.report = report

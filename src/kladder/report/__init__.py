@@ -1,6 +1,3 @@
-"""The report: its data (data.py), the words for typed facts (words/), and renderers that
-return text (terminal.py, jsonout.py). Renderers never compute and never parse English;
-the ladder never formats."""
-from .data import ClimbReport, RungReport
-
-__all__ = ["ClimbReport", "RungReport"]
+"""The report: the words for typed facts (words/), the grouping keys from the facts (data.py),
+and renderers that return text (terminal.py, jsonout.py) of the climb's results (results.py).
+Renderers never compute and never parse English; the ladder never formats."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..outcome import Finding, Outcome
 from . import words
-from .data import ClimbReport, RungReport
+from ..results import ClimbReport, RungReport
 
 FORMAT = 1
 

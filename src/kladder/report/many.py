@@ -3,7 +3,7 @@ as it ends, the failing specs' reports, the totals. Returns text; the CLI prints
 from __future__ import annotations
 
 from ..outcome import Status
-from .data import ClimbReport
+from ..results import ClimbReport
 from .terminal import literal, render_text
 
 VERDICTS = {0: "PASSED", 1: "FAILED", 2: "NOT STARTED", 5: "NOTHING RAN", 130: "INTERRUPTED"}

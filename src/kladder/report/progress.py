@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from ..outcome import Outcome, Status
-from .data import RungReport
+from ..results import RungReport
 
 
 class Progress:

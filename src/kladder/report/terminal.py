@@ -12,7 +12,8 @@ from collections import defaultdict
 
 from ..outcome import Check, NoteKind, Outcome, Replay, Status
 from . import words
-from .data import ClimbReport, RungReport, bias_group, failure_groups, note_group, note_key, reason_group
+from ..results import ClimbReport, RungReport
+from .data import bias_group, failure_groups, note_group, note_key, reason_group
 from .history_text import golden_check_text, golden_summary_text
 
 PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN = (Status.PASSED, Status.FAILED, Status.FLAKY, Status.SKIPPED, Status.OOM,

@@ -7,7 +7,7 @@ each call after its judgement and of the kernel's exception.
   Triton's interpreter's InterpreterError), at the innermost frame of the user's code (a
   @triton.jit body under the interpreter, the launcher), the folded traceback printed first;
 - right after a call whose judgement found something (values, guards, the contract, ...), in a
-  frame whose names are (README: "kladder repro --pdb"):
+  frame whose names are (docs/report.md: "From a failure to the fix"):
     inputs    {name: the argument as the kernel got it}, in Spec.args order (its Out buffers as the call left them)
     args, kwargs   the call: kernel(*args, **kwargs)
     outputs   {name: what the kernel gave}, each output by its spec name

@@ -21,7 +21,7 @@ from ..rows import plan_rows
 from ..sizes import ITEMSIZE, dtype_of, is_big, numel_of, shape_of, total_bytes
 from ..spec import FLOAT_DTYPES, Spec, grad_name, upstream_name
 from .. import upstream as upstream_mod
-from . import interpreter
+from . import interpreter, modes
 from .faults import is_oom
 from .guarded_alloc import KERNEL_GUARD_BYTES, guarding
 from .modes.base import call_once, call_raw
@@ -37,15 +37,6 @@ from .stages import Stage, timed
 # measured 33 s of peers at a 128 MiB weight on the 2-core CPU, 2,300 x the reference's call).
 REFERENCE_DEVICE_SHARE = 1.5
 REFERENCE_FREE_SHARE = 0.25
-# The modes whose calls run the backward too (Spec.grads): the calls judged against the reference,
-# accumulate (rung 3: .grad already holding a value, a retained graph's backward twice), rung 4's
-# graph (forward and backward captured together, replayed with new inputs and upstream gradients),
-# aba and jitcache (whose children run eager points: the backward too), and rung 5's repeat (every
-# call's gradients compared bit for bit with the first's), rung 5's stream of calls (each call's
-# gradients against the reference of its own inputs and upstream gradients) and rung 4's compiled
-# (forward and backward through torch.compile). The sanitizer's child runs an eager point: forward
-# and backward under compute-sanitizer.
-BACKWARD_MODES = ("eager", "reused", "aba", "accumulate", "graph", "jitcache", "repeat", "sanitize", "calls", "compiled")
 ACCUMULATE_TIMES = 2
 
 
@@ -100,7 +91,7 @@ class Harness:
         self.interpreted = interpreted        # Triton under its interpreter (run/interpreter.on, asked once by the worker)
         self.guard = guard                   # guard bytes around every tensor (0 under compute-sanitizer)
         self.touched: set[str] = set()      # the interpreter's known defects the kernel's calls touched
-        self.backward = bool(spec.grads) and point.mode in BACKWARD_MODES
+        self.backward = bool(spec.grads) and modes.traits(point.mode).backward
         self.calling: Prepared | None = None  # the inputs of the call under way or last made (a debugging run reads them)
 
     @timed(Stage.INPUTS)
@@ -119,7 +110,7 @@ class Harness:
             ref_args = reference_args(self.spec, inputs, by_arg, where)
             snapshot = input_check.snapshot(self.spec, inputs, pt)
             backward = self._backward_inputs(pt, where) if self.backward else None
-        except Exception as e:  # noqa: BLE001 - every failure here is kladder's or the spec's
+        except Exception as e:  # every failure here is kladder's or the spec's
             if is_oom(e):
                 raise
             raise SpecBroken(NoteKind.INPUTS_FAILED, **error_facts(e, whole=True)) from e
@@ -154,7 +145,7 @@ class Harness:
                 if runner is not None:
                     return runner(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
                 return call_once(self.spec.kernel, prep.inputs.args, prep.point.kwargs)
-            except (Exception, KeyboardInterrupt, SystemExit) as e:  # noqa: BLE001 - the kernel's own: a finding
+            except (Exception, KeyboardInterrupt, SystemExit) as e:  # the kernel's own: a finding
                 # a worker never receives a Ctrl-C (it runs in a session of its own), so a
                 # KeyboardInterrupt here was raised by the kernel; sys.exit ends the process
                 raise KernelError(e, label) from e
@@ -210,7 +201,7 @@ class Harness:
                 if prep is not None and prep.backward is not None:
                     return self._forward_backward(prep, call_raw, args)
                 return call_raw(self.spec.kernel, args, kwargs)
-            except Exception as e:  # noqa: BLE001 - the kernel's own exception is a finding
+            except Exception as e:  # the kernel's own exception is a finding
                 raise KernelError(e, label) from e
             finally:
                 self.touched |= seen
@@ -243,7 +234,7 @@ class Harness:
         args, mutated = self._mutable_args(prep)
         try:
             refs = self._reference(args + self._extra(prep))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # e.g. an op without a kernel for that dtype on this device
             if is_oom(e):
                 raise                                # the point could not run for memory: not the spec's fault
             raise SpecBroken(NoteKind.REFERENCE_RAISED, **error_facts(e)) from e
@@ -282,7 +273,7 @@ class Harness:
         args, dtypes = prep.ref_args + self._extra(prep), prep.arg_dtypes + self._extra(prep, dtypes=True)
         try:
             low = self._reference(peer_math.lowered(args, dtypes))
-        except Exception as e:  # noqa: BLE001 - e.g. an op without a kernel for that dtype on this device
+        except Exception as e:  # a perturbed input the reference refuses: no spread
             if is_oom(e):
                 raise
             low, why = {}, {"error": type(e).__name__, "text": error_facts(e)["text"]}
@@ -331,7 +322,7 @@ class Harness:
                     low = {n: peer_math.spread(a, peer_math.SPREAD_DRAWS) for n, a in acc.items()}
                     if decided(low):
                         return low
-        except Exception as e:  # noqa: BLE001 - a perturbed input the reference refuses: no spread
+        except Exception as e:
             if is_oom(e):
                 raise
             return {}
@@ -363,7 +354,7 @@ class Harness:
                         got = one(low, refs[name])
                 if got is not None:
                     runs.append((got, refs[name]))
-            except Exception as e:  # noqa: BLE001 - a reference bound to its device: the fresh roundings alone
+            except Exception as e:  # a reference bound to its device: the fresh roundings alone
                 if is_oom(e):
                     raise
             gen = torch.Generator(device=_device_of(prep.ref_args, prep.ref_device)).manual_seed(
@@ -375,7 +366,7 @@ class Harness:
                     got = one(peer_math.lowered(fresh, all_dtypes), ref) if isinstance(ref, torch.Tensor) else None
                     if got is not None:
                         runs.append((got, ref.detach()))
-            except Exception as e:  # noqa: BLE001 - a run the reference refuses: the runs so far
+            except Exception as e:  # a run the reference refuses: the runs so far
                 if is_oom(e):
                     raise
             return runs

@@ -25,9 +25,10 @@ import tempfile
 import threading
 import time
 
+from ..errors import WorkerError
 from ..outcome import Load, Outcome, Stage, Wait
 from ..point import Point
-from . import faults
+from . import faults, modes
 from .reaper import end_descendants
 from .waits import waiting
 
@@ -75,20 +76,15 @@ def hold_lifeline() -> None:
     threading.Thread(target=wait, name="kladder-lifeline", daemon=True).start()
 
 
-# Modes that start processes of their own (a new Python importing torch, Triton and the spec
-# before it calls anything): how many, each allowed CHILD_TIMEOUT_FACTOR point timeouts.
-CHILD_PROCESSES = {"jitcache": 2, "cachekey": 3, "flags": 3, "imports": 1, "dispatch": 1}   # flags: 3 values (None, "0", "1")
+# Modes that start processes of their own (base.Mode.child_processes: a new Python importing torch,
+# Triton and the spec before it calls anything): each allowed CHILD_TIMEOUT_FACTOR point timeouts.
 CHILD_TIMEOUT_FACTOR = 3
 
 
 def child_processes(point: Point, device: str) -> int:
     """How many processes of its own a point's mode starts (about: a flag given as a launcher
     keyword starts none), for the pool to have its fork server ready (Pool.expect_fresh)."""
-    if point.mode == "dispatch":
-        return 1 if point.env else 0
-    if point.mode == "cachekey" and point.variant == "compiler" and device != "cuda":
-        return 0                              # skipped: nothing is compiled under the interpreter
-    return CHILD_PROCESSES.get(point.mode, 0)
+    return modes.traits(point.mode).children(point, device)
 
 
 def child_timeout(spec, device: str) -> float:
@@ -99,7 +95,7 @@ def child_timeout(spec, device: str) -> float:
 def worker_timeout(spec, device: str, point: Point, given: float | None = None) -> float:
     """How long the parent waits for a point's answer: the point's timeout, and each child
     process's on top for the modes that start them (a start-up is not a hang)."""
-    return point_timeout(spec, device, given, point) + CHILD_PROCESSES.get(point.mode, 0) * child_timeout(spec, device)
+    return point_timeout(spec, device, given, point) + modes.traits(point.mode).child_processes * child_timeout(spec, device)
 
 
 # The watchdog times the kernel, not kladder. The worker names each stage of a point as it begins
@@ -116,10 +112,6 @@ KLADDER_STAGE_FACTOR = 5
 def stage_budget(spec, device: str, point: Point, given: float | None = None) -> float:
     """How long one of kladder's own stages of a point may stay silent."""
     return KLADDER_STAGE_FACTOR * point_timeout(spec, device, given, point)
-
-
-class WorkerError(RuntimeError):
-    """The worker could not start (the spec failed to import, say): a usage problem."""
 
 
 def worker_env(device: str, gpu: str | None = None) -> dict[str, str]:

@@ -35,7 +35,7 @@ class RayLost(RuntimeError):
 
 
 def _ray():
-    from ..ladder import UsageError
+    from ..errors import UsageError
     try:
         import ray
     except ImportError:
@@ -52,7 +52,7 @@ def connect(address: str):
     ray = _ray()
     if ray.is_initialized():
         return ray
-    from ..ladder import UsageError
+    from ..errors import UsageError
     extra = {"include_dashboard": False} if address == "local" else {}
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING, **extra)
@@ -68,7 +68,7 @@ def connect(address: str):
 
 def cluster_device(address: str, device: str) -> str:
     """The device a climb on the cluster uses: auto is cuda when the cluster has GPUs."""
-    from ..ladder import UsageError
+    from ..errors import UsageError
     if device not in ("auto", "cpu", "cuda"):
         raise UsageError(f"--device {device!r}: use auto, cpu or cuda.")
     gpus = int(connect(address).cluster_resources().get("GPU", 0))
@@ -116,7 +116,7 @@ class RayPool:
     CPU slot), at most what the cluster has."""
 
     def __init__(self, ref: str, device: str, address: str, jobs: int | None = None):
-        from ..ladder import UsageError
+        from ..errors import UsageError
         ray = self.ray = connect(address)
         resource = "GPU" if device == "cuda" else "CPU"
         have = int(ray.cluster_resources().get(resource, 0))

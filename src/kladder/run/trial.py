@@ -95,12 +95,13 @@ def _made_up(point: Point, h: Harness) -> Result | None:
 def _run(spec: Spec, point: Point, device: str, watch=None) -> Result:
     interpreted = interpreter.on()             # decided once here, passed down: nothing below reads the environment
     h = Harness(spec, point, device, interpreted=interpreted)
-    judge = Judge(spec, point, device, interpreted=interpreted)
+    mode = modes.get(point.mode)
+    judge = Judge(spec, point, device, interpreted=interpreted, judges_mutations=mode.judges_mutations)
     rows, fatal, hashes = None, False, {}
     try:
-        if point.mode in modes.MODES_NEEDING_CUDA and device != "cuda":
+        if mode.needs_cuda and device != "cuda":
             raise Skip(NoteKind.MODE_NEEDS_CUDA, mode=point.mode)
-        for seen in driven(modes.get(point.mode).observe(h)):
+        for seen in driven(mode.observe(h)):
             if isinstance(seen, Call):
                 rows = rows or seen.prep.rows
                 judge_call(h, judge, seen, hashes, watch)
@@ -135,6 +136,9 @@ def _run(spec: Spec, point: Point, device: str, watch=None) -> Result:
                 judge.streamed(seen)
             elif isinstance(seen, Sanitized):
                 judge.sanitized(seen)
+            else:                                # kladder's own bug: an observation nothing judges is never dropped
+                raise TypeError(f"mode {str(point.mode)!r} yielded a {type(seen).__name__}: no check takes it "
+                                f"(run/trial.py judges each observation type of run/modes/base.py).")
     except Skip as e:
         return Result(Outcome(point, Status.SKIPPED, note=e.note))
     except SpecBroken as e:
@@ -143,7 +147,7 @@ def _run(spec: Spec, point: Point, device: str, watch=None) -> Result:
         if watch is not None:
             watch.raised(h, k)
         return _made_up(point, h) or faults.kernel_error(spec, point, k)
-    except Exception as e:  # noqa: BLE001 - OOM while preparing, or a fault outside the call
+    except Exception as e:  # OOM while preparing, or a fault outside the call
         result = faults.outside_call(point, e)
         if result is None:
             raise

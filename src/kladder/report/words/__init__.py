@@ -15,6 +15,7 @@ from .base import MESSAGES, NOTES, load_text, pattern_text, rows_words, status_w
 from .environment import (
     collection_failed_text,
     device_holders_text,
+    device_start_error,
     device_start_text,
     fingerprint_text,
     nothing_ran_text,
@@ -31,7 +32,7 @@ __all__ = [
     "CANNOT_SEE", "INTERPRETER_FEATURES", "INTERPRETER_PROBES", "MESSAGES", "NOTES", "STAGE_WORDS", "accumulated_text",
     "budget_headline",
     "budget_text",
-    "collection_failed_text", "describe", "device_holders_text", "device_start_text", "expect_text",
+    "collection_failed_text", "describe", "device_holders_text", "device_start_error", "device_start_text", "expect_text",
     "fingerprint_text", "launch_text", "load_text", "message", "model_detail", "model_samples", "note_text",
     "nothing_ran_text", "pattern_label", "pattern_shape_text", "pattern_text", "points_text", "ran_text", "reason",
     "repeats_clean_text", "replay_text", "reuse_text", "reused_text", "rows_text", "status_word", "stopped_text",

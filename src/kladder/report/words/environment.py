@@ -56,6 +56,11 @@ def device_start_text(x: dict) -> str:
     return f"{head}; {device_holders_text(x)}; wait for them to finish, or give --devices a free GPU"
 
 
+def device_start_error(facts: dict) -> dict:
+    """report.start_error when the device refused: devicestart.DeviceStartError's facts and their line."""
+    return {**facts, "message": device_start_text(facts)}
+
+
 def device_holders_text(x: dict) -> str:
     if x.get("free_bytes") is None:
         mem = "the device's free memory is unknown (no nvidia-smi)"

@@ -30,6 +30,11 @@ def _values(f, x: ValuesFacts) -> str:
     if x.nonfinite:
         lines.append(f"{x.nonfinite:,} non-finite where the reference is finite")
     budget = budget_headline(f)
+    if x.near_miss:
+        from ...checks.peer import SETTLE_MARGIN
+        lines.insert(0, f"A near miss, not judged a failure: at most {x.near_miss:.2f} x its budget at these elements "
+                        f"(within {SETTLE_MARGIN:g} x) after the honest peer's further correct runs; a correct "
+                        "implementation with another summation order can be this far off.")
     return "\n".join(lines + ([budget] if budget else []))
 
 

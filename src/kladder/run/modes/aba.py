@@ -8,19 +8,23 @@ atomics add in whatever order the programs finish): an output whose two A calls 
 held bit for bit after B when the spec allows it (Spec(deterministic=False): A after B is then
 judged against the reference alone, and the note says so), and fails as the kernel's
 nondeterminism, not B's, when the spec says it is deterministic. With Spec(grads=...) every call
-runs the backward too (run/harness.BACKWARD_MODES): the gradients are outputs like the others."""
+runs the backward too (its `backward` trait): the gradients are outputs like the others."""
 from __future__ import annotations
 
 import dataclasses
 
 from ...outcome import Cause, Note, NoteKind
-from .base import Call, Measured, Same
+from .base import Call, Measured, Mode, Same
 
 REPEAT_LABEL = "call 1 of 3 repeated (A again, before B: A's own run-to-run variation)"
 
 
-class ABA:
+class ABA(Mode):
     name = "aba"
+    rungs = (4,)
+    fresh_process = True
+    start_order = 1
+    backward = True
 
     def observe(self, h):
         a = h.point

@@ -6,11 +6,13 @@ saved for backward during its first call, fails here and nowhere else."""
 from __future__ import annotations
 
 from ...outcome import NoteKind, Skip
-from .base import Call
+from .base import Call, Mode
 
 
-class Accumulate:
+class Accumulate(Mode):
     name = "accumulate"
+    rungs = (3,)
+    backward = True
 
     def observe(self, h):
         written = h.spec.written_in_backward(h.point)

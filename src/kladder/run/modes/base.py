@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, ClassVar, Iterator
 
-from ...notation import Inputs, Launch, Mode
+from ...notation import Inputs, Launch
 from ...outcome import Cause, Note
-
-MODES_NEEDING_CUDA = (Mode.GRAPH, Mode.STREAM, Mode.SANITIZE)
 
 
 @dataclass
@@ -50,7 +48,7 @@ class Traces:
     launchers: set
     reference_called: dict
     kernel_gpu: dict = field(default_factory=dict)
-    reference_gpu: set = field(default_factory=set)
+    reference_gpu: dict = field(default_factory=dict)   # name -> the torch op that launched it ('' none)
     kernel_jit: dict = field(default_factory=dict)
     reference_jit: dict = field(default_factory=dict)
     torch_op: str | None = None
@@ -237,11 +235,59 @@ class Sanitized:
     calls: int
 
 
-class Mode(Protocol):
-    name: str
+class Mode:
+    """An execution mode: one class a module (run/modes/), its name one of notation.Mode's, its
+    traits declared here as class attributes (overridden where a mode differs), and `observe`.
+    The registry is every subclass defined in a module of run/modes/ (modes.traits, modes.get):
+    the climb, the pool, the harness and the trial ask the mode, never a table of mode names."""
+    name: ClassVar[str] = ""
+    # the rungs whose generators make points of this mode (gaps/): a point of another pairing is
+    # no point a climb makes (pointcheck)
+    rungs: ClassVar[tuple[int, ...]] = ()
+    # runs only on a CUDA device (elsewhere the point is skipped, MODE_NEEDS_CUDA)
+    needs_cuda: ClassVar[bool] = False
+    # processes of its own a point starts (a new Python importing torch, Triton and the spec before
+    # it calls anything), each allowed isolation.CHILD_TIMEOUT_FACTOR point timeouts
+    child_processes: ClassVar[int] = 0
+    # a process of its own whose time is the point's own (compute-sanitizer's child): started early
+    # like the modes with child processes, its timeout not extended
+    starts_child: ClassVar[bool] = False
+    # about state one call leaves for the next: each point runs alone in a new worker, so that its
+    # first call is the first of a fresh process (else the points before it set the state)
+    fresh_process: ClassVar[bool] = False
+    # all its calls run in processes of its own, new for every point (a collective's ranks): running
+    # such a point alone in a new worker would change nothing
+    own_processes: ClassVar[bool] = False
+    # the order points start in a rung (lower first): the longest start first, so that the rest
+    # share the other lanes meanwhile (the results still come in the rung's order)
+    start_order: ClassVar[int] = 2
+    # its calls run the backward too where the spec has one (Spec.grads): the calls judged against
+    # the reference, accumulate's, graph's (forward and backward captured together), aba's and
+    # jitcache's (whose children run eager points), repeat's (every call's gradients compared bit for
+    # bit with the first's), the stream of calls' (each against the reference of its own inputs and
+    # upstream gradients), compiled's, and the sanitizer child's eager point
+    backward: ClassVar[bool] = False
+    # its memory is not an eager call's (rung 5's ring of outputs, a child's, a collective's
+    # ranks, the model): a measured eager peak does not size it
+    measured_elsewhere: ClassVar[bool] = False
+    # the call's inputs are the buffers it wrote: declared mutations judged against the
+    # reference's copy (rungs 1-3)
+    judges_mutations: ClassVar[bool] = False
 
-    def observe(self, h) -> Iterator[Call | Uncaptured | Same | Traces | Scores | Measured | Ran | Flagged | Imported | Ranks | Repeats | Sanitized]:
+    @classmethod
+    def children(cls, point, device: str) -> int:
+        """How many processes of its own this point starts (about: see the overrides)."""
+        return cls.child_processes
+
+    @classmethod
+    def starts_fresh(cls, point) -> bool:
+        """The point runs first in a new worker."""
+        return cls.fresh_process
+
+    def observe(self, h) -> Iterator[Call | Uncaptured | Same | Traces | Scores | Measured | Ran | Flagged | Imported | Ranks
+                                     | Repeats | StreamBatch | Streamed | Sanitized]:
         """Run the point's calls through the harness, yielding what was observed."""
+        raise NotImplementedError
 
 
 def call_once(kernel: Callable[..., Any], args: list, kwargs: dict) -> Any:

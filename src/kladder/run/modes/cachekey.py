@@ -15,6 +15,7 @@ import dataclasses
 
 from ...notation import Mode
 from ...outcome import Cause, Note, NoteKind, Skip
+from . import base
 from .base import Call, Measured, Same
 from .flags import declared_flag
 from .jitcache import Process, returned_from, run_processes
@@ -41,8 +42,18 @@ def _variants(h):
     return a, {flag.env: first}, a, {flag.env: other}, f"{flag.env} unset" if other is None else f"{flag.env}={other}"
 
 
-class CacheKey:
+class CacheKey(base.Mode):
     name = "cachekey"
+    rungs = (7,)
+    child_processes = 3
+    start_order = 1
+    measured_elsewhere = True
+
+    @classmethod
+    def children(cls, point, device: str) -> int:
+        if point.variant == "compiler" and device != "cuda":
+            return 0                              # skipped: nothing is compiled under the interpreter
+        return cls.child_processes
 
     def observe(self, h):
         a, env_a, b, env_b, changed = _variants(h)

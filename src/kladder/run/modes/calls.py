@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ...outcome import KernelError, NoteKind, Skip
 from ..stages import Stage, timed
-from .base import Call, StreamBatch, Streamed
+from .base import Call, Mode, StreamBatch, Streamed
 from .base import declared_writes as _declared_writes
 from .repeat import Ring, ring_names
 
@@ -66,8 +66,19 @@ class Plan:
         return step + 1, self.pattern[i]
 
 
-class Calls:
+class Calls(Mode):
     name = "calls"
+    rungs = (5,)
+    backward = True
+    measured_elsewhere = True
+
+    @classmethod
+    def starts_fresh(cls, point) -> bool:
+        """Where the spec declares how the model calls a launcher with state (Spec.calls), the
+        stream runs first in a new worker: its call N is then the launcher's Nth, as in a model's
+        process. The default stream runs in a worker as it comes (a new process costs seconds on a
+        loaded machine); its calls count from the stream's first."""
+        return bool(dict(point.repeat).get("declared"))
 
     def observe(self, h):
         plan = Plan.of(h.point)
@@ -239,7 +250,7 @@ class Stream:
         if h.device == "cuda":
             try:
                 torch.cuda.synchronize()
-            except Exception as e:  # noqa: BLE001 - a fault the batch's kernels raised
+            except Exception as e:  # a fault the batch's kernels raised
                 raise KernelError(e, f"calls {ks[0] + 1:,}..{ks[-1] + 1:,}") from e
         return {n: ring.slots[n][:len(ks)] for n in self.names if n in fits}
 

@@ -22,7 +22,7 @@ import traceback
 
 from ...outcome import KernelError, Note, NoteKind, Skip, SpecBroken
 from ..settings import torch_setting
-from .base import Measured, RankCall, Ranks
+from .base import Measured, Mode, RankCall, Ranks
 
 WATCHDOG_S = {"cpu": 10.0, "cuda": 20.0}
 POLL_S = 0.02
@@ -30,8 +30,11 @@ GRACE_S = 1.0            # after a rank fails: time for the others to report the
 KERNEL_PHASES = ("setup", "calls", "sync")   # a hang there is the protocol's; elsewhere it is kladder's
 
 
-class CollectiveMode:
+class CollectiveMode(Mode):
     name = "collective"
+    rungs = (6,)
+    own_processes = True
+    measured_elsewhere = True
 
     def observe(self, h):
         from ..isolation import point_timeout

@@ -10,7 +10,7 @@ gradient judged against the reference's autograd as at an eager point."""
 from __future__ import annotations
 
 from ...outcome import KernelError, NoteKind, Skip
-from .base import Call
+from .base import Call, Mode
 
 
 def is_torch_op(fn) -> bool:
@@ -24,8 +24,10 @@ def is_torch_op(fn) -> bool:
     return isinstance(fn, kinds)
 
 
-class Compiled:
+class Compiled(Mode):
     name = "compiled"
+    rungs = (4,)
+    backward = True
 
     def observe(self, h):
         import torch
@@ -42,7 +44,7 @@ class Compiled:
                     returned = compiled(*prep.inputs.args, **prep.point.kwargs)
                 if torch.cuda.is_available() and torch.cuda.is_initialized():
                     torch.cuda.synchronize()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 raise KernelError(e, label) from e
             yield Call(prep, returned, label)
 

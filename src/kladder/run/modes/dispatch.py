@@ -13,6 +13,7 @@ import dataclasses
 import os
 
 from ...notation import EnvSet, Mode
+from . import base
 from .base import Call
 from .envset import EnvRun, run_env
 from .jitcache import returned_from
@@ -31,8 +32,15 @@ def _env_run(h) -> EnvRun:
     return EnvRun(f"{values} set after import and one call", point, env, True, started)
 
 
-class Dispatch:
+class Dispatch(base.Mode):
     name = "dispatch"
+    rungs = (7,)
+    child_processes = 1
+    measured_elsewhere = True
+
+    @classmethod
+    def children(cls, point, device: str) -> int:
+        return cls.child_processes if point.env else 0      # a dispatch under environment variables only
 
     def observe(self, h):
         if h.point.env:

@@ -15,6 +15,7 @@ import dataclasses
 
 from ...notation import EnvSet, Mode
 from ...outcome import NoteKind, Skip, SpecBroken
+from . import base
 from .base import Call, Flagged
 from .envset import EnvRun, run_env
 from .jitcache import returned_from
@@ -30,8 +31,12 @@ def declared_flag(spec, key: str):
                           f"({', '.join(f.key for f in spec.flags) or 'no flags'})")
 
 
-class Flags:
+class Flags(base.Mode):
     name = "flags"
+    rungs = (7,)
+    child_processes = 3                  # 3 values (None, "0", "1"); a flag given as a launcher keyword starts none
+    start_order = 1
+    measured_elsewhere = True
 
     def observe(self, h):
         flag = declared_flag(h.spec, h.point.variant)

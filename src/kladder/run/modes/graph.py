@@ -19,13 +19,16 @@ unwritten on a replay, fails there."""
 from __future__ import annotations
 
 from ...outcome import KernelError, error_facts
-from .base import Call, Uncaptured, call_raw, heal_failed_capture
+from .base import Call, Mode, Uncaptured, call_raw, heal_failed_capture
 
 REPLAYS = 3
 
 
-class Graph:
+class Graph(Mode):
     name = "graph"
+    rungs = (4,)
+    needs_cuda = True
+    backward = True
 
     def observe(self, h):
         import torch
@@ -44,7 +47,7 @@ class Graph:
         try:
             with torch.cuda.graph(graph):
                 returned = h.call(static, "capture", runner=call_raw)
-        except Exception as e:  # noqa: BLE001 - in the launcher (KernelError) or on leaving the context
+        except Exception as e:  # in the launcher (KernelError) or on leaving the context
             heal_failed_capture()
             if claimed:
                 if isinstance(e, KernelError):

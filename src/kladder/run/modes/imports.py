@@ -19,7 +19,7 @@ import tempfile
 
 from ...notation import ImportName
 from ...outcome import NoteKind, SpecBroken, error_facts
-from .base import Call, Imported
+from .base import Call, Imported, Mode
 from .tracing import Launches, Tracer, is_machinery
 
 
@@ -77,8 +77,11 @@ def caught_imports(h, targets: list[str]) -> list[dict]:
             return json.load(f)
 
 
-class Imports:
+class Imports(Mode):
     name = "imports"
+    rungs = (7,)
+    child_processes = 1
+    measured_elsewhere = True
 
     def observe(self, h):
         prep = h.prepare()

@@ -3,13 +3,15 @@ same fixed problems; checks/model_score.py judges the two scores."""
 from __future__ import annotations
 
 from ...outcome import KernelError, NoteKind, SpecBroken, error_facts
-from .base import Scores
+from .base import Mode, Scores
 
 SHOWN = 4
 
 
-class InModel:
+class InModel(Mode):
     name = "model"
+    rungs = (8,)
+    measured_elsewhere = True
 
     def observe(self, h):
         spec, pt = h.spec, h.point
@@ -28,11 +30,11 @@ def _own_model(h, slot: str, fn, pt) -> dict:
     n = dict(pt.config).get("problems", 64)
     try:
         base = km.evaluate(None, n=n, device=h.device, dtype=dtype, seed=pt.seed % 1000)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise SpecBroken(NoteKind.BASELINE_FAILED, user=False, **error_facts(e, whole=True)) from e
     try:
         got = km.evaluate({slot: fn}, n=n, device=h.device, dtype=dtype, seed=pt.seed % 1000)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise KernelError(e, f"the model with the kernel in `{slot}`") from e
     return {"where": "slot", "slot": slot, "baseline": base.score, "kernel": got.score,
             "nll_baseline": base.nll, "nll_kernel": got.nll, "gain": got.gain, "drift": got.drift,
@@ -43,11 +45,11 @@ def _user_model(slot, fn) -> dict:
     replacement = slot.wrap(fn) if getattr(slot, "wrap", None) else fn
     try:
         b = slot.score(None)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise SpecBroken(NoteKind.BASELINE_FAILED, user=True, **error_facts(e, whole=True)) from e
     try:
         k = slot.score(replacement)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise KernelError(e, f"the user model with the kernel in {getattr(slot, 'target', '?')}") from e
     worst = sorted(getattr(slot, "samples", []), key=lambda s: s[-1] if isinstance(s, tuple) else 0)
     samples = [[str(x) for x in s] if isinstance(s, tuple) else [str(s)] for s in worst[:SHOWN]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...outcome import NoteKind, SpecBroken, error_facts
 from ..faults import is_oom
-from .base import Call, Traces
+from .base import Call, Mode, Traces
 from .tracing import Launches, Tracer, gpu_kernels, torch_op_name
 
 
@@ -38,8 +38,9 @@ def _name(fn) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
 
 
-class Independence:
+class Independence(Mode):
     name = "independence"
+    rungs = (3,)
 
     def observe(self, h):
         spec = h.spec
@@ -51,16 +52,16 @@ class Independence:
         try:
             with Tracer(op) as rt, Launches() as rl:
                 spec.reference(*ref_prep.ref_args)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             if is_oom(e):
                 raise                  # no memory for it: nobody's verdict (run/faults.py), not the spec's
             raise SpecBroken(NoteKind.REFERENCE_RAISED, **error_facts(e)) from e
         k_gpu: dict = {}
-        r_gpu: set = set()
+        r_gpu: dict = {}
         if h.device == "cuda":
             again = h.prepare()
             k_gpu = gpu_kernels(lambda: h.call(again, "kernel, profiled"), owners=True)
-            r_gpu = set(gpu_kernels(lambda: spec.reference(*again.ref_args)))
+            r_gpu = gpu_kernels(lambda: spec.reference(*again.ref_args), owners=True)
         yield Traces(kt.called, kt.kernels, _launchers(spec), rt.called, k_gpu, r_gpu, _jit(kl), _jit(rl), op,
                      rt.op_calls, _name(spec.reference))
         yield Call(prep, returned)

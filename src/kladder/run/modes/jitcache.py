@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from ...notation import Mode
 from ...outcome import Cause, KernelError, Note, NoteKind, Skip, SpecBroken
 from .aba import run_to_run
+from . import base
 from .base import Call, Measured, Same
 
 CACHE_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
@@ -147,8 +148,13 @@ def _run_process(h, ref: str, d: str, i: int, proc: Process, timeout: float, aft
     return Result(firsts, launches, sum(len(f) for _, _, f in os.walk(cache)), more)
 
 
-class JitCache:
+class JitCache(base.Mode):
     name = "jitcache"
+    rungs = (4,)
+    child_processes = 2
+    start_order = 0
+    backward = True
+    measured_elsewhere = True
 
     def observe(self, h):
         a = dataclasses.replace(h.point, mode=Mode.EAGER, partner=())

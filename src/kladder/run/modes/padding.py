@@ -9,11 +9,13 @@ import dataclasses
 
 from ...notation import ZERO_PADDING
 from ...outcome import Cause
-from .base import Call, Same
+from .base import Call, Mode, Same
 
 
-class Padding:
+class Padding(Mode):
     name = "padding"
+    rungs = (3,)
+    judges_mutations = True
 
     def observe(self, h):
         import torch

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from ...outcome import Hung, KernelError, NoteKind, Skip, error_facts
 from ...notation import Inputs, Launch
 from ..settings import torch_setting
-from .base import Call, PostGraph, Repeats, call_raw, heal_failed_capture
+from .base import Call, Mode, PostGraph, Repeats, call_raw, heal_failed_capture
 from .base import declared_writes as _declared_writes
 from .differ import Differ
 
@@ -65,8 +65,11 @@ class Plan:
         return plan
 
 
-class Repeat:
+class Repeat(Mode):
     name = "repeat"
+    rungs = (5,)
+    backward = True
+    measured_elsewhere = True
 
     def observe(self, h):
         plan = Plan.of(h.point, h.device)
@@ -304,7 +307,7 @@ class Graphed(Loop):
                         returned.append(h.call_with(self.ring.args(prep, k), prep.point.kwargs, f"capture, call {k + 1}",
                                                     prep))
                         grads.append(dict(prep.backward.grads) if prep.backward is not None else None)
-            except Exception as e:  # noqa: BLE001 - the kernel or its launcher cannot be captured
+            except Exception as e:  # the kernel or its launcher cannot be captured
                 torch.cuda.synchronize()               # a broken context raises here: a fault, not a refusal
                 heal_failed_capture()
                 raise CaptureFailed(e.error if isinstance(e, KernelError) else e) from e
@@ -376,7 +379,7 @@ class Graphed(Loop):
         self.replay()
         try:
             torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001 - a fault in the first replay is the kernel's
+        except Exception as e:  # a fault in the first replay is the kernel's
             raise KernelError(e, "replay 1") from e
         firsts = []
         names = list(self.ring.out_at.values()) + list(self.stacked)
@@ -496,7 +499,7 @@ def _wait(ev, label: str, watchdog_s: float) -> None:
             time.sleep(50e-6)
     except KernelError:
         raise
-    except Exception as e:  # noqa: BLE001 - a fault the batch's kernels raised, seen at the query
+    except Exception as e:  # a fault the batch's kernels raised, seen at the query
         raise KernelError(e, label) from e
 
 

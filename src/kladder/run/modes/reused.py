@@ -4,11 +4,13 @@ inputs, writes into the same buffers as they are; both are checked."""
 from __future__ import annotations
 
 from ...outcome import NoteKind, Skip
-from .base import Call
+from .base import Call, Mode
 
 
-class Reused:
+class Reused(Mode):
     name = "reused"
+    rungs = (4,)
+    backward = True
 
     def observe(self, h):
         if not h.spec.out_args:

@@ -27,6 +27,7 @@ import tempfile
 
 from ...notation import Mode
 from ...outcome import KernelError, NoteKind, Skip, SpecBroken
+from . import base
 from .base import Sanitized
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -39,8 +40,14 @@ OPTIONS = ["--print-limit", "1000", "--error-exitcode", str(FOUND_ERRORS), "--re
            "--show-backtrace", "device"]
 
 
-class Sanitize:
+class Sanitize(base.Mode):
     name = "sanitize"
+    rungs = (5,)
+    needs_cuda = True
+    starts_child = True
+    start_order = 0
+    backward = True
+    measured_elsewhere = True
 
     def observe(self, h):
         tool = dict(h.point.repeat).get("tool", "memcheck")

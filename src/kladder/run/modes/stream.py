@@ -16,14 +16,16 @@ The race must really be set up, or a pass means nothing:
 from __future__ import annotations
 
 from ...outcome import NoteKind, Skip
-from .base import Call, call_raw
+from .base import Call, Mode, call_raw
 
 PRODUCER_DELAY_CYCLES = 20_000_000       # about 10 ms at the H200's 1.98 GHz: far above a launch's host time
 ATTEMPTS = 3                             # delays x1, x8, x64
 
 
-class Stream:
+class Stream(Mode):
     name = "stream"
+    rungs = (4,)
+    needs_cuda = True
 
     def observe(self, h):
         import torch
