@@ -78,30 +78,235 @@ def good_climb(tmp_path_factory):
     """tests/specs/good.py (a correct softmax) climbed through the CLI on the CPU, every rung at
     the defaults, once for the tests that read it (test_cli's clean climb, test_modes' CPU
     skips): (the process, its --json report, its --log path). ~60-100 CPU s a climb."""
-    import subprocess
     import sys
     here = os.path.dirname(__file__)
     d = tmp_path_factory.mktemp("good-climb")
     out, log = d / "r.json", d / "l.jsonl"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", os.path.join(here, "specs", "good.py"),
+    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", os.path.join(here, "specs", "good.py"),
                         "--device", "cpu", "--json", str(out), "--log", str(log)],
                        capture_output=True, text=True, timeout=1800, cwd=here)
     return p, report_json(out), log
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Under `--dist loadgroup` (the Makefile's), the tests sharing a module-scoped fixture run
-    on one xdist worker, so the fixture (a climb, a repository) is built once, not once per
-    worker that draws one of its tests: one group per fixture a test names and, for a
-    parametrized one, per parameter. Autouse fixtures (torch settings, named by no test)
-    group nothing. tryfirst: xdist's own hook (its worker's) turns the marks into the node ids
-    that it groups by, and it runs before this one otherwise, seeing no mark: the two tests of
-    test_zoo's `buggy[small_overrun]` ran on two workers, the climb built twice (measured,
-    docs/results/2026-12-02-cpu-suite-session6; tests/test_suite_groups.py)."""
-    import inspect
+# ---------------------------------------------------------------------------- the zoo, in batches
+# The zoo's cases climbed through the CLI as a user climbs them, several cases a process
+# (`kladder zoo climb A B ... --json`): one warm fork server for all of a batch's climbs, one
+# CLI start, instead of a process and two fresh workers a climb (~7 CPU s each: measured,
+# docs/results/2026-12-06-cpu-zoo-speed). Each batch is climbed once a session by the first test
+# that reads one of its cases (zoo_case), on the one xdist worker its tests are grouped on
+# (zoo_param's mark, _fixture_groups), with the options `make zoo` climbs it with (and
+# --shrink-s 0: no test of a batch asserts a shrink), on every point of its rung.
+ZOO_BATCHES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # name: (cases, the options besides each case at its own rung), every point of that rung.
+    # A batch holds two cases at least (`kladder zoo climb CASE` alone is one climb, not the
+    # table); the batches are sized so that the two xdist workers share them evenly (their
+    # measured seconds, tests/durations.json, send the dearest out first).
+    "r1a": (("gemm_k_tail", "small_overrun", "empty_like_overrun", "last_tile_wrap"), ()),
+    "r1b": (("config_writes_zeros", "nan_blind", "rows_int32_offset"), ()),
+    "r1c": (("rmsnorm_n_tail", "untuned_fallback", "router_lanes_256", "active_count_full_width",
+             "embedding_chunk_tail"), ()),
+    "r2a": (("lowp_probs_underflow", "router_tie_pack", "expert_wgrad_unwritten"), ()),
+    "r2b": (("chunked_prefill_short", "bias_tile_index"), ()),
+    "r3": (("assumes_contiguous", "padding_scale_read", "scale_layout_mismatch", "shared_kernel_reference",
+            "input_scratch"), ()),
+    "r4a": (("jit_key_closure", "undeclared_mutation"), ()),
+    "r4b": (("plan_cache_restart", "stale_state"), ()),
+    # the A-B-A cases' twins are clean at rung 1 too (the buggy kernels fail there as well, unasserted)
+    "r4t1": (("jit_key_closure", "stale_state"), ("--rungs", "1")),
+    "r6": (("allreduce_size_stride", "allreduce_relaxed_flag"), ()),
+    "r8": (("compounding_bias", "decode_group16"), ()),
+}
 
-    import pytest
+
+def zoo_batch(case: str, batch: str | None = None) -> str:
+    """The batch that climbs `case`: the one named (`batch`), else the one that climbs it at its
+    own rung (no --rungs of its own)."""
+    names = [b for b, (cases, extra) in ZOO_BATCHES.items()
+             if case in cases and (batch == b or batch is None and "--rungs" not in extra)]
+    if len(names) != 1:
+        raise ValueError(f"zoo case {case!r} is in batches {names} of ZOO_BATCHES: name one (batch=)")
+    return names[0]
+
+
+def zoo_param(case: str, *values, batch: str | None = None, marks=()):
+    """A test parameter for `case` (and `values`; `batch` where it is not the case's own rung's),
+    grouped with the rest of its batch; the test's zoo_case(case) reads that batch's climb."""
+    name = zoo_batch(case, batch)
+    return pytest.param(case, *values, id="-".join(map(str, (case, *values, *(() if batch is None else (batch,))))),
+                        marks=[pytest.mark.kladder_group(f"zoo:{name}"), *marks])
+
+
+class ZooCase:
+    """One case of a batch: its table section (the case's lines of the CLI's output), the
+    buggy kernel's report and the twin's (as `kladder climb --json` writes them), the row."""
+
+    def __init__(self, name: str, row: dict, text: str, batch: "ZooRun"):
+        self.name, self.row, self.text, self.batch = name, row, text, batch
+        self.bug, self.twin = row["buggy"], row["fixed"]
+
+    def points(self, which: str, rung: int) -> list[dict]:
+        return getattr(self, which)["rungs"][rung - 1]["points"]
+
+
+class ZooRun:
+    def __init__(self, name: str, where):
+        import sys
+        cases, extra = ZOO_BATCHES[name]
+        out, log = where / "zoo.json", where / "zoo.jsonl"
+        # --shrink-s 0: no test of a batch asserts a shrink (test_shrink.py and test_zoo_run.py do);
+        # one climb at a time: the other xdist worker has the other core
+        self.proc = run_cli([sys.executable, "-m", "kladder.cli", "zoo", "climb", *cases, "--device", "cpu",
+                                    "--shrink-s", "0", "--cases-at-once", "1", "--json", str(out), "--log", str(log), *extra],
+                                   capture_output=True, text=True, timeout=3000, cwd=str(where))
+        assert out.exists(), self.proc.stdout[-3000:] + self.proc.stderr[-3000:]
+        self.doc = report_json(out)
+        # every climb's log (climbs append to one --log file, each record whole), checked as each
+        # test's own climb checked it: a header and an end record a climb, every record to the schema
+        records = report_json(log)
+        climbs = sum(any(r["climbed"] for r in row[k]["rungs"]) for row in self.doc["cases"] for k in ("buggy", "fixed"))
+        ends = [r for r in records if r["record"] == "end"]
+        assert sum(r["record"] == "header" for r in records) == len(ends) == climbs, (len(ends), climbs)
+        lines = self.proc.stdout.splitlines()
+        self.cases = {}
+        for row in self.doc["cases"]:
+            c = row["case"]
+            first = next(i for i, line in enumerate(lines) if line.startswith(f"{c} (rung "))
+            last = next(i for i, line in enumerate(lines) if i > first and line.startswith(c + " ") and "buggy:" in line)
+            self.cases[c] = ZooCase(c, row, "\n".join(lines[first:last + 1]), self)
+
+
+_ZOO_RUNS: dict[str, "ZooRun | Exception"] = {}
+
+
+@pytest.fixture
+def zoo_case(request, tmp_path_factory):
+    """zoo_case(name) -> ZooCase, from the batch the test's zoo_param named (else the one batch
+    that climbs `name`), climbed the first time one of its cases is asked for in this process
+    (function-scoped on purpose: a batch's tests are grouped by their mark, not by this fixture,
+    so that the batches spread over the xdist workers)."""
+    mark = request.node.get_closest_marker("kladder_group")
+    marked = mark.args[0].removeprefix("zoo:") if mark and mark.args[0].startswith("zoo:") else None
+
+    def get(name: str) -> ZooCase:
+        batch = zoo_batch(name, marked)
+        if batch not in _ZOO_RUNS:
+            try:
+                _ZOO_RUNS[batch] = ZooRun(batch, tmp_path_factory.mktemp(f"zoo-{batch}"))
+            except Exception as e:  # noqa: BLE001 - a batch that failed fails each of its tests, climbed once
+                _ZOO_RUNS[batch] = e
+        run = _ZOO_RUNS[batch]
+        if isinstance(run, Exception):
+            raise run
+        return run.cases[name]
+    return get
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "kladder_group(name): run with every test of the same group on one xdist "
+                            "worker (tests/conftest.py: the zoo's batches)")
+    _start_fork_server(config)
+
+
+# One warm fork server a pytest process (each xdist worker's, or the one process's), its socket
+# in KLADDER_FORKSERVER for every climb the tests start, in this process or through the CLI:
+# their workers and modes' processes are forked from it (run/forkserver.py, Attached) instead
+# of each climb starting a server or workers of its own, which import torch and Triton (~2.4
+# CPU s a process; a climb started two). A process the server cannot serve as a new one would be
+# (a test's own TRITON_*, PYTHON*, LD_* variable) is started afresh, as without it; a test that
+# sets KLADDER_FORKSERVER itself (0, always) gets what it set. Not in xdist's controller (it
+# runs no test), nor where KLADDER_FORKSERVER is set already (a pytester run inherits its
+# parent's server).
+_SERVER = []
+
+
+def _start_fork_server(config) -> None:
+    if os.environ.get("KLADDER_FORKSERVER") is not None or os.name != "posix":
+        return
+    if config.getoption("dist", default=None) not in (None, "no") and not hasattr(config, "workerinput"):
+        return
+    from kladder.run.forkserver import Server
+    from kladder.run.isolation import worker_env
+    try:
+        server = Server(worker_env("cpu"), label="kladder tests")
+    except OSError:
+        return
+    _SERVER.append(server)
+    os.environ["KLADDER_FORKSERVER"] = server.address
+
+
+def run_cli(cmd: list, *, cwd=None, env=None, timeout=None, input=None, capture_output=True, text=True):
+    """subprocess.run(cmd, capture_output=True, text=True, ...) for `[sys.executable, '-m', MODULE,
+    ...]` (the CLI, as a user runs it), the process forked from this pytest process's warm fork
+    server (above) instead of started afresh: a process of its own all the same (its exit status,
+    stdout, stderr, cwd and environment exactly as asked, its own warnings), without importing torch
+    and Triton again (~2-3 CPU s a start on this machine; the suite runs hundreds). Where the server
+    cannot serve it as a fresh process (an environment variable torch or kladder reads at import that
+    differs from the server's: run/forkserver.incompatible), it is started afresh, as before. A
+    PYTHONPATH entry naming the src folder the server's kladder comes from adds nothing (the same
+    package), so a test that puts it first is served too."""
+    import subprocess
+    import sys
+    if not (capture_output and text):
+        raise ValueError("run_cli captures stdout and stderr as text, as the suite's CLI calls do")
+    env = dict(os.environ if env is None else env)
+    server = _SERVER[0] if _SERVER else None
+    if server is None or len(cmd) < 3 or cmd[0] != sys.executable or cmd[1] != "-m" or not server.ready(300):
+        return subprocess.run(cmd, cwd=cwd, env=env, timeout=timeout, input=input, capture_output=True, text=True)
+    import kladder
+    from kladder.run import forkserver
+    src = os.path.realpath(os.path.dirname(os.path.dirname(kladder.__file__)))
+
+    def rest(path: str | None) -> list[str]:
+        return [e for e in (path or "").split(os.pathsep) if e and os.path.realpath(e) != src]
+
+    asked = dict(env)
+    if rest(env.get("PYTHONPATH")) == rest(server.env.get("PYTHONPATH")):
+        env.pop("PYTHONPATH", None)
+        if "PYTHONPATH" in server.env:
+            env["PYTHONPATH"] = server.env["PYTHONPATH"]
+    env.setdefault("PYTHONUNBUFFERED", server.env.get("PYTHONUNBUFFERED", ""))   # the output goes to files
+    if not env["PYTHONUNBUFFERED"]:
+        env.pop("PYTHONUNBUFFERED")
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as stdin:
+        if input is not None:
+            stdin.write(input.encode())
+            stdin.seek(0)
+        child = forkserver.spawn(cmd[1:], env, (stdin.fileno(), out.fileno(), err.fileno()), address=server.address,
+                                 cwd=os.fspath(cwd) if cwd is not None else None)
+        if child is None:                                  # refused: started afresh, with the environment asked
+            return subprocess.run(cmd, cwd=cwd, env=asked, timeout=timeout, input=input, capture_output=True, text=True)
+        try:
+            code = child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            raise subprocess.TimeoutExpired(cmd, timeout) from None
+        if child.lost:                                     # the server went away under it: afresh
+            return subprocess.run(cmd, cwd=cwd, env=asked, timeout=timeout, input=input, capture_output=True, text=True)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(cmd, code, out.read().decode(errors="replace"),
+                                           err.read().decode(errors="replace"))
+
+
+def _fixture_groups(items) -> dict[str, str]:
+    """{node id: group} for `-n N --dist loadgroup` (the Makefile's): the tests that share a
+    module- or session-scoped fixture of this suite's own (a climb, a repository) are one group,
+    run on one xdist worker, so the fixture is built once, not once per worker that draws one
+    of its tests. One key per fixture a test names and, for a parametrized one, per parameter;
+    tests linked through any key are one group (a test naming two fixtures joins theirs).
+    Autouse fixtures (torch settings, named by no test) group nothing; a test of no such
+    fixture is a group of its own."""
+    import inspect
+    parent: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while parent.setdefault(k, k) != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    keyed = {}
     for item in items:
         infos, fn = getattr(item, "_fixtureinfo", None), getattr(item, "function", None)
         if infos is None or fn is None:
@@ -112,12 +317,114 @@ def pytest_collection_modifyitems(config, items):
             defs = infos.name2fixturedefs.get(name)
             own = defs and getattr(defs[-1].func, "__module__", "") in (item.module.__name__, "conftest")
             if own and defs[-1].scope in ("module", "package", "session"):      # not pytest's tmp_path_factory
-                # no ']' in a group: xdist reads a node id whose last ']' follows its '@' as no group;
                 # a session fixture of this file (good_climb) is one group across the modules using it
                 where = "conftest" if defs[-1].scope == "session" else item.module.__name__
                 keys.append(f"{where}::{name}" + (f"({params[name]})" if name in params else ""))
+        keys += [f"mark::{m.args[0]}" for m in item.iter_markers("kladder_group")]
         if keys:
-            item.add_marker(pytest.mark.xdist_group("+".join(sorted(keys))))
+            keyed[item.nodeid] = keys
+            for k in keys[1:]:
+                parent[find(k)] = find(keys[0])
+    return {nodeid: find(keys[0]) for nodeid, keys in keyed.items()}
+
+
+# The suite's own xdist scheduling (`--dist loadgroup`): the groups above, and the longest
+# first. xdist's loadgroup reads a group from a suffix its worker appends to each node id
+# (`test_x@group`); pytest 9.2 no longer lets a plugin change a node id (pytest-xdist issue
+# #1386: with pytest 9.2.0 and pytest-xdist 3.8.0 every test ran as a group of its own, each
+# climb built on both workers). Here each worker writes its {node id: group} to a file the
+# controller names, and the controller's scheduler reads it; no node id changes. Then the
+# work units go out longest first (tests/durations.json: seconds a test, measured), so that no
+# long climb starts last while the other worker idles; the rest keep their collection order.
+# tests/test_suite_groups.py runs it under pytest's and xdist's versions.
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """Controller: tell each worker where to write its groups."""
+    config = node.config
+    if config.getvalue("dist") != "loadgroup":
+        return
+    if not hasattr(config, "_kladder_groups_dir"):
+        config._kladder_groups_dir = tempfile.mkdtemp(prefix="kladder-groups-")
+    node.workerinput["kladder_groups"] = config._kladder_groups_dir
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Worker: its groups, written whole (a temporary file renamed) before its collection
+    reaches the controller."""
+    where = getattr(config, "workerinput", {}).get("kladder_groups")
+    if not where:
+        return
+    import json
+    groups = _fixture_groups(items)
+    path = os.path.join(where, config.workerinput.get("workerid", "gw") + ".json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(groups, f)
+    os.replace(path + ".tmp", path)
+
+
+def pytest_unconfigure(config):
+    import shutil
+    while _SERVER:
+        _SERVER.pop().close()
+    where = getattr(config, "_kladder_groups_dir", None)
+    if where:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Controller, `--dist loadgroup`: xdist's scope scheduling over the suite's groups."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    import json
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        """A scope is a group (a node id when the test is in none); the units go out in
+        decreasing measured cost, unmeasured ones after, in collection order."""
+
+        def __init__(self, config, log=None):
+            super().__init__(config, log)
+            self.groups, self.ordered = None, False
+
+        def _split_scope(self, nodeid):
+            if self.groups is None:
+                self.groups = {}
+                where = getattr(self.config, "_kladder_groups_dir", None)
+                for name in sorted(os.listdir(where)) if where and os.path.isdir(where) else []:
+                    if name.endswith(".json"):
+                        with open(os.path.join(where, name)) as f:
+                            self.groups = json.load(f)    # every worker collected the same tests
+                        break
+            return self.groups.get(nodeid, nodeid)
+
+        def _assign_work_unit(self, node):
+            if not self.ordered:                              # the first assignment: the queue is whole
+                self.ordered = True
+                cost = _durations()
+                # the zoo's batches first (each climbs several cases: minutes, the suite's longest
+                # units), then by measured cost; a long unit sent last leaves the other worker idle
+                units = sorted(self.workqueue.items(), key=lambda kv: (not str(kv[0]).startswith("mark::zoo:"),
+                                                                       -sum(cost.get(n, 0.0) for n in kv[1])))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+    config.option.loadscopereorder = False              # the order is Groups' own
+    return Groups(config, log)
+
+
+def _durations() -> dict[str, float]:
+    """{node id: seconds} measured (tests/durations.json, written by tests/durations.py from a
+    KLADDER_TEST_CPU run); {} where there is none. Only the order of the work depends on it."""
+    import json
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "durations.json")) as f:
+            return {k: float(v) for k, v in json.load(f).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
 
 
 # Per-test cost, for measuring the suite (docs/results/2026-12-02-cpu-suite-session6): with

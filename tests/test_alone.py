@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from conftest import report_json
+from conftest import report_json, run_cli
 from kladder.outcome import Check, Load, Note, NoteKind, Outcome, Stage, Status
 from kladder.point import Point
 from kladder.results import ClimbReport, RungReport
@@ -29,7 +29,7 @@ def _points(path):
 @pytest.fixture(scope="module")
 def slow(tmp_path_factory):
     out = tmp_path_factory.mktemp("slow") / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", os.path.join(SPECS, "slow_stages.py"), "--rungs",
+    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", os.path.join(SPECS, "slow_stages.py"), "--rungs",
                         "1", "--device", "cpu", "--timeout", "1", "--json", str(out), "--log", str(out) + "l"],
                        capture_output=True, text=True, timeout=300)
     return p, _points(out)
@@ -149,7 +149,7 @@ def test_on_cuda_a_hang_while_another_process_holds_the_device_passes_alone(tmp_
 @NO_CUDA
 def test_on_cuda_a_slow_reference_is_not_judged_and_a_slow_kernel_hangs(tmp_path):
     out = tmp_path / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", os.path.join(SPECS, "slow_stages.py"), "--rungs",
+    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", os.path.join(SPECS, "slow_stages.py"), "--rungs",
                         "1", "--device", "cuda", "--timeout", "2", "--json", str(out), "--log", str(out) + "l"],
                        capture_output=True, text=True, timeout=600)
     points = _points(out)

@@ -3,11 +3,11 @@ the CPU (its table, its caveat, strict JSON). What the numbers are on a GPU is t
 show (docs/results/), never a timed unit test here."""
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from kladder.bench import BenchProblem, compare, flops_of, min_rounds_for, roofline
 
@@ -68,7 +68,7 @@ def test_roofline_is_the_floor_time_over_the_time_taken():
 
 def kladder(*args, cwd):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(HERE), "src"))
-    return subprocess.run([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True, timeout=300,
+    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True, timeout=300,
                           cwd=cwd, env=env)
 
 

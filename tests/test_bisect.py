@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import report_json  # noqa: F401 - the suite's strict-JSON reader lives there
+from conftest import report_json, run_cli  # noqa: F401 - the suite's strict-JSON reader lives there
 
 SPEC = '''import torch
 import kladder as kl
@@ -59,7 +59,7 @@ def _state(r):
 
 def kladder(*args, cwd):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
-    return subprocess.run([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
                           timeout=600, cwd=cwd, env=env)
 
 

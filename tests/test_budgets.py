@@ -3,10 +3,10 @@ rung 5's time-budgeted points short, `--budget release` the long ones; the repor
 and what the longer one would add, from each point's own calls and seconds."""
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+from conftest import run_cli
 
 from kladder.budgets import COMMIT, RELEASE, call_budget, even_odds_rate, longer, named, summary
 from kladder.facts import RepeatsCleanFacts, StreamCleanFacts
@@ -68,7 +68,7 @@ def test_the_words_of_the_summary():
 
 def _climb(tmp_path, *extra):
     out = tmp_path / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", TRIVIAL, "--device", "cpu", "--rungs", "5",
+    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", TRIVIAL, "--device", "cpu", "--rungs", "5",
                         "--quiet", "--json", str(out), "--log", str(tmp_path / "l.jsonl"), *extra],
                        capture_output=True, text=True, timeout=600)
     return p, (json.loads(out.read_text()) if out.exists() else None)
@@ -90,6 +90,6 @@ def test_a_climb_runs_the_named_budget_and_says_so(tmp_path):
 def test_an_unknown_budget_is_a_usage_error(tmp_path):
     p, doc = _climb(tmp_path, "--budget", "weekly")
     assert p.returncode == 2 and "--budget" in p.stderr and "commit" in p.stderr and doc is None
-    pts = subprocess.run([sys.executable, "-m", "kladder.cli", "points", TRIVIAL, "--device", "cpu", "--rungs", "5",
+    pts = run_cli([sys.executable, "-m", "kladder.cli", "points", TRIVIAL, "--device", "cpu", "--rungs", "5",
                           "--budget", "release"], capture_output=True, text=True, timeout=600)
     assert pts.returncode == 0 and "10,000 calls or 3 s" in pts.stdout and "racecheck" not in pts.stdout.split("r5-")[0]

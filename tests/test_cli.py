@@ -5,7 +5,7 @@ import sys
 import time
 
 import pytest
-from conftest import report_json
+from conftest import report_json, run_cli
 
 HERE = os.path.dirname(__file__)
 FAULTY = os.path.join(HERE, "specs", "faulty.py")
@@ -14,7 +14,7 @@ OVERRUN = os.path.join(HERE, "specs", "overrun.py")
 
 
 def kladder(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=HERE)
 
 

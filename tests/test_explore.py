@@ -3,10 +3,10 @@ misses; explore finds it within a budget, shrinks it to N = 1000 (N = 999 passes
 run replays that point first."""
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+from conftest import run_cli
 
 HERE = os.path.dirname(__file__)
 BAND = os.path.join(HERE, "specs", "band.py")
@@ -14,7 +14,7 @@ BAND = os.path.join(HERE, "specs", "band.py")
 
 def kladder(*args, cwd, timeout=600):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(HERE), "src"))
-    return subprocess.run([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env=env)
 
 

@@ -4,6 +4,7 @@ directories; its exit status, a crash's signal, a hang's timeout; and where the 
 serve (a variable read at import differs, the server is gone), the process starts afresh."""
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -27,6 +28,7 @@ print(AT_IMPORT, triton.knobs.cache.dir, os.environ.get("TORCHINDUCTOR_CACHE_DIR
 """
 EXIT_MODULE = "import sys\nprint('kernel said', file=sys.stderr)\nsys.exit(int(sys.argv[1]))\n"
 SEGV_MODULE = "import ctypes\nctypes.string_at(0)\n"
+WARN_MODULE = "import warnings\nwarnings.warn('kernel warned', UserWarning)\nprint(__name__)\n"
 HANG_MODULE = "import os, sys, time\nprint(os.getpid(), flush=True)\nwhile True:\n    time.sleep(0.01)\n"
 MODULES_MODULE = """
 import json, sys
@@ -45,7 +47,7 @@ print(json.dumps(sorted(m for m, v in list(sys.modules.items())
 def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("mods")
     for name, text in (("kl_flag", FLAG_MODULE), ("kl_exit", EXIT_MODULE), ("kl_segv", SEGV_MODULE),
-                       ("kl_hang", HANG_MODULE), ("kl_modules", MODULES_MODULE)):
+                       ("kl_hang", HANG_MODULE), ("kl_modules", MODULES_MODULE), ("kl_warn", WARN_MODULE)):
         (d / f"{name}.py").write_text(text)
     env = {**worker_env("cpu"), "PYTHONPATH": os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")])}
     s = fs.Server(env, "test")
@@ -87,6 +89,43 @@ def test_exit_status_and_stderr_as_a_new_process_gives_them(server, address):
                                cwd=os.path.dirname(fs.__file__))
         assert forked.returncode == code and forked.stderr == "kernel said\n"
         assert fresh.returncode == code
+
+
+def test_a_childs_warnings_show_as_a_fresh_processs_do(server, address, tmp_path):
+    # the server imports torch and Triton with warnings ignored; its children do not inherit that
+    _, env = server
+    before = fs.CPU.s
+    forked = fs.run(_cmd("kl_warn"), env, 120)
+    assert fs.CPU.s > before                          # it was forked
+    fresh = subprocess.run(_cmd("kl_warn"), env=env, capture_output=True, text=True, timeout=300)
+    assert forked.returncode == fresh.returncode == 0 and forked.stdout == fresh.stdout == "__main__\n"
+    assert "UserWarning: kernel warned" in fresh.stderr and forked.stderr == fresh.stderr
+
+
+def test_the_suites_cli_calls_are_forked_processes_as_asked(tmp_path, monkeypatch):
+    # tests/conftest.run_cli: the CLI forked from the suite's server (its cwd, its exit status, its
+    # stdout and stderr, a PYTHONPATH entry naming kladder's own src folder served); a variable
+    # read at import that differs from the server's (TRITON_*) is started afresh, with it
+    import conftest
+    if not conftest._SERVER:
+        pytest.skip("no suite fork server in this process (KLADDER_FORKSERVER set by a parent)")
+    src = os.path.dirname(os.path.dirname(kl.__file__))
+    calls = []
+    real = fs.spawn
+    monkeypatch.setattr(fs, "spawn", lambda *a, **k: calls.append(real(*a, **k)) or calls[-1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    p = conftest.run_cli([sys.executable, "-m", "kladder.cli", "climb", "nope.py", "--device", "cpu"], cwd=tmp_path,
+                         env=env, timeout=120)
+    assert calls and calls[-1] is not None and p.returncode == 2 and "nope.py" in p.stderr, p.stderr
+    (tmp_path / "here_only.py").write_bytes(pathlib.Path(HERE, "specs", "trivial.py").read_bytes())
+    p = conftest.run_cli([sys.executable, "-m", "kladder.cli", "points", "here_only.py", "--device", "cpu", "--rungs",
+                          "1"], cwd=tmp_path, env=env, timeout=120)          # found from its cwd
+    assert calls[-1] is not None and p.returncode == 0 and "r1-" in p.stdout, p.stdout + p.stderr
+    p = conftest.run_cli([sys.executable, "-m", "kladder.cli", "nosuchcommand"], timeout=120)
+    assert calls[-1] is not None and p.returncode == 2 and p.stderr
+    p = conftest.run_cli([sys.executable, "-m", "kladder.cli", "climb", "nope.py"], env={**os.environ, "TRITON_DEBUG": "1"},
+                         cwd=tmp_path, timeout=300)
+    assert calls[-1] is None and p.returncode == 2 and "nope.py" in p.stderr       # refused: afresh, same answer
 
 
 def test_a_segfault_is_its_signal(server, address):
@@ -189,3 +228,28 @@ def test_a_server_whose_climb_is_gone_before_it_serves_exits_without_serving(tmp
     out = p.stdout.read()
     assert p.wait(timeout=120) == 0
     assert out == b"" and not (tmp_path / "s").exists()       # it never got to serve
+
+
+def test_a_pool_attached_to_a_running_server_forks_from_it_and_leaves_it_running(monkeypatch):
+    """KLADDER_FORKSERVER=SOCKET (the suite's own server, tests/conftest.py): a climb's workers
+    are forked from the server another process started, and the climb never closes it."""
+    from kladder.run.isolation import Pool
+    s = fs.Server(worker_env("cpu"), "test-shared")
+    try:
+        assert s.ready(600)
+        monkeypatch.setenv("KLADDER_FORKSERVER", s.address)
+        for _ in range(2):                                       # two climbs, one after the other
+            pool = Pool(os.path.join(HERE, "specs", "trivial.py"), "cpu")
+            w = pool.take()
+            assert isinstance(w.proc, fs.Forked) and isinstance(pool.server, fs.Attached)
+            assert pool.server_address() == s.address
+            pool.close()
+            assert s.proc.poll() is None and os.path.exists(s.address)      # still serving
+        monkeypatch.setenv("KLADDER_FORKSERVER", "0")                        # off: started afresh
+        pool = Pool(os.path.join(HERE, "specs", "trivial.py"), "cpu")
+        try:
+            assert isinstance(pool.take().proc, subprocess.Popen) and pool.server is None
+        finally:
+            pool.close()
+    finally:
+        s.close()

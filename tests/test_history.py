@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from conftest import run_cli
 
 from kladder.history.store import VERSION, History
 
@@ -32,7 +33,7 @@ NUDGE_BITS = "    if tuple(x.shape) == (4, 8):\n        y = y * (1 + 2 ** -23)\n
 
 
 def kladder(cwd, *args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd)
 
 

@@ -5,11 +5,10 @@ JSON's."""
 import json
 import math
 import pathlib
-import subprocess
 import sys
 
 import pytest
-from conftest import report_json
+from conftest import report_json, run_cli
 
 SCHEMA = json.loads((pathlib.Path(__file__).resolve().parent.parent / "docs" / "report.schema.json").read_text())
 HOSTILE = "[/] \\[reverse]rev [bold red]x[/] [link=http://evil.example]cfg[/link] \x1b[31mRED\x1b[0m \x1b]8;;http://e.example\x1b\\lnk\x1b]8;;\x1b\\"
@@ -54,7 +53,7 @@ def climbed(tmp_path_factory):
     path = d / "]x.py"
     path.write_text(SPEC.format(hostile=HOSTILE))
     out, log = d.parent / "r.json", d.parent / "l.jsonl"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", str(path), "--device", "cpu", "--rungs", "1",
+    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", str(path), "--device", "cpu", "--rungs", "1",
                         "--json", str(out), "--log", str(log), "--color", "never"],
                        capture_output=True, text=True, timeout=600)
     return p, path, out, log

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import run_cli
 
 from kladder.outcome import Status
 from kladder.results import ClimbReport, RungReport
@@ -184,11 +185,11 @@ def test_rung5_s_stream_shows_its_first_wrong_call_and_its_rate(stream_report):
 def test_kladder_report_renders_a_json_file(tmp_path):
     src, out = tmp_path / "r.json", tmp_path / "r.html"
     src.write_text(json.dumps(golden_doc("flaky")))
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "report", str(src), "--html", str(out)],
+    p = run_cli([sys.executable, "-m", "kladder.cli", "report", str(src), "--html", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "FLAKY" in out.read_text()
-    bad = subprocess.run([sys.executable, "-m", "kladder.cli", "report", str(tmp_path / "none.json"), "--html", str(out)],
+    bad = run_cli([sys.executable, "-m", "kladder.cli", "report", str(tmp_path / "none.json"), "--html", str(out)],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "REPORT.json" in bad.stderr
 

@@ -17,6 +17,7 @@ from kladder.run.modes.base import Traces
 from kladder.run.modes.tracing import torch_op_name
 from kladder.run.trial import run_point
 from kladder.sizes import CPU_BUDGET
+from conftest import run_cli
 
 
 # ------------------------------------------------------------------ the rule, on the traces alone
@@ -132,12 +133,11 @@ def test_a_torch_op_whose_reference_is_the_same_op_is_broken_on_the_cpu_too():
 
 def test_the_rest_of_the_climb_is_judged_when_the_reference_is_broken():
     import os
-    import subprocess
     import sys
     from conftest import report_json
     path = os.path.join(os.path.dirname(__file__), "specs", "shared_reference.py")
     out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"shared-{os.getpid()}.json")
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", f"{path}::spec", "--rungs", "3", "--device", "cpu",
+    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", f"{path}::spec", "--rungs", "3", "--device", "cpu",
                         "--json", out, "--no-history"], capture_output=True, text=True, timeout=600)
     doc = report_json(out)
     pts = doc["rungs"][2]["points"]

@@ -8,6 +8,7 @@ import pytest
 
 import kladder as kl
 from kladder.report.words import message, reason
+from conftest import run_cli
 
 HERE = os.path.dirname(__file__)
 FAULTY = os.path.join(HERE, "specs", "faulty.py")
@@ -160,14 +161,13 @@ def test_a_failure_that_recurs_says_it_was_replayed(report):
 def test_a_flaky_point_is_flaky_in_climb_repro_and_pytest_alike(tmp_path, pytester):
     """One driver (ladder.Runner) runs a point for all three, replay included."""
     import shlex
-    import subprocess
     import sys
     flaky = os.path.join(HERE, "specs", "flaky.py")
     rep = kl.climb(flaky, rungs=1, device="cpu", log_path=str(tmp_path / "l.jsonl"))
     first = rep.outcomes[0]
     assert first.status == "flaky"
     cmd = shlex.split(first.repro)[1:]                      # drop the leading 'kladder'
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", *cmd], capture_output=True, text=True, timeout=300)
+    p = run_cli([sys.executable, "-m", "kladder.cli", *cmd], capture_output=True, text=True, timeout=300)
     assert p.returncode == 1 and f"FLAKY {first.point.id}" in p.stdout, p.stdout + p.stderr
     assert "flaky:    failed 1 of 2 runs" in p.stdout
     pytester.makepyfile(test_flaky_kernel=pathlib.Path(flaky).read_text().replace('spec = kl.Spec(', 'test_sometimes = kl.Spec('))

@@ -3,11 +3,10 @@
 runs only what changed or failed; -x stops at the first rung with a failure and climbs no spec
 after it; --lf puts last time's failures first; --json is one document the schema describes."""
 import os
-import subprocess
 import sys
 
 import pytest
-from conftest import report_json
+from conftest import report_json, run_cli
 
 GOOD = '''
 import kladder as kl
@@ -40,7 +39,7 @@ b = kl.Spec("halve", kernel=lambda x: x / 2, reference=lambda x: x * 0.5, args={
 
 def _climb(folder, *args):
     env = {**os.environ, "KLADDER_STORE": "1", "KLADDER_HISTORY": str(folder / "history.sqlite")}
-    return subprocess.run([sys.executable, "-m", "kladder.cli", "climb", *args, "--device", "cpu", "--quiet",
+    return run_cli([sys.executable, "-m", "kladder.cli", "climb", *args, "--device", "cpu", "--quiet",
                            "--shrink-s", "0"], cwd=folder, env=env, capture_output=True, text=True, timeout=1800)
 
 

@@ -161,10 +161,11 @@ def test_a_run_alone_and_the_lanes_it_holds_back_say_what_they_waited_for():
     assert waits.of_rung(4) == [] and waits.now() == []
 
 
-def test_a_lane_that_waits_for_the_fork_server_says_so(tmp_path):
+def test_a_lane_that_waits_for_the_fork_server_says_so(tmp_path, monkeypatch):
     import os
 
     from kladder.run.isolation import Pool
+    monkeypatch.delenv("KLADDER_FORKSERVER", raising=False)      # a server of the pool's own, starting (not the suite's)
     ref = os.path.join(os.path.dirname(__file__), "specs", "trivial.py")
     waits = Waits()
     pool = Pool(ref, "cpu")

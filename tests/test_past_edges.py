@@ -3,7 +3,6 @@ repetition runs past every declared chunk and width edge on every device, big po
 a spec lets grow, and `kladder points --device cuda` lists a GPU's points on a machine without one."""
 import json
 import os
-import subprocess
 import sys
 
 import torch
@@ -11,6 +10,7 @@ import torch
 import kladder as kl
 from kladder.gaps import repetition, shapes
 from kladder.sizes import CPU_BUDGET, GPU_BUDGET
+from conftest import run_cli
 
 SPECS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "specs")
 
@@ -30,7 +30,7 @@ def test_rung_5_repeats_eagerly_past_the_chunk_on_every_device():
 
 def test_kladder_points_lists_a_gpus_points_on_a_machine_without_one(tmp_path):
     out = tmp_path / "p.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "points", os.path.join(SPECS, "splitk_gemv.py"),
+    p = run_cli([sys.executable, "-m", "kladder.cli", "points", os.path.join(SPECS, "splitk_gemv.py"),
                         "--device", "cuda", "--rungs", "5", "--json", str(out)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())

@@ -2,6 +2,8 @@
 unloaded and imported again, which an in-process run does between sessions."""
 import os
 
+from conftest import run_cli
+
 HERE = os.path.dirname(__file__)
 
 SPEC_FILE = '''
@@ -88,7 +90,6 @@ def test_pytest_runs_of_a_spec_are_recorded_in_the_history_like_climbs(pytester)
     spec are one climb of kind "pytest" (its points, their load and times, the verdict), which
     `kladder history` lists and `kladder diff` compares with the run before it."""
     import json
-    import subprocess
     import sys
     pytester.makepyfile(test_kernels=SPEC_FILE)
     history = str(pytester.path / "h.sqlite")
@@ -96,7 +97,7 @@ def test_pytest_runs_of_a_spec_are_recorded_in_the_history_like_climbs(pytester)
         result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider",
                                                "--kladder-history", history)
         assert result.parseoutcomes()["failed"] >= 2
-    listed = subprocess.run([sys.executable, "-m", "kladder.cli", "history", "--history", history], capture_output=True,
+    listed = run_cli([sys.executable, "-m", "kladder.cli", "history", "--history", history], capture_output=True,
                             text=True, timeout=120)
     lines = listed.stdout.splitlines()
     assert listed.returncode == 0 and len(lines) == 2, listed.stdout + listed.stderr
@@ -111,7 +112,7 @@ def test_pytest_runs_of_a_spec_are_recorded_in_the_history_like_climbs(pytester)
     assert newest["ended"] and newest["device"] == "cpu" and newest["toolchain"].get("torch")
     assert points and all(p["load"] is not None and p["seconds"] > 0 for p in points)
     assert any(p["status"] == "failed" for p in points)
-    d = subprocess.run([sys.executable, "-m", "kladder.cli", "diff", "--history", history, "--json",
+    d = run_cli([sys.executable, "-m", "kladder.cli", "diff", "--history", history, "--json",
                         str(pytester.path / "d.json")], capture_output=True, text=True, timeout=120)
     assert d.returncode == 0, d.stdout + d.stderr                   # the same failures both times: nothing new
     doc = json.loads((pytester.path / "d.json").read_text())
@@ -119,5 +120,5 @@ def test_pytest_runs_of_a_spec_are_recorded_in_the_history_like_climbs(pytester)
     none = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider",
                                          "--kladder-history", history, "--kladder-no-history", "-k", "8-float32")
     none.assert_outcomes(passed=1)
-    assert len(subprocess.run([sys.executable, "-m", "kladder.cli", "history", "--history", history],
+    assert len(run_cli([sys.executable, "-m", "kladder.cli", "history", "--history", history],
                               capture_output=True, text=True, timeout=120).stdout.splitlines()) == 2

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from conftest import run_cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -21,7 +22,7 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), o
 
 
 def repro(*args, stdin: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kladder.cli", "repro", *args, "--no-history"], input=stdin,
+    return run_cli([sys.executable, "-m", "kladder.cli", "repro", *args, "--no-history"], input=stdin,
                           capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=timeout)
 
 

@@ -22,6 +22,7 @@ from kladder.run.modes import sanitize
 from kladder.run.modes.base import Sanitized
 from kladder.run.trial import run_point
 from kladder.sizes import CPU_BUDGET, GPU_BUDGET, call_budget
+from conftest import run_cli
 
 HERE = os.path.dirname(__file__)
 SAMPLES = os.path.join(HERE, "data", "sanitizer")
@@ -315,7 +316,7 @@ def test_no_sanitizer_on_the_path_is_a_skip_with_where_it_looked(monkeypatch):
 # ---------------------------------------------------------------------------- the CPU zoo case
 def _zoo(tmp_path, *extra):
     out = tmp_path / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", "sampled_timing", "--rungs", "5",
+    p = run_cli([sys.executable, "-m", "kladder.cli", "zoo", "climb", "sampled_timing", "--rungs", "5",
                         "--device", "cpu", "--repeat", "24", "--json", str(out), "--log", str(tmp_path / "l.jsonl"),
                         *extra], capture_output=True, text=True, timeout=600)
     return p, json.loads(out.read_text(), parse_constant=_no_constant)

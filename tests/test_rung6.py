@@ -6,12 +6,10 @@ calls are counted by rank), and both CPU zoo cases caught by `--rungs 6` alone w
 The fixture points run in this process (run_point forks the ranks from it, as a worker does);
 the zoo cases run through the CLI, as a user climbs them."""
 import dataclasses
-import json
 import os
-import subprocess
-import sys
 
 import pytest
+from conftest import zoo_param
 
 import kladder as kl
 from kladder.gaps import multi_gpu
@@ -177,21 +175,16 @@ def test_a_cuda_only_collective_is_skipped_on_the_cpu_with_its_reason():
 ZOO6 = {"allreduce_size_stride": "ranks_hung", "allreduce_relaxed_flag": "collective"}
 
 
-def climb(tmp_path_factory, case, *extra):
-    out = tmp_path_factory.mktemp(case) / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", case, "--device", "cpu",
-                        "--json", str(out), "--log", str(out.with_suffix(".jsonl")), *extra],
-                       capture_output=True, text=True, timeout=600)
-    return p, json.loads(out.read_text())
-
-
-@pytest.mark.parametrize("case", list(ZOO6))
-def test_zoo_case_is_caught_by_rung_6_alone(case, tmp_path_factory):
-    p, doc = climb(tmp_path_factory, case, "--rungs", "6")
-    assert p.returncode == 1, p.stdout[-3000:]
-    pts = doc["rungs"][5]["points"]
-    assert pts and all(pt["status"] == "failed" and pt["failure"] == ZOO6[case] for pt in pts), p.stdout[-3000:]
-    assert "repro:    kladder repro" in p.stdout and "rank " in p.stdout
+@pytest.mark.parametrize("case", [zoo_param(c) for c in ZOO6])
+def test_zoo_case_is_caught_by_rung_6_alone(case, zoo_case):
+    # the zoo's batch climbs each case at its own rung, 6, through the CLI (tests/conftest.py)
+    z = zoo_case(case)
+    assert z.bug["exit_code"] == 1, z.text[-3000:]
+    assert [r["rung"] for r in z.bug["rungs"] if r["climbed"]] == [6]
+    pts = z.points("bug", 6)
+    assert pts and all(pt["status"] == "failed" and pt["failure"] == ZOO6[case] for pt in pts), z.text[-3000:]
+    assert "repro:    kladder repro" in z.text and "rank " in z.text
+    assert z.twin["exit_code"] == 0 and z.row["twin_clean"]             # and through the CLI too
 
 
 @pytest.mark.parametrize("case", list(ZOO6))

@@ -6,11 +6,11 @@ import pathlib
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 import torch
+from conftest import run_cli
 
 import kladder as kl
 from kladder.checks import dispatch as dispatch_check
@@ -304,7 +304,7 @@ def test_a_climb_in_which_no_point_ran_exits_5(statuses, code):
 
 def test_the_cli_exits_5_when_every_point_is_skipped(tmp_path):
     ref = os.path.join(HERE, "specs", "toolchain.py") + "::everything_skipped"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", ref, "--rungs", "1", "--device", "cpu",
+    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", ref, "--rungs", "1", "--device", "cpu",
                         "--json", str(tmp_path / "r.json"), "--log", str(tmp_path / "l.jsonl")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == NOTHING_RAN, p.stdout + p.stderr

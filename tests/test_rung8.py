@@ -1,11 +1,9 @@
 """Rung 8 through the climb: the kernel in its slot of kladder's trained model, or in the
 user's model through an Adapter; the score against the baseline, both shown."""
 import os
-import subprocess
-import sys
 
 import pytest
-from conftest import report_json
+from conftest import zoo_param
 
 import kladder as kl
 from kladder.gaps import end_to_end as model_gap
@@ -14,14 +12,6 @@ from kladder.report.words import message
 from kladder.sizes import CPU_BUDGET
 
 HERE = os.path.dirname(__file__)
-
-
-def climb_zoo(tmp_path, case, *extra):
-    out = tmp_path / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", case, "--device", "cpu", "--rungs", "8",
-                        "--json", str(out), "--log", str(tmp_path / "l.jsonl"), *extra],
-                       capture_output=True, text=True, timeout=900)
-    return p, report_json(out)["rungs"][7]["points"]
 
 
 def test_a_spec_without_a_slot_has_no_model_points():
@@ -36,13 +26,15 @@ def test_a_bad_slot_is_a_spec_error():
                 returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 8)}, slot=3)
 
 
-@pytest.mark.parametrize("case,check", [("decode_group16", "score"), ("compounding_bias", "nll")])
-def test_rung_8_catches_what_the_kernel_rungs_let_through(case, check, tmp_path):
+@pytest.mark.parametrize("case,check", [zoo_param("decode_group16", "score"), zoo_param("compounding_bias", "nll")])
+def test_rung_8_catches_what_the_kernel_rungs_let_through(case, check, zoo_case):
     # decode_group16: exact match collapses (group 16, beyond the spec's G <= 8);
     # compounding_bias: exact match holds, the right answers' likelihood falls (a lean inside the tolerance)
-    p, pts = climb_zoo(tmp_path, case)
-    assert p.returncode == 1, p.stdout[-2000:]
-    (pt,) = pts
+    # (the zoo's batch climbs each case at its own rung, 8, through the CLI: tests/conftest.py)
+    z = zoo_case(case)
+    assert z.bug["exit_code"] == 1, z.text[-2000:]
+    assert [r["rung"] for r in z.bug["rungs"] if r["climbed"]] == [8]
+    (pt,) = z.points("bug", 8)
     f = pt["findings"][0]
     assert pt["status"] == "failed" and f["check"] == "model" and f["output"] == check
     assert "baseline" in f["message"] and f["facts"]["baseline"] > f["facts"].get("kernel", 0) or check == "nll"
@@ -52,11 +44,12 @@ def test_rung_8_catches_what_the_kernel_rungs_let_through(case, check, tmp_path)
         assert f["facts"]["kernel"] > 1.03 * f["facts"]["baseline"] and "exact match stayed 1.0000" in f["message"]
 
 
-@pytest.mark.parametrize("case", ["decode_group16", "compounding_bias"])
-def test_rung_8_twins_keep_the_baseline(case, tmp_path):
-    p, pts = climb_zoo(tmp_path, case, "--fixed")
-    assert p.returncode == 0, p.stdout[-2000:]
-    (pt,) = pts
+@pytest.mark.parametrize("case", [zoo_param("decode_group16"), zoo_param("compounding_bias")])
+def test_rung_8_twins_keep_the_baseline(case, zoo_case):
+    z = zoo_case(case)
+    assert z.twin["exit_code"] == 0, z.text[-2000:]
+    assert [r["rung"] for r in z.twin["rungs"] if r["climbed"]] == [8]
+    (pt,) = z.points("twin", 8)
     assert pt["status"] == "passed" and "exact match 1.0000 with the kernel vs 1.0000 baseline" in pt["reason"]
 
 

@@ -93,11 +93,18 @@ def _judge(p: subprocess.Popen, out: str, log: str, sent: dict, err: str) -> str
 
 
 def _baseline(tmp_path) -> float:
-    t0 = time.monotonic()
-    p, out, log = _start(str(tmp_path / "baseline"))
-    _, err = p.communicate(timeout=600)
-    assert _judge(p, out, log, {}, err) == "after the report"
-    return time.monotonic() - t0
+    """How long the small climb takes here, now: the faster of two unsignalled climbs. The first
+    one alone overstated it under load (the suite's fork server still importing torch, caches
+    cold: docs/results/2026-12-06-cpu-suite-load), and the signalled climbs then ended before
+    half the timed moments came."""
+    spans = []
+    for name in ("baseline", "baseline2"):
+        t0 = time.monotonic()
+        p, out, log = _start(str(tmp_path / name))
+        _, err = p.communicate(timeout=600)
+        assert _judge(p, out, log, {}, err) == "after the report"
+        spans.append(time.monotonic() - t0)
+    return min(spans)
 
 
 def _records(log: str) -> list[str]:

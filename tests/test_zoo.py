@@ -1,11 +1,11 @@
 """The zoo through the CLI, on the CPU, as a user climbs it: every CPU-capable rung-1 case
 is caught at rung 1 where its mechanism bites and nowhere else, with the expected pattern;
-every fixed twin is clean (zero failures)."""
-import subprocess
-import sys
+the rung-2, -3 and -4 cases by their own rung; every fixed twin is clean (zero failures).
 
+The cases are climbed in batches (tests/conftest.py: ZOO_BATCHES, `kladder zoo climb A B ...`
+as `make zoo` climbs them), each batch once a session, on every point of each case's rung."""
 import pytest
-from conftest import report_json
+from conftest import zoo_param
 
 CPU_CASES = ["gemm_k_tail", "rmsnorm_n_tail", "config_writes_zeros", "untuned_fallback", "nan_blind", "small_overrun",
              "empty_like_overrun", "router_lanes_256", "active_count_full_width",
@@ -18,49 +18,44 @@ RUNG4_CAUGHT = {"jit_key_closure": ("aba", "call 2 of 3 (B)"), "stale_state": ("
 RUNG4_CASES = list(RUNG4_CAUGHT)
 
 
-def climb(tmp_path_factory, case, *extra):
-    # --shrink-s 0: no test here asserts a shrink (test_shrink.py and test_zoo_run.py do), and
-    # each failing climb would spend up to 30 s shrinking its failures
-    out = tmp_path_factory.mktemp(case) / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "zoo", "climb", case, "--device", "cpu", "--shrink-s", "0",
-                        "--json", str(out), "--log", str(out.with_suffix(".jsonl")), *extra],
-                       capture_output=True, text=True, timeout=900)
-    report_json(out.with_suffix(".jsonl"))
-    return p, report_json(out)
-
-
 def ran(doc):
     return [pt for pt in doc["rungs"][0]["points"] if pt["status"] != "skipped"]
 
 
-@pytest.fixture(scope="module", params=CPU_CASES)
-def buggy(request, tmp_path_factory):
-    return request.param, *climb(tmp_path_factory, request.param, "--rungs", "1")
+def climbed(doc):
+    return [r["rung"] for r in doc["rungs"] if r["climbed"]]
 
 
-@pytest.mark.parametrize("case", CPU_CASES + GPU_CASES + RUNG4_CASES)
-def test_fixed_twin_is_clean(case, tmp_path_factory):
-    # a twin is climbed on its case's own rung and below here (rung 4's A-B-A costs a new
-    # worker a point); `zoo_check.py` climbs every twin on every rung (see the closing notes)
-    rungs = "1" if case not in RUNG4_CASES else "1,4" if case in ("jit_key_closure", "stale_state") else "4"
-    p, doc = climb(tmp_path_factory, case, "--fixed", "--rungs", rungs)
-    assert p.returncode == 0, p.stdout[-3000:]
-    pts = [pt for r in doc["rungs"] for pt in r["points"]]
+TWINS = [zoo_param(c) for c in CPU_CASES + GPU_CASES] + [zoo_param(c) for c in RUNG4_CASES] + \
+    [zoo_param(c, batch="r4t1") for c in ("jit_key_closure", "stale_state")]
+
+
+@pytest.mark.parametrize("case", TWINS)
+def test_fixed_twin_is_clean(case, zoo_case, request):
+    # a twin is climbed on its case's own rung, and the A-B-A cases' on rung 1 too (batch r4t1);
+    # `zoo_check.py` climbs every twin on every rung
+    z = zoo_case(case)
+    rungs = [1] if case not in RUNG4_CASES or request.node.callspec.id.endswith("r4t1") else [4]
+    assert climbed(z.twin) == rungs
+    assert z.twin["exit_code"] == 0, z.text[-3000:]
+    pts = [pt for r in z.twin["rungs"] for pt in r["points"]]
     assert all(pt["status"] in ("passed", "skipped") for pt in pts)
     assert sum(pt["status"] == "passed" for pt in pts) >= 5
     if case in GPU_CASES:
         # the GPU cases' big points (2^31 and 2^32 bytes) are skipped on the CPU with a reason; the
-        # buggy kernel has the same points (its spec is the twin's), so its climb is not repeated here
-        big = [pt for pt in doc["rungs"][0]["points"] if pt["kind"] == "big"]
+        # buggy kernel has the same points (its spec is the twin's): `make zoo` does not climb it here
+        big = [pt for pt in z.twin["rungs"][0]["points"] if pt["kind"] == "big"]
         assert big and all(pt["status"] == "skipped" and "GPU point" in pt["reason"] for pt in big)
         assert any("2^32 bytes" in pt["why"] for pt in big)
+        assert climbed(z.bug) == [] and z.row["verdict"] == "needs_gpu" and z.row["twin_clean"]
 
 
-def test_buggy_kernel_is_caught_at_rung_1(buggy):
-    case, p, doc = buggy
-    assert p.returncode == 1, p.stdout[-3000:]
-    assert doc["lowest_failing_rung"] == 1
-    assert "FAILED" in p.stdout and "repro:    kladder repro" in p.stdout
+@pytest.mark.parametrize("case", [zoo_param(c) for c in CPU_CASES])
+def test_buggy_kernel_is_caught_at_rung_1(case, zoo_case):
+    z = zoo_case(case)
+    assert z.bug["exit_code"] == 1, z.text[-3000:]
+    assert z.bug["lowest_failing_rung"] == 1 and z.row["verdict"] == "caught"
+    assert "FAILED" in z.text and "repro:    kladder repro" in z.text
 
 
 def cfg(pt, key):
@@ -71,9 +66,9 @@ def size(pt, dim):
     return dict(pt["point"]["dims"])[dim]
 
 
-def test_caught_exactly_where_the_mechanism_bites(buggy):
-    case, _, doc = buggy
-    pts = ran(doc)
+@pytest.mark.parametrize("case", [zoo_param(c) for c in CPU_CASES])
+def test_caught_exactly_where_the_mechanism_bites(case, zoo_case):
+    pts = ran(zoo_case(case).bug)
     failed = {pt["id"] for pt in pts if pt["status"] == "failed"}
     if case == "gemm_k_tail":
         # the K loop runs K // BLOCK_K times: right exactly when the tile divides K
@@ -110,10 +105,10 @@ def test_caught_exactly_where_the_mechanism_bites(buggy):
         assert all(pt["failure"] == "guard" and pt["pattern"] == "a write past the end"
                    for pt in pts if pt["id"] in failed)
     elif case in ("router_lanes_256", "active_count_full_width"):
-        # E = kl.Dim(sizes=...): rung 1 lists every declared size; only the widest one bites
-        # (an expert past lane 255; no lane one past the last expert)
+        # E = kl.Dim(sizes=...): rung 1 lists every declared size; only the widest one bites (an
+        # expert past lane 255; no lane one past the last expert)
         widest = 512 if case == "router_lanes_256" else 256
-        assert {size(pt, "E") for pt in pts} >= {8, 16, 64, 128, 256}
+        assert {size(pt, "E") for pt in pts} >= {8, 16, 64, 128, 256, widest}
         assert all((pt["id"] in failed) == (size(pt, "E") == widest) for pt in pts)
         if case == "active_count_full_width":
             assert all(pt["findings"][0]["output"] == "n_active" for pt in pts if pt["id"] in failed)
@@ -135,15 +130,16 @@ def test_caught_exactly_where_the_mechanism_bites(buggy):
                 assert f["facts"]["n_after"] == (-n % 1024) * width
 
 
-@pytest.mark.parametrize("case", RUNG4_CASES)
-def test_rung_4_cases_are_caught_by_their_mode_alone_and_name_the_call(case, tmp_path_factory):
+@pytest.mark.parametrize("case", [zoo_param(c) for c in RUNG4_CASES])
+def test_rung_4_cases_are_caught_by_their_mode_alone_and_name_the_call(case, zoo_case):
     mode, call = RUNG4_CAUGHT[case]
-    p, doc = climb(tmp_path_factory, case, "--rungs", "4")
-    assert p.returncode == 1, p.stdout[-3000:]
-    bad = [pt for pt in doc["rungs"][3]["points"] if pt["status"] == "failed"]
+    z = zoo_case(case)
+    assert z.bug["exit_code"] == 1, z.text[-3000:]
+    assert 4 in climbed(z.bug) and z.bug["lowest_failing_rung"] == 4
+    bad = [pt for pt in z.points("bug", 4) if pt["status"] == "failed"]
     assert bad and all(pt["mode"] == mode for pt in bad)
     assert all(pt["findings"][0]["call"] == call for pt in bad)
-    assert f"call:     {call} ({mode} mode)" in p.stdout
+    assert f"call:     {call} ({mode} mode)" in z.text
 
 
 # rung-2 and rung-3 cases: the buggy kernel caught by its own rung alone, the twin clean there
@@ -155,24 +151,25 @@ RUNG23_CHECK = {"lowp_probs_underflow": "invariant",
                 "padding_scale_read": "values", "input_scratch": "input_changed"}
 
 
-@pytest.mark.parametrize("case", list(RUNG23_CASES))
-def test_rung_2_and_3_cases_are_caught_by_their_own_rung_and_twins_pass_it(case, tmp_path_factory):
+@pytest.mark.parametrize("case", [zoo_param(c) for c in RUNG23_CASES])
+def test_rung_2_and_3_cases_are_caught_by_their_own_rung_and_twins_pass_it(case, zoo_case):
     rung = RUNG23_CASES[case]
-    p, doc = climb(tmp_path_factory, case, "--rungs", str(rung))
-    assert p.returncode == 1, p.stdout[-3000:]
+    z = zoo_case(case)
+    assert climbed(z.bug) == climbed(z.twin) == [rung]
+    assert z.bug["exit_code"] == 1, z.text[-3000:]
     if case == "shared_kernel_reference":
         # the bug is the reference's: one BROKEN point naming it, no failure of the kernel; the
         # zoo counts the broken reference as the catch (zoo_rows.reference_rung)
-        pts = doc["rungs"][rung - 1]["points"]
+        pts = z.points("bug", rung)
         broken = [pt for pt in pts if pt["status"] == "broken"]
         assert [pt["note"]["kind"] for pt in broken] == ["reference_not_independent"]
-        assert not [pt for pt in pts if pt["status"] == "failed"] and doc["lowest_failing_rung"] is None
-        assert "_rmsnorm_kernel" in broken[0]["reason"] and "not independent" in p.stdout
-        p, doc = climb(tmp_path_factory, case, "--fixed", "--rungs", str(rung))
-        assert p.returncode == 0, p.stdout[-3000:]
+        assert not [pt for pt in pts if pt["status"] == "failed"] and z.bug["lowest_failing_rung"] is None
+        assert "_rmsnorm_kernel" in broken[0]["reason"] and "not independent" in z.text
+        assert z.row["verdict"] == "caught"                                  # the broken reference is the catch
+        assert z.twin["exit_code"] == 0, z.text[-3000:]
         return
-    bad = [pt for pt in doc["rungs"][rung - 1]["points"] if pt["status"] == "failed"]
-    assert bad and doc["lowest_failing_rung"] == rung
+    bad = [pt for pt in z.points("bug", rung) if pt["status"] == "failed"]
+    assert bad and z.bug["lowest_failing_rung"] == rung
     if case in RUNG23_CHECK:
         assert any(pt["failure"] == RUNG23_CHECK[case] for pt in bad)
     if rung == 2:   # each failure names its value kind, or is a length around a chunk
@@ -183,5 +180,4 @@ def test_rung_2_and_3_cases_are_caught_by_their_own_rung_and_twins_pass_it(case,
         wide = max(size(pt, "T") for pt in bad)
         kinds = {dict(pt["point"]["values"])["expert_ids"] for pt in bad if size(pt, "T") == wide}
         assert {"ids/unused", "ids/same", "ids/ends"} <= kinds <= {"ids/unused", "ids/same", "ids/ends", "lengths"}
-    p, doc = climb(tmp_path_factory, case, "--fixed", "--rungs", str(rung))
-    assert p.returncode == 0, p.stdout[-3000:]
+    assert z.twin["exit_code"] == 0, z.text[-3000:]

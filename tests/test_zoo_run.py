@@ -148,3 +148,75 @@ def test_every_cases_climb_is_recorded_in_the_history_and_the_json(tiny_zoo, cap
     opts = types.SimpleNamespace(on_outcome=None)
     _, recorder = recorded(off, "s", "s.py", "cpu", opts)
     assert recorder.h is None and opts.on_outcome == recorder.point and not os.path.exists(tmp_path / "none.sqlite")
+
+
+@pytest.fixture
+def gpu_zoo(monkeypatch):
+    """`caught` as above, and `on_gpu`: a case that needs CUDA whose buggy kernel is the wrong one."""
+    mods = {"caught": types.SimpleNamespace(CASE=CASE),
+            "on_gpu": types.SimpleNamespace(CASE={**CASE, "needs": "cuda, 16 GiB"})}
+    refs = {("caught", False): "spec", ("caught", True): "right", ("on_gpu", False): "spec", ("on_gpu", True): "right"}
+    monkeypatch.setattr(cases, "case_modules", lambda: mods)
+    monkeypatch.setattr(cases, "case_ref", lambda name, fixed=False: f"{TINY}::{refs[name, fixed]}")
+
+
+def test_off_cuda_a_gpu_cases_buggy_kernel_is_not_climbed_unless_rungs_are_named(gpu_zoo, capsys, tmp_path):
+    from conftest import report_json
+    doc_path = str(tmp_path / "zoo.json")
+    args = build_parser().parse_args(["zoo", "climb", "--device", "cpu", "-q", "--json", doc_path])
+    assert zoo_run.climb_all(args) == 0
+    out = capsys.readouterr().out
+    assert "on_gpu                   rung 1  buggy: needs a GPU (skipped, or a race the CPU cannot run) " \
+           "(not climbed on cpu); twin clean" in out
+    assert "buggy kernel  not climbed on cpu" in out and "zoo on cpu: 1/2 buggy kernels caught (1 need a GPU)" in out
+    on_gpu = report_json(doc_path)["cases"][1]                  # a whole report, to the schema (its fingerprint too)
+    assert on_gpu["buggy"]["fingerprint"]["torch"] and on_gpu["buggy"]["fingerprint"]["python"]
+    assert [r["climbed"] for r in on_gpu["buggy"]["rungs"]] == [False] * 8
+    assert "the bug needs cuda, 16 GiB" in on_gpu["buggy"]["rungs"][0]["note"]
+    assert on_gpu["fixed"]["exit_code"] == 0 and on_gpu["verdict"] == "needs_gpu"
+    # --rungs: every kernel climbed as asked (the CPU catches this one: it is wrong at N = 3 anywhere)
+    args = build_parser().parse_args(["zoo", "climb", "--device", "cpu", "-q", "--rungs", "1"])
+    assert zoo_run.climb_all(args) == 0
+    assert "on_gpu                   rung 1  buggy: caught   (1 failed point" in capsys.readouterr().out
+
+
+def test_every_climb_forks_from_one_server_of_the_zoos(tiny_zoo, capsys, monkeypatch):
+    from kladder.run import forkserver, isolation
+    monkeypatch.delenv("KLADDER_FORKSERVER", raising=False)      # not the suite's server (tests/conftest.py)
+    servers, given, forked = [], [], []
+
+    class Counted(forkserver.Server):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            servers.append(self)
+
+    real_pool, real_worker = isolation.Pool.__init__, isolation.Worker.__init__
+
+    def pool(self, *a, server=None, **kw):
+        given.append(server)
+        real_pool(self, *a, server=server, **kw)
+
+    def worker(self, *a, **kw):
+        real_worker(self, *a, **kw)
+        forked.append(isinstance(self.proc, forkserver.Forked))
+
+    monkeypatch.setattr(forkserver, "Server", Counted)
+    monkeypatch.setattr(isolation.Pool, "__init__", pool)
+    monkeypatch.setattr(isolation.Worker, "__init__", worker)
+    code, out = climb_all(capsys, 2)
+    assert code == 1 and "2/2 fixed twins clean" in out
+    assert len(servers) == 1 and len(given) == 4 and all(s is servers[0] for s in given)
+    assert servers[0].proc.poll() is not None                     # closed with the zoo, by the zoo
+    assert forked and forked[-1]                                  # a worker started once it served was forked
+
+
+def test_several_cases_by_name_are_a_table_and_bad_names_are_usage_errors(tiny_zoo, capsys):
+    from kladder.cli import main
+    assert main(["zoo", "climb", "missed", "caught", "--device", "cpu", "-q"]) == 1
+    out = capsys.readouterr().out
+    assert table(out) == ["caught                   rung 1  buggy: caught   (1 failed point, lowest failing rung 1); twin clean",
+                          "missed                   rung 1  buggy: MISSED   (no failure); twin clean"]   # the zoo's order
+    assert main(["zoo", "climb", "caught", "nope", "--device", "cpu"]) == 2
+    assert "no zoo case 'nope'" in capsys.readouterr().err
+    assert main(["zoo", "climb", "caught", "missed", "--fixed", "--device", "cpu"]) == 2
+    assert "--fixed climbs one case's twin" in capsys.readouterr().err

@@ -140,8 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     z = sub.add_parser("zoo", help="the bundled buggy kernels and their fixed twins")
     zsub = z.add_subparsers(dest="zoo_cmd", required=True)
     zsub.add_parser("list", help="list the cases")
-    zc = zsub.add_parser("climb", help="climb one case (or every case), the buggy kernel by default")
-    zc.add_argument("case", nargs="?")
+    zc = zsub.add_parser("climb", help="climb one case, the buggy kernel by default; several cases (or none: every "
+                         "case), each kernel and its twin, as a table")
+    zc.add_argument("case", nargs="*")
     zc.add_argument("--fixed", action="store_true", help="climb the fixed twin instead")
     zc.add_argument("-v", "--verbose", action="store_true", help="with every case: print each ladder too; under each "
                     "failure's budget line, how the budget was set")
@@ -228,9 +229,9 @@ def main(argv: list[str] | None = None) -> int:
             return getattr(commands, f"cmd_{args.cmd}")(args)
         if args.zoo_cmd == "list":
             return cmd_zoo_list()
-        if args.case is None:
+        if len(args.case) != 1:
             return cmd_zoo_climb_all(args)
-        return cmd_climb(_case_ref(args.case, args.fixed), args)
+        return cmd_climb(_case_ref(args.case[0], args.fixed), args)
     except UsageProblem as e:
         print(f"kladder: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -835,6 +836,11 @@ def cmd_zoo_list() -> int:
 
 def cmd_zoo_climb_all(args) -> int:
     from .zoo_run import climb_all
+    for case in args.case:
+        _case_ref(case, False)                  # an unknown case: a usage error before any climb
+    if args.fixed:
+        raise UsageProblem("--fixed climbs one case's twin (`kladder zoo climb CASE --fixed`); with several cases, or "
+                           "none, each buggy kernel and its twin are climbed")
     writable("--json", args.json)
     return climb_all(args)
 

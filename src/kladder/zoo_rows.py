@@ -28,22 +28,25 @@ class CaseRow:
     twin_clean: bool             # no false alarm: the twin passed, or (a GPU case off CUDA) ran nothing
     seconds: float               # both climbs of the case, as the table's reader waited for them
     reference_rung: int | None = None   # where the buggy kernel's climb found its reference not independent
+    bug_climbed: bool = True     # False: a GPU case's buggy kernel off CUDA, not climbed (zoo_run.py)
 
     @property
     def ok(self) -> bool:
         return self.twin_clean and self.verdict is not Verdict.MISSED
 
 
-def judge_case(name: str, case: dict, bug: ClimbReport, twin: ClimbReport, device: str, seconds: float) -> CaseRow:
+def judge_case(name: str, case: dict, bug: ClimbReport, twin: ClimbReport, device: str, seconds: float,
+               bug_climbed: bool = True) -> CaseRow:
     """A case's row from its two reports: caught when the buggy kernel failed somewhere; a GPU
     case off CUDA that fails nothing needs a GPU (its points skipped, or a race the CPU cannot
-    run), and its twin may run nothing there without a false alarm."""
+    run; or its buggy kernel not climbed there), and its twin may run nothing there without a
+    false alarm."""
     needs_gpu = "cuda" in case["needs"] and device != "cuda"
     ref = reference_rung(bug)
     caught = bug.lowest_failing_rung is not None or ref is not None
     verdict = Verdict.CAUGHT if caught else Verdict.NEEDS_GPU if needs_gpu else Verdict.MISSED
     clean = twin.exit_code == 0 or (needs_gpu and twin.nothing_ran)
-    return CaseRow(name, case["rung"], bug, twin, verdict, clean, seconds, ref)
+    return CaseRow(name, case["rung"], bug, twin, verdict, clean, seconds, ref, bug_climbed)
 
 
 def reference_rung(report: ClimbReport) -> int | None:

@@ -360,6 +360,8 @@ def render_case_text(title: str, bug: ClimbReport, twin: ClimbReport, color: boo
     console = _console(buf, color, width)
     console.print(_text(("\n" + title, "bold")))
     for label, rep in (("buggy kernel", bug), ("fixed twin", twin)):
+        if rep.rungs and not any(rr.climbed for rr in rep.rungs):      # a GPU case's buggy kernel off CUDA (zoo_run.py)
+            console.print(_text(f"  {label:13} not climbed on {rep.device}"))
         for rr in rep.rungs:
             if rr.climbed:
                 c = rr.counts

@@ -16,6 +16,8 @@ def case_title(name: str, case: dict) -> str:
 def row_text(row: CaseRow) -> str:
     low, nfail, ref = row.bug.lowest_failing_rung, len(row.bug.failures), row.reference_rung
     bug_text = f"{nfail} failed point{'s' if nfail != 1 else ''}, lowest failing rung {low}" if low else "no failure"
+    if not row.bug_climbed:
+        bug_text = f"not climbed on {row.bug.device}"
     if ref is not None:
         bug_text += f"; the reference not independent at rung {ref} (broken: the bug is the reference's)"
     twin_text = "twin clean" if row.twin_clean else f"twin FALSE ALARM ({len(row.twin.failures)} failed)"
@@ -33,4 +35,5 @@ def interrupted_text(name: str) -> str:
 
 
 def env_text(rows: list[CaseRow]) -> str:
-    return f"env: {fingerprint_text(rows[0].bug.fingerprint)}\n" if rows else ""
+    seen = [r.fingerprint for row in rows for r in (row.bug, row.twin) if r.fingerprint]
+    return f"env: {fingerprint_text(seen[0])}\n" if seen else ""

@@ -58,6 +58,7 @@ PRELOAD = ("numpy", "torch", "triton", "triton.experimental.gluon", "kladder.run
            "kladder.run.modes.envset", "kladder.run.modes.imports")
 
 ADDRESS: str | None = None      # in a worker: the climb's server's socket (set with each point's request)
+_FRESH_WARNINGS: list = []      # in the server: the warning filters it started with, before its preload's "ignore"
 
 
 class ServerLost(RuntimeError):
@@ -139,11 +140,12 @@ class Forked:
 
 
 def spawn(argv: list[str], env: dict, fds: tuple[int, int, int], pass_fds: dict | None = None,
-          address: str | None = None, wait_s: float = 600.0) -> Forked | None:
+          address: str | None = None, wait_s: float = 600.0, cwd: str | None = None) -> Forked | None:
     """`python ARGV` (ARGV: ['-m', module, args...]) forked from the server at `address` (default:
     ADDRESS), with exactly `env`, stdin/stdout/stderr `fds`, and `pass_fds` {variable: fd}: each
-    fd passed, its number in the child put in that variable. None where the server cannot serve it
-    (gone, refused, or no pid within `wait_s`): start it afresh then."""
+    fd passed, its number in the child put in that variable; in `cwd` (default: this process's).
+    None where the server cannot serve it (gone, refused, or no pid within `wait_s`): start it
+    afresh then."""
     address = address or ADDRESS
     if not address or len(argv) < 2 or argv[0] != "-m":
         return None
@@ -152,7 +154,8 @@ def spawn(argv: list[str], env: dict, fds: tuple[int, int, int], pass_fds: dict 
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.settimeout(wait_s)
         conn.connect(address)
-        req = json.dumps({"argv": argv[1:], "env": env, "cwd": os.getcwd(), "fd_env": names}).encode() + b"\n"
+        req = json.dumps({"argv": argv[1:], "env": env, "cwd": os.fspath(cwd or os.getcwd()),
+                          "fd_env": names}).encode() + b"\n"
         socket.send_fds(conn, [req], [*fds, *(pass_fds[n] for n in names)])
         buf = b""
         while b"\n" not in buf:
@@ -204,6 +207,25 @@ class _Cpu:
 
 
 CPU = _Cpu()
+
+
+class Attached:
+    """A server another process started and owns, reached by its socket (KLADDER_FORKSERVER=SOCKET:
+    the test suite starts one a pytest process, and each climb it runs forks from it instead of
+    starting a server and workers of its own). It refuses what it cannot serve (`incompatible`,
+    checked on its side), and the caller starts that process afresh."""
+
+    def __init__(self, address: str):
+        self.address = address
+
+    def ready(self, wait_s: float = 0.0) -> bool:
+        return os.path.exists(self.address)
+
+    def serves(self, env: dict) -> bool:
+        return self.ready()
+
+    def close(self) -> None:
+        pass
 
 
 class Server:
@@ -332,6 +354,9 @@ def _become(req: dict, fds: list[int], close: list[int], env_delta: dict, env_go
             env.pop(k, None)
         os.environ.clear()
         os.environ.update(env)
+        import warnings
+        warnings.resetwarnings()                 # not the preload's "ignore": warnings show as a fresh process's do
+        warnings.filters[:] = _FRESH_WARNINGS    # (the reset told the registries; nothing warned in between)
         cwd = req["cwd"]
         if sys.path and sys.path[0] == os.getcwd():
             sys.path[0] = cwd
@@ -395,6 +420,7 @@ def serve(address: str) -> int:
     server, forked from this one, had Inductor's config imported for the workers: run/settings.py)."""
     base = dict(os.environ)
     import warnings
+    _FRESH_WARNINGS.extend(warnings.filters)     # a child's, as a new interpreter has them (-W, PYTHONWARNINGS)
     warnings.filterwarnings("ignore")
     preloading = threading.Event()
     preloading.set()

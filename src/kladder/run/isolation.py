@@ -319,8 +319,15 @@ class Pool:
         self.hello: dict = {}
         self._fresh_left = 0             # fresh-process points still to come in this rung
         self._fresh_lanes = 1
+        # `server`: one that several climbs share (the climbs of many specs, many.py; the zoo's,
+        # zoo_run.py; KLADDER_FORKSERVER=SOCKET, one another process started: the test suite's,
+        # tests/conftest.py), started by its owner and closed by it, never by this pool; every
+        # worker and mode process forked from it
+        if server is None and os.environ.get("KLADDER_FORKSERVER", "").startswith("/"):
+            from .forkserver import Attached
+            server = Attached(os.environ["KLADDER_FORKSERVER"])
         self.server = server             # the fork server (run/forkserver.py): from a climb's start, or once a rung needs new processes
-        self._own_server = server is None   # one given (the climbs of many specs share one) is not this pool's to close
+        self._own_server = server is None   # one given is not this pool's to close
         self.waits = None                # run/waits.Waits: what the lanes wait for (set by the climb's runner)
         if os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
             self.start_server()
@@ -335,7 +342,7 @@ class Pool:
     def _starting(self) -> bool:
         """The fork server is on its way: a worker started now would import torch beside it."""
         s = self.server
-        return s is not None and not s.ready() and s.proc.poll() is None
+        return s is not None and not s.ready() and getattr(s, "proc", None) is not None and s.proc.poll() is None
 
     def start_server(self) -> None:
         """Start the fork server (once, in the background): fresh workers and the modes' own
