@@ -104,7 +104,7 @@ def test_a_misspelt_config_keyword_is_a_spec_error():
 def test_a_bad_calls_names_its_field(calls, where, says):
     with pytest.raises(kl.SpecError) as e:
         _spec(repetition=kl.Repetition(calls=calls))
-    assert f"Spec('rowsum').{where}: got" in str(e.value) and says in str(e.value)
+    assert f"Spec('rowsum').repetition.{where}: got" in str(e.value) and says in str(e.value)
 
 
 def test_the_pattern_names_input_sets_in_the_order_the_model_passes_them():

@@ -58,14 +58,14 @@ def graph_points(spec):
 def test_graphs_must_be_a_bool_or_left_out(given):
     with pytest.raises(kl.SpecError) as e:
         loss_spec(given)
-    assert "Spec('masked_nll').graphs" in str(e.value) and "CUDA graphs" in str(e.value)
+    assert "Spec('masked_nll').modes.graphs" in str(e.value) and "CUDA graphs" in str(e.value)
 
 
 def test_graphs_defaults_to_not_said():
-    assert loss_spec(None).graphs is None
+    assert loss_spec(None).modes.graphs is None
     assert kl.Spec("masked_nll", kernel=masked_nll, reference=masked_nll_ref,
                    args={"logits": kl.Tensor("T V", dtype="float32"), "target": kl.Tensor("T", dtype="int64", range=(0, 7))},
-                   returns=kl.Tensor("", dtype="float32"), dims={"T": kl.Dim(1, 8), "V": kl.Dim(8, 16)}).graphs is None
+                   returns=kl.Tensor("", dtype="float32"), dims={"T": kl.Dim(1, 8), "V": kl.Dim(8, 16)}).modes.graphs is None
 
 
 def test_the_words_of_each_state():
