@@ -294,7 +294,7 @@ class DeviceFaultFacts(ErrorFacts):
 
 @dataclass(frozen=True, kw_only=True)
 class CaptureFacts(ErrorFacts):
-    claimed: bool | None = opt()           # kl.Modes(graphs=True)
+    claimed: bool | None = opt()           # Spec(graphs=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -744,7 +744,7 @@ class CacheFilesFacts(Facts):
 
 @dataclass(frozen=True, kw_only=True)
 class RunToRunFacts(Facts):
-    """A's two calls on the same inputs, before B, differ bit for bit (kl.Repetition(deterministic=False)):
+    """A's two calls on the same inputs, before B, differ bit for bit (Spec(deterministic=False)):
     the outputs that vary, their differing elements and elements in all, the mode (aba, jitcache),
     and the cold process's cache files (jitcache)."""
     outputs: list[str]
