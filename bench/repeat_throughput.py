@@ -43,7 +43,7 @@ def affine(x):
 
 
 spec = kl.Spec("affine", kernel=affine, reference=lambda x: 2 * x + 1, args={"x": kl.Tensor("N", dtype="float32")},
-               returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, N)}, deterministic=True)
+               returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, N)}, repetition=kl.Repetition(deterministic=True))
 
 
 def bare(k: int, seconds: float) -> float:

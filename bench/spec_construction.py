@@ -31,7 +31,7 @@ def build() -> kl.Spec:
               "w": kl.Tensor("N", dtype="float32", range=(0, 1)), "out": kl.Out("M N", like="x")},
         dims={"M": kl.Dim(1, 4096, tile=16), "N": kl.Dim(1, 8192, tile=[64, 128], widths=[2880, 4096], chunks=[256])},
         configs=[{"BLOCK": 64}, {"BLOCK": 128}], production=[{"M": 1, "N": 4096}], rows="M",
-        tolerance={"bfloat16": (2e-2, 1e-5)}, expect=["*rms*"], flags=[kl.Flag("USE_TMA")], imports=["mylib.ops:rmsnorm"])
+        tolerance={"bfloat16": (2e-2, 1e-5)}, toolchain=kl.Toolchain(expect=["*rms*"], flags=[kl.Flag("USE_TMA")], imports=["mylib.ops:rmsnorm"]),  )
 
 
 def main() -> None:

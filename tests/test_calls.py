@@ -102,8 +102,8 @@ def test_a_misspelt_config_keyword_is_a_spec_error():
 ])
 def test_a_bad_calls_names_its_field(calls, where, says):
     with pytest.raises(kl.SpecError) as e:
-        _spec(calls=calls)
-    assert f"Spec('rowsum').{where}: got" in str(e.value) and says in str(e.value)
+        _spec(repetition=kl.Repetition(calls=calls))
+    assert f"Spec('rowsum').repetition.{where}: got" in str(e.value) and says in str(e.value)
 
 
 def test_the_pattern_names_input_sets_in_the_order_the_model_passes_them():
@@ -122,12 +122,12 @@ def test_rung_5_has_one_stream_by_default_and_the_declared_one_with_calls():
     assert (d["pattern"], d["fresh"], d["declared"]) == ("A", True, False)
     assert (d["calls"], d["seconds"]) == (COMMIT.stream_calls["cpu"], COMMIT.stream_s["cpu"])      # --budget commit
     assert plain[0].sizes == repetition.smallest(_spec(), repetition.repetition(CPU_BUDGET))
-    declared = [p for p in repetition.points(_spec(calls=kl.Calls(pattern="AABB", count=5000)), GPU_BUDGET)
+    declared = [p for p in repetition.points(_spec(repetition=kl.Repetition(calls=kl.Calls(pattern="AABB", count=5000))), GPU_BUDGET)
                 if p.mode == "calls"]
     d = dict(declared[0].repeat)
     assert (d["pattern"], d["calls"], d["seconds"], d["declared"]) == ("AABB", 5000, repetition.STREAM_DECLARED_S["cuda"], True)
     assert "'AABB'" in declared[0].why and Point.parse(repr(declared[0])) == declared[0]
-    short = [p for p in repetition.points(_spec(calls=kl.Calls(), timeout_s=20), CPU_BUDGET) if p.mode == "calls"]
+    short = [p for p in repetition.points(_spec(repetition=kl.Repetition(calls=kl.Calls()), timeout_s=20), CPU_BUDGET) if p.mode == "calls"]
     assert dict(short[0].repeat)["seconds"] == 10.0                              # within half the point's timeout
     asked = [p for p in repetition.points(_spec(), CPU_BUDGET, repeat=40, repeat_s=2.0) if p.mode == "calls"]
     assert (dict(asked[0].repeat)["calls"], dict(asked[0].repeat)["seconds"]) == (40, 2.0)   # --repeat, --repeat-s
@@ -161,7 +161,7 @@ def test_a_ring_that_wraps_wrong_is_wrong_from_its_first_reuse_on():
     assert f.mismatched == f.total == 2
     assert "of 2,999 calls of the stream wrong, the first call 1,025; call 1,025: every element" in pattern_label(f)
     text = message(f)
-    assert "the first is call 1,025 (step 257, input set A)" in text and "'AABB' (Spec.calls)" in text
+    assert "the first is call 1,025 (step 257, input set A)" in text and "'AABB' (kl.Repetition(calls=))" in text
     d = outcome_dict(o)
     json.dumps(d, allow_nan=False)
     assert d["findings"][0]["facts"]["first_wrong"] == 1025
@@ -200,7 +200,7 @@ def test_every_call_is_judged_against_the_reference_of_its_own_inputs():
     def kernel(x):
         seen.append(x.detach().clone())
         return x.sum(-1)
-    o = _stream(_spec(kernel=kernel, args={"x": kl.Tensor("M N", dtype="float32")}, calls=kl.Calls("AB", count=9)))
+    o = _stream(_spec(kernel=kernel, args={"x": kl.Tensor("M N", dtype="float32")}, repetition=kl.Repetition(calls=kl.Calls("AB", count=9))))
     assert o.status == "passed" and o.note.facts.judged == 8
     assert len(seen) == 9 and len({t.sum().item() for t in seen}) == 9            # "AB", fresh: 9 distinct sets
 
@@ -209,7 +209,7 @@ def test_every_call_is_judged_against_the_reference_of_its_own_inputs():
     def kernel2(x):
         ptrs.append(x.data_ptr())
         return x.sum(-1)
-    o = _stream(_spec(kernel=kernel2, args={"x": kl.Tensor("M N", dtype="float32")}, calls=kl.Calls("AABB", count=12)))
+    o = _stream(_spec(kernel=kernel2, args={"x": kl.Tensor("M N", dtype="float32")}, repetition=kl.Repetition(calls=kl.Calls("AABB", count=12))))
     assert o.status == "passed" and o.note.facts.sets == 6
     steps = [ptrs[i:i + 4] for i in range(0, 12, 4)]
     assert all(a == b and c == d and a != c for a, b, c, d in steps)             # one letter of a step: the same tensor
@@ -217,14 +217,14 @@ def test_every_call_is_judged_against_the_reference_of_its_own_inputs():
 
     def stale(x, _last={}):  # noqa: B006 - the shared default is the stale state: call 1's result forever
         return _last.setdefault("y", x.sum(-1)).clone()
-    o = _stream(_spec(kernel=stale, args={"x": kl.Tensor("M N", dtype="float32")}, calls=kl.Calls("AA", count=9)))
+    o = _stream(_spec(kernel=stale, args={"x": kl.Tensor("M N", dtype="float32")}, repetition=kl.Repetition(calls=kl.Calls("AA", count=9))))
     assert o.status == "failed" and o.findings[0].facts.first_wrong == 3          # call 2 is on call 1's inputs
 
 
 def test_a_reference_vmap_cannot_map_is_called_once_a_set():
     def ref(x):
         return x.sum(-1) if float(x.sum()) != 12345.0 else x.sum(-1)              # .item(): data-dependent
-    o = _stream(_spec(reference=ref, args={"x": kl.Tensor("M N", dtype="float32")}, calls=kl.Calls("A", count=20)))
+    o = _stream(_spec(reference=ref, args={"x": kl.Tensor("M N", dtype="float32")}, repetition=kl.Repetition(calls=kl.Calls("A", count=20))))
     assert o.status == "passed" and not o.note.facts.batched and o.note.facts.judged == 19
 
 

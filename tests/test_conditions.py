@@ -51,8 +51,8 @@ def _pt(n=129, **kw):
 ])
 def test_a_bad_condition_names_the_field_the_value_and_the_forms(when, words):
     with pytest.raises(kl.SpecError) as e:
-        _spec(expect=[kl.Expect("*", when=when)], flags=[cx.FLAG])
-    assert e.value.where == "Spec('fast_at_call').expect[0].when"
+        _spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", when=when)], flags=[cx.FLAG]))
+    assert e.value.where == "Spec('fast_at_call').toolchain.expect[0].when"
     text = str(e.value)
     assert all(w in text for w in words), text
 
@@ -64,18 +64,18 @@ def test_a_bad_condition_names_the_field_the_value_and_the_forms(when, words):
 ])
 def test_a_bad_flag_names_the_field_and_the_fix(flag, where, words):
     with pytest.raises(kl.SpecError) as e:
-        _spec(flags=[flag])
-    assert e.value.where == f"Spec('fast_at_call').{where}" and words in str(e.value)
+        _spec(toolchain=kl.Toolchain(flags=[flag]))
+    assert e.value.where == f"Spec('fast_at_call').toolchain.{where}" and words in str(e.value)
 
 
 def test_good_conditions_are_accepted():
-    spec = _spec(expect=[kl.Expect("_fast_kernel", when={"$KLT_FAST": "1", "torch": ">=2.0,<99", "capability": ">=9.0"}),
-                         kl.Expect("_plain_kernel", when={"$OTHER": [None, "x"], "triton": "~=3.0", "cuda": ">=12"})],
-                 flags=[kl.Flag(env="KLT_FAST", values=(None, "1"), set="after_import")])
-    assert spec.flags[0].set == EnvSet.AFTER_IMPORT and spec.flags[0].values == (None, "1")
+    spec = _spec(toolchain=kl.Toolchain(expect=[kl.Expect("_fast_kernel", when={"$KLT_FAST": "1", "torch": ">=2.0,<99", "capability": ">=9.0"}),
+                         kl.Expect("_plain_kernel", when={"$OTHER": [None, "x"], "triton": "~=3.0", "cuda": ">=12"})], flags=[kl.Flag(env="KLT_FAST", values=(None, "1"), set="after_import")]),
+                 )
+    assert spec.toolchain.flags[0].set == EnvSet.AFTER_IMPORT and spec.toolchain.flags[0].values == (None, "1")
     assert spec.when_variables == ("KLT_FAST", "OTHER")
     assert kl.Flag(env="X").set == "at_start"
-    cx.make(cx.rowsum, expect=[kl.Expect("*", when={"precise": False})])       # a launcher keyword, no configs
+    cx.make(cx.rowsum, toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"precise": False})]))       # a launcher keyword, no configs
 
 
 @pytest.mark.parametrize("spec,version,ok", [
@@ -106,8 +106,8 @@ def test_an_environment_condition_matches_the_environment_the_call_had():
 
 
 def test_an_expectation_whose_toolchain_does_not_hold_is_not_judged_and_the_note_says_why():
-    spec = _spec(expect=[kl.Expect("_fast_kernel", when={"torch": ">=99"}, label="the new path"),
-                         kl.Expect("_fast_kernel", when={"capability": ">=9.0"}), kl.Expect("_fast_kernel")])
+    spec = _spec(toolchain=kl.Toolchain(expect=[kl.Expect("_fast_kernel", when={"torch": ">=99"}, label="the new path"),
+                         kl.Expect("_fast_kernel", when={"capability": ">=9.0"}), kl.Expect("_fast_kernel")]))
     have = {"torch": "2.5.1", "triton": "3.1.0", "cuda": None, "capability": None}
     f, unjudged = dispatch_check.dispatch(spec, _pt(), _ran("_plain_kernel"), have)
     assert [e["kernel"] for e in f.facts.expected] == ["_fast_kernel"] and not f.facts.expected[0]["when"]
@@ -170,8 +170,8 @@ def test_rung_7_runs_an_after_import_flag_both_ways():
 
 
 def test_a_toolchain_condition_is_said_in_the_points_why():
-    spec = _spec(expect=[kl.Expect("_fast_kernel", when={"N": 64, "torch": ">=99"}, label="the new path"),
-                         kl.Expect("_fast_kernel", when={"N": 65, "capability": ">=9.0"})])
+    spec = _spec(toolchain=kl.Toolchain(expect=[kl.Expect("_fast_kernel", when={"N": 64, "torch": ">=99"}, label="the new path"),
+                         kl.Expect("_fast_kernel", when={"N": 65, "capability": ">=9.0"})]))
     whys = [p.why for p in toolchain.points(spec, CPU_BUDGET) if p.mode == "dispatch" and not p.layouts]
     assert any("the new path, where torch >=99 (here 2." in w and ": not met, so not judged here), must run" in w for w in whys)
     assert any("`_fast_kernel`, where capability >=9.0 (judged where the point runs), must run at N=65" in w for w in whys)

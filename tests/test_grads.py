@@ -295,7 +295,7 @@ def test_aba_with_grads_holds_the_gradients_bit_for_bit_unless_they_vary():
     assert {f.output for f in o.findings} == {"grad of w", "grad of b"}
     assert all(f.facts.cause == "run_to_run" for f in o.findings)
     # torch's own backward is deterministic: held bit for bit after B, and passes
-    o = run_point(ln_spec(ln, deterministic=True), Point("ln", 4, (("M", 37), ("N", 129)), mode="aba",
+    o = run_point(ln_spec(ln, repetition=kl.Repetition(deterministic=True)), Point("ln", 4, (("M", 37), ("N", 129)), mode="aba",
                                                            partner=(("dims", (("M", 17), ("N", 64))),)), "cpu").outcome
     assert o.status.value == "passed" and o.note is None
 
@@ -316,7 +316,7 @@ def test_repeat_compares_the_gradients_bit_for_bit():
     assert o.status.value == "failed" and {f.output for f in o.findings} <= {"grad of w", "grad of b"}
     assert all(f.check.value == "repeats" for f in o.findings)
     assert run_point(order.ln_atomic, pt, "cpu").outcome.status.value == "passed"
-    assert run_point(ln_spec(ln, deterministic=True), pt, "cpu").outcome.status.value == "passed"
+    assert run_point(ln_spec(ln, repetition=kl.Repetition(deterministic=True)), pt, "cpu").outcome.status.value == "passed"
 
 
 def test_repeat_an_atomic_weight_gradient_varying_past_twice_the_default_is_a_warning_not_wrong():
@@ -427,6 +427,6 @@ def test_graph_mode_captures_the_backward_and_replays_it_with_new_upstream_gradi
 def test_graphed_repetition_compares_the_gradients_bit_for_bit_on_cuda():
     # the atomic kernel's order is host-side: each captured call has its own, frozen into the graph
     pt = Point("ln", 5, (("M", 64), ("N", 8)), mode="repeat", repeat=(("calls", 64),))
-    assert run_point(ln_spec(ln, deterministic=True), pt, "cuda").outcome.status.value == "passed"
+    assert run_point(ln_spec(ln, repetition=kl.Repetition(deterministic=True)), pt, "cuda").outcome.status.value == "passed"
     o = run_point(order.ln_atomic_det, pt, "cuda").outcome
     assert o.status.value == "failed" and {f.output for f in o.findings} <= {"grad of w", "grad of b"}

@@ -47,7 +47,7 @@ def loss_spec(graphs, kernel=masked_nll):
                    args={"logits": kl.Tensor("T V", dtype="float32"),
                          "target": kl.Tensor("T", dtype="int64", range=(IGNORE, 7))},
                    returns=kl.Tensor("", dtype="float32"),
-                   dims={"T": kl.Dim(1, 512, tile=64), "V": kl.Dim(8, 1024, tile=128)}, graphs=graphs)
+                   dims={"T": kl.Dim(1, 512, tile=64), "V": kl.Dim(8, 1024, tile=128)}, modes=kl.Modes(graphs=graphs))
 
 
 def graph_points(spec):
@@ -58,14 +58,14 @@ def graph_points(spec):
 def test_graphs_must_be_a_bool_or_left_out(given):
     with pytest.raises(kl.SpecError) as e:
         loss_spec(given)
-    assert "Spec('masked_nll').graphs" in str(e.value) and "CUDA graphs" in str(e.value)
+    assert "Spec('masked_nll').modes.graphs" in str(e.value) and "CUDA graphs" in str(e.value)
 
 
 def test_graphs_defaults_to_not_said():
-    assert loss_spec(None).graphs is None
+    assert loss_spec(None).modes.graphs is None
     assert kl.Spec("masked_nll", kernel=masked_nll, reference=masked_nll_ref,
                    args={"logits": kl.Tensor("T V", dtype="float32"), "target": kl.Tensor("T", dtype="int64", range=(0, 7))},
-                   returns=kl.Tensor("", dtype="float32"), dims={"T": kl.Dim(1, 8), "V": kl.Dim(8, 16)}).graphs is None
+                   returns=kl.Tensor("", dtype="float32"), dims={"T": kl.Dim(1, 8), "V": kl.Dim(8, 16)}).modes.graphs is None
 
 
 def test_the_words_of_each_state():
@@ -73,7 +73,7 @@ def test_the_words_of_each_state():
     warned = message(Finding(Check.UNCAPTURED, facts=UncapturedFacts(**facts)))
     assert "not failed" in warned and "operation not permitted" in warned and "graphs=True" in warned
     claimed = message(Finding(Check.CAPTURE, call="capture", facts=CaptureFacts(**facts, claimed=True)))
-    assert "cannot be captured" in claimed and "Spec(graphs=True)" in claimed
+    assert "cannot be captured" in claimed and "kl.Modes(graphs=True)" in claimed
     skipped = note_text(Note.of(NoteKind.GRAPHS_NOT_CLAIMED, **facts))
     assert "graphs=False" in skipped and "never passed" in skipped and "operation not permitted" in skipped
 

@@ -140,7 +140,7 @@ CASES = [
     ("a dim only in another spec's range", lambda: spec(dims=dims(K=kl.Dim(1, 64)),
                                                        args=args(w=kl.Tensor("N", dtype="float32", range=(0, 1)))),
      "dims['K']", "nothing uses 'K'"),
-    ("graphs a string", lambda: spec(graphs="yes"), ".graphs", "CUDA graphs"),
+    ("graphs a string", lambda: spec(modes=kl.Modes(graphs="yes")), ".modes.graphs", "CUDA graphs"),
     ("mutated a string", lambda: spec(args=args(w=kl.Tensor("N", dtype="float32", mutated="yes"))), "args['w'].mutated", "True"),
     ("mutated on a returned output", lambda: spec(returns=kl.Tensor("M N", like="x", mutated=True)), "returns['out'].mutated",
      "drop mutated="),
@@ -171,9 +171,9 @@ CASES = [
      ".values", "input args"),
     ("invariant values an unknown kind", lambda: spec(invariants=[kl.Invariant("v", check=len, values={"x": "twos"})]),
      ".values", "value kinds"),
-    ("slot a number", lambda: spec(slot=5), ".slot", "slot"),
-    ("model_tolerance above 1", lambda: spec(model_tolerance=2), ".model_tolerance", "between 0 and 1"),
-    ("model_nll_tolerance negative", lambda: spec(model_nll_tolerance=-0.1), ".model_nll_tolerance", ">= 0"),
+    ("slot a number", lambda: spec(model=kl.InModel(slot=5)), ".model.slot", "slot"),
+    ("model_tolerance above 1", lambda: spec(model=kl.InModel(tolerance=2)), ".model.tolerance", "between 0 and 1"),
+    ("model_nll_tolerance negative", lambda: spec(model=kl.InModel(nll_tolerance=-0.1)), ".model.nll_tolerance", ">= 0"),
     # found at load, never charged to the kernel at run time (issue 34 item 4)
     ("launcher takes fewer args", lambda: spec(kernel=lambda x: x), ".kernel", "kladder calls kernel(x, w)"),
     ("launcher refuses a config key", lambda: spec(kernel=lambda x, w: x, configs=[{"BLOCK": 64}]), ".kernel",
@@ -193,26 +193,26 @@ CASES = [
      "args['x'].range", "no bfloat16 value"),
     ("config value a torch dtype", lambda: spec(configs=[{"dt": torch.float16}]), ".configs.0.dt", "plain values"),
     ("config value nan", lambda: spec(configs=[{"scale": float("nan")}]), ".configs.0.scale", "plain values"),
-    ("flag env with a NUL", lambda: spec(flags=[kl.Flag(env="MY\x00LIB", values=("0", "1"))]), ".flags", "NUL byte"),
-    ("flag env value with a NUL", lambda: spec(flags=[kl.Flag(env="MYLIB", values=("0", "1\x00"))]), ".flags", "NUL byte"),
-    ("expect env with a NUL", lambda: spec(expect=[kl.Expect("*", when={"$MY\x00": "1"})]), ".expect", "NUL byte"),
+    ("flag env with a NUL", lambda: spec(toolchain=kl.Toolchain(flags=[kl.Flag(env="MY\x00LIB", values=("0", "1"))])), ".toolchain.flags", "NUL byte"),
+    ("flag env value with a NUL", lambda: spec(toolchain=kl.Toolchain(flags=[kl.Flag(env="MYLIB", values=("0", "1\x00"))])), ".toolchain.flags", "NUL byte"),
+    ("expect env with a NUL", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"$MY\x00": "1"})])), ".toolchain.expect", "NUL byte"),
     # a predicate over a dim in `when` (issue 34 item 2)
-    ("when predicate on a config key", lambda: spec(configs=[{"BLOCK": 8}], expect=[kl.Expect("*", when={"BLOCK": range(8, 64)})]),
-     ".expect[0].when", "condition on a dim's size"),
-    ("when range that misses the dim", lambda: spec(expect=[kl.Expect("*", when={"N": range(300, 400)})]),
-     ".expect[0].when", "holds at no size"),
-    ("when predicate that raises", lambda: spec(expect=[kl.Expect("*", when={"N": lambda n: 1 // (n - 7) > 0})]),
-     ".expect[0].when", "raised ZeroDivisionError"),
-    ("expect runs not a bool", lambda: spec(expect=[kl.Expect("*", runs="no")]), ".expect[0].runs", "give False"),
-    ("expect raises not an exception", lambda: spec(expect=[kl.Expect("*", runs=False, raises="ValueError")]),
-     ".expect[0].raises", "exception class"),
-    ("expect raises without runs=False", lambda: spec(expect=[kl.Expect("*", raises=ValueError)]),
-     ".expect[0].raises", "runs=False"),
+    ("when predicate on a config key", lambda: spec(configs=[{"BLOCK": 8}], toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"BLOCK": range(8, 64)})])),
+     ".toolchain.expect[0].when", "condition on a dim's size"),
+    ("when range that misses the dim", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"N": range(300, 400)})])),
+     ".toolchain.expect[0].when", "holds at no size"),
+    ("when predicate that raises", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"N": lambda n: 1 // (n - 7) > 0})])),
+     ".toolchain.expect[0].when", "raised ZeroDivisionError"),
+    ("expect runs not a bool", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", runs="no")])), ".toolchain.expect[0].runs", "give False"),
+    ("expect raises not an exception", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", runs=False, raises="ValueError")])),
+     ".toolchain.expect[0].raises", "exception class"),
+    ("expect raises without runs=False", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", raises=ValueError)])),
+     ".toolchain.expect[0].raises", "runs=False"),
     ("reference needs a keyword a config leaves out", lambda: spec(
         kernel=lambda x, w, **kw: x, reference=lambda x, w, *, factor: x, configs=[{"factor": 3}, {"other": 1}]),
      ".reference", "each config key it takes"),
-    ("when range decreasing", lambda: spec(expect=[kl.Expect("*", when={"N": range(256, 1, -1)})]),
-     ".expect[0].when", "increasing range"),
+    ("when range decreasing", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"N": range(256, 1, -1)})])),
+     ".toolchain.expect[0].when", "increasing range"),
     ("rows no shape uses", lambda: spec(rows="L", dims=dims(L=kl.Dim(1, 8)),
                                         args=args(w=kl.Tensor("N", dtype="int32", range=(1, "L")))), ".rows",
      "no tensor's shape uses 'L'"),
@@ -292,8 +292,8 @@ def _collective_spec(**over):
 
 
 @pytest.mark.parametrize("build,where", [
-    (lambda: spec(model_nll_tolerance=True), "Spec('t').model_nll_tolerance"),
-    (lambda: spec(model_tolerance=False), "Spec('t').model_tolerance"),
+    (lambda: spec(model=kl.InModel(nll_tolerance=True)), "Spec('t').model.nll_tolerance"),
+    (lambda: spec(model=kl.InModel(tolerance=False)), "Spec('t').model.tolerance"),
     (lambda: spec(timeout_s=True), "Spec('t').timeout_s"),
     (lambda: spec(dims=dims(M=kl.Dim(True, 64))), "Spec('t').dims['M'].min/max"),
     (lambda: spec(dims=dims(M=kl.Dim(1, 64, tile=True))), "Spec('t').dims['M'].tile"),
@@ -352,12 +352,12 @@ def test_a_tolerance_without_atol_is_a_spec_error():
 
 def test_valid_fields_are_normalised_once():
     s = spec(args=args(x=kl.Tensor("M N", dtype="bfloat16", values="peaked", layouts="sliced", range=[0, 1])),
-             dims=dims(M=kl.Dim(1, 64, tile=16, widths=[8, 32], chunks=[4])), rows="M", expect=["*k*"],
+             dims=dims(M=kl.Dim(1, 64, tile=16, widths=[8, 32], chunks=[4])), rows="M", toolchain=kl.Toolchain(expect=["*k*"]),
              configs=[{"BLOCK": 8}])
     x, m = s.args["x"], s.dims["M"]
     assert (x.dtype, x.values, x.layouts, x.range) == (("bfloat16",), ("peaked",), ("sliced",), (0, 1))
     assert (m.tile, m.widths, m.chunks, m.tiles) == ((16,), (8, 32), (4,), (16,))
-    assert s.rows == ("M",) and s.row_dims == ("M",) and s.expect == (kl.Expect("*k*"),) and s.configs == ({"BLOCK": 8},)
+    assert s.rows == ("M",) and s.row_dims == ("M",) and s.toolchain.expect == (kl.Expect("*k*"),) and s.configs == ({"BLOCK": 8},)
     assert kl.Dim(1, 8).tiles == () and kl.Collective(world=4).worlds == (4,)
 
 
@@ -448,3 +448,55 @@ def test_two_spec_files_of_one_name_load_as_two_modules(tmp_path):
     assert (mods[0].VALUE, mods[1].VALUE) == (1, 2)
     assert sys.modules[mods[0].__name__].VALUE == 1
     assert load_module(str(tmp_path / "a" / "spec.py")).__name__ == mods[0].__name__   # the same name in every worker
+
+
+# ---- the parts (kl.Modes, kl.Repetition, kl.Toolchain, kl.InModel): the flat fields they replaced ----
+@pytest.mark.parametrize("old,value,part", [
+    ("deterministic", True, "repetition=kl.Repetition(deterministic="),
+    ("calls", kl.Calls("AABB"), "repetition=kl.Repetition(calls="),
+    ("expect", ["*k*"], "toolchain=kl.Toolchain(expect="),
+    ("flags", [kl.Flag("A")], "toolchain=kl.Toolchain(flags="),
+    ("imports", ["m:f"], "toolchain=kl.Toolchain(imports="),
+    ("slot", "rmsnorm", "model=kl.InModel(slot="),
+    ("model_tolerance", 0.05, "model=kl.InModel(tolerance="),
+    ("model_nll_tolerance", 0.05, "model=kl.InModel(nll_tolerance="),
+    ("graphs", True, "modes=kl.Modes(graphs="),
+])
+def test_a_flat_field_that_moved_into_a_part_says_which_part(old, value, part):
+    with pytest.raises(kl.SpecError) as e:
+        spec(**{old: value})
+    assert f"kl.Spec('t').{old}" == e.value.where and f"{old}= is now" in str(e.value) and part in str(e.value), str(e.value)
+
+
+def test_parts_default_when_left_out_and_are_reported_at_their_path():
+    s = spec()
+    assert (s.modes, s.repetition, s.toolchain, s.model) == (kl.Modes(), kl.Repetition(), kl.Toolchain(), kl.InModel())
+    with pytest.raises(kl.SpecError) as e:
+        spec(repetition=kl.Repetition(calls=5, deterministic="yes"), toolchain=kl.Toolchain(imports=["nocolon"]))
+    text = wheres = str(e.value)
+    assert "Spec('t').repetition.calls" in text and "Spec('t').repetition.deterministic" in text
+    assert "Spec('t').toolchain.imports" in text and len(e.value.problems) == 3, wheres
+
+
+def test_a_part_that_is_not_one_is_a_spec_error():
+    with pytest.raises(kl.SpecError) as e:
+        spec(repetition={"deterministic": True})
+    assert e.value.where == "Spec('t').repetition" and "kl.Repetition(" in str(e.value)
+
+
+def test_parts_take_keywords_only():
+    with pytest.raises(kl.SpecError, match="at most 0 positional"):
+        kl.Repetition(True)
+
+
+def test_derive_changes_fields_and_validates_the_result():
+    base = spec(toolchain=kl.Toolchain(expect=["*k*"]))
+    d = base.derive(name="u", repetition=kl.Repetition(deterministic=True))
+    assert (d.name, d.repetition.deterministic, d.toolchain.expect, base.repetition.deterministic) == \
+        ("u", True, (kl.Expect("*k*"),), False)
+    assert d.args == base.args and d.kernel is base.kernel
+    with pytest.raises(kl.SpecError, match="is now kl.Modes"):
+        base.derive(graphs=True)
+    with pytest.raises(kl.SpecError) as e:
+        base.derive(model=kl.InModel(tolerance=3))
+    assert e.value.where == "Spec('t').model.tolerance"

@@ -94,7 +94,7 @@ def test_the_smallest_point_that_failed_an_earlier_rung_gets_memcheck_and_initch
 
 def test_deterministic_must_be_a_bool():
     with pytest.raises(kl.SpecError, match=r"deterministic: got 'yes'"):
-        _norm_spec(deterministic="yes")
+        _norm_spec(repetition=kl.Repetition(deterministic="yes"))
 
 
 # ---------------------------------------------------------------------------- statistics
@@ -203,7 +203,7 @@ def test_differences_within_the_tolerance_warn_unless_the_spec_declares_determin
     assert o.warnings[0].facts.differ == 13 and o.warnings[0].facts.wrong == 0
     assert "0 of 40 calls wrong (13 differ within the tolerance)" in note_text(o.note)
     calls.n = 0
-    o = run_point(_double(_one_ulp_every_third, out=False, deterministic=True), _repeat_point(), "cpu").outcome
+    o = run_point(_double(_one_ulp_every_third, out=False, repetition=kl.Repetition(deterministic=True)), _repeat_point(), "cpu").outcome
     assert o.status == "failed" and o.headline.check == Check.REPEATS and o.headline.facts.bitwise
     assert "although the spec declares deterministic=True" in message(o.headline)
 

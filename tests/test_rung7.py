@@ -46,8 +46,8 @@ def _spec(**over):
 
 # ---------------------------------------------------------------------------- the generator
 def test_points_cover_dispatch_flags_cache_keys_and_imports():
-    spec = _spec(expect=[kl.Expect("*decode*", when={"S": 1}, label="the decode kernel")],
-                 flags=[kl.Flag("USE_TMA"), kl.Flag(env="MYLIB_FAST")], imports=["mylib.ops:attn"])
+    spec = _spec(toolchain=kl.Toolchain(expect=[kl.Expect("*decode*", when={"S": 1}, label="the decode kernel")], flags=[kl.Flag("USE_TMA"), kl.Flag(env="MYLIB_FAST")], imports=["mylib.ops:attn"]),
+                  )
     pts = list(toolchain.points(spec, CPU_BUDGET))
     assert all(p.rung == 7 and p.why for p in pts)
     assert {p.mode for p in pts} == {"dispatch", "flags", "cachekey", "imports"}
@@ -71,23 +71,23 @@ def test_a_spec_without_rung_7_fields_still_gets_dispatch_and_import_points():
 
 
 @pytest.mark.parametrize("over,where", [
-    (dict(expect="*decode*"), "expect"),
-    (dict(expect=[kl.Expect("*", when={"Q": 1})]), "expect[0].when"),
-    (dict(expect=[kl.Expect("*", when={"S": 0})]), "expect[0].when"),
-    (dict(expect=[kl.Expect("")]), "expect[0].kernel"),
-    (dict(expect=[kl.Expect("*", launch=["BLOCK"])]), "expect[0].launch"),
-    (dict(flags=[kl.Flag("A", env="B")]), "flags['A']"),
-    (dict(flags=[kl.Flag("q")]), "flags['q'].name"),
-    (dict(flags=[kl.Flag("A", values=(1,))]), "flags['A'].values"),
-    (dict(flags=[kl.Flag(env="E", values=(0, 1))]), "flags['$E'].values"),
-    (dict(flags=[kl.Flag("A"), kl.Flag("A")]), "flags"),
-    (dict(imports=["mylib.ops"]), "imports"),
-    (dict(imports=["my-lib:f"]), "imports"),
+    (dict(toolchain=kl.Toolchain(expect="*decode*")), "expect"),
+    (dict(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"Q": 1})])), "expect[0].when"),
+    (dict(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"S": 0})])), "expect[0].when"),
+    (dict(toolchain=kl.Toolchain(expect=[kl.Expect("")])), "expect[0].kernel"),
+    (dict(toolchain=kl.Toolchain(expect=[kl.Expect("*", launch=["BLOCK"])])), "expect[0].launch"),
+    (dict(toolchain=kl.Toolchain(flags=[kl.Flag("A", env="B")])), "flags['A']"),
+    (dict(toolchain=kl.Toolchain(flags=[kl.Flag("q")])), "flags['q'].name"),
+    (dict(toolchain=kl.Toolchain(flags=[kl.Flag("A", values=(1,))])), "flags['A'].values"),
+    (dict(toolchain=kl.Toolchain(flags=[kl.Flag(env="E", values=(0, 1))])), "flags['$E'].values"),
+    (dict(toolchain=kl.Toolchain(flags=[kl.Flag("A"), kl.Flag("A")])), "flags"),
+    (dict(toolchain=kl.Toolchain(imports=["mylib.ops"])), "imports"),
+    (dict(toolchain=kl.Toolchain(imports=["my-lib:f"])), "imports"),
 ])
 def test_bad_rung_7_fields_name_the_field_and_the_fix(over, where):
     with pytest.raises(kl.SpecError) as e:
         _spec(**over)
-    assert e.value.where == f"Spec('attn').{where}"
+    assert e.value.where == f"Spec('attn').toolchain.{where}"
     assert e.value.fix
 
 
@@ -114,7 +114,7 @@ def test_an_expectation_applies_where_its_when_matches():
 
 
 def test_dispatch_fails_a_point_that_ran_another_path_and_names_it():
-    spec = _spec(expect=[kl.Expect("*decode*", when={"S": 1}, label="the decode kernel")])
+    spec = _spec(toolchain=kl.Toolchain(expect=[kl.Expect("*decode*", when={"S": 1}, label="the decode kernel")]))
     prefill = _ran(("_attn_prefill_kernel", {"BLOCK_S": 16}), functions=["attention", "_prefill"])
     f, _ = dispatch_check.dispatch(spec, _pt(S=1, T=129, D=64), prefill)
     assert f.check == Check.DISPATCH
@@ -126,20 +126,20 @@ def test_dispatch_fails_a_point_that_ran_another_path_and_names_it():
 
 
 def test_an_expectation_holds_on_gpu_kernels_and_python_functions_too():
-    spec = _spec(expect=["*softmax*"])
+    spec = _spec(toolchain=kl.Toolchain(expect=["*softmax*"]))
     assert dispatch_check.dispatch(spec, _pt(S=1), _ran(gpu=["void at::native::softmax_warp_forward<float>"]))[0] is None
     assert dispatch_check.dispatch(spec, _pt(S=1), _ran(functions=["_softmax_fallback"]))[0] is None
     assert dispatch_check.dispatch(spec, _pt(S=1), _ran(functions=["attention"]))[0] is not None
 
 
 def test_a_launch_expectation_needs_the_tuned_values_and_a_bool_is_not_an_int():
-    spec = _spec(expect=[kl.Expect("_k", launch={"BLOCK_M": 16, "num_warps": 4}, label="the tuned config")])
+    spec = _spec(toolchain=kl.Toolchain(expect=[kl.Expect("_k", launch={"BLOCK_M": 16, "num_warps": 4}, label="the tuned config")]))
     assert dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 16, "num_warps": 4, "X": 1})))[0] is None
     f, _ = dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 64, "num_warps": 8})))
     assert "the tuned config (`_k` launched with BLOCK_M=16, num_warps=4)" in message(f)
     assert "_k(BLOCK_M=64, num_warps=8)" in message(f)
     assert dispatch_check.dispatch(spec, _pt(S=1), _ran(("_k", {"BLOCK_M": 16, "num_warps": 4.0})))[0] is None
-    one = _spec(expect=[kl.Expect("_k", launch={"FLAG": 1})])
+    one = _spec(toolchain=kl.Toolchain(expect=[kl.Expect("_k", launch={"FLAG": 1})]))
     assert dispatch_check.dispatch(one, _pt(S=1), _ran(("_k", {"FLAG": True})))[0] is not None
 
 
@@ -380,7 +380,7 @@ def test_the_modes_processes_wait_only_for_the_one_before_them_on_their_cache(mo
 # ---------------------------------------------------------------------------- dispatch points (issue 21 item 7)
 def test_every_shape_an_expectation_names_gets_a_dispatch_point():
     widths = [100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 2880, 4096]      # past the old cap of 8
-    spec = fx.make(fx.routed, expect=[kl.Expect("_long_kernel", when={"N": widths})])
+    spec = fx.make(fx.routed, toolchain=kl.Toolchain(expect=[kl.Expect("_long_kernel", when={"N": widths})]))
     pts = [p for p in toolchain.points(spec, CPU_BUDGET) if "must run" in p.why]
     assert [dict(p.dims)["N"] for p in pts if not p.layouts] == widths
     assert [dict(p.dims)["N"] for p in pts if p.layouts] == widths          # and each with x not contiguous
@@ -389,7 +389,7 @@ def test_every_shape_an_expectation_names_gets_a_dispatch_point():
 def test_a_big_named_shape_shrinks_the_other_dims_and_past_the_budget_is_a_gpu_point():
     spec = kl.Spec("rows", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("M N", dtype="float32")},
                    returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 4096, tile=64), "N": kl.Dim(1, 1 << 20, tile=64)},
-                   expect=[kl.Expect("*", when={"N": [4096, 1 << 20]})])
+                   toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"N": [4096, 1 << 20]})]))
     pts = {dict(p.dims)["N"]: p for p in toolchain.points(spec, CPU_BUDGET) if "must run" in p.why}
     assert set(pts) == {4096, 1 << 20}
     assert pts[4096].sizes == {"M": 1, "N": 4096} and pts[4096].needs == ""       # M at its least: it fits
@@ -406,7 +406,7 @@ def test_a_config_condition_is_met_by_the_launchers_default_and_the_named_values
     named = {(p.why.split(" must run")[0], p.config) for p in pts if "must run" in p.why}
     assert named == {("dispatch: `_fast_kernel`", ()), ("dispatch: `_plain_kernel`", (("precise", False),))}
     assert all(p.config != (("precise", True),) for p in pts)    # rowsum(x) is that call: the base points make it
-    blocks = _spec(expect=[kl.Expect("*", when={"BLOCK": 64})])                 # no declared config has BLOCK=64
+    blocks = _spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"BLOCK": 64})]))                 # no declared config has BLOCK=64
     assert {p.config for p in toolchain.points(blocks, CPU_BUDGET) if "must run" in p.why} == {(("BLOCK", 64),)}
 
 

@@ -23,7 +23,7 @@ def test_a_spec_without_a_slot_has_no_model_points():
 def test_a_bad_slot_is_a_spec_error():
     with pytest.raises(kl.SpecError, match="slot"):
         kl.Spec("s", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("N", dtype="float32")},
-                returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 8)}, slot=3)
+                returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 8)}, model=kl.InModel(slot=3))
 
 
 @pytest.mark.parametrize("case,check", [zoo_param("decode_group16", "score"), zoo_param("compounding_bias", "nll")])

@@ -17,7 +17,7 @@ FIELDS = dict(
     # new inputs every step (fresh=True), 400 calls in a run. The launcher keeps state (a ring of
     # 256 workspaces): rung 5 drives a stream of 400 calls in that pattern, in a fresh process,
     # each on its own inputs and judged against the reference of those inputs.
-    calls=kl.Calls(pattern="AABB", fresh=True, count=400),
+    repetition=kl.Repetition(calls=kl.Calls(pattern="AABB", fresh=True, count=400)),
 )
 
 spec = kl.Spec("ring_rowsum", kernel=rowsum, **FIELDS)

@@ -16,7 +16,8 @@ from .version import __version__
 # in its life (a Ctrl-C during the imports before it was a traceback).
 _HOME = {"Point": "point", "filled": "fill",
          **{name: "spec" for name in ("DEFAULT_TOLERANCES", "Collective", "Dim", "Expect", "Flag", "Invariant", "Out",
-                                      "Size", "Config", "Calls", "Spec", "SpecError", "Tensor", "Tolerance")}}
+                                      "Size", "Config", "Calls", "Spec", "SpecError", "Tensor", "Tolerance",
+                                      "Repetition", "Toolchain", "InModel", "Modes")}}
 
 
 def __getattr__(name: str):
@@ -31,7 +32,7 @@ def __dir__():
     return sorted(set(globals()) | set(_HOME))
 
 
-__all__ = ["filled", "Spec", "Tensor", "Out", "Dim", "Size", "Config", "Calls", "Tolerance", "Invariant", "Expect", "Flag", "Collective", "SpecError", "Point", "Link", "chain",
+__all__ = ["filled", "Spec", "Tensor", "Out", "Dim", "Size", "Config", "Calls", "Tolerance", "Invariant", "Expect", "Flag", "Collective", "Repetition", "Toolchain", "InModel", "Modes", "SpecError", "Point", "Link", "chain",
            "capture", "DEFAULT_TOLERANCES", "climb", "inputs", "assert_close", "__version__"]
 
 

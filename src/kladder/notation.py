@@ -53,7 +53,7 @@ class Mode(Word):
     REPEAT = "repeat"
     SANITIZE = "sanitize"
     ACCUMULATE = "accumulate"   # gradients: .grad already holding a value, a retained graph's backward twice
-    CALLS = "calls"             # rung 5: a stream of calls in the model's pattern (Spec.calls), each on its own inputs
+    CALLS = "calls"             # rung 5: a stream of calls in the model's pattern (kl.Repetition(calls=)), each on its own inputs
 
 
 class PointKind(Word):

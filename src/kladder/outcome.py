@@ -76,7 +76,7 @@ class Check(_Words):
                                              # it crashed again alone with glibc's malloc checks on (run/faults.py)
     HANG = "hang"                            # timeout_s
     DEVICE_FAULT = "device_fault"            # error, text, in_call
-    CAPTURE = "capture"                      # error, text; claimed (Spec.graphs: True, or None for a spec before it)
+    CAPTURE = "capture"                      # error, text; claimed (kl.Modes(graphs=): True, or None for a spec before it)
     UNCAPTURED = "uncaptured"                # a warning, never a failure: error, text: the kernel cannot be captured in a
                                              # CUDA graph and the spec does not say whether production graphs it
     INPUT_CHANGED = "input_changed"          # an input the spec does not declare mutated changed in the call (output: the
@@ -107,7 +107,7 @@ class Check(_Words):
     # mismatched, largest: the worst call against the reference
     REPEATS = "repeats"
     NONDETERMINISTIC = "nondeterministic"    # a warning, never a failure: calls that differ bitwise, within the tolerance (same facts)
-    # rung 5's stream (checks/repetition.py judge_stream): calls in the model's pattern (Spec.calls), each on
+    # rung 5's stream (checks/repetition.py judge_stream): calls in the model's pattern (kl.Repetition(calls=)), each on
     # distinct inputs against its own reference. Facts: calls, judged, wrong, first_wrong, first_calls, pattern,
     # fresh, sets, count, declared, seconds, stopped, batched, undecided, rate ...; pattern, mismatched, largest:
     # the first wrong call against its reference
@@ -127,7 +127,7 @@ class Cause(_Words):
     JITCACHE = "jitcache"        # A on a warm cache against A on a cold one
     PADDING = "padding"          # the same valid data with other padding bytes
     CACHEKEY = "cachekey"        # B on the cache A left against B on an empty cache (variant: what B changed)
-    RUN_TO_RUN = "run_to_run"    # A twice on the same inputs, before B (Spec(deterministic=True) says they agree)
+    RUN_TO_RUN = "run_to_run"    # A twice on the same inputs, before B (kl.Repetition(deterministic=True) says they agree)
 
 
 class NoteKind(_Words):
@@ -137,7 +137,7 @@ class NoteKind(_Words):
     VALUE_OUT_OF_RANGE = "value_out_of_range"      # arg, value, lo, hi, why: the value kind has no value inside the declared range
     NO_DEVICE_MEMORY = "no_device_memory"          # need_bytes, free_bytes
     MODE_NEEDS_CUDA = "mode_needs_cuda"            # mode
-    GRAPHS_NOT_CLAIMED = "graphs_not_claimed"      # error, text: the capture failed; Spec(graphs=False) says production
+    GRAPHS_NOT_CLAIMED = "graphs_not_claimed"      # error, text: the capture failed; kl.Modes(graphs=False) says production
                                                    # does not run the kernel in graphs
     NO_OUT_ARGS = "no_out_args"
     INPUTS_MUTATED = "inputs_mutated"              # args: inputs the spec declares the kernel writes in place (rung 5)

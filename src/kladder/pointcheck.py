@@ -127,7 +127,7 @@ def _config_values(spec: Spec) -> dict[str, list]:
         for k, v in (e.when or {}).items():
             if k in out:
                 out[k] += list(v) if isinstance(v, (list, tuple)) else [v]
-    for f in spec.flags:
+    for f in spec.toolchain.flags:
         if f.name in out:
             out[f.name] += list(f.values)
     defaults = launcher_defaults(spec.kernel) if callable(spec.kernel) else {}
@@ -176,7 +176,7 @@ def _check_partner(spec: Spec, point: Point) -> None:
 def _check_variant(spec: Spec, point: Point) -> None:
     if not point.variant:
         return
-    known = {f.key for f in spec.flags} | ({"config", "compiler"} if point.mode == Mode.CACHEKEY else set())
+    known = {f.key for f in spec.toolchain.flags} | ({"config", "compiler"} if point.mode == Mode.CACHEKEY else set())
     if point.mode not in (Mode.FLAGS, Mode.CACHEKEY) or point.variant not in known:
         shown = ", ".join(sorted(known)) or "none"
         raise PointError(f"POINT variant: {_short(point.variant)} is not a flag of spec {spec.name!r} that a "
@@ -187,7 +187,7 @@ def declared_env(spec: Spec) -> dict[str, list]:
     """Variable -> the values the spec declares for it (None: unset): a kl.Flag(env=...)'s
     values and every Expect(when={"$NAME": ...})'s."""
     out: dict[str, list] = {}
-    for f in spec.flags:
+    for f in spec.toolchain.flags:
         if f.env is not None:
             out.setdefault(f.env, []).extend(f.values)
     for e in spec.expectations:
@@ -200,7 +200,7 @@ def declared_env(spec: Spec) -> dict[str, list]:
 def _check_env(spec: Spec, point: Point) -> None:
     """A point sets only the variables its spec declares, to values it declares: anything else
     (PYTHONPATH, LD_PRELOAD, PATH) is code of the point's author run in the kernel's process."""
-    after = {f.env for f in spec.flags if f.env is not None and f.set == EnvSet.AFTER_IMPORT}
+    after = {f.env for f in spec.toolchain.flags if f.env is not None and f.set == EnvSet.AFTER_IMPORT}
     if not point.env:                       # a flags point set after import names its variable as its variant
         if point.env_set and not (point.mode == Mode.FLAGS and point.variant[1:] in after):
             raise PointError("POINT env_set: given without env; drop it, or copy the point from the report again.")

@@ -41,6 +41,15 @@ class Problem:
 KEYED = ("args", "returns", "dims", "invariants", "flags", "expect")   # the part after one of these is a key: [...]
 
 
+def _moved_fix(label: str, key: str, moved: tuple, given: Any) -> str:
+    """The fix for a field that moved into a part, with the value given where it is short and plain."""
+    field, part, name, example = moved
+    if isinstance(given, (bool, int, float, str)) and len(repr(given)) <= 40:
+        example = repr(given)
+    return (f"{key}= is now {part}({name}=...): {label}(..., {field}={part}({name}={example})); "
+            "see docs/spec.md.")
+
+
 def where_text(where: tuple | str) -> str:
     """(("Spec", "t"), "args", "x", "dtype") -> "Spec('t').args['x'].dtype"; a head without a
     name ("kl.Tensor", None) is the bare label."""
@@ -82,17 +91,20 @@ def mean(given: Any, names, cutoff: float = 0.6) -> str:
     return f"did you mean {by_lower[close[0]]!r}? " if close else ""
 
 
-def friendly(label: str):
+def friendly(label: str, moved: dict | None = None):
     """A kladder class whose constructor answers misspelt, missing or extra arguments with one
-    SpecError that names each, and the fields there are (a typo must not be a traceback)."""
+    SpecError that names each, and the fields there are (a typo must not be a traceback).
+    `moved`: a field that moved into a part -> (the field of the part, its class, its name
+    there, an example value), so that an old keyword is told where it went."""
     def wrap(cls):
         init = cls.__init__
         names = [f.name for f in fields(cls) if f.init]
+        positional = [f.name for f in fields(cls) if f.init and not f.kw_only]
         required = [f.name for f in fields(cls) if f.init and f.default is MISSING and f.default_factory is MISSING]
 
         @functools.wraps(init)
         def __init__(self, *args, **kwargs):
-            problems = call_problems(label, names, required, args, kwargs)
+            problems = call_problems(label, names, required, args, kwargs, moved or {}, len(positional))
             if problems:
                 raise SpecError("", problems=problems)
             init(self, *args, **kwargs)
@@ -101,15 +113,18 @@ def friendly(label: str):
     return wrap
 
 
-def call_problems(label: str, names: list, required: list, args: tuple, kwargs: dict) -> tuple:
+def call_problems(label: str, names: list, required: list, args: tuple, kwargs: dict, moved: dict | None = None,
+                  positional: int | None = None) -> tuple:
     head = (label, args[0] if label == "kl.Spec" and args and isinstance(args[0], str) else None)
     listed = ", ".join(names)
+    moved = moved or {}
     unknown = [k for k in kwargs if k not in names]
-    meant = {m for k in unknown for m in difflib.get_close_matches(k, names, 1)}     # missing, but the typo says so
-    problems = [Problem((head, k), kwargs[k], f"{label} has no field {k!r}; {mean(k, names)}its fields are {listed}.")
-                for k in unknown]
-    if len(args) > len(names):
-        problems.append(Problem((head,), args, f"{label} takes at most {len(names)} positional arguments ({listed}); "
+    meant = {m for k in unknown if k not in moved for m in difflib.get_close_matches(k, names, 1)}   # missing, but the typo says so
+    problems = [Problem((head, k), kwargs[k], _moved_fix(label, k, moved[k], kwargs[k]) if k in moved else
+                        f"{label} has no field {k!r}; {mean(k, names)}its fields are {listed}.") for k in unknown]
+    most = len(names) if positional is None else positional
+    if len(args) > most:
+        problems.append(Problem((head,), args, f"{label} takes at most {most} positional arguments ({listed}); "
                                 "pass the rest by name."))
     given = set(names[:len(args)]) | set(kwargs)
     missing = [n for n in required if n not in given and n not in meant]

@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .notation import UPSTREAM_ONLY, EnvSet, ImportName, Layout, Needs, Nonfinite, Toolchain, Values, Word
+from .notation import UPSTREAM_ONLY, EnvSet, ImportName, Layout, Needs, Nonfinite, Values, Word
+from .notation import Toolchain as ToolchainKey   # the `when` keys torch, triton, ...; kl.Toolchain is the rung-7 part below
 from .problems import Problem, SpecError, friendly as _friendly, mean as _mean, shown as _shown, where_text  # noqa: F401
 
 DTYPES = (
@@ -486,6 +487,88 @@ class Collective:
         return self.world
 
 
+# ---- the parts: what one rung needs, apart from the core every kernel has. Each is optional
+# (Spec(..., repetition=None) is the part's defaults), validated with the spec (its table in
+# PARTS) and reported in the spec's one SpecError at its path (Spec('x').repetition.calls).
+
+@_friendly("kl.Repetition")
+@dataclass(frozen=True, kw_only=True)
+class Repetition:
+    """Rung 5 (repetition): what repeated calls must show.
+
+    deterministic: the same inputs give the same bits on every call (no float atomics, no order
+                   that depends on timing); without it a difference within the tolerance is a
+                   warning (nondeterminism), beyond it a failure.
+    calls:         a kl.Calls(pattern="AABB", fresh=True, count=10000): how the model calls a
+                   launcher with state; rung 5 drives a stream of distinct inputs so."""
+
+    deterministic: bool = False
+    calls: Any = None
+
+
+@_friendly("kl.Toolchain")
+@dataclass(frozen=True, kw_only=True)
+class Toolchain:
+    """Rung 7 (toolchain): what the build and the environment must do.
+
+    expect:  kernels that must run: name globs or kl.Expect(kernel, when=, launch=, label=).
+    flags:   kl.Flag(name) / kl.Flag(env=...) that must change the code.
+    imports: "pkg.mod:name" that downstream code imports: must resolve to what is tested."""
+
+    expect: tuple | list = ()
+    flags: tuple | list = ()
+    imports: tuple | list = ()
+
+    def __post_init__(self):
+        expect = lambda v: tuple(Expect(e) if isinstance(e, str) else e for e in v) if isinstance(v, (list, tuple)) else v
+        _convert(self, expect=expect, flags=_seq, imports=_seq)
+
+
+@_friendly("kl.InModel")
+@dataclass(frozen=True, kw_only=True)
+class InModel:
+    """Rung 8 (in a model): the kernel inside kladder's small model, or an adapter's.
+
+    slot:          a slot of kladder's model ("rmsnorm", or ("rmsnorm", fn) when the slot takes
+                   another callable than `kernel`), or a kladder.model.Adapter.
+    tolerance:     the largest exact-match drop that passes.
+    nll_tolerance: the largest relative rise of the answers' NLL that passes (correct kernels: +-0.6%)."""
+
+    slot: Any = None
+    tolerance: float = 0.02
+    nll_tolerance: float = 0.03
+
+
+@_friendly("kl.Modes")
+@dataclass(frozen=True, kw_only=True)
+class Modes:
+    """Rung 4 (execution modes): how production runs the kernel.
+
+    graphs: production runs the kernel captured in CUDA graphs. True (claimed): a kernel that
+            cannot be captured fails; False (not claimed): a graph point whose capture fails is
+            skipped with a note; None (not said): a failed capture is a warning. A capture that
+            replays wrong fails whatever it says."""
+
+    graphs: bool | None = None
+
+
+# Spec's field -> its part's class (the table of its fields is PARTS, with the validation).
+PART_CLASSES = {"repetition": Repetition, "toolchain": Toolchain, "model": InModel, "modes": Modes}
+
+# The flat fields the parts replaced: a Spec given one is told where it went (problems.friendly).
+MOVED = {
+    "deterministic": ("repetition", "kl.Repetition", "deterministic", "True"),
+    "calls": ("repetition", "kl.Repetition", "calls", "kl.Calls(pattern='AABB')"),
+    "expect": ("toolchain", "kl.Toolchain", "expect", "['*decode*']"),
+    "flags": ("toolchain", "kl.Toolchain", "flags", "[kl.Flag('USE_TMA')]"),
+    "imports": ("toolchain", "kl.Toolchain", "imports", "['mylib.ops:rmsnorm']"),
+    "slot": ("model", "kl.InModel", "slot", "'rmsnorm'"),
+    "model_tolerance": ("model", "kl.InModel", "tolerance", "0.02"),
+    "model_nll_tolerance": ("model", "kl.InModel", "nll_tolerance", "0.03"),
+    "graphs": ("modes", "kl.Modes", "graphs", "True"),
+}
+
+
 @_friendly("kl.Tolerance")
 @dataclass(frozen=True)
 class Tolerance:
@@ -503,7 +586,7 @@ DEFAULT_TOLERANCES = {
 }
 
 
-@_friendly("kl.Spec")
+@_friendly("kl.Spec", moved=MOVED)
 @dataclass(frozen=True, eq=False)
 class Spec:
     name: str
@@ -522,33 +605,20 @@ class Spec:
     timeout_s: float | None = None
     nonfinite: str | None = None          # NaN/Inf policy: None, "propagate", "ignore", "raise"
     invariants: tuple | list = ()         # kl.Invariant(...)
-    slot: Any = None                      # rung 8: a slot of kladder's model ("rmsnorm", or ("rmsnorm", fn) when the
-                                          # slot takes another callable than `kernel`), or a kladder.model.Adapter
-    model_tolerance: float = 0.02         # rung 8: the largest exact-match drop that passes
-    model_nll_tolerance: float = 0.03     # rung 8: the largest relative rise of the answers' NLL that passes (correct kernels: +-0.6%)
-    expect: tuple | list = ()             # rung 7: kernels that must run: name globs or kl.Expect(kernel, when=, launch=, label=)
-    flags: tuple | list = ()              # rung 7: kl.Flag(name) / kl.Flag(env=...) that must change the code
-    imports: tuple | list = ()            # rung 7: "pkg.mod:name" that downstream code imports: must resolve to what is tested
     collective: Any = None                # rung 6: a kl.Collective; the kernel then runs on every rank, and `reference` is None
-    deterministic: bool = False           # rung 5: the same inputs give the same bits on every call (no float atomics,
-                                          # no order that depends on timing); without it a difference within the
-                                          # tolerance is a warning (nondeterminism), beyond it a failure
-    graphs: bool | None = None            # rung 4: production runs the kernel captured in CUDA graphs. True (claimed):
-                                          # a kernel that cannot be captured fails; False (not claimed): a graph
-                                          # point whose capture fails is skipped with a note; None (not said): a
-                                          # failed capture is a warning. A capture that replays wrong fails whatever
-                                          # it says.
-    calls: Any = None                     # rung 5: a kl.Calls(pattern="AABB", fresh=True, count=10000): how the model
-                                          # calls a launcher with state; rung 5 drives a stream of distinct inputs so
+    modes: Any = None                     # rung 4: kl.Modes(graphs=); None = its defaults
+    repetition: Any = None                # rung 5: kl.Repetition(deterministic=, calls=); None = its defaults
+    toolchain: Any = None                 # rung 7: kl.Toolchain(expect=, flags=, imports=); None = its defaults
+    model: Any = None                     # rung 8: kl.InModel(slot=, tolerance=, nll_tolerance=); None = its defaults
     grads: str | tuple[str, ...] | list[str] = ()   # the inputs whose gradients the kernel computes (its launcher is
                                           # differentiable: a torch.autograd.Function); each point then runs forward
                                           # and backward, and judges every listed input's gradient ("grad of w")
                                           # against the float64 reference's autograd
 
     def __post_init__(self):
-        expect = lambda v: tuple(Expect(e) if isinstance(e, str) else e for e in v) if isinstance(v, (list, tuple)) else v
-        _convert(self, configs=_seq, production=_seq, tuned=_seq, rows=_tuple, invariants=_seq, expect=expect,
-                 flags=_seq, imports=_seq, nonfinite=_word(Nonfinite), grads=_tuple)
+        _convert(self, configs=_seq, production=_seq, tuned=_seq, rows=_tuple, invariants=_seq,
+                 nonfinite=_word(Nonfinite), grads=_tuple)
+        _convert(self, **{f: (lambda v, part=part: part() if v is None else v) for f, part in PART_CLASSES.items()})
         validate(self)
         from .chain import Chain
         if isinstance(self.kernel, Chain):       # chains are called positionally: give them the names
@@ -556,11 +626,19 @@ class Spec:
         if isinstance(self.reference, Chain):
             object.__setattr__(self, "reference", self.reference.bound(n for n in self.args if n not in self.out_args))
 
+    def derive(self, **changes) -> Spec:
+        """This spec with `changes` (any of Spec's keywords, parts included), validated as a new
+        spec is: one base spec, its variants derived from it, e.g.
+        `base.derive(name="rmsnorm_graphs", modes=kl.Modes(graphs=True))`."""
+        import dataclasses
+        return dataclasses.replace(self, **changes)
+
     def slot_target(self) -> tuple[Any, Callable]:
         """(slot name or adapter, the callable that goes into it)."""
-        if isinstance(self.slot, tuple):
-            return self.slot[0], self.slot[1]
-        return self.slot, self.kernel
+        slot = self.model.slot
+        if isinstance(slot, tuple):
+            return slot[0], slot[1]
+        return slot, self.kernel
 
     def range_of(self, name: str, sizes: dict[str, int]) -> tuple | None:
         r = self.all_tensors[name].range
@@ -575,7 +653,7 @@ class Spec:
 
     @property
     def expectations(self) -> tuple[Expect, ...]:
-        return self.expect
+        return self.toolchain.expect
 
     @property
     def when_variables(self) -> tuple[str, ...]:
@@ -871,32 +949,42 @@ SPEC_FIELDS = {
                      "order the kernel returns them.")],
     "build": [Rule(lambda v: v is None or callable(v), "pass a callable (point, generator) -> dict of tensors, or leave it out.")],
     "reference_dtype": [Rule(lambda v: v in FLOAT_DTYPES, lambda v, _: f"{_mean(v, FLOAT_DTYPES, 0.8)}use one of {FLOAT_DTYPES}.")],
-    "deterministic": [Rule(lambda v: isinstance(v, bool), "give True when the same inputs must give the same bits on every "
-                           "call (rung 5 then fails any difference), or False (the default).")],
-    "graphs": [Rule(lambda v: v is None or isinstance(v, bool), "say whether production runs the kernel captured in CUDA "
-                    "graphs: True (a failed capture then fails rung 4), False (a failed capture skips the point), or leave "
-                    "it out (None: a failed capture is a warning).")],
     "timeout_s": [Rule(lambda v: v is None or (_number(v) and v > 0),
                        "give the seconds a point may run as a number above 0, e.g. 60.")],
     "configs": [Rule(lambda v: _listing(v, Mapping), "give a list of dicts or kl.Config(dict, tolerance=...), e.g. "
                      "[{'BLOCK': 128}] or [kl.Config({'precise': False}, tolerance={'float32': (1e-3, 1e-5)})].")],
-    "calls": [Rule(lambda v: v is None or isinstance(v, Calls), "give kl.Calls(pattern='AABB', fresh=True, count=10000): "
-                   "how the model calls a launcher with state, or leave it out.")],
     "production": [Rule(lambda v: _listing(v, Mapping), _shapes_fix)],
     "tuned": [Rule(lambda v: _listing(v, Mapping), _shapes_fix)],
     "tolerance": [_tolerance_problem],
     "nonfinite": [Rule(lambda v: v is None or v in NONFINITE_POLICIES, lambda v, _: f"{_mean(v, NONFINITE_POLICIES, 0.8)}"
                        f"use one of {NONFINITE_POLICIES}, or None for no NaN/Inf points.")],
     "invariants": [Rule(lambda v: _listing(v, Invariant), "give a list of kl.Invariant(name, check, values=None).")],
-    "slot": [Rule(_is_slot, "name a slot of kladder's model ('rmsnorm', 'attention_decode', ...), give (slot, callable) "
-                  "when the slot takes another callable than `kernel`, or a kladder.model.Adapter.")],
-    "model_nll_tolerance": [Rule(lambda v: _number(v) and v >= 0, "give the largest relative rise of the answers' negative "
-                                 "log-likelihood that passes, >= 0 (e.g. 0.05 for 5%).")],
-    "model_tolerance": [Rule(lambda v: _number(v) and 0 <= v <= 1,
-                             "give the largest score drop that passes, between 0 and 1 (e.g. 0.02).")],
     "rows": [Rule(lambda v: v is None or _names(v), "name the dim (or dims) whose rows are independent, e.g. rows='M'.")],
     "collective": [Rule(lambda v: v is None or isinstance(v, Collective), "give kl.Collective(world=[2], switches=[bytes, "
                         "...]), the ranks and the protocol's size switches.")],
+    "modes": [Rule(lambda v: isinstance(v, Modes), "give kl.Modes(graphs=True), or leave it out.")],
+    "repetition": [Rule(lambda v: isinstance(v, Repetition), "give kl.Repetition(deterministic=True, calls=kl.Calls(...)), "
+                        "or leave it out.")],
+    "toolchain": [Rule(lambda v: isinstance(v, Toolchain), "give kl.Toolchain(expect=[...], flags=[...], imports=[...]), "
+                       "or leave it out.")],
+    "model": [Rule(lambda v: isinstance(v, InModel), "give kl.InModel(slot='rmsnorm'), or leave it out.")],
+}
+
+# The parts' fields, each by its row (validate() runs them at the part's path under the spec).
+MODES_FIELDS = {
+    "graphs": [Rule(lambda v: v is None or isinstance(v, bool), "say whether production runs the kernel captured in CUDA "
+                    "graphs: True (a failed capture then fails rung 4), False (a failed capture skips the point), or leave "
+                    "it out (None: a failed capture is a warning).")],
+}
+
+REPETITION_FIELDS = {
+    "deterministic": [Rule(lambda v: isinstance(v, bool), "give True when the same inputs must give the same bits on every "
+                           "call (rung 5 then fails any difference), or False (the default).")],
+    "calls": [Rule(lambda v: v is None or isinstance(v, Calls), "give kl.Calls(pattern='AABB', fresh=True, count=10000): "
+                   "how the model calls a launcher with state, or leave it out.")],
+}
+
+TOOLCHAIN_FIELDS = {
     "expect": [Rule(lambda v: _listing(v, Expect), "give a list of kernel-name globs ('*decode*') or "
                     "kl.Expect('*decode*', when={'S': 1}, label='the decode kernel').")],
     "flags": [Rule(lambda v: _listing(v, Flag), "give a list of kl.Flag('USE_TMA', values=(False, True)) or "
@@ -905,6 +993,17 @@ SPEC_FIELDS = {
                 Rule(_is_import, "write each as 'pkg.mod:name' (a module, a colon, a name in it; 'pkg.mod:Class.method' "
                      "for an attribute of one), e.g. 'mylib.ops:rmsnorm'.", each=True)],
 }
+
+INMODEL_FIELDS = {
+    "slot": [Rule(_is_slot, "name a slot of kladder's model ('rmsnorm', 'attention_decode', ...), give (slot, callable) "
+                  "when the slot takes another callable than `kernel`, or a kladder.model.Adapter.")],
+    "tolerance": [Rule(lambda v: _number(v) and 0 <= v <= 1,
+                       "give the largest score drop that passes, between 0 and 1 (e.g. 0.02).")],
+    "nll_tolerance": [Rule(lambda v: _number(v) and v >= 0, "give the largest relative rise of the answers' negative "
+                           "log-likelihood that passes, >= 0 (e.g. 0.05 for 5%).")],
+}
+
+PARTS = {"modes": MODES_FIELDS, "repetition": REPETITION_FIELDS, "toolchain": TOOLCHAIN_FIELDS, "model": INMODEL_FIELDS}
 
 TENSOR_FIELDS = {
     "shape": [Rule(lambda v: isinstance(v, str),
@@ -1068,6 +1167,10 @@ class _Found:
 def validate(spec: Spec) -> None:
     found = _Found(spec)
     found.fields(spec, SPEC_FIELDS)
+    if not all(found.clean(part) for part in PARTS):
+        raise SpecError("", problems=found.problems)   # a part that is not one: the rules below read its fields
+    for part, table in PARTS.items():
+        found.fields(getattr(spec, part), table, (part,))
     tensors = _entries(found)
     dims = _dims(found)
     _tensors(found, tensors)
@@ -1079,8 +1182,8 @@ def validate(spec: Spec) -> None:
     _toolchain(found, dims)
     _grads(found, tensors)
     _configs(found)
-    if isinstance(spec.calls, Calls):
-        found.fields(spec.calls, CALLS_FIELDS, ("calls",))
+    if isinstance(spec.repetition.calls, Calls):
+        found.fields(spec.repetition.calls, CALLS_FIELDS, ("repetition", "calls"))
         _calls_budget(found)
     _blame(found, tensors, dims)
     if found.problems:
@@ -1433,20 +1536,22 @@ def _collective(found: _Found, tensors: dict) -> None:
 def _toolchain(found: _Found, dims: dict) -> None:
     """Rung 7's fields: expect, flags (imports are checked by their row of SPEC_FIELDS)."""
     spec = found.spec
-    if found.clean("expect"):
-        for i, e in enumerate(spec.expect):
-            found.fields(e, EXPECT_FIELDS, ("expect", i))
-            if isinstance(e, Expect) and e.raises is not None and e.runs is True and found.clean("expect", i, "raises"):
-                found.add(("expect", i, "raises"), e.raises, "raises= says how a launcher refuses where it must not run: "
-                          "give runs=False with it (kl.Expect('*', runs=False, when={...}, raises=ValueError)), or drop it.")
-            if found.clean("expect", i, "when") and e.when is not None and _named(found):
-                _when(found, ("expect", i, "when"), e.when, dims)
-    if found.clean("flags"):
+    if found.clean("toolchain", "expect"):
+        for i, e in enumerate(spec.toolchain.expect):
+            found.fields(e, EXPECT_FIELDS, ("toolchain", "expect", i))
+            if isinstance(e, Expect) and e.raises is not None and e.runs is True and \
+                    found.clean("toolchain", "expect", i, "raises"):
+                found.add(("toolchain", "expect", i, "raises"), e.raises, "raises= says how a launcher refuses where it "
+                          "must not run: give runs=False with it (kl.Expect('*', runs=False, when={...}, "
+                          "raises=ValueError)), or drop it.")
+            if found.clean("toolchain", "expect", i, "when") and e.when is not None and _named(found):
+                _when(found, ("toolchain", "expect", i, "when"), e.when, dims)
+    if found.clean("toolchain", "flags"):
         seen = set()
-        for f in spec.flags:
+        for f in spec.toolchain.flags:
             _flag(found, f)
             if f.key in seen:
-                found.add(("flags",), f.key, "declare each flag once.")
+                found.add(("toolchain", "flags"), f.key, "declare each flag once.")
             seen.add(f.key)
 
 
@@ -1466,7 +1571,7 @@ def when_keys(spec: Spec) -> list[str]:
     """The config keys a `when` may name: the configs' keys, the keyword flags, the launcher's
     keywords with a default."""
     keys = {k for c in spec.configs if isinstance(c, Mapping) for k in c}
-    keys |= {f.name for f in spec.flags if isinstance(f, Flag) and isinstance(f.name, str)}
+    keys |= {f.name for f in spec.toolchain.flags if isinstance(f, Flag) and isinstance(f.name, str)}
     keys |= set(launcher_defaults(spec.kernel)) if callable(spec.kernel) else set()
     return sorted(keys - set(spec.args) if isinstance(spec.args, Mapping) else keys)
 
@@ -1490,7 +1595,7 @@ def specifier_problem(text) -> str | None:
 
 def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
     spec, declared = found.spec, _declared(found)
-    keys = when_keys(spec) if found.clean("configs") and found.clean("flags") else []
+    keys = when_keys(spec) if found.clean("configs") and found.clean("toolchain", "flags") else []
     for k, v in when.items():
         listed = list(v) if isinstance(v, (list, tuple)) else [v]
         if is_predicate(v):
@@ -1508,16 +1613,16 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
                           "{'$MYLIB_FAST': [None, '0']}.")
                 return
             continue
-        if Toolchain.has(k):
+        if ToolchainKey.has(k):
             why = specifier_problem(v)
             if why:
                 found.add(where, dict(when), f"{k}={v!r}: {why}; give a version specifier, e.g. "
-                          f"{{{k!r}: {'>=9.0' if k == Toolchain.CAPABILITY else '>=2.6'!r}}} (>=, <, ==, != or ~=, "
+                          f"{{{k!r}: {'>=9.0' if k == ToolchainKey.CAPABILITY else '>=2.6'!r}}} (>=, <, ==, != or ~=, "
                           "several joined by commas).")
                 return
             continue
         if k not in declared and k not in keys:
-            found.add(where, dict(when), f"{_mean(k, list(declared) + keys + list(Toolchain))}{k!r} is neither a dim "
+            found.add(where, dict(when), f"{_mean(k, list(declared) + keys + list(ToolchainKey))}{k!r} is neither a dim "
                       f"({', '.join(declared)}) nor a config key or launcher keyword ({', '.join(keys) or 'none'}); "
                       f"{WHEN_FORMS}.")
             return
@@ -1546,7 +1651,7 @@ def _when_predicate(found: _Found, where: tuple, when: Mapping, k: str, v, dim: 
 
 
 def _flag(found: _Found, f: Flag) -> None:
-    spec, where = found.spec, ("flags", f.key)
+    spec, where = found.spec, ("toolchain", "flags", f.key)
     found.fields(f, FLAG_FIELDS, where)
     if (f.name is None) == (f.env is None):
         found.add(where, f"name={f.name!r}, env={f.env!r}", "give either the launcher keyword (kl.Flag('USE_TMA')) or the "
@@ -1625,9 +1730,9 @@ def _calls_budget(found: _Found) -> None:
     """kl.Calls(seconds=) leaves the point room within its timeout: a stream that ran past it
     would be reported as the kernel's hang."""
     spec = found.spec
-    s, timeout = spec.calls.seconds, spec.timeout_s if _number(spec.timeout_s) else POINT_TIMEOUT_S
-    if found.clean("calls", "seconds") and s is not None and s > timeout / 2:
-        found.add(("calls", "seconds"), s, f"give at most half the point's timeout ({timeout:g} s): {timeout / 2:g}, or "
+    s, timeout = spec.repetition.calls.seconds, spec.timeout_s if _number(spec.timeout_s) else POINT_TIMEOUT_S
+    if found.clean("repetition", "calls", "seconds") and s is not None and s > timeout / 2:
+        found.add(("repetition", "calls", "seconds"), s, f"give at most half the point's timeout ({timeout:g} s): {timeout / 2:g}, or "
                   f"raise Spec(timeout_s=...) to {2 * s:g} or more.")
 
 
@@ -1744,12 +1849,12 @@ def _signatures(found: _Found) -> None:
     kernel's TypeError)."""
     from .chain import Chain
     spec = found.spec
-    if not (found.clean("args") and found.clean("configs") and found.clean("flags")) or spec.collective is not None:
+    if not (found.clean("args") and found.clean("configs") and found.clean("toolchain", "flags")) or spec.collective is not None:
         return
     names = list(spec.args)
     sig = None if isinstance(spec.kernel, Chain) or not callable(spec.kernel) else _signature(spec.kernel)
     if sig is not None:
-        keyword = [{f.name: f.values[0]} for f in spec.flags if isinstance(f, Flag) and f.name is not None
+        keyword = [{f.name: f.values[0]} for f in spec.toolchain.flags if isinstance(f, Flag) and f.name is not None
                    and isinstance(f.values, (list, tuple)) and f.values]
         for config in [dict(c) for c in spec.configs if isinstance(c, Mapping)] or [{}]:
             for extra in keyword or [{}]:
@@ -1860,18 +1965,18 @@ def _nul(v) -> bool:
 def _env_text(found: _Found) -> None:
     """Environment names and values hold no NUL byte (no process can be given one)."""
     spec = found.spec
-    if found.clean("flags"):
-        for f in spec.flags:
+    if found.clean("toolchain", "flags"):
+        for f in spec.toolchain.flags:
             if isinstance(f, Flag) and (_nul(f.env) or any(_nul(v) for v in f.values or ())):
-                found.add(("flags", f.key), f.env if _nul(f.env) else f.values, "an environment variable's name and "
+                found.add(("toolchain", "flags", f.key), f.env if _nul(f.env) else f.values, "an environment variable's name and "
                           "values cannot hold a NUL byte ('\\x00'): remove it.")
-    if found.clean("expect"):
-        for i, e in enumerate(spec.expect):
+    if found.clean("toolchain", "expect"):
+        for i, e in enumerate(spec.toolchain.expect):
             when = e.when if isinstance(e, Expect) and isinstance(e.when, Mapping) else {}
             for k, v in when.items():
                 vals = v if isinstance(v, (list, tuple)) else [v]
                 if isinstance(k, str) and k.startswith("$") and (_nul(k) or any(_nul(x) for x in vals)):
-                    found.add(("expect", i, "when"), dict(when), "an environment variable's name and values cannot "
+                    found.add(("toolchain", "expect", i, "when"), dict(when), "an environment variable's name and values cannot "
                               "hold a NUL byte ('\\x00'): remove it.")
 
 

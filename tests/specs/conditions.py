@@ -64,14 +64,14 @@ def make(kernel, name=None, **kw):
 FAST = [kl.Expect("_fast_kernel", when={"$KLT_FAST": "1"}, label="the fast kernel"),
         kl.Expect("_plain_kernel", when={"$KLT_FAST": [None, "0"]}, label="the plain kernel")]
 FLAG = kl.Flag(env="KLT_FAST", values=(None, "0", "1"), set="after_import")
-read_at_call = make(fast_at_call, expect=FAST, flags=[FLAG])
-read_at_import = make(fast_at_import, expect=FAST, flags=[FLAG])
+read_at_call = make(fast_at_call, toolchain=kl.Toolchain(expect=FAST, flags=[FLAG]))
+read_at_import = make(fast_at_import, toolchain=kl.Toolchain(expect=FAST, flags=[FLAG]))
 LEAN = kl.Flag(env="KLT_FAST", values=(None, "1"), set="after_import")    # two values: two child processes a point
-lean_at_call = make(fast_at_call, "lean_at_call", expect=FAST, flags=[LEAN])
-lean_at_import = make(fast_at_import, "lean_at_import", expect=FAST, flags=[LEAN])
-precise_default = make(rowsum, expect=[kl.Expect("_fast_kernel", when={"precise": True}),
-                                       kl.Expect("_plain_kernel", when={"precise": False})])
-gated = make(fast_at_call, "gated", expect=[kl.Expect("_fast_kernel", when={"$KLT_FAST": "1", "torch": ">=2.0"}, label="the fast kernel"),
+lean_at_call = make(fast_at_call, "lean_at_call", toolchain=kl.Toolchain(expect=FAST, flags=[LEAN]))
+lean_at_import = make(fast_at_import, "lean_at_import", toolchain=kl.Toolchain(expect=FAST, flags=[LEAN]))
+precise_default = make(rowsum, toolchain=kl.Toolchain(expect=[kl.Expect("_fast_kernel", when={"precise": True}),
+                                       kl.Expect("_plain_kernel", when={"precise": False})]))
+gated = make(fast_at_call, "gated", toolchain=kl.Toolchain(expect=[kl.Expect("_fast_kernel", when={"$KLT_FAST": "1", "torch": ">=2.0"}, label="the fast kernel"),
                                    kl.Expect("_wgmma_kernel", when={"N": [4096, 1 << 16], "capability": ">=9.0"},
-                                             label="the Hopper kernel")],
-             flags=[LEAN])
+                                             label="the Hopper kernel")], flags=[LEAN]),
+             )

@@ -44,7 +44,7 @@ def twice(x):
 def make(name, kernel, expect):
     return kl.Spec(name, kernel=kernel, reference=twice, args={"x": kl.Tensor("M N", dtype="float32")},
                    returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 64), "N": kl.Dim(1, 1 << 16)},
-                   expect=expect)
+                   toolchain=kl.Toolchain(expect=expect))
 
 
 SHORT = kl.Expect("*_short_path", when={"N": range(1, 257)}, label="the short path")

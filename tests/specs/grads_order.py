@@ -29,7 +29,7 @@ def row_sum(x):
 def _rowsum(name, deterministic):
     return kl.Spec(name, kernel=row_sum, reference=lambda x: x.sum(0),
                    args={"x": kl.Tensor("M N", dtype="float32")}, dims={"M": kl.Dim(1, 4096), "N": kl.Dim(1, 256)},
-                   returns=kl.Tensor("N", like="x"), deterministic=deterministic)
+                   returns=kl.Tensor("N", like="x"), repetition=kl.Repetition(deterministic=deterministic))
 
 
 rowsum_any = _rowsum("rowsum_any", False)
@@ -62,7 +62,7 @@ def ln_spec(name, kernel, deterministic=False, n_min=3):
     return kl.Spec(name, kernel=kernel, reference=ln_ref,
                    args={"x": kl.Tensor("M N", dtype="float32"), "w": kl.Tensor("N", like="x"), "b": kl.Tensor("N", like="x")},
                    dims={"M": kl.Dim(1, 4096), "N": kl.Dim(n_min, 4096)}, returns=kl.Tensor("M N", like="x"),
-                   grads=["x", "w", "b"], deterministic=deterministic)
+                   grads=["x", "w", "b"], repetition=kl.Repetition(deterministic=deterministic))
 
 
 ln_atomic = ln_spec("ln_atomic", layer_norm_atomic())

@@ -32,7 +32,7 @@ def positions_ref(x):
 def _spec(name, kernel):
     return kl.Spec(name, kernel=kernel, reference=positions_ref, args={"x": kl.Tensor("M N", dtype="float32")},
                    returns=kl.Tensor("M", dtype="int32"), dims={"M": kl.Dim(1, 256, tile=16), "N": kl.Dim(1, 64)},
-                   graphs=True)
+                   modes=kl.Modes(graphs=True))
 
 
 spec = _spec("cached_positions", cached_positions)

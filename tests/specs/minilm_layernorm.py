@@ -33,7 +33,7 @@ def make(kernel):
                          "b": kl.Tensor("D", dtype="float32"), "eps": 1e-12},
                    returns=kl.Tensor("T D", like="x"),
                    dims={"T": kl.Dim(1, 512), "D": kl.Dim(1, 1024, widths=[384])},
-                   slot=minilm.adapter(minilm.LAYERNORM_TARGET))
+                   model=kl.InModel(slot=minilm.adapter(minilm.LAYERNORM_TARGET)))
 
 
 good = make(layernorm) if minilm.available() is None else None

@@ -21,7 +21,7 @@ REFUSES = kl.Expect("*", runs=False, when={"C": lambda c: c % 4 != 0}, raises=Ru
 def make(name, kernel, expect=(REFUSES,)):
     return kl.Spec(name, kernel=kernel, reference=group_norm, args={"x": kl.Tensor("B C L", dtype="float32")},
                    returns=kl.Tensor("B C L", like="x"),
-                   dims={"B": kl.Dim(1, 8), "C": kl.Dim(1, 64), "L": kl.Dim(2, 64)}, expect=list(expect))
+                   dims={"B": kl.Dim(1, 8), "C": kl.Dim(1, 64), "L": kl.Dim(2, 64)}, toolchain=kl.Toolchain(expect=list(expect)))
 
 
 torch_group_norm = make("torch_group_norm", group_norm)

@@ -69,11 +69,11 @@ def _rowsum_spec(name, kernel, **over):
 AABB = kl.Calls(pattern="AABB", fresh=True, count=3000)
 AA = kl.Calls(pattern="AA", fresh=True, count=4000)
 
-ring_bad = _rowsum_spec("ring_bad", RingRowsum(zero_every_call=False), calls=AABB)
-ring_good = _rowsum_spec("ring_good", RingRowsum(zero_every_call=True), calls=AABB)
+ring_bad = _rowsum_spec("ring_bad", RingRowsum(zero_every_call=False), repetition=kl.Repetition(calls=AABB))
+ring_good = _rowsum_spec("ring_good", RingRowsum(zero_every_call=True), repetition=kl.Repetition(calls=AABB))
 ring_undeclared = _rowsum_spec("ring_undeclared", RingRowsum(zero_every_call=False))
-cache_bad = _rowsum_spec("cache_bad", CachedRowsum(keyed_by_tensor=False), calls=AA)
-cache_good = _rowsum_spec("cache_good", CachedRowsum(keyed_by_tensor=True), calls=AA)
+cache_bad = _rowsum_spec("cache_bad", CachedRowsum(keyed_by_tensor=False), repetition=kl.Repetition(calls=AA))
+cache_good = _rowsum_spec("cache_good", CachedRowsum(keyed_by_tensor=True), repetition=kl.Repetition(calls=AA))
 
 
 # ---- a tolerance per config (kl.Config)

@@ -92,13 +92,13 @@ def make(kernel, **kw):
                    returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 4096, tile=64)}, **kw)
 
 
-flag_reaches = make(scale, flags=[kl.Flag("TWICE")])
-flag_lost = make(scale_lost, flags=[kl.Flag("TWICE")])
-disk_planned = make(scale_disk_planned, flags=[kl.Flag("TWICE")])
+flag_reaches = make(scale, toolchain=kl.Toolchain(flags=[kl.Flag("TWICE")]))
+flag_lost = make(scale_lost, toolchain=kl.Toolchain(flags=[kl.Flag("TWICE")]))
+disk_planned = make(scale_disk_planned, toolchain=kl.Toolchain(flags=[kl.Flag("TWICE")]))
 ROUTES = [kl.Expect("_short_kernel", when={"N": [1, 64]}, label="the short kernel"),
           kl.Expect("_long_kernel", when={"N": 65})]
-route_kept = make(routed, expect=ROUTES)
-route_lost = make(routed_torch, expect=ROUTES)
+route_kept = make(routed, toolchain=kl.Toolchain(expect=ROUTES))
+route_lost = make(routed_torch, toolchain=kl.Toolchain(expect=ROUTES))
 everything_skipped = kl.Spec("huge", kernel=routed_torch, reference=double_ref,
                              args={"x": kl.Tensor("N", dtype="float32")}, returns=kl.Tensor("N", like="x"),
                              dims={"N": kl.Dim(1 << 20, 1 << 21)})

@@ -119,7 +119,7 @@ def expect_facts(expect) -> dict:
 def started_env(spec, point) -> dict:
     """What each variable a point sets after import held when its process started (the flag's
     other value, Flag.before)."""
-    flags = {f.env: f for f in spec.flags if f.env is not None}
+    flags = {f.env: f for f in spec.toolchain.flags if f.env is not None}
     return {k: flags[k].before(v) for k, v in point.env if k in flags}
 
 

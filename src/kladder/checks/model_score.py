@@ -16,13 +16,13 @@ def judge(spec, scores: dict) -> tuple[list[Finding], Note]:
     if s["where"] == "slot":
         rise = s["nll_kernel"] / s["nll_baseline"] - 1 if s["nll_baseline"] > 0 else 0.0
         s["rise"] = rise
-        if rise > spec.model_nll_tolerance and b - k <= spec.model_tolerance:
+        if rise > spec.model.nll_tolerance and b - k <= spec.model.tolerance:
             return [Finding(Check.MODEL, "nll", call="model run with the kernel", max_abs_err=rise,
-                            facts=ModelFacts(**{**s, "metric": "nll", "allowed": spec.model_nll_tolerance,
+                            facts=ModelFacts(**{**s, "metric": "nll", "allowed": spec.model.nll_tolerance,
                                                 "baseline": s["nll_baseline"], "kernel": s["nll_kernel"],
                                                 "baseline_score": b, "kernel_score": k}))], Note.of(NoteKind.MODEL_SCORES, **s)
     drop = b - k
-    if drop > spec.model_tolerance:
+    if drop > spec.model.tolerance:
         return [Finding(Check.MODEL, "score", call="model run with the kernel", max_abs_err=drop,
-                        facts=ModelFacts(**s, metric="score", allowed=spec.model_tolerance))], Note.of(NoteKind.MODEL_SCORES, **s)
+                        facts=ModelFacts(**s, metric="score", allowed=spec.model.tolerance))], Note.of(NoteKind.MODEL_SCORES, **s)
     return [], Note.of(NoteKind.MODEL_SCORES, **s)

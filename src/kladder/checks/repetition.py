@@ -35,14 +35,14 @@ def judge(spec, point, r, expected: dict | None, peers=None) -> tuple[list[Findi
     against, worst_right = _worst_against_reference(spec, point, r, expected, peers)
     if against is not None and r.worst_call > r.firsts:
         wrong[r.worst_call - r.firsts - 1] = True
-    elif worst_right and not spec.deterministic:
+    elif worst_right and not spec.repetition.deterministic:
         # the worst call (the most elements past twice the default from its first call) is right
         # against the reference with its honest peer's budget: the first call passed within that
         # budget, not the default, so "past twice the default from it" is no evidence of a wrong
         # call (float atomics summed in another order each call: a weight gradient over 1,024 rows)
         wrong = torch.zeros_like(wrong)
     facts = _facts(spec, r, compared, differ, wrong)
-    if spec.deterministic and facts["differ"]:
+    if spec.repetition.deterministic and facts["differ"]:
         return [_finding(spec, point, r, Check.REPEATS, facts, differ, against, bitwise_only=True)], [], None
     if facts["wrong"]:
         return [_finding(spec, point, r, Check.REPEATS, facts, wrong, against)], [], None
@@ -54,7 +54,7 @@ def judge(spec, point, r, expected: dict | None, peers=None) -> tuple[list[Findi
 
 def _facts(spec, r, compared: int, differ, wrong) -> dict:
     return {"calls": r.calls, "compared": compared, "firsts": r.firsts, "differ": int(differ.sum()),
-            "wrong": int(wrong.sum()), "deterministic": spec.deterministic, "launch": r.launch, "inputs": r.inputs,
+            "wrong": int(wrong.sum()), "deterministic": spec.repetition.deterministic, "launch": r.launch, "inputs": r.inputs,
             "load": r.load, "seconds": round(r.seconds, 3), "stopped": r.stopped, "fallback": r.fallback,
             "post_graph": r.post_graph.format(),
             "calls_s": round(r.looped / r.seconds, 1) if r.seconds > 0 else 0.0}

@@ -33,7 +33,7 @@ def _kernel_dtypes(spec: Spec) -> list[tuple]:
 
 
 def points(spec: Spec, budget: Budget) -> Iterator[Point]:
-    if spec.slot is None:
+    if spec.model.slot is None:
         return
     device = budget.device
     slot, _ = spec.slot_target()

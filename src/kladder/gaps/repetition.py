@@ -27,7 +27,7 @@ from .common import base_shapes, chosen_dtypes, config_text, dtype_rows, sizes_t
 RUNG = number("repetition")
 ON_FAILED = ("memcheck", "initcheck")
 SANITIZE_S = 600.0           # a child under compute-sanitizer: torch's start-up alone takes tens of seconds there
-# Rung 5's stream: without Spec.calls one stream in the pattern "A" within the named time budget's
+# Rung 5's stream: without kl.Repetition(calls=) one stream in the pattern "A" within the named time budget's
 # calls and seconds (budgets.py: 1 s at commit, 3 s at release); with it the declared count, within a
 # wider budget (kl.Calls(seconds=) widens it).
 STREAM_DECLARED_S = {"cpu": 30.0, "cuda": 60.0}
@@ -72,19 +72,19 @@ def points(spec: Spec, budget: Budget, repeat: int | None = None, repeat_s: floa
 
 def stream(spec: Spec, sizes: dict, dtypes: tuple, device: str, repeat: int | None = None,
            repeat_s: float | None = None, time_budget: str = DEFAULT) -> Point:
-    """Rung 5's stream of calls: the model's pattern (Spec.calls) or "A" (new inputs every call),
+    """Rung 5's stream of calls: the model's pattern (kl.Repetition(calls=)) or "A" (new inputs every call),
     each call on its own inputs against its own reference, up to its count or its time budget
     (--repeat N and --repeat-s S override them); at the smallest shape: thousands of calls."""
-    declared = spec.calls is not None
+    declared = spec.repetition.calls is not None
     kind = "cpu" if device == "cpu" else "cuda"
     plain = named(time_budget)
-    calls, pattern, fresh = (spec.calls.count, spec.calls.pattern, spec.calls.fresh) if declared else \
+    calls, pattern, fresh = (spec.repetition.calls.count, spec.repetition.calls.pattern, spec.repetition.calls.fresh) if declared else \
         (plain.stream_calls[kind], "A", True)
-    seconds = spec.calls.seconds if declared and spec.calls.seconds else \
+    seconds = spec.repetition.calls.seconds if declared and spec.repetition.calls.seconds else \
         min((STREAM_DECLARED_S if declared else plain.stream_s)[kind], (spec.timeout_s or POINT_TIMEOUT_S) / 2)
     calls, seconds = repeat or calls, repeat_s or seconds
     plan = (("calls", calls), ("seconds", seconds), ("pattern", pattern), ("fresh", fresh), ("declared", declared))
-    how = (f"the model's pattern {pattern!r} (Spec.calls)" if declared else "new inputs every call (pattern 'A'; "
+    how = (f"the model's pattern {pattern!r} (kl.Repetition(calls=))" if declared else "new inputs every call (pattern 'A'; "
            "Spec(calls=kl.Calls(...)) says how the model calls it)")
     steps = "new input sets every step" if fresh else "the same input sets every step"
     where = "in a fresh process" if declared else "in a worker as it comes"

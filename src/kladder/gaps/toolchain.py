@@ -52,7 +52,7 @@ def points(spec: Spec, budget: Budget) -> Iterator[Point]:
     found += _cachekey_points(spec, shapes[0], dtypes, defaults)
     found.append(Point(spec.name, RUNG, tuple(shapes[0].items()), dtypes,
                        "imports: the names downstream code imports resolve to what is tested"
-                       + (f" ({', '.join(spec.imports)})" if spec.imports else " (none declared)")
+                       + (f" ({', '.join(spec.toolchain.imports)})" if spec.toolchain.imports else " (none declared)")
                        + "; the kernel's modules imported afresh, every ImportError they catch reported",
                        kind=PointKind.TOOLCHAIN, mode=Mode.IMPORTS))
     for p in found:          # a shape over the budget (a spec whose smallest shape is big, a big named shape) is a GPU point
@@ -105,7 +105,7 @@ def env_text(spec: Spec, env: tuple, env_set: str) -> str:
         values = ", ".join(f"{k} unset" if v is None else f"{k}={v}" for k, v in env)
         return f"with {values} in the environment from the process's start"
     values = ", ".join(f"{k} removed" if v is None else f"{k}={v} set" for k, v in env)
-    flags = {f.env: f for f in spec.flags if f.env is not None}
+    flags = {f.env: f for f in spec.toolchain.flags if f.env is not None}
     started = ", ".join(f"{k} unset" if flags[k].before(v) is None else f"{k}={flags[k].before(v)}" for k, v in env)
     return (f"with {values} after the kernel's module was imported and the kernel called once (the process "
             f"started with {started})")
@@ -138,7 +138,7 @@ def _when_points(spec: Spec, base: dict, budget: Budget, defaults: dict) -> Iter
     budget, the point is a GPU point): (sizes, config, env, env_set, label, inside, runs). A predicate
     over a dim names its edges (spec.when_sizes): `inside` is False at a size just outside it."""
     least = {d: dim.snap(1) for d, dim in spec.dims.items()}
-    after = {f.env for f in spec.flags if f.env is not None and f.set == EnvSet.AFTER_IMPORT}
+    after = {f.env for f in spec.toolchain.flags if f.env is not None and f.set == EnvSet.AFTER_IMPORT}
     for e in spec.expectations:
         if not e.when:
             continue
@@ -176,7 +176,7 @@ def toolchain_text(e) -> str:
 
 
 def _flag_points(spec: Spec, sizes: dict, dtypes: tuple) -> Iterator[Point]:
-    for f in spec.flags:
+    for f in spec.toolchain.flags:
         values = ", ".join("unset" if v is None and f.env is not None else repr(v) for v in f.values)
         what = f"the launcher keyword {f.name}" if f.name is not None else f"the environment variable {f.env}"
         yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
@@ -202,7 +202,7 @@ def _cachekey_points(spec: Spec, sizes: dict, dtypes: tuple, defaults: dict) -> 
     if b is not None:                  # two calls that differ (a config that is the launcher's defaults is no other call)
         yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why(config_text(b) + f" (A: {config_text(a)})"),
                     config=a, kind=PointKind.TOOLCHAIN, mode=Mode.CACHEKEY, partner=(("config", b),), variant="config")
-    for f in spec.flags:
+    for f in spec.toolchain.flags:
         other = f.values[1]
         text = f"{f.name}={other!r}" if f.name is not None else f"{f.env} unset" if other is None else f"{f.env}={other}"
         yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why(text), kind=PointKind.TOOLCHAIN, mode=Mode.CACHEKEY,

@@ -643,7 +643,7 @@ SPEC_LEFT_OUT = ("kernel", "reference", "dims", "configs")   # the kernel and th
 def spec_variables(spec) -> list[str]:
     """Environment variables the spec names (flags, expectations)."""
     names = set()
-    for f in getattr(spec, "flags", ()) or ():
+    for f in getattr(getattr(spec, "toolchain", None), "flags", ()) or ():
         if getattr(f, "env", None):
             names.add(f.env)
     names |= set(getattr(spec, "when_variables", ()) or ())

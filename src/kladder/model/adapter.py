@@ -60,7 +60,7 @@ def patched(target: str, replacement: Callable) -> Iterator[None]:
 
 class Adapter:
     """Scores the user's model with `target` replaced: `evaluate()` returns a score (higher is
-    better) or (score, samples). In a climb (`Spec(slot=Adapter(...))`), `wrap(kernel)` turns
+    better) or (score, samples). In a climb (`Spec(model=kl.InModel(slot=Adapter(...)))`), `wrap(kernel)` turns
     the spec's kernel into the replacement (a method taking `self`, say); without `wrap` the
     kernel itself replaces the target."""
 

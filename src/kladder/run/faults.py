@@ -99,7 +99,7 @@ def kernel_error(spec, point: Point, k: KernelError, device: str = "cpu") -> Res
                       fatal=True)
     if k.label == "capture":
         # a failed capture can leave the context unusable: the worker is replaced as after a fault
-        facts = CaptureFacts(**error_facts(e), trace=trace, claimed=True if getattr(spec, "graphs", None) else None)
+        facts = CaptureFacts(**error_facts(e), trace=trace, claimed=True if getattr(getattr(spec, "modes", None), "graphs", None) else None)
         return Result(Outcome(point, Status.FAILED, [Finding(Check.CAPTURE, call=k.label, facts=facts)]), fatal=True)
     if is_device_fault(e):
         return Result(Outcome(point, Status.FAILED, [Finding(Check.DEVICE_FAULT, call=k.label,

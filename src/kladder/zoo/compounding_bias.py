@@ -111,7 +111,7 @@ def make_spec(kernel):
         # hidden sizes the author's models use (Llama-3-8B 4096, gpt-oss 2880) and head_dim 128
         dims={"M": kl.Dim(1, 4096),
               "N": kl.Dim(1, 8192, widths=[128, 2880, 4096])},
-        slot=SLOT,
+        model=kl.InModel(slot=SLOT),
     )
 
 

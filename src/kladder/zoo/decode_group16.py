@@ -153,7 +153,7 @@ def make_spec(kernel):
               "G": kl.Dim(1, 8, widths=[4, 7, 8]),
               "S": kl.Dim(1, 4096, tile=BLOCK_S),
               "D": kl.Dim(1, 256, widths=[64, 128])},
-        slot=(SLOT, kernel),        # the model calls the kernel with q as [B, Hq, D]
+        model=kl.InModel(slot=(SLOT, kernel)),        # the model calls the kernel with q as [B, Hq, D]
     )
 
 

@@ -92,7 +92,7 @@ def make_spec(kernel):
         returns=kl.Tensor("M N", like="x"),
         dims={"M": kl.Dim(1, 4096), "N": kl.Dim(1, 16384, widths=[2880, 4096])},
         # the cache hint must reach the code
-        flags=[kl.Flag("EVICT_FIRST", values=(False, True))],
+        toolchain=kl.Toolchain(flags=[kl.Flag("EVICT_FIRST", values=(False, True))]),
     )
 
 

@@ -130,8 +130,8 @@ def make_spec(kernel):
         production=[{"M": m, "N": n} for m, n in SWEPT],
         tuned=[{"M": m, "N": n} for m, n in SWEPT],
         # each shape the sweeps tuned runs the config they measured best
-        expect=[kl.Expect("_silu_mul_kernel", when={"M": m, "N": n}, launch=cfg, label="the tuned config")
-                for (m, n), cfg in SWEPT.items()],
+        toolchain=kl.Toolchain(expect=[kl.Expect("_silu_mul_kernel", when={"M": m, "N": n}, launch=cfg, label="the tuned config")
+                for (m, n), cfg in SWEPT.items()]),
     )
 
 

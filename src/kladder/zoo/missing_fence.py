@@ -21,6 +21,7 @@ import triton
 import triton.language as tl
 
 from kladder.zoo import build_specs
+from kladder.zoo._rmsnorm import base, rmsnorm_ref  # noqa: F401  (rmsnorm_ref: the cases' reference, by its old name)
 
 CASE = dict(
     name="missing_fence",
@@ -154,20 +155,11 @@ def rmsnorm_fixed(x, w, eps=1e-6):
     return _launch(_rstd_kernel_fixed, _WORKSPACE_FIXED, x, w, eps)
 
 
-def rmsnorm_ref(x, w, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
-
-
 def make_spec(kernel):
     import kladder as kl
-    return kl.Spec(
-        "rmsnorm_wide",
+    return base().derive(
+        name="rmsnorm_wide",
         kernel=kernel,
-        reference=rmsnorm_ref,
-        args={"x": kl.Tensor("M N", dtype=["bfloat16", "float16"]),
-              "w": kl.Tensor("N", dtype="float32"),
-              "eps": 1e-6},
-        returns=kl.Tensor("M N", like="x"),
         # decode batches of wide rows: a vocabulary-sized or hidden-concatenated row, 8K columns a split
         dims={"M": kl.Dim(1, 4096), "N": kl.Dim(1, 65536, tile=[BLOCK, COLUMNS_PER_SPLIT], widths=[7168, 16384])},
         rows="M",

@@ -10,6 +10,7 @@ import triton
 import triton.language as tl
 
 from kladder.zoo import build_specs
+from kladder.zoo._rmsnorm import base, rmsnorm_ref  # noqa: F401  (rmsnorm_ref: the cases' reference, by its old name)
 
 CASE = dict(
     name="rmsnorm_n_tail",
@@ -80,20 +81,10 @@ def rmsnorm_fixed(x, w, eps=1e-6):
     return _launch(_rmsnorm_kernel_fixed, x, w, eps)
 
 
-def rmsnorm_ref(x, w, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
-
-
 def make_spec(kernel):
     import kladder as kl
-    return kl.Spec(
-        "rmsnorm",
+    return base().derive(
         kernel=kernel,
-        reference=rmsnorm_ref,
-        args={"x": kl.Tensor("M N", dtype=["bfloat16", "float16"]),
-              "w": kl.Tensor("N", dtype="float32"),
-              "eps": 1e-6},
-        returns=kl.Tensor("M N", like="x"),
         dims={"M": kl.Dim(1, 4096),
               "N": kl.Dim(1, 16384, tile=VEC, widths=[2880, 4096, 7168])},
     )

@@ -12,6 +12,7 @@ import triton
 import triton.language as tl
 
 from kladder.zoo import build_specs
+from kladder.zoo._rmsnorm import base, rmsnorm_ref  # noqa: F401  (rmsnorm_ref: the cases' reference, by its old name)
 from kladder.zoo._fastlib import expr
 
 CASE = dict(
@@ -97,26 +98,18 @@ def fused_rmsnorm_fixed(x, w, eps=1e-6):
     return _launch(_fused_rmsnorm_kernel_fixed, x, w, eps)
 
 
-def rmsnorm_ref(x, w, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
-
-
 def make_spec(kernel):
     import kladder as kl
-    return kl.Spec(
-        "fused_rmsnorm",
+    return base().derive(
+        name="fused_rmsnorm",
         kernel=kernel,
-        reference=rmsnorm_ref,
-        args={"x": kl.Tensor("M N", dtype=["bfloat16", "float16"]),
-              "w": kl.Tensor("N", dtype="float32"),
-              "eps": 1e-6},
-        returns=kl.Tensor("M N", like="x"),
         dims={"M": kl.Dim(1, 4096),
               "N": kl.Dim(1, 8192, tile=8, widths=[2880, 4096])},
-        # the point of the module: the fused Triton kernel runs, not the torch fallback
-        expect=[kl.Expect("_fused_rmsnorm_kernel*", label="the fused Triton kernel")],
-        # what the diffusion pipeline imports from this module
-        imports=[f"kladder.zoo.silent_fallback:{kernel.__name__}"],
+        toolchain=kl.Toolchain(
+            # the point of the module: the fused Triton kernel runs, not the torch fallback
+            expect=[kl.Expect("_fused_rmsnorm_kernel*", label="the fused Triton kernel")],
+            # what the diffusion pipeline imports from this module
+            imports=[f"kladder.zoo.silent_fallback:{kernel.__name__}"]),
     )
 
 

@@ -206,7 +206,7 @@ def make_spec(kernel):
               "N": kl.Dim(1, 8192, tile=BLOCK_N),
               "K": kl.Dim(1, 16384, tile=[BLOCK_K, 2 * BLOCK_K, 4 * BLOCK_K], widths=[2880, 4096, 7168])},
         configs=CONFIGS,
-        graphs=True,            # the engine captures its decode GEMMs in CUDA graphs, one per batch size
+        modes=kl.Modes(graphs=True),            # the engine captures its decode GEMMs in CUDA graphs, one per batch size
     )
 
 

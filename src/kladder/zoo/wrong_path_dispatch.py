@@ -173,7 +173,7 @@ def make_spec(kernel):
         dims={"B": kl.Dim(1, 64), "H": kl.Dim(1, 32),
               "S": kl.Dim(1, 4096, tile=BLOCK_S), "T": kl.Dim(1, 8192, tile=BLOCK_T, widths=[2048])},
         # a decode step, one query, must run the decode kernel
-        expect=[kl.Expect("*decode*", when={"S": 1}, label="the decode kernel")],
+        toolchain=kl.Toolchain(expect=[kl.Expect("*decode*", when={"S": 1}, label="the decode kernel")]),
     )
 
 

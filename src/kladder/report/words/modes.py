@@ -65,14 +65,14 @@ def _device_fault(f, x: DeviceFaultFacts) -> str:
 
 @says(CaptureFacts)
 def _capture(f, x: CaptureFacts) -> str:
-    claimed = " (the spec claims it runs in graphs: Spec(graphs=True))" if x.claimed else ""
+    claimed = " (the spec claims it runs in graphs: kl.Modes(graphs=True))" if x.claimed else ""
     return f"the kernel cannot be captured in a CUDA graph{claimed}: {x.error}: {x.text}"
 
 
 @says(UncapturedFacts)
 def _uncaptured(f, x: UncapturedFacts) -> str:
     return (f"the kernel cannot be captured in a CUDA graph: {x.error}: {x.text}; not failed, since the spec "
-            "does not say production graphs it (Spec(graphs=True) makes this a failure, graphs=False skips "
+            "does not say production graphs it (kl.Modes(graphs=True) makes this a failure, graphs=False skips "
             "the point); its eager call before the capture was judged")
 
 
@@ -123,7 +123,7 @@ def _not_bitwise(f, x: NotBitwiseFacts) -> str:
                 "on the same inputs: state left by B changed A")
     if x.cause == Cause.RUN_TO_RUN:
         return (f"`{f.output}` of A's second call differs from its first in {n} of {total} elements, on the same "
-                "inputs and before B ran: the kernel is not deterministic, though Spec(deterministic=True) says it is")
+                "inputs and before B ran: the kernel is not deterministic, though kl.Repetition(deterministic=True) says it is")
     if x.cause == Cause.CACHEKEY:
         return (f"`{f.output}` of B ({x.variant}) in a process on the cache A left differs from B on an empty cache "
                 f"({n} of {total} elements), on the same inputs: the cache key leaves out what B changed, so the "

@@ -117,7 +117,7 @@ def _mode_needs_cuda(x, sized=True):
 @notes(F.GraphsNotClaimedFacts)
 def _graphs_not_claimed(x, sized=True):
     return (f"the kernel cannot be captured in a CUDA graph ({x.error}: {x.text}), and the spec says production "
-            "does not run it in graphs (Spec(graphs=False)): skipped, never passed")
+            "does not run it in graphs (kl.Modes(graphs=False)): skipped, never passed")
 
 
 @notes(F.RaceNotSetUpFacts)
@@ -178,7 +178,7 @@ def _process_failed(x, sized=True):
 
 @notes(F.NoSuchSlotFacts)
 def _no_such_slot(x, sized=True):
-    return f"Spec.slot {x.slot!r}: kladder's model has the slots {', '.join(x.slots)}"
+    return f"kl.InModel(slot={x.slot!r}): kladder's model has the slots {', '.join(x.slots)}"
 
 
 @notes(F.BaselineFailedFacts)
@@ -260,7 +260,7 @@ def _run_to_run(x, sized=True):
     files = f"; the cold process left {x.files} file(s) in the cache directory" if x.files is not None else ""
     return (f"A's two calls on the same inputs, before B, differ in {x.differ:,} of {x.total:,} elements of "
             f"{', '.join(f'`{n}`' for n in x.outputs)}: the kernel is not bit-for-bit deterministic, which the spec "
-            f"allows (Spec(deterministic=False)), so {after} was judged against the reference for those outputs, "
+            f"allows (kl.Repetition(deterministic=False)), so {after} was judged against the reference for those outputs, "
             f"not bit for bit{files}")
 
 

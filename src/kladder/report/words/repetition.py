@@ -78,11 +78,11 @@ def repeats_clean_text(x: RepeatsCleanFacts, sized: bool = True) -> str:
             f"wrong; {how_text(x)}{more}")
 
 
-# ---------------------------------------------------------------------------- the stream (Spec.calls)
+# ---------------------------------------------------------------------------- the stream (kl.Repetition(calls=))
 def stream_how_text(x: StreamCleanFacts) -> str:
-    """"the pattern 'AABB' (Spec.calls), new input sets every step: 3,000 calls on 1,500 input sets in 2.1 s"."""
-    pattern = (f"the model's pattern {x.pattern!r} (Spec.calls)" if x.declared
-               else "new inputs every call (no Spec.calls: the pattern 'A')")
+    """"the pattern 'AABB' (kl.Repetition(calls=)), new input sets every step: 3,000 calls on 1,500 input sets in 2.1 s"."""
+    pattern = (f"the model's pattern {x.pattern!r} (kl.Repetition(calls=))" if x.declared
+               else "new inputs every call (no kl.Repetition(calls=): the pattern 'A')")
     steps = "new input sets every step" if x.fresh else "the same input sets every step"
     ended = (f" (the time budget ended it before the {x.count:,} calls asked for)" if x.stopped == "seconds" else "")
     ref = "the reference batched over each batch's inputs" if x.batched else "the reference once per input set"

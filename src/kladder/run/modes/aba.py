@@ -64,7 +64,7 @@ def run_to_run(h, first: dict, second: dict, mode: str, files: int | None = None
         if bad:
             varying.append(n)
             differ, total = differ + bad, total + t.numel()
-    if varying and h.spec.deterministic:
+    if varying and h.spec.repetition.deterministic:
         yield Same({n: first[n] for n in varying}, second, Cause.RUN_TO_RUN,
                    REPEAT_LABEL if mode == "aba" else "A twice on the warm cache")
     elif varying:

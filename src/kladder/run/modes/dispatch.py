@@ -28,7 +28,7 @@ def _env_run(h) -> EnvRun:
     point = dataclasses.replace(pt, mode=Mode.EAGER, seed=pt.seed)
     if pt.env_set != EnvSet.AFTER_IMPORT:
         return EnvRun(f"{values} from its start", point, env)
-    flags = {f.env: f for f in h.spec.flags if f.env is not None}
+    flags = {f.env: f for f in h.spec.toolchain.flags if f.env is not None}
     started = {k: flags[k].before(v) if k in flags else None for k, v in env.items()}
     return EnvRun(f"{values} set after import and one call", point, env, True, started)
 

@@ -23,12 +23,12 @@ from .tracing import traced_call
 
 
 def declared_flag(spec, key: str):
-    for f in spec.flags:
+    for f in spec.toolchain.flags:
         if f.key == key:
             return f
     raise SpecBroken(NoteKind.INPUTS_FAILED, error="KeyError",
                      text=f"the point names the flag {key!r}, which the spec does not declare "
-                          f"({', '.join(f.key for f in spec.flags) or 'no flags'})")
+                          f"({', '.join(f.key for f in spec.toolchain.flags) or 'no flags'})")
 
 
 class Flags(base.Mode):

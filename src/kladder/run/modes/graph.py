@@ -6,7 +6,7 @@ the spec says about graphs: the kernel captured and then broke silently.
 
 Whether a kernel that cannot be captured at all (a launcher that reads a count back to the
 host with .item(), one that synchronizes or serves repeats from a host-side cache) is wrong
-depends on what production does, which only its author knows (Spec.graphs): claimed (True),
+depends on what production does, which only its author knows (kl.Modes(graphs=)): claimed (True),
 the failed capture is the kernel's failure; not claimed (False), the point is skipped with the
 capture's error; not said (None, the default), the capture's error is a warning and the eager
 call made before the capture is judged in its place. A kernel that captures is replayed and
@@ -34,7 +34,7 @@ class Graph(Mode):
         import torch
 
         from ...materialize import poison, poison_word
-        claimed = h.spec.graphs
+        claimed = h.spec.modes.graphs
         static = h.prepare()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())

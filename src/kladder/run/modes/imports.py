@@ -40,7 +40,7 @@ def kernel_modules(spec) -> list[str]:
     the declared imports name, by module name, or by file for a spec loaded from a path."""
     from ...chain import Chain
     fns = spec.kernel.functions() if isinstance(spec.kernel, Chain) else [spec.kernel]
-    names = [getattr(f, "__module__", None) for f in fns] + [ImportName.parse(i).module for i in spec.imports]
+    names = [getattr(f, "__module__", None) for f in fns] + [ImportName.parse(i).module for i in spec.toolchain.imports]
     out = []
     for name in names:
         mod = sys.modules.get(name or "")
@@ -89,7 +89,7 @@ class Imports(Mode):
             returned = h.call(prep, "traced")
         targets = kernel_modules(h.spec)
         caught = caught_imports(h, targets)
-        yield Imported([resolve(n) for n in h.spec.imports], set(t.called), [x.fn for x in launched.seen], caught, targets)
+        yield Imported([resolve(n) for n in h.spec.toolchain.imports], set(t.called), [x.fn for x in launched.seen], caught, targets)
         yield Call(prep, returned)
 
 
