@@ -85,6 +85,10 @@ BENCHES = (
           "cuda"),
     Bench("light-climb", "light_climb.py", "issue 32's targets: the rmsnorm twin cold, again and edited, the wrong "
           "GEMV's big point, five liger-kernel ops side by side", "--json", "cuda"),
+    Bench("hostile-probes", "hostile_probes.py", "issue 36's probe families as real kladder processes: point strings, "
+          "full disks, damaged history, signals, forking kernels", "--json"),
+    Bench("shared-gpu", "shared_gpu.py", "issue 38's independence by ownership on a GPU: the MoE twin, the zoo's shared "
+          "reference, a torch op under test", "--json", "cuda"),
 )
 BY_NAME = {b.name: b for b in BENCHES}
 NOT_BENCHES = ("planted.py", "rung6_shared_gpu.py", "run.py", "__init__.py", "__main__.py")   # spec modules, this runner

@@ -38,7 +38,8 @@ def _climb(tmp_path, tag: str) -> tuple[subprocess.Popen, str]:
     p = subprocess.Popen([sys.executable, "-m", "kladder.cli", "climb", FORKING, "--device", "cpu", "--rungs", "1",
                           "-j", "1", "--no-history", "--color", "never", "--json", str(tmp_path / f"{tag}.json")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
-                         env={**os.environ, "KLT_PIDS": pids}, start_new_session=True)
+                         env={**{k: v for k, v in os.environ.items() if k != "KLADDER_FORKSERVER"}, "KLT_PIDS": pids},
+                         start_new_session=True)   # its own fork server, as a user's climb has: not the suite's
     return p, pids
 
 
