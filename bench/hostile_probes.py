@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import json
 import os
+import pathlib
 import shutil
 import signal
 import sqlite3
@@ -48,41 +49,9 @@ SPECS = os.path.join(ROOT, "tests", "specs")
 TRIVIAL, SLOW, CONDITIONS = (os.path.join(SPECS, f) for f in ("trivial.py", "slow.py", "conditions.py"))
 FAMILIES = ("point", "lost", "signals", "stored", "procs")
 
-SITE = '''
-import errno, os
-_PREFIX = os.environ.get("KLT_FULL")
-if _PREFIX:
-    _write, _left = os.write, [int(os.environ.get("KLT_FULL_AFTER", "0"))]
+SITE = pathlib.Path(ROOT, "tests", "data", "full_disk", "sitecustomize.py").read_text()
 
-    def _full_write(fd, data):
-        try:
-            path = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            path = ""
-        if not path.startswith(_PREFIX):
-            return _write(fd, data)
-        if _left[0] <= 0:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        n = min(len(data), _left[0])
-        _left[0] -= n
-        return _write(fd, bytes(data[:n]))
-    os.write = _full_write
-'''
-
-TAIL = '''
-import kladder as kl
-
-
-def kernel(x):
-    y = 2 * x
-    if x.shape[0] == 3:
-        y[-1] = 0.5
-    return y
-
-
-spec = kl.Spec("tail", kernel=kernel, reference=lambda x: 2 * x, args={"x": kl.Tensor("N", dtype="float32")},
-               returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 3)})
-'''
+TAIL = pathlib.Path(SPECS, "tail3.py").read_text()
 
 FORKING = '''
 import os

@@ -7,6 +7,7 @@ that did not run its points is never "passed".
 The full disk is simulated without root: a sitecustomize.py on the climb's own PYTHONPATH (this
 test's environment, never kladder's) makes os.write fail with ENOSPC for files under one path,
 after KLT_FULL_AFTER bytes (a short write first, as a filling disk does)."""
+import pathlib
 import json
 import os
 import sqlite3
@@ -17,42 +18,10 @@ from conftest import report_json
 
 KLADDER = [sys.executable, "-m", "kladder.cli"]
 
-SITECUSTOMIZE = '''
-import errno, os
-_PREFIX = os.environ.get("KLT_FULL")
-if _PREFIX:
-    _write, _left = os.write, [int(os.environ.get("KLT_FULL_AFTER", "0"))]
-
-    def _full_write(fd, data):
-        try:
-            path = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            path = ""
-        if not path.startswith(_PREFIX):
-            return _write(fd, data)
-        if _left[0] <= 0:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        n = min(len(data), _left[0])
-        _left[0] -= n
-        return _write(fd, bytes(data[:n]))
-    os.write = _full_write
-'''
+SITECUSTOMIZE = (pathlib.Path(__file__).parent / "data" / "full_disk" / "sitecustomize.py").read_text()
 
 # three points, the third wrong: a verdict worth keeping (exit 1, a FAILED point)
-SPEC = '''
-import kladder as kl
-
-
-def kernel(x):
-    y = 2 * x
-    if x.shape[0] == 3:
-        y[-1] = 0.5
-    return y
-
-
-spec = kl.Spec("tail", kernel=kernel, reference=lambda x: 2 * x, args={"x": kl.Tensor("N", dtype="float32")},
-               returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 3)})
-'''
+SPEC = (pathlib.Path(__file__).parent / "specs" / "tail3.py").read_text()
 
 
 def _climb(tmp_path, *args, full: str | None = None, after: int = 0):
