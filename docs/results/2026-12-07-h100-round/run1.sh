@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Device call 1 of 2026-12-07: (a) the two GPU-only zoo cases whose specs moved to parts (issue 34:
+# atomic_order's kl.Repetition at rung 5, splitk_semaphore_graph's kl.Modes(graphs=True) at rung 4),
+# buggy and fixed, climbed on CUDA; (b) where the rmsnorm twin's cold climb spends its time (issue 32's
+# cold <= 20 s): a cold climb, then rung by rung with warm compile caches and a fresh store, then the
+# per-point seconds from the JSON.
+# run from the repository root: OUT=DIR bash docs/results/2026-12-07-h100-round/run1.sh   (carry .whl)
+source docs/results/2026-12-06-h100-round/common.sh
+K="python3 -m kladder.cli"
+step atomic_buggy 90 $K zoo climb atomic_order --device cuda --rungs 5 --no-history --json "$OUT/atomic_buggy.json"
+step atomic_fixed 90 $K zoo climb atomic_order --fixed --device cuda --rungs 5 --no-history --json "$OUT/atomic_fixed.json"
+step splitk_buggy 90 $K zoo climb splitk_semaphore_graph --device cuda --rungs 4 --no-history --json "$OUT/splitk_buggy.json"
+step splitk_fixed 90 $K zoo climb splitk_semaphore_graph --fixed --device cuda --rungs 4 --no-history --json "$OUT/splitk_fixed.json"
+export TRITON_CACHE_DIR=/tmp/tc-cold TORCHINDUCTOR_CACHE_DIR=/tmp/ic-cold KLADDER_HISTORY=/tmp/h-cold.db
+rm -rf /tmp/tc-cold /tmp/ic-cold /tmp/h-cold.db
+T=src/kladder/zoo/rmsnorm_n_tail.py::fixed
+step twin_cold 120 $K climb $T --device cuda --fresh --json "$OUT/twin_cold.json"
+for r in 1 5 7; do step twin_warm_r$r 60 $K climb $T --device cuda --fresh --rungs $r --json "$OUT/twin_warm_r$r.json"; done
+rm -rf /tmp/tc-cold
+step twin_cold_r1 60 $K climb $T --device cuda --fresh --rungs 1 --json "$OUT/twin_cold_r1.json"
+step twin_cold_r1_j8 60 $K climb $T --device cuda --fresh --rungs 1 -j 8 --json "$OUT/twin_cold_r1_j8.json"
+rm -rf /tmp/tc-cold
+step twin_cold_j8 120 $K climb $T --device cuda --fresh -j 8 --json "$OUT/twin_cold_j8.json"
+python3 - "$OUT" > "$OUT/seconds.txt" 2>&1 <<'PY'
+import json, sys, glob, os
+for f in sorted(glob.glob(sys.argv[1] + "/twin_*.json")):
+    d = json.load(open(f)); print("==", os.path.basename(f), "seconds", d.get("seconds"))
+    for r in d.get("rungs", []):
+        pts = r.get("points", [])
+        secs = sorted(((p.get("seconds") or 0), (p.get("id") or "")[:90] + " " + str(p.get("stages"))[:120]) for p in pts)
+        print(f"  rung {r.get('rung')} {r.get('seconds')} s, {len(pts)} points, point seconds sum {sum(s for s,_ in secs):.1f}")
+        for s, p in secs[-4:]: print(f"     {s:.2f} {p}")
+PY
+cat "$OUT/seconds.txt" >> "$OUT/summary.txt"
+cat "$OUT/summary.txt"
