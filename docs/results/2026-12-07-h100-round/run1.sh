@@ -6,7 +6,7 @@
 # per-point seconds from the JSON.
 # run from the repository root: OUT=DIR bash docs/results/2026-12-07-h100-round/run1.sh   (carry .whl)
 source docs/results/2026-12-06-h100-round/common.sh
-K="python3 -m kladder.cli"
+K="python3 -m kladder"
 step atomic_buggy 90 $K zoo climb atomic_order --device cuda --rungs 5 --no-history --json "$OUT/atomic_buggy.json"
 step atomic_fixed 90 $K zoo climb atomic_order --fixed --device cuda --rungs 5 --no-history --json "$OUT/atomic_fixed.json"
 step splitk_buggy 90 $K zoo climb splitk_semaphore_graph --device cuda --rungs 4 --no-history --json "$OUT/splitk_buggy.json"
