@@ -20,6 +20,8 @@ rm -rf /tmp/tc-cold
 step twin_cold_r1 60 $K climb $T --device cuda --fresh --rungs 1 --json "$OUT/twin_cold_r1.json"
 step twin_cold_r1_j8 60 $K climb $T --device cuda --fresh --rungs 1 -j 8 --json "$OUT/twin_cold_r1_j8.json"
 rm -rf /tmp/tc-cold
+step twin_cold_rs1 120 $K climb $T --device cuda --fresh --repeat-s 1 --json "$OUT/twin_cold_rs1.json"
+rm -rf /tmp/tc-cold
 step twin_cold_j8 120 $K climb $T --device cuda --fresh -j 8 --json "$OUT/twin_cold_j8.json"
 python3 - "$OUT" > "$OUT/seconds.txt" 2>&1 <<'PY'
 import json, sys, glob, os
