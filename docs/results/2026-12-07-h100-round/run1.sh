@@ -7,22 +7,19 @@
 # run from the repository root: OUT=DIR bash docs/results/2026-12-07-h100-round/run1.sh   (carry .whl)
 source docs/results/2026-12-06-h100-round/common.sh
 K="python3 -m kladder"
-step atomic_buggy 90 $K zoo climb atomic_order --device cuda --rungs 5 --no-history --json "$OUT/atomic_buggy.json"
-step atomic_fixed 90 $K zoo climb atomic_order --fixed --device cuda --rungs 5 --no-history --json "$OUT/atomic_fixed.json"
-step splitk_buggy 90 $K zoo climb splitk_semaphore_graph --device cuda --rungs 4 --no-history --json "$OUT/splitk_buggy.json"
-step splitk_fixed 90 $K zoo climb splitk_semaphore_graph --fixed --device cuda --rungs 4 --no-history --json "$OUT/splitk_fixed.json"
+step atomic_buggy 70 $K zoo climb atomic_order --device cuda --rungs 5 --no-history --json "$OUT/atomic_buggy.json"
+step atomic_fixed 70 $K zoo climb atomic_order --fixed --device cuda --rungs 5 --no-history --json "$OUT/atomic_fixed.json"
+step splitk_buggy 60 $K zoo climb splitk_semaphore_graph --device cuda --rungs 4 --no-history --json "$OUT/splitk_buggy.json"
+step splitk_fixed 60 $K zoo climb splitk_semaphore_graph --fixed --device cuda --rungs 4 --no-history --json "$OUT/splitk_fixed.json"
 export TRITON_CACHE_DIR=/tmp/tc-cold TORCHINDUCTOR_CACHE_DIR=/tmp/ic-cold KLADDER_HISTORY=/tmp/h-cold.db
 rm -rf /tmp/tc-cold /tmp/ic-cold /tmp/h-cold.db
 T=src/kladder/zoo/rmsnorm_n_tail.py::fixed
-step twin_cold 120 $K climb $T --device cuda --fresh --json "$OUT/twin_cold.json"
-for r in 1 5 7; do step twin_warm_r$r 60 $K climb $T --device cuda --fresh --rungs $r --json "$OUT/twin_warm_r$r.json"; done
+step twin_cold 100 $K climb $T --device cuda --fresh --json "$OUT/twin_cold.json"
 rm -rf /tmp/tc-cold
-step twin_cold_r1 60 $K climb $T --device cuda --fresh --rungs 1 --json "$OUT/twin_cold_r1.json"
-step twin_cold_r1_j8 60 $K climb $T --device cuda --fresh --rungs 1 -j 8 --json "$OUT/twin_cold_r1_j8.json"
+step twin_cold_rs1 100 $K climb $T --device cuda --fresh --repeat-s 1 --json "$OUT/twin_cold_rs1.json"
+step twin_warm_r1 50 $K climb $T --device cuda --fresh --rungs 1 --json "$OUT/twin_warm_r1.json"
 rm -rf /tmp/tc-cold
-step twin_cold_rs1 120 $K climb $T --device cuda --fresh --repeat-s 1 --json "$OUT/twin_cold_rs1.json"
-rm -rf /tmp/tc-cold
-step twin_cold_j8 120 $K climb $T --device cuda --fresh -j 8 --json "$OUT/twin_cold_j8.json"
+step twin_cold_r1 50 $K climb $T --device cuda --fresh --rungs 1 --json "$OUT/twin_cold_r1.json"
 python3 - "$OUT" > "$OUT/seconds.txt" 2>&1 <<'PY'
 import json, sys, glob, os
 for f in sorted(glob.glob(sys.argv[1] + "/twin_*.json")):
