@@ -13,8 +13,8 @@ import time
 import pytest
 
 import kladder as kl
-from kladder.run import forkserver as fs
-from kladder.run.isolation import worker_env
+from kladder.run import forkclient as fs
+from kladder.run.workers import worker_env
 
 HERE = os.path.dirname(__file__)
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="fork")
@@ -233,7 +233,7 @@ def test_a_server_whose_climb_is_gone_before_it_serves_exits_without_serving(tmp
 def test_a_pool_attached_to_a_running_server_forks_from_it_and_leaves_it_running(monkeypatch):
     """KLADDER_FORKSERVER=SOCKET (the suite's own server, tests/conftest.py): a climb's workers
     are forked from the server another process started, and the climb never closes it."""
-    from kladder.run.isolation import Pool
+    from kladder.run.pool import Pool
     s = fs.Server(worker_env("cpu"), "test-shared")
     try:
         assert s.ready(600)

@@ -20,7 +20,7 @@ from kladder.ladder import Options, climb
 from kladder.load import load_spec
 from kladder.outcome import Note, NoteKind, Outcome, Status
 from kladder.point import Point
-from kladder.run.isolation import Pool
+from kladder.run.pool import Pool
 
 KERN = '''
 import torch

@@ -270,14 +270,14 @@ def test_a_worker_refused_by_the_device_ends_the_climb_with_a_report(tmp_path, m
     from kladder.devicestart import DeviceStartError
     from kladder.ladder import Options, climb
     from kladder.load import load_spec
-    from kladder.run import isolation
+    from kladder.run import workers
     starts = []
 
     def refused(self):                         # as Worker.ready does on a hello with device_error
         starts.append(self)
         self.kill()
         raise DeviceStartError("starting a worker's CUDA context", "AcceleratorError: CUDA error: out of memory", "0")
-    monkeypatch.setattr(isolation.Worker, "ready", refused)
+    monkeypatch.setattr(workers.Worker, "ready", refused)
     monkeypatch.setattr(devicestart, "DEVICE_RETRY_S", 0.6)
     monkeypatch.setattr(devicestart, "DEVICE_RETRY_STEP_S", 0.1)
     monkeypatch.setattr(devicestart, "device_state", lambda gpu=None: {"free_bytes": None, "total_bytes": None,

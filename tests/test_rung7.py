@@ -369,7 +369,7 @@ def test_the_modes_processes_wait_only_for_the_one_before_them_on_their_cache(mo
 
     monkeypatch.setattr(jitcache, "run_child", child)
     monkeypatch.setattr(jitcache, "_load", lambda path: {"out": torch.zeros(1)})
-    monkeypatch.setattr("kladder.run.isolation.child_timeout", lambda spec, device: 60.0)
+    monkeypatch.setattr("kladder.run.timeouts.child_timeout", lambda spec, device: 60.0)
     h = types.SimpleNamespace(spec=None, device="cpu", point=None)
     procs = [jitcache.Process("A", [], cache="shared"), jitcache.Process("B warm", [], cache="shared"),
              jitcache.Process("B empty", [], cache="empty")]

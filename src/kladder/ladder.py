@@ -32,8 +32,9 @@ from .point import Point
 from .results import ClimbReport, RungReport
 from .report.jsonout import dumps, end_dict, header_dict, outcome_dict
 from .report.words import device_start_error
-from .run import faults, isolation, modes
-from .run.isolation import HOST_BUSY_CORES, Lane, Pool, child_processes, stage_budget, worker_timeout
+from .run import faults, modes, sampling
+from .run.pool import Lane, Pool, child_processes
+from .run.timeouts import stage_budget, worker_timeout
 from .run.waits import Waits, waiting
 from .rungs import BUILT, BY_NUMBER, RUNGS, number
 from .sizes import (
@@ -355,7 +356,7 @@ class Runner:
     def _host(self, point: Point) -> tuple[int, int] | None:
         """The host's available memory now and the workers that share it: the lanes, or one for a
         big point on CUDA (it runs alone: _batches)."""
-        free = isolation.host_available()
+        free = sampling.host_available()
         return None if free is None else (free, 1 if self.device == "cuda" and point.kind == "big" else self.jobs)
 
     def _wait_memory(self, lane: Lane) -> float:
@@ -368,9 +369,9 @@ class Runner:
 
     def _memory_now(self, gpu: str | None) -> Load:
         """Who holds memory now: others' on the CUDA device, and the host's when it is full."""
-        now = Load(**isolation.device_load(gpu, self.pool.pids())) if self.device == "cuda" else Load()
-        used, total = isolation.host_memory()
-        if used is not None and used >= isolation.HOST_FULL_SHARE * total:
+        now = Load(**sampling.device_load(gpu, self.pool.pids())) if self.device == "cuda" else Load()
+        used, total = sampling.host_memory()
+        if used is not None and used >= sampling.HOST_FULL_SHARE * total:
             now.host_used_bytes, now.host_total_bytes = used, total
         return now
 
@@ -394,7 +395,7 @@ class Runner:
         before it is reported (run/faults.py under_load says what each result becomes)."""
         from .devicestart import DeviceStartError
         outcome, load = self._on_lane(point, timeout, fresh)
-        if not faults.load_sensitive(outcome) or not busy(load) or modes.traits(point.mode).own_processes:
+        if not faults.load_sensitive(outcome) or not sampling.busy(load) or modes.traits(point.mode).own_processes:
             return outcome
         memory = faults.memory_exhausted(outcome, load)
         try:
@@ -447,13 +448,6 @@ class Runner:
         for lane in lanes:
             lane.close()
         self.pool.close()
-
-
-def busy(load: Load) -> bool:
-    """Anything else used the device or the host while the point ran: another lane of this
-    climb, another process on the device, or other processes' CPU past HOST_BUSY_CORES."""
-    return (load.lanes > 0 or load.processes > 0 or faults.memory_held(load)
-            or load.host_cpu_s > HOST_BUSY_CORES * max(load.seconds, 1e-9))
 
 
 class Gate:

@@ -71,7 +71,7 @@ def climb_options(args, ref: str, device: str, keep: list | None = None, warm: b
     in `keep` before any worker starts, so that a Ctrl-C meanwhile still closes it. `server`: a fork
     server its workers are forked from (the climbs of many specs share one)."""
     from .ladder import EARLY_FROM, Options, parse_rungs
-    from .run.isolation import Pool
+    from .run.pool import Pool
     try:
         rungs = parse_rungs(args.rungs)
     except UsageError as e:

@@ -5,7 +5,7 @@ runs the worker's own loop (run/worker.serve) behind the same pipes. A fork cost
 worker's start an import of torch, Triton and the spec (2-5 s on the 2-core CPU, most of a small
 repro's time). Everything else is a worker's, unchanged: its own session (its process group killed
 whole), the lifeline that ends it with this process, the watchdog that times its stages, its
-stderr kept for the outcome, a crash or a hang judged by isolation.Worker and faults.py, so the
+stderr kept for the outcome, a crash or a hang judged by workers.Worker and faults.py, so the
 repro's verdict is the climb's.
 
 CPU only: a process that has touched CUDA cannot fork a child that uses it (the driver's state is
@@ -27,11 +27,13 @@ import threading
 import time
 
 from ..outcome import Load
-from .isolation import LIFELINE_ENV, Pool, Worker, hold_lifeline
+from .lifeline import LIFELINE_ENV, hold_lifeline
+from .pool import Pool
+from .workers import Worker
 
 
 class ForkedProcess:
-    """What isolation.Worker uses of subprocess.Popen, for a child this process forked."""
+    """What workers.Worker uses of subprocess.Popen, for a child this process forked."""
 
     def __init__(self, pid: int, stdin, stdout):
         self.pid, self.stdin, self.stdout = pid, stdin, stdout

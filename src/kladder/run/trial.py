@@ -1,6 +1,6 @@
 """One point, in the current process: the point's mode calls the kernel and yields what it
 observed; each observation goes to the checks as it comes (a mode may overwrite a buffer on
-its next call). Runs inside a worker (isolation.py); returns an Outcome and never prints.
+its next call). Runs inside a worker (worker.py); returns an Outcome and never prints.
 Whether the process survives the point (a device fault poisons it) is `fatal` on the result."""
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ stdin, one JSON line per outcome on the protocol pipe. Anything the kernel print
 stderr, which the parent keeps per point, so it cannot corrupt the protocol.
 
 The worker answers for everything kladder does: its own errors come back as BROKEN outcomes,
-so a worker that ends without an answer was ended by the kernel. It dies with its parent (isolation.hold_lifeline),
+so a worker that ends without an answer was ended by the kernel. It dies with its parent (run/lifeline.py),
 and every process a kernel starts dies with it (run/reaper.py: a subreaper on Linux)."""
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import json
 import os
 import sys
 
-from .isolation import PeakMemory, hold_lifeline
+from .lifeline import hold_lifeline
+from .sampling import PeakMemory
 from .reaper import end_descendants, subreaper
 
 
@@ -61,14 +62,14 @@ def serve(spec, device: str, lines, proto) -> None:
     from .stages import CLOCK
     from .trial import run_point
     # the parent's watchdog times each stage by its kind: it learns here which one began; each
-    # stage's peak memory is measured between them (isolation.PeakMemory)
+    # stage's peak memory is measured between them (sampling.PeakMemory)
     peak = PeakMemory(device)
 
     def sink(stage) -> None:
         peak.stage(stage)
         proto.write('{"stage": "%s"}\n' % stage)
     CLOCK.sink = sink
-    from . import forkserver
+    from . import forkclient as forkserver
     for line in lines:
         msg = json.loads(line)
         point = Point.from_dict(msg["point"])

@@ -37,7 +37,7 @@ class CollectiveMode(Mode):
     measured_elsewhere = True
 
     def observe(self, h):
-        from ..isolation import point_timeout
+        from ..timeouts import point_timeout
         from ..rank import Progress
         spec, pt, device = h.spec, h.point, h.device
         r = dict(pt.ranks)
@@ -110,7 +110,7 @@ class _Proc:
             if self.pid == 0:
                 _child(spec, point, device, rank, d)
         else:
-            from ..isolation import worker_env
+            from ..workers import worker_env
             from ..rank import MULTICAST_OFF
             ref = os.environ.get("KLADDER_SPEC_REF")
             if not ref:

@@ -38,7 +38,8 @@ def run_env(h, runs: list[EnvRun]) -> list[tuple[dict, Ran]]:
     A child whose kernel raised is the kernel's error; any other failure is kladder's or the spec's."""
     from safetensors.torch import load_file
 
-    from ..isolation import child_timeout, worker_env
+    from ..timeouts import child_timeout
+    from ..workers import worker_env
     ref = os.environ.get(REF_ENV)
     if not ref:
         raise Skip(NoteKind.OUTSIDE_CLIMB, mode=h.point.mode)

@@ -58,8 +58,9 @@ def kernel_modules(spec) -> list[str]:
 def caught_imports(h, targets: list[str]) -> list[dict]:
     """The ImportErrors raised in the kernel's own code while `targets` are imported in a new
     process (torch and triton imported first, outside the trace)."""
-    from ..forkserver import run
-    from ..isolation import child_timeout, worker_env
+    from ..forkclient import run
+    from ..timeouts import child_timeout
+    from ..workers import worker_env
     if not targets:
         return []
     with tempfile.TemporaryDirectory(prefix="kladder-imports-") as d:

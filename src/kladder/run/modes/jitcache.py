@@ -90,11 +90,11 @@ def _raised(stderr: str) -> BaseException:
 
 
 def run_child(cmd: list[str], env: dict, timeout: float, where: str, label: str) -> None:
-    """Run one mode's own process (run/forkserver.run: as a new process, forked warm where the
+    """Run one mode's own process (run/forkclient.run: as a new process, forked warm where the
     climb's fork server can serve it): its timeout and a kernel error (exit 3) are the kernel's
     (KernelError, `where` names the process; the error as the child's kernel raised it), any
     other failure is the spec's (SpecBroken)."""
-    from ..forkserver import run
+    from ..forkclient import run
     try:
         p = run(cmd, env, timeout)            # forked from the climb's server where it can be, else afresh
     except subprocess.TimeoutExpired:
@@ -116,7 +116,7 @@ def run_processes(h, processes: list[Process]) -> list[Result]:
     or the spec's; where several fail, the first in the list is said."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..isolation import child_timeout
+    from ..timeouts import child_timeout
     ref = os.environ.get(REF_ENV)
     if not ref:
         raise Skip(NoteKind.OUTSIDE_CLIMB, mode=h.point.mode)
@@ -131,7 +131,7 @@ def run_processes(h, processes: list[Process]) -> list[Result]:
 
 
 def _run_process(h, ref: str, d: str, i: int, proc: Process, timeout: float, after) -> Result:
-    from ..isolation import worker_env
+    from ..workers import worker_env
     if after is not None:
         after.result()                                        # its predecessor on the cache (its error is said there)
     cache = os.path.join(d, proc.cache)

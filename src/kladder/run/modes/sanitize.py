@@ -77,7 +77,8 @@ def find_sanitizer() -> tuple[str | None, list[str]]:
 
 
 def _run(exe: str, tool: str, ref: str, h) -> tuple[str, int, str]:
-    from ..isolation import point_timeout, worker_env
+    from ..timeouts import point_timeout
+    from ..workers import worker_env
     point = dataclasses.replace(h.point, mode=Mode.EAGER, repeat=())
     env = {**worker_env(h.device), "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
     timeout = float(dict(h.point.repeat).get("seconds", 0)) or point_timeout(h.spec, h.device) * 3
