@@ -10,7 +10,6 @@ attached, answered Spawned (or Refused), then Exited when the child ended; the c
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import selectors
 import signal
@@ -20,10 +19,24 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 
 from .forkserver import incompatible
+from .protocol import Exited, Kill, ProtocolError, Refused, ServerReady, Spawn, Spawned, from_wire, to_wire
 
-ADDRESS: str | None = None      # in a worker: the climb's server's socket (set with each point's request)
+
+
+@dataclass
+class Children:
+    """What a point's modes need to start processes of their own, handed down from the worker's
+    Run message through trial.run_point to the Harness (`h.children`), never read from the
+    environment: the spec's reference each child loads (None outside a worker: a mode that
+    needs one is skipped, NoteKind.OUTSIDE_CLIMB), the fork server's socket they fork from (None:
+    each starts afresh), and the CPU seconds of those the server forked, added up by `run` (the
+    worker's Answer reports them: the point's own work, not other load)."""
+    ref: str | None = None
+    forkserver: str | None = None
+    cpu_s: float = 0.0
 
 
 class ServerLost(RuntimeError):
@@ -63,8 +76,8 @@ class Forked:
                 self.returncode = -signal.SIGKILL
                 return True
             self._buf += chunk
-        msg = json.loads(self._buf.partition(b"\n")[0])
-        self.returncode, self.cpu_s = int(msg["exit"]), float(msg.get("cpu_s", 0.0))
+        msg = from_wire(self._buf.partition(b"\n")[0], Exited)
+        self.returncode, self.cpu_s = msg.exit, msg.cpu_s
         self._close()
         return True
 
@@ -82,7 +95,7 @@ class Forked:
         if self.returncode is not None:
             return
         try:
-            self.conn.sendall(b"kill\n")
+            self.conn.sendall(to_wire(Kill()).encode())
         except OSError:
             self._killpg()
 
@@ -97,12 +110,10 @@ class Forked:
 
 def spawn(argv: list[str], env: dict, fds: tuple[int, int, int], pass_fds: dict | None = None,
           address: str | None = None, wait_s: float = 600.0, cwd: str | None = None) -> Forked | None:
-    """`python ARGV` (ARGV: ['-m', module, args...]) forked from the server at `address` (default:
-    ADDRESS), with exactly `env`, stdin/stdout/stderr `fds`, and `pass_fds` {variable: fd}: each
+    """`python ARGV` (ARGV: ['-m', module, args...]) forked from the server at `address`, with exactly `env`, stdin/stdout/stderr `fds`, and `pass_fds` {variable: fd}: each
     fd passed, its number in the child put in that variable; in `cwd` (default: this process's).
-    None where the server cannot serve it (gone, refused, or no pid within `wait_s`): start it
-    afresh then."""
-    address = address or ADDRESS
+    None where the server cannot serve it (none given, gone, refused, or no pid within `wait_s`):
+    start it afresh then."""
     if not address or len(argv) < 2 or argv[0] != "-m":
         return None
     names = list(pass_fds or {})
@@ -110,8 +121,7 @@ def spawn(argv: list[str], env: dict, fds: tuple[int, int, int], pass_fds: dict 
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.settimeout(wait_s)
         conn.connect(address)
-        req = json.dumps({"argv": argv[1:], "env": env, "cwd": os.fspath(cwd or os.getcwd()),
-                          "fd_env": names}).encode() + b"\n"
+        req = to_wire(Spawn(argv[1:], env, os.fspath(cwd or os.getcwd()), names)).encode()
         socket.send_fds(conn, [req], [*fds, *(pass_fds[n] for n in names)])
         buf = b""
         while b"\n" not in buf:
@@ -124,24 +134,26 @@ def spawn(argv: list[str], env: dict, fds: tuple[int, int, int], pass_fds: dict 
             conn.close()
         return None
     line, _, rest = buf.partition(b"\n")
-    msg = json.loads(line)
-    if "pid" not in msg:
+    msg = from_wire(line, Spawned, Refused)
+    if isinstance(msg, Refused):
         conn.close()
+        if msg.bad_message:                 # kladder's own bug, never a reason to start afresh quietly
+            raise ProtocolError(f"the fork server took the request for no message: {msg.why}")
         return None
-    child = Forked(conn, int(msg["pid"]))
+    child = Forked(conn, msg.pid)
     child._buf = rest
     return child
 
 
-def run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+def run(cmd: list[str], env: dict, timeout: float, children: Children | None = None) -> subprocess.CompletedProcess:
     """subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout), the child
-    forked from the climb's server where it can be (cmd: [sys.executable, '-m', module, ...]).
+    forked from `children.forkserver` where it can be (cmd: [sys.executable, '-m', module, ...]).
     A timeout kills the child (subprocess.TimeoutExpired, as subprocess.run raises it); a child
-    whose server died under it is run again afresh. `run.cpu_s` adds up the forked children's
-    CPU seconds (the worker reports them: they are the point's own work, not other load)."""
-    if cmd and cmd[0] == sys.executable and ADDRESS:
+    whose server died under it is run again afresh. A forked child's CPU seconds are added to
+    `children.cpu_s`."""
+    if cmd and cmd[0] == sys.executable and children is not None and children.forkserver:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, open(os.devnull, "rb") as null:
-            child = spawn(cmd[1:], env, (null.fileno(), out.fileno(), err.fileno()))
+            child = spawn(cmd[1:], env, (null.fileno(), out.fileno(), err.fileno()), address=children.forkserver)
             if child is not None:
                 try:
                     code = child.wait(timeout)
@@ -150,19 +162,12 @@ def run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProces
                     child.wait()
                     raise subprocess.TimeoutExpired(cmd, timeout) from None
                 if not child.lost:
-                    CPU.s += child.cpu_s
+                    children.cpu_s += child.cpu_s
                     out.seek(0)
                     err.seek(0)
                     return subprocess.CompletedProcess(cmd, code, out.read().decode(errors="replace"),
                                                        err.read().decode(errors="replace"))
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-class _Cpu:
-    s = 0.0
-
-
-CPU = _Cpu()
 
 
 class Attached:
@@ -213,7 +218,7 @@ class Server:
                         line = self.proc.stdout.readline()
                     except (OSError, ValueError):          # closed under us (the climb is ending)
                         return False
-                    self._ready = line.strip() == b"ready"
+                    self._ready = _says_ready(line)
                     self._ended = not self._ready          # its end, or another line: it will not serve
                     continue
             left = deadline - time.monotonic()
@@ -252,3 +257,13 @@ class Server:
         with contextlib.suppress(OSError):
             os.rmdir(self.dir)
 
+
+
+def _says_ready(line: bytes) -> bool:
+    """The server's first line on its stdout is ServerReady. Its end (an empty read: it died
+    while importing) or another line (a module it preloaded printed on stdout) means it will
+    not serve, and the climb starts its processes afresh, as without a server."""
+    try:
+        return isinstance(from_wire(line, ServerReady), ServerReady)
+    except ProtocolError:
+        return False

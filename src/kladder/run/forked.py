@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import io
-import json
 import os
 import signal
 import subprocess
@@ -27,8 +26,9 @@ import threading
 import time
 
 from ..outcome import Load
-from .lifeline import LIFELINE_ENV, hold_lifeline
+from .lifeline import hold_lifeline
 from .pool import Pool
+from .protocol import Hello, to_wire
 from .workers import Worker
 
 
@@ -82,7 +82,7 @@ class ForkedWorker(Worker):
             os.close(fd)
         self.proc = ForkedProcess(pid, os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb"))
         self._buf = b""
-        self._hello: dict | None = None
+        self._hello = None
         self.load = Load()
 
 
@@ -113,16 +113,14 @@ def _child(pool: "ForkPool", in_r: int, out_w: int, log: int, lifeline: int) -> 
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
-        os.environ[LIFELINE_ENV] = str(lifeline)
-        hold_lifeline()
-        os.environ["KLADDER_SPEC_REF"] = pool.ref        # modes that start processes of their own (jitcache)
+        hold_lifeline(lifeline)
         faulthandler.enable()                            # a segfault leaves a Python traceback in the log
         import warnings
         warnings.filterwarnings("ignore")
         proto = os.fdopen(out_w, "w", buffering=1)
-        proto.write(json.dumps({"ready": True, **pool.hello_facts}) + "\n")
+        proto.write(to_wire(Hello(**pool.hello_facts)))
         from .worker import serve
-        serve(pool.spec, pool.device, sys.stdin, proto)
+        serve(pool.spec, pool.device, sys.stdin, proto, pool.ref)
     except BaseException:  # noqa: BLE001 - kladder's own failure in the child: its words to the log, then gone
         import traceback
         traceback.print_exc()

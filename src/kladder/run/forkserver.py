@@ -24,15 +24,14 @@ differs from the server's and that torch, Triton or the interpreter reads at imp
 LD_PRELOAD say), where the server is gone or never started, forkclient.spawn returns None and the
 caller starts the process as before (subprocess): silently correct, only slower.
 
-Protocol: one Unix-socket connection per child. The client sends one JSON line {argv, env,
-cwd, fd_env} with its descriptors (stdin, stdout, stderr, then the passed ones) attached; the
-server answers {"pid": N} (or {"refused": why}), then {"exit": code, "cpu_s": seconds} when
-the child ended. The client writing "kill" or closing the connection kills the child's group.
-The server ends, killing every child it forked, when its stdin closes (the climb is gone)."""
+Protocol (run/protocol.py's messages): ServerReady on its stdout once it serves; then one
+Unix-socket connection per child. The client sends Spawn with its descriptors (stdin, stdout,
+stderr, then the passed ones) attached; the server answers Spawned (or Refused), then Exited when
+the child ended. The client sending Kill or closing the connection kills the child's group. The
+server ends, killing every child it forked, when its stdin closes (the climb is gone)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import selectors
 import signal
@@ -41,7 +40,7 @@ import sys
 import threading
 
 # Variables read only when used, never at import: they may differ between the server and a child.
-LAZY_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "KLADDER_SPEC_REF",
+LAZY_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_VISIBLE_DEVICES",
              "KLADDER_LIFELINE", "KLADDER_FORKSERVER")
 # Prefixes of what the interpreter, the C library, torch, numpy, Triton and their libraries read at
 # start or import: a child whose value differs from the server's must start afresh.
@@ -94,7 +93,7 @@ def _stdio() -> None:
     sys.stderr = sys.__stderr__ = make(2, sys.__stderr__, True)
 
 
-def _become(req: dict, fds: list[int], close: list[int], env_delta: dict, env_gone: list[str]) -> None:
+def _become(req, fds: list[int], close: list[int], env_delta: dict, env_gone: list[str]) -> None:
     """In the forked child: become `python -m MODULE ARGS` started afresh; never returns."""
     code = 1
     try:
@@ -109,15 +108,15 @@ def _become(req: dict, fds: list[int], close: list[int], env_delta: dict, env_go
         for target, fd in zip((0, 1, 2), fds[:3], strict=True):
             os.dup2(fd, target)
         extra = {}
-        for name, fd in zip(req["fd_env"], fds[3:], strict=True):
+        for name, fd in zip(req.fd_env, fds[3:], strict=True):
             os.set_inheritable(fd, True)
             extra[name] = str(fd)
         for fd in fds[:3]:
             if fd > 2 and fd not in fds[3:]:
                 os.close(fd)
-        env = {**req["env"], **extra}
+        env = {**req.env, **extra}
         for k, v in env_delta.items():               # what the preloaded modules set at their import
-            if k not in req["env"]:
+            if k not in req.env:
                 env[k] = v
         for k in env_gone:
             env.pop(k, None)
@@ -126,7 +125,7 @@ def _become(req: dict, fds: list[int], close: list[int], env_delta: dict, env_go
         import warnings
         warnings.resetwarnings()                 # not the preload's "ignore": warnings show as a fresh process's do
         warnings.filters[:] = _FRESH_WARNINGS    # (the reset told the registries; nothing warned in between)
-        cwd = req["cwd"]
+        cwd = req.cwd
         if sys.path and sys.path[0] == os.getcwd():
             sys.path[0] = cwd
         os.chdir(cwd)
@@ -136,7 +135,7 @@ def _become(req: dict, fds: list[int], close: list[int], env_delta: dict, env_go
         main = types.ModuleType("__main__")
         main.__dict__["__builtins__"] = __builtins__
         sys.modules["__main__"] = main
-        module, args = req["argv"][0], req["argv"][1:]
+        module, args = req.argv[0], req.argv[1:]
         sys.argv = ["-m", *args]
         try:
             runpy._run_module_as_main(module, alter_argv=True)
@@ -212,6 +211,7 @@ def _lifeline_while(preloading: threading.Event) -> None:
 
 
 def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
+    from .protocol import Exited, Kill, ProtocolError, Refused, ServerReady, Spawn, Spawned, from_wire, to_wire
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen(64)
@@ -225,7 +225,7 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
     sel.register(wake_r, selectors.EVENT_READ, "child")
     children: dict[int, socket.socket] = {}       # pid -> its requester's connection
     by_conn: dict[socket.socket, int] = {}
-    sys.stdout.write("ready\n")
+    sys.stdout.write(to_wire(ServerReady()))
     sys.stdout.flush()
 
     def kill(pid: int) -> None:
@@ -246,10 +246,28 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
             by_conn.pop(conn, None)
             with contextlib.suppress(OSError):
                 sel.unregister(conn)
-            msg = {"exit": os.waitstatus_to_exitcode(status), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)}
+            msg = Exited(os.waitstatus_to_exitcode(status), round(usage.ru_utime + usage.ru_stime, 3))
             with contextlib.suppress(OSError):
-                conn.sendall(json.dumps(msg).encode() + b"\n")
+                conn.sendall(to_wire(msg).encode())
             conn.close()
+
+    def wants_kill(data: bytes) -> bool:
+        """What a requester sent once its child runs: Kill. Anything else is kladder's own bug:
+        said on the server's stderr, and the child killed all the same (its requester is not
+        speaking the protocol, and a child nobody can stop must not run on)."""
+        for line in data.splitlines():
+            try:
+                from_wire(line, Kill)
+            except ProtocolError as e:
+                print(f"kladder fork server: {e}", file=sys.stderr, flush=True)
+        return True
+
+    def refuse(conn: socket.socket, fds: list[int], msg) -> None:
+        for fd in fds:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            conn.sendall(to_wire(msg).encode())
+        conn.close()
 
     def fork(conn: socket.socket) -> None:
         conn.settimeout(30)
@@ -260,17 +278,17 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
                 if not more:
                     raise ConnectionError
                 data += more
-            req = json.loads(data)
-        except (OSError, ValueError, ConnectionError):
+        except (OSError, ConnectionError):
             conn.close()
             return
-        why = incompatible(base, req["env"]) or ("CUDA is initialized in the server" if _cuda_on() else None)
-        if why or len(fds) != 3 + len(req["fd_env"]):
-            for fd in fds:
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                conn.sendall(json.dumps({"refused": why or "descriptors"}).encode() + b"\n")
-            conn.close()
+        try:
+            req = from_wire(data, Spawn)
+        except ProtocolError as e:                # kladder's own bug: said to the client, which raises it
+            refuse(conn, fds, Refused(str(e), bad_message=True))
+            return
+        why = incompatible(base, req.env) or ("CUDA is initialized in the server" if _cuda_on() else None)
+        if why or len(fds) != 3 + len(req.fd_env):
+            refuse(conn, fds, Refused(why or "descriptors"))
             return
         sys.stdout.flush()
         sys.stderr.flush()
@@ -284,7 +302,7 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
         by_conn[conn] = pid
         conn.settimeout(None)
         try:
-            conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+            conn.sendall(to_wire(Spawned(pid)).encode())
         except OSError:
             kill(pid)
         sel.register(conn, selectors.EVENT_READ, "conn")
@@ -304,14 +322,14 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_r, 4096)
                     reap()
-                else:                               # a requester wrote "kill" or went away
+                else:                               # a requester sent Kill or went away
                     conn = key.fileobj
                     pid = by_conn.get(conn)
                     try:
                         data = conn.recv(64)
                     except OSError:
                         data = b""
-                    if pid is not None and (not data or b"kill" in data):
+                    if pid is not None and (not data or wants_kill(data)):
                         kill(pid)
                     if not data:
                         with contextlib.suppress(OSError):

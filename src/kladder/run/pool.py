@@ -14,6 +14,7 @@ from ..outcome import Load, Outcome, Wait
 from ..point import Point
 from . import faults, modes, sampling
 from .heapcheck import heap_checked_rerun
+from .protocol import Hello
 from .timeouts import STARTUP_TIMEOUT_S
 from .waits import waiting
 from .workers import Worker, worker_env
@@ -40,7 +41,7 @@ class Pool:
         self._next_gpu = 0
         self.closed = False
         self.restarts = 0
-        self.hello: dict = {}
+        self.hello: dict = {}           # the first worker's hello (protocol.Hello.facts)
         self._fresh_left = 0             # fresh-process points still to come in this rung
         self._fresh_lanes = 1
         # `server`: one that several climbs share (the climbs of many specs, many.py; the zoo's,
@@ -140,10 +141,10 @@ class Pool:
                 while len(self._spare) < want:
                     self._spare.append(self._start())
         hello, w = self._ready(w)
-        self.hello = self.hello or hello
+        self.hello = self.hello or hello.facts()
         return w
 
-    def _ready(self, w: Worker) -> tuple[dict, Worker]:
+    def _ready(self, w: Worker) -> tuple[Hello, Worker]:
         """The worker's hello; where the device refused its context (another process holds the
         memory), a new worker every few seconds for devicestart.DEVICE_RETRY_S, then
         DeviceStartError with the device's state. The wait is said (run/waits.py): for a
@@ -151,7 +152,7 @@ class Pool:
         from ..devicestart import DeviceStartError, retrying
         box = [w]
         with waiting(self.waits if w._hello is None else None, Wait.WORKER) as wait:
-            def attempt() -> dict:
+            def attempt() -> Hello:
                 try:
                     return box[0].ready()
                 except DeviceStartError:

@@ -12,7 +12,6 @@ groups."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import selectors
 import signal
@@ -26,6 +25,7 @@ from ..outcome import Load, Outcome, Stage
 from ..point import Point
 from . import faults
 from .lifeline import LIFELINE_ENV
+from .protocol import Answer, Hello, Message, Run, StageBegan, StartFailed, from_wire, to_wire
 from .reaper import end_descendants
 from .sampling import HostSample
 from .timeouts import KLADDER_STAGE_FACTOR, STARTUP_TIMEOUT_S
@@ -67,7 +67,7 @@ class Worker:
         finally:
             os.close(lifeline)
         self._buf = b""
-        self._hello: dict | None = None
+        self._hello: Hello | None = None
         self.gpu = gpu
         self.load = Load()                   # what else used the host during the last point
         self.peak: dict | None = None        # the last point's peak memory, as the worker measured it (PeakMemory)
@@ -90,14 +90,14 @@ class Worker:
         child.stdin, child.stdout = os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb")
         return child
 
-    def ready(self) -> dict:
+    def ready(self) -> Hello:
         """The worker's hello (device name, free memory), waiting for it the first time."""
         if self._hello is None:
-            hello = self._read(STARTUP_TIMEOUT_S)
-            if hello is None or "ready" not in hello:
-                err = (hello or {}).get("error") or self.stderr_tail() or "the worker exited before it was ready"
+            hello = self._read(STARTUP_TIMEOUT_S, Hello, StartFailed)
+            if not isinstance(hello, Hello):
+                err = (hello.error if hello else "") or self.stderr_tail() or "the worker exited before it was ready"
                 self.kill()
-                if (hello or {}).get("device_error"):      # the device refused a context: others may hold it
+                if hello is not None and hello.device_error:     # the device refused a context: others may hold it
                     from ..devicestart import DeviceStartError
                     raise DeviceStartError("starting a worker's CUDA context", err, self.gpu)
                 raise WorkerError(err)
@@ -117,25 +117,25 @@ class Worker:
         mark = self.log.tell()
         host = HostSample(self.proc.pid)
         try:
-            self.proc.stdin.write((json.dumps({"point": point.to_dict(), "forkserver": forkserver}) + "\n").encode())
+            self.proc.stdin.write(to_wire(Run(point, forkserver)).encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass
         stage, since, seen = Stage.INPUTS, time.monotonic(), {}
         while True:
             limit = timeout_s if stage == Stage.KERNEL else budget_s
-            msg = self._read(since + limit - time.monotonic())
-            if msg is None or "stage" not in msg:
+            msg = self._read(since + limit - time.monotonic(), StageBegan, Answer)
+            if not isinstance(msg, StageBegan):
                 break
             now = time.monotonic()                # a stage began: its own clock starts
             seen[stage] = seen.get(stage, 0.0) + now - since
-            stage, since = Stage(msg["stage"]), now
-        self.load = host.end((msg or {}).get("children_cpu_s", 0.0))
-        self.peak = (msg or {}).get("peak")
+            stage, since = msg.stage, now
+        self.load = host.end(msg.children_cpu_s if msg is not None else 0.0)
+        self.peak = msg.peak if msg is not None else None
         if msg is not None:
-            outcome = Outcome.from_dict(msg["outcome"])
+            outcome = msg.outcome
             outcome.output = self.stderr_tail(since=mark, limit=OUTPUT_KEPT)
-            return outcome, not msg.get("fatal", False)
+            return outcome, not msg.fatal
         silent = time.monotonic() - since
         seen[stage] = seen.get(stage, 0.0) + silent
         output = self.stderr_tail(since=mark, limit=OUTPUT_KEPT)
@@ -152,7 +152,9 @@ class Worker:
         outcome.stages = seen
         return outcome, False
 
-    def _read(self, timeout_s: float) -> dict | None:
+    def _read(self, timeout_s: float, *expected: type[Message]) -> Message | None:
+        """The worker's next message, of one of the `expected` kinds (protocol.from_wire raises
+        on any other); None when none came within `timeout_s` or the worker's pipe ended."""
         deadline = time.monotonic() + max(timeout_s, 0.0)
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
@@ -171,7 +173,7 @@ class Worker:
         finally:
             sel.close()
         line, _, self._buf = self._buf.partition(b"\n")
-        return json.loads(line)
+        return from_wire(line, *expected)
 
     def stderr_tail(self, since: int = 0, limit: int = 1500) -> str:
         try:

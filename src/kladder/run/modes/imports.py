@@ -67,7 +67,7 @@ def caught_imports(h, targets: list[str]) -> list[dict]:
         out = os.path.join(d, "caught.json")
         cmd = [sys.executable, "-m", "kladder.run.modes.imports", out, *targets]
         try:
-            p = run(cmd, worker_env(h.device), child_timeout(h.spec, h.device))   # forked warm where it can be
+            p = run(cmd, worker_env(h.device), child_timeout(h.spec, h.device), h.children)   # forked warm where it can be
         except subprocess.TimeoutExpired:
             raise SpecBroken(NoteKind.PROCESS_FAILED, label="import tracing",
                              text=f"did not finish within {child_timeout(h.spec, h.device):g} s") from None
