@@ -1,13 +1,13 @@
 """The heap-check re-run: a point whose worker died as heap damage does is run again alone in a
-fresh worker with glibc's malloc checks on before it is blamed (run/rerun.py's HEAP_CHECK)."""
+fresh worker with glibc's malloc checks on before it is blamed (run/rerun.py's HEAP_CHECK: the
+trigger and what is reported)."""
 from __future__ import annotations
 
 import os
 
 from ..errors import WorkerError
 from ..outcome import Outcome
-from ..point import Point
-from . import faults
+from . import rerun
 from .workers import Worker
 
 # glibc's malloc debugging: since glibc 2.34 the checks live in libc_malloc_debug.so, loaded by
@@ -30,21 +30,23 @@ def heap_check_env() -> dict[str, str]:
     return env
 
 
-def heap_checked_rerun(pool, point: Point, timeout_s: float, crashed: Outcome, earlier: int) -> Outcome:
+def heap_checked_rerun(pool, seen: rerun.Seen, timeout_s: float) -> Outcome:
     """A point whose worker died as heap damage does (faults.looks_like_heap_damage), re-run
     alone in a fresh worker with glibc's malloc checks on before it is blamed: the damage may
     be an earlier point's, in that worker (faults.after_heap_check says which it was). On CUDA
     the same: the host heap is what a SIGABRT says was damaged (the device's memory cannot
     abort the process); PYTORCH_NO_CUDA_MEMORY_CACHING is not set, since it changes what a
-    store past a device tensor lands in, not what the host heap holds."""
+    store past a device tensor lands in, not what the host heap holds. `seen`: the crash as
+    rerun.HEAP_CHECK's trigger read it; its settle says what is reported."""
+    crashed = seen.outcome
     if pool.closed:
         return crashed
     w = Worker(pool.ref, pool.device, pool.gpus[0], extra_env=heap_check_env())
     try:
-        alone, _ = w.run(point, timeout_s)
+        alone, _ = w.run(seen.point, timeout_s)
     except WorkerError:
         return crashed                      # the checked worker could not start: the crash stands as it was
     finally:
         w.kill()
         w.close()
-    return faults.after_heap_check(crashed, alone, earlier)
+    return rerun.HEAP_CHECK.settle(seen, alone)

@@ -12,7 +12,7 @@ import threading
 from ..errors import WorkerError
 from ..outcome import Load, Outcome, Wait
 from ..point import Point
-from . import faults, modes, sampling
+from . import modes, rerun, sampling
 from .heapcheck import heap_checked_rerun
 from .protocol import Hello
 from .timeouts import STARTUP_TIMEOUT_S
@@ -248,10 +248,10 @@ class Lane:
             try:
                 try:
                     return w.run(point, timeout_s, budget_s, address)[0]
-                except ServerLost:           # the fork server died under it: the point again, in a new process
+                except ServerLost:           # the fork server died under it: rerun.SERVER_LOST
                     self.pool.retire(w)
                     w = self.pool.plain(w.gpu)
-                    return w.run(point, timeout_s, budget_s)[0]
+                    return rerun.SERVER_LOST.settle(rerun.Seen(point, lost=True), w.run(point, timeout_s, budget_s)[0])
             finally:
                 self.load, self.gpu, self.peak = w.load, w.gpu, w.peak
                 self.pool.retire(w)
@@ -261,19 +261,21 @@ class Lane:
         address = self.pool.server_address()
         try:
             outcome, alive = self.worker.run(point, timeout_s, budget_s, address)
-        except ServerLost:
+        except ServerLost:                   # rerun.SERVER_LOST: again in a worker started afresh
             self.pool.retire(self.worker)
             self.worker = self.pool.plain(self.worker.gpu)
             self.ran = 0
-            outcome, alive = self.worker.run(point, timeout_s, budget_s)
+            again, alive = self.worker.run(point, timeout_s, budget_s)
+            outcome = rerun.SERVER_LOST.settle(rerun.Seen(point, lost=True), again)
         self.load, self.gpu, self.peak = self.worker.load, self.worker.gpu, self.worker.peak
         self.ran += 1
         if not alive:
             self.pool.retire(self.worker)
             self.worker = None
             self.pool.restarts += 1
-            if faults.looks_like_heap_damage(outcome):
-                outcome = heap_checked_rerun(self.pool, point, timeout_s, outcome, self.ran - 1)
+            seen = rerun.Seen(point, outcome, alive=False, earlier=self.ran - 1)
+            if rerun.HEAP_CHECK.when(seen):
+                outcome = heap_checked_rerun(self.pool, seen, timeout_s)
         return outcome
 
     def device_load(self) -> dict:
