@@ -47,14 +47,17 @@ class Pool:
         # `server`: one that several climbs share (the climbs of many specs, many.py; the zoo's,
         # zoo_run.py; KLADDER_FORKSERVER=SOCKET, one another process started: the test suite's,
         # tests/conftest.py), started by its owner and closed by it, never by this pool; every
-        # worker and mode process forked from it
-        if server is None and os.environ.get("KLADDER_FORKSERVER", "").startswith("/"):
+        # worker and mode process forked from it. KLADDER_FORKSERVER is read here, once: the one
+        # setting another process (the test suite, a user) hands a climb's pool across the process
+        # boundary (a socket, 0: none, always: every worker forked)
+        self._setting = os.environ.get("KLADDER_FORKSERVER", "")
+        if server is None and self._setting.startswith("/"):
             from .forkclient import Attached
-            server = Attached(os.environ["KLADDER_FORKSERVER"])
+            server = Attached(self._setting)
         self.server = server             # the fork server (run/forkserver.py): from a climb's start, or once a rung needs new processes
         self._own_server = server is None   # one given is not this pool's to close
         self.waits = None                # run/waits.Waits: what the lanes wait for (set by the climb's runner)
-        if os.environ.get("KLADDER_FORKSERVER") == "always":      # every worker forked (tests)
+        if self._setting == "always":    # every worker forked (tests)
             self.start_server()
 
     def _start(self) -> Worker:
@@ -80,7 +83,7 @@ class Pool:
         still importing torch, fixed by its lifeline thread; the whole suite then passed with it on,
         19:47 against 22:27 off, docs/results/2026-12-06-cpu-suite.)"""
         if (self.server is not None or self.closed or os.name != "posix"
-                or os.environ.get("KLADDER_FORKSERVER") == "0"):
+                or self._setting == "0"):
             return
         from .forkclient import Server
         try:
