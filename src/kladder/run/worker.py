@@ -55,8 +55,10 @@ def prepare(ref: str, device: str, info: dict):
 
 
 def serve(spec, device: str, lines, proto, ref: str | None = None) -> None:
-    """Run each point that arrives on `lines` (a Run message each), its Answer on `proto`; returns when `lines` ends. A point after which the process must not go on (a device
-    fault) ends it with exit status 3 once its answer is written."""
+    """Run each point that arrives on `lines` (a Run message each), its Answer on `proto`;
+    returns when `lines` ends. `ref`: the spec's reference, handed to the modes that start
+    processes of their own (forkclient.Children). A point after which the process must not go
+    on (a device fault) ends it with exit status 3 once its answer is written."""
     from .faults import Result, kladder_error
     from .forkclient import Children
     from .stages import CLOCK
