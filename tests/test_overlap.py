@@ -234,10 +234,15 @@ def test_asking_whether_the_fork_server_serves_never_waits_behind_a_lane_that_wa
     Ctrl-C's Pool.kill, must not wait behind it (the wait is outside the server's lock)."""
     import subprocess
 
+    import shlex
+
     from kladder.run.forkclient import Server
+    from kladder.run.protocol import ServerReady, to_wire
     s = Server.__new__(Server)
     s._ready, s._ended, s._lock = False, False, threading.Lock()
-    s.proc = subprocess.Popen(["sh", "-c", "sleep 2; echo ready; sleep 30"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    ready = shlex.quote(to_wire(ServerReady()))                     # what a server says once it serves
+    s.proc = subprocess.Popen(["sh", "-c", f"sleep 2; printf %s {ready}; sleep 30"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE)
     try:
         waiter = threading.Thread(target=lambda: s.ready(20))
         waiter.start()
