@@ -161,7 +161,7 @@ def test_a_usage_error_needs_no_torch_and_no_worker(args, monkeypatch, capsys):
     # is checked before either: such an error is a fraction of a second, not torch's import
     # and a worker's start (~4 CPU s each, many tests of the suite)
     from kladder import cli
-    from kladder.run import pool, workers
+    from kladder.run import pool
 
     def no(*a, **k):
         raise AssertionError("a worker started for a usage error")
