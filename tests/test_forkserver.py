@@ -255,3 +255,27 @@ def test_a_pool_attached_to_a_running_server_forks_from_it_and_leaves_it_running
             pool.close()
     finally:
         s.close()
+
+
+def test_a_request_that_is_no_spawn_message_is_refused_as_such_and_the_client_raises(server, monkeypatch):
+    """The server reads a request through protocol.from_wire: the old keyed form (no kind) is
+    refused as no message, never a child started from it; the client raises ProtocolError on
+    that refusal instead of quietly starting the process afresh."""
+    import socket
+
+    from kladder.run.protocol import ProtocolError, Refused, from_wire
+    s, env = server
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.settimeout(60)
+        conn.connect(s.address)
+        with open(os.devnull, "rb") as null, open(os.devnull, "wb") as sink:
+            socket.send_fds(conn, [json.dumps({"argv": ["kl_exit", "0"], "env": env, "cwd": "/", "fd_env": []}).encode()
+                                   + b"\n"], [null.fileno(), sink.fileno(), 2])
+        msg = from_wire(conn.makefile("rb").readline(), Refused)
+        assert msg.bad_message and "unknown message kind None" in msg.why
+    finally:
+        conn.close()
+    monkeypatch.setattr(fs, "Spawn", lambda *a: fs.Spawned(1))         # a client that sends the wrong kind
+    with open(os.devnull, "rb") as null, pytest.raises(ProtocolError, match="took the request for no message"):
+        fs.spawn(["-m", "kl_exit", "0"], env, (null.fileno(), null.fileno(), 2), address=s.address)

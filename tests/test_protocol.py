@@ -88,3 +88,26 @@ def test_a_kind_is_registered_once():
     with pytest.raises(TypeError, match="kind"):
         class Again(protocol.Message):          # made to see it refused
             kind = "hello"
+
+
+def test_the_parent_refuses_a_worker_line_that_is_no_message_it_expects_there():
+    """Both ends read through from_wire: the parent's watchdog (workers.Worker._read) raises on a
+    line of the old keyed form and on a kind it does not take while a point runs."""
+    import os
+    import types
+
+    from kladder.run.workers import Worker
+    r, w = os.pipe()
+    os.write(w, b'{"stage": "kernel"}\n' + to_wire(Hello("cpu")).encode() + to_wire(StageBegan(Stage.CHECKS)).encode())
+    os.close(w)
+    worker = Worker.__new__(Worker)
+    worker.proc, worker._buf = types.SimpleNamespace(stdout=os.fdopen(r, "rb"), wait=lambda: None), b""
+    try:
+        with pytest.raises(ProtocolError, match="unknown message kind None"):
+            worker._read(30, StageBegan, Answer)
+        with pytest.raises(ProtocolError, match="a hello message where stage or answer was expected"):
+            worker._read(30, StageBegan, Answer)
+        assert worker._read(30, StageBegan, Answer) == StageBegan(Stage.CHECKS)
+        assert worker._read(30, StageBegan, Answer) is None          # the pipe ended
+    finally:
+        worker.proc.stdout.close()
