@@ -41,13 +41,14 @@ def per_event_us(n: int) -> float:
     """Microseconds a stage change costs the worker: the clock and one line on a drained pipe."""
     sys.path.insert(0, SRC)
     from kladder.core.outcome import Stage
+    from kladder.run.protocol import StageBegan, to_wire
     from kladder.run.stages import CLOCK
     r, w = os.pipe()
     drain = subprocess.Popen([sys.executable, "-c", "import os,sys\nwhile os.read(0, 1 << 16): pass"], stdin=r)
     os.close(r)
     proto = os.fdopen(w, "w", buffering=1)
     CLOCK.reset()
-    CLOCK.sink = lambda stage: proto.write('{"stage": "%s"}\n' % stage)
+    CLOCK.sink = lambda stage: proto.write(to_wire(StageBegan(stage)))      # as run/worker.serve sends it
     stages = [Stage.KERNEL, Stage.CHECKS]
     t0 = time.perf_counter()
     for i in range(n):

@@ -224,8 +224,8 @@ def _start_fork_server(config) -> None:
         return
     if config.getoption("dist", default=None) not in (None, "no") and not hasattr(config, "workerinput"):
         return
-    from kladder.run.forkserver import Server
-    from kladder.run.isolation import worker_env
+    from kladder.run.forkclient import Server
+    from kladder.run.workers import worker_env
     try:
         server = Server(worker_env("cpu"), label="kladder tests")
     except OSError:
@@ -253,7 +253,7 @@ def run_cli(cmd: list, *, cwd=None, env=None, timeout=None, input=None, capture_
     if server is None or len(cmd) < 3 or cmd[0] != sys.executable or cmd[1] != "-m" or not server.ready(300):
         return subprocess.run(cmd, cwd=cwd, env=env, timeout=timeout, input=input, capture_output=True, text=True)
     import kladder
-    from kladder.run import forkserver
+    from kladder.run import forkclient as forkserver
     src = os.path.realpath(os.path.dirname(os.path.dirname(kladder.__file__)))
 
     def rest(path: str | None) -> list[str]:

@@ -259,7 +259,7 @@ def test_points_in_flight_are_told_apart_by_identity_not_by_their_counts():
     the other (list.remove compares by value: on the H200, with four lanes, a climb ended in
     'list.remove(x): x not in list')."""
     from kladder.climbing.ladder import Runner
-    from kladder.run.isolation import Pool
+    from kladder.run.pool import Pool
     runner = Runner(os.path.join(SPECS, "lock_wait.py"), None, "cpu", pool=Pool("unused", "cpu"))
     a = runner._began()
     b = runner._began()                  # a and b: one other lane each, equal counts

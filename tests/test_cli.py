@@ -139,11 +139,11 @@ def test_repro_on_the_cpu_loads_the_spec_here_and_starts_no_worker_afresh(device
     # next test) and names another spec, which only the loaded spec can tell: refused after it
     from kladder.tools import cli
     from kladder.gen import load
-    from kladder.run import isolation
+    from kladder.run import pool, workers
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)       # the CPU repro hides CUDA from itself
     seen = []
-    monkeypatch.setattr(isolation.Pool, "warm", lambda self, n=1: seen.append("worker"))
-    monkeypatch.setattr(isolation.Worker, "__init__", lambda self, *a, **k: seen.append("worker"))
+    monkeypatch.setattr(pool.Pool, "warm", lambda self, n=1: seen.append("worker"))
+    monkeypatch.setattr(workers.Worker, "__init__", lambda self, *a, **k: seen.append("worker"))
     real = load.load_spec
     monkeypatch.setattr(load, "load_spec", lambda ref: (seen.append("spec"), real(ref))[1])
     other = '{"spec":"other","rung":1,"dims":[["N",2]]}'
@@ -162,11 +162,11 @@ def test_a_usage_error_needs_no_torch_and_no_worker(args, monkeypatch, capsys):
     # is checked before either: such an error is a fraction of a second, not torch's import
     # and a worker's start (~4 CPU s each, many tests of the suite)
     from kladder.tools import cli
-    from kladder.run import isolation
+    from kladder.run import pool
 
     def no(*a, **k):
         raise AssertionError("a worker started for a usage error")
-    monkeypatch.setattr(isolation.Pool, "warm", no)
+    monkeypatch.setattr(pool.Pool, "warm", no)
     import builtins
     import signal
     sigint = signal.getsignal(signal.SIGINT)          # a climb's report ends with SIGINT ignored: put it back

@@ -179,11 +179,11 @@ def test_a_toolchain_condition_is_said_in_the_points_why():
 
 # ---------------------------------------------------------------------------- in child processes
 def _outcome(monkeypatch, name, **want):
-    from kladder.run.modes.jitcache import REF_ENV
-    monkeypatch.setenv(REF_ENV, os.path.join(HERE, "specs", "conditions.py") + "::" + name)   # as in a worker
+    from kladder.run.forkclient import Children
+    ref = os.path.join(HERE, "specs", "conditions.py") + "::" + name      # as a worker hands it down
     spec = getattr(cx, name)
     (p,) = [p for p in toolchain.points(spec, CPU_BUDGET) if all(getattr(p, k) == v for k, v in want.items())]
-    return run_point(spec, p, "cpu").outcome
+    return run_point(spec, p, "cpu", children=Children(ref)).outcome
 
 
 def test_a_launcher_that_reads_its_variable_at_import_fails_after_import_and_one_that_reads_it_per_call_passes(monkeypatch):

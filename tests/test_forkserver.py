@@ -13,8 +13,8 @@ import time
 import pytest
 
 import kladder as kl
-from kladder.run import forkserver as fs
-from kladder.run.isolation import worker_env
+from kladder.run import forkclient as fs
+from kladder.run.workers import worker_env
 
 HERE = os.path.dirname(__file__)
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="fork")
@@ -57,46 +57,47 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture
-def address(server, monkeypatch):
-    monkeypatch.setattr(fs, "ADDRESS", server[0].address)
-    return server[0].address
+def children(server):
+    """What a worker hands its modes (forkclient.Children): the server to fork from; the forked
+    children's CPU seconds are added to it."""
+    return fs.Children(forkserver=server[0].address)
 
 
 def _cmd(module, *args):
     return [sys.executable, "-m", module, *args]
 
 
-def test_a_child_reads_its_flag_at_import_and_its_own_cache_dirs(server, address, tmp_path):
+def test_a_child_reads_its_flag_at_import_and_its_own_cache_dirs(server, children, tmp_path):
     _, env = server
     for value in ("0", "1"):
         cache = tmp_path / f"cache{value}"
         child_env = {**env, "KL_TEST_FLAG": value, "TRITON_CACHE_DIR": str(cache / "triton"),
                      "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor")}
-        before = fs.CPU.s
-        p = fs.run(_cmd("kl_flag", "a", "b"), child_env, 120)
+        before = children.cpu_s
+        p = fs.run(_cmd("kl_flag", "a", "b"), child_env, 120, children)
         assert p.returncode == 0, p.stderr
-        assert fs.CPU.s > before                      # it was forked: the server measured its CPU
+        assert children.cpu_s > before                      # it was forked: the server measured its CPU
         assert p.stdout.split() == [value, str(cache / "triton"), str(cache / "inductor"), "['a',", "'b']", "__main__"]
     unset = {k: v for k, v in env.items() if k != "KL_TEST_FLAG"}
-    assert fs.run(_cmd("kl_flag"), unset, 120).stdout.split()[0] == "None"
+    assert fs.run(_cmd("kl_flag"), unset, 120, children).stdout.split()[0] == "None"
 
 
-def test_exit_status_and_stderr_as_a_new_process_gives_them(server, address):
+def test_exit_status_and_stderr_as_a_new_process_gives_them(server, children):
     _, env = server
     for code in (0, 3, 7):
-        forked = fs.run(_cmd("kl_exit", str(code)), env, 120)
+        forked = fs.run(_cmd("kl_exit", str(code)), env, 120, children)
         fresh = subprocess.run(_cmd("kl_exit", str(code)), env=env, capture_output=True, text=True, timeout=300,
                                cwd=os.path.dirname(fs.__file__))
         assert forked.returncode == code and forked.stderr == "kernel said\n"
         assert fresh.returncode == code
 
 
-def test_a_childs_warnings_show_as_a_fresh_processs_do(server, address, tmp_path):
+def test_a_childs_warnings_show_as_a_fresh_processs_do(server, children, tmp_path):
     # the server imports torch and Triton with warnings ignored; its children do not inherit that
     _, env = server
-    before = fs.CPU.s
-    forked = fs.run(_cmd("kl_warn"), env, 120)
-    assert fs.CPU.s > before                          # it was forked
+    before = children.cpu_s
+    forked = fs.run(_cmd("kl_warn"), env, 120, children)
+    assert children.cpu_s > before                          # it was forked
     fresh = subprocess.run(_cmd("kl_warn"), env=env, capture_output=True, text=True, timeout=300)
     assert forked.returncode == fresh.returncode == 0 and forked.stdout == fresh.stdout == "__main__\n"
     assert "UserWarning: kernel warned" in fresh.stderr and forked.stderr == fresh.stderr
@@ -128,30 +129,30 @@ def test_the_suites_cli_calls_are_forked_processes_as_asked(tmp_path, monkeypatc
     assert calls[-1] is None and p.returncode == 2 and "nope.py" in p.stderr       # refused: afresh, same answer
 
 
-def test_a_segfault_is_its_signal(server, address):
+def test_a_segfault_is_its_signal(server, children):
     _, env = server
-    assert fs.run(_cmd("kl_segv"), env, 120).returncode == -signal.SIGSEGV
+    assert fs.run(_cmd("kl_segv"), env, 120, children).returncode == -signal.SIGSEGV
 
 
-def test_a_hang_times_out_and_its_process_is_gone(server, address, tmp_path):
+def test_a_hang_times_out_and_its_process_is_gone(server, children, tmp_path):
     _, env = server
     out = tmp_path / "out"
     with open(out, "wb") as f, open(os.devnull, "rb") as null:
-        child = fs.spawn(["-m", "kl_hang"], env, (null.fileno(), f.fileno(), 2))
+        child = fs.spawn(["-m", "kl_hang"], env, (null.fileno(), f.fileno(), 2), address=children.forkserver)
     assert isinstance(child, fs.Forked)
     with pytest.raises(subprocess.TimeoutExpired):
         child.wait(1.0)
     child.kill()
     assert child.wait(30) == -signal.SIGKILL
     with pytest.raises(subprocess.TimeoutExpired):
-        fs.run(_cmd("kl_hang"), env, 1.0)
+        fs.run(_cmd("kl_hang"), env, 1.0, children)
 
 
-def test_a_child_dies_with_the_process_that_asked_for_it(server, address, tmp_path):
+def test_a_child_dies_with_the_process_that_asked_for_it(server, children, tmp_path):
     _, env = server
     out = tmp_path / "pid"
     with open(out, "wb") as f, open(os.devnull, "rb") as null:
-        child = fs.spawn(["-m", "kl_hang"], env, (null.fileno(), f.fileno(), 2))
+        child = fs.spawn(["-m", "kl_hang"], env, (null.fileno(), f.fileno(), 2), address=children.forkserver)
     deadline = time.monotonic() + 60
     while not out.read_text().strip() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -163,43 +164,44 @@ def test_a_child_dies_with_the_process_that_asked_for_it(server, address, tmp_pa
     assert not os.path.exists(f"/proc/{pid}")
 
 
-def test_a_variable_read_at_import_that_differs_is_started_afresh(server, address):
+def test_a_variable_read_at_import_that_differs_is_started_afresh(server, children):
     _, env = server
     with open(os.devnull, "rb") as null, open(os.devnull, "wb") as sink:
-        assert fs.spawn(["-m", "kl_exit", "0"], {**env, "LD_PRELOAD": ""}, (null.fileno(), sink.fileno(), 2)) is None
-        assert fs.spawn(["-m", "kl_exit", "0"], {**env, "TRITON_INTERPRET": "0"}, (null.fileno(), sink.fileno(), 2)) is None
-    before = fs.CPU.s
-    p = fs.run(_cmd("kl_flag"), {**env, "TRITON_DEFAULT_FP_FUSION": "0"}, 300)
-    assert p.returncode == 0 and fs.CPU.s == before                   # run, afresh
+        assert fs.spawn(["-m", "kl_exit", "0"], {**env, "LD_PRELOAD": ""}, (null.fileno(), sink.fileno(), 2),
+                        address=children.forkserver) is None
+        assert fs.spawn(["-m", "kl_exit", "0"], {**env, "TRITON_INTERPRET": "0"}, (null.fileno(), sink.fileno(), 2),
+                        address=children.forkserver) is None
+    before = children.cpu_s
+    p = fs.run(_cmd("kl_flag"), {**env, "TRITON_DEFAULT_FP_FUSION": "0"}, 300, children)
+    assert p.returncode == 0 and children.cpu_s == before                   # run, afresh
     assert fs.incompatible(env, {**env, "TRITON_CACHE_DIR": "/x", "MY_LIB_FLAG": "1"}) is None
 
 
-def test_the_server_imports_no_code_a_fresh_import_tracing_child_would_trace(server, address):
+def test_the_server_imports_no_code_a_fresh_import_tracing_child_would_trace(server, children):
     _, env = server
-    forked = set(json.loads(fs.run(_cmd("kl_modules", "forked"), env, 120).stdout))
+    forked = set(json.loads(fs.run(_cmd("kl_modules", "forked"), env, 120, children).stdout))
     fresh = set(json.loads(subprocess.run(_cmd("kl_modules", "fresh"), env=env, capture_output=True, text=True,
                                           timeout=600).stdout))
     assert forked <= fresh, forked - fresh
 
 
-def test_without_a_server_or_after_it_died_the_process_starts_afresh(server, monkeypatch, tmp_path):
+def test_without_a_server_or_after_it_died_the_process_starts_afresh(server, tmp_path):
     _, env = server
     s = fs.Server(env, "test-dying")
     try:
         assert s.ready(600)
-        monkeypatch.setattr(fs, "ADDRESS", s.address)
+        children = fs.Children(forkserver=s.address)
         out = tmp_path / "pid"
         with open(out, "wb") as f, open(os.devnull, "rb") as null:
-            child = fs.spawn(["-m", "kl_hang"], env, (null.fileno(), f.fileno(), 2))
+            child = fs.spawn(["-m", "kl_hang"], env, (null.fileno(), f.fileno(), 2), address=children.forkserver)
         os.kill(s.proc.pid, signal.SIGKILL)           # the server dies under a running child
         assert child.wait(30) is not None and child.lost
         s.proc.wait()
-        p = fs.run(_cmd("kl_exit", "3"), env, 300)    # gone: afresh, same answer
+        p = fs.run(_cmd("kl_exit", "3"), env, 300, children)    # gone: afresh, same answer
         assert p.returncode == 3 and p.stderr == "kernel said\n"
     finally:
         s.close()
-    monkeypatch.setattr(fs, "ADDRESS", None)
-    assert fs.run(_cmd("kl_exit", "0"), env, 300).returncode == 0
+    assert fs.run(_cmd("kl_exit", "0"), env, 300).returncode == 0       # no server given: afresh
 
 
 def test_forked_workers_report_each_misbehaviour_as_fresh_ones_do(tmp_path, monkeypatch):
@@ -233,7 +235,7 @@ def test_a_server_whose_climb_is_gone_before_it_serves_exits_without_serving(tmp
 def test_a_pool_attached_to_a_running_server_forks_from_it_and_leaves_it_running(monkeypatch):
     """KLADDER_FORKSERVER=SOCKET (the suite's own server, tests/conftest.py): a climb's workers
     are forked from the server another process started, and the climb never closes it."""
-    from kladder.run.isolation import Pool
+    from kladder.run.pool import Pool
     s = fs.Server(worker_env("cpu"), "test-shared")
     try:
         assert s.ready(600)
@@ -253,3 +255,27 @@ def test_a_pool_attached_to_a_running_server_forks_from_it_and_leaves_it_running
             pool.close()
     finally:
         s.close()
+
+
+def test_a_request_that_is_no_spawn_message_is_refused_as_such_and_the_client_raises(server, monkeypatch):
+    """The server reads a request through protocol.from_wire: the old keyed form (no kind) is
+    refused as no message, never a child started from it; the client raises ProtocolError on
+    that refusal instead of quietly starting the process afresh."""
+    import socket
+
+    from kladder.run.protocol import ProtocolError, Refused, from_wire
+    s, env = server
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.settimeout(60)
+        conn.connect(s.address)
+        with open(os.devnull, "rb") as null, open(os.devnull, "wb") as sink:
+            socket.send_fds(conn, [json.dumps({"argv": ["kl_exit", "0"], "env": env, "cwd": "/", "fd_env": []}).encode()
+                                   + b"\n"], [null.fileno(), sink.fileno(), 2])
+        msg = from_wire(conn.makefile("rb").readline(), Refused)
+        assert msg.bad_message and "unknown message kind None" in msg.why
+    finally:
+        conn.close()
+    monkeypatch.setattr(fs, "Spawn", lambda *a: fs.Spawned(1))         # a client that sends the wrong kind
+    with open(os.devnull, "rb") as null, pytest.raises(ProtocolError, match="took the request for no message"):
+        fs.spawn(["-m", "kl_exit", "0"], env, (null.fileno(), null.fileno(), 2), address=s.address)

@@ -300,11 +300,10 @@ def test_aba_with_grads_holds_the_gradients_bit_for_bit_unless_they_vary():
     assert o.status.value == "passed" and o.note is None
 
 
-def test_jitcache_runs_the_backward_and_allows_run_to_run_variation(monkeypatch):
-    from kladder.run.modes.jitcache import REF_ENV
-    monkeypatch.setenv(REF_ENV, os.path.join(SPECS, "grads_order.py") + "::ln_atomic")
+def test_jitcache_runs_the_backward_and_allows_run_to_run_variation():
+    from kladder.run.forkclient import Children
     pt = Point("ln_atomic", 4, (("M", 64), ("N", 8)), mode="jitcache", partner=ABA)
-    o = run_point(order.ln_atomic, pt, "cpu").outcome
+    o = run_point(order.ln_atomic, pt, "cpu", children=Children(os.path.join(SPECS, "grads_order.py") + "::ln_atomic")).outcome
     assert o.status.value == "passed", o.findings
     assert o.note.kind.value == "run_to_run" and set(o.note.facts.outputs) == {"grad of w", "grad of b"}
     assert o.note.facts.files is not None

@@ -14,7 +14,7 @@ from kladder.core.outcome import Check, Load, NoteKind, Status
 from kladder.core.point import Point
 from kladder.report.words.notes import note_text
 from kladder.run import faults
-from kladder.run.isolation import HostSample
+from kladder.run.sampling import HostSample
 
 P = Point("s", 1, (("M", 4096), ("N", 1)))
 CORES = os.cpu_count() or 1

@@ -20,7 +20,7 @@ from kladder.climbing.ladder import Options, climb
 from kladder.gen.load import load_spec
 from kladder.core.outcome import Note, NoteKind, Outcome, Status
 from kladder.core.point import Point
-from kladder.run.isolation import Pool
+from kladder.run.pool import Pool
 
 KERN = '''
 import torch

@@ -79,10 +79,9 @@ def test_an_interpreter_error_in_a_modes_own_process_is_the_interpreters_too(mon
     (before, the child's stderr came back as the kernel's RuntimeError: FAILED, a false alarm)."""
     import dataclasses
 
-    from kladder.run.modes.jitcache import REF_ENV
+    from kladder.run.forkclient import Children
     spec, pts = _points("exp_libdevice", 2)
-    monkeypatch.setenv(REF_ENV, f"{SPECS}::exp_libdevice")
     pt = dataclasses.replace(pts[0], rung=4, mode="jitcache", partner=(("dims", pts[0].dims),))
-    o = run_point(spec, pt, "cpu").outcome
+    o = run_point(spec, pt, "cpu", children=Children(f"{SPECS}::exp_libdevice")).outcome
     assert o.status == "skipped" and o.note.kind == "interpreter_error", (o.status, o.findings, o.note)
     assert o.note.facts.error == "InterpreterError" and o.note.facts.probe == "libdevice"

@@ -9,8 +9,8 @@ from kladder.gen.load import load_spec
 from kladder.core.outcome import NoteKind, Status
 from kladder.core.point import Point
 from kladder.report.words import note_text
-from kladder.run import isolation
-from kladder.run.isolation import Lane, Pool
+from kladder.run import sampling
+from kladder.run.pool import Lane, Pool
 from kladder.core.sizes import MEASURE_MIN_BYTES, Peak, elements_of, peak_of
 
 SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "specs", "wide_reference.py")
@@ -77,7 +77,7 @@ def test_a_small_point_does_not_stand_for_the_others():
 
 def test_the_runner_skips_before_starting_a_worker(monkeypatch):
     spec = load_spec(SPEC)
-    monkeypatch.setattr(isolation, "host_available", lambda: 32 * MIB)
+    monkeypatch.setattr(sampling, "host_available", lambda: 32 * MIB)
 
     class NoPool:
         def lane(self):

@@ -17,7 +17,7 @@ from kladder.core.point import Point
 from kladder.core.results import ClimbReport, RungReport
 from kladder.report.terminal import render_text
 from kladder.report.words import note_text
-from kladder.run import faults, isolation
+from kladder.run import faults, sampling
 from kladder.run.trial import run_point
 from kladder.core.sizes import CPU_BUDGET
 
@@ -103,15 +103,15 @@ class FakePool:
 
 @pytest.fixture
 def fake_device(monkeypatch):
-    """A Runner on a fake CUDA device: `isolation.device_load` (NVML) answers from the pool, the
+    """A Runner on a fake CUDA device: `sampling.device_load` (NVML) answers from the pool, the
     host's memory is not full, the wait for memory is short."""
     monkeypatch.setattr(faults, "MEMORY_WAIT_S", 1.0)
     monkeypatch.setattr(faults, "MEMORY_POLL_S", 0.05)
-    monkeypatch.setattr(isolation, "host_memory", lambda: (1 * GIB, 64 * GIB))
+    monkeypatch.setattr(sampling, "host_memory", lambda: (1 * GIB, 64 * GIB))
 
     def runner(script, holders):
         pool = FakePool(script, holders)
-        monkeypatch.setattr(isolation, "device_load", lambda gpu, ours: pool.device())
+        monkeypatch.setattr(sampling, "device_load", lambda gpu, ours: pool.device())
         return Runner(SPEC, load_spec(SPEC), "cuda", pool=pool), pool
     return runner
 
@@ -187,7 +187,7 @@ def test_only_a_failure_reproduced_with_the_memory_free_is_the_kernels(fake_devi
 # ------------------------------------------------------------------ a real worker, killed, the host full
 def test_a_worker_killed_while_the_hosts_memory_is_full_is_not_judged(monkeypatch):
     total = 24 * GIB
-    monkeypatch.setattr(isolation, "host_memory", lambda: (int(0.97 * total), total))   # the host full, all along
+    monkeypatch.setattr(sampling, "host_memory", lambda: (int(0.97 * total), total))   # the host full, all along
     monkeypatch.setattr(faults, "MEMORY_WAIT_S", 1.0)
     monkeypatch.setattr(faults, "MEMORY_POLL_S", 0.2)
     runner = Runner(SPEC, load_spec(SPEC), "cpu")
@@ -203,7 +203,7 @@ def test_a_worker_killed_while_the_hosts_memory_is_full_is_not_judged(monkeypatc
 
 
 def test_a_worker_killed_on_a_host_with_memory_to_spare_is_still_the_kernels_crash(monkeypatch):
-    monkeypatch.setattr(isolation, "host_memory", lambda: (2 * GIB, 24 * GIB))
+    monkeypatch.setattr(sampling, "host_memory", lambda: (2 * GIB, 24 * GIB))
     runner = Runner(SPEC, load_spec(SPEC), "cpu")
     try:
         o = runner.run(_point(1))

@@ -22,7 +22,7 @@ class _Runner(Runner):
     worker, no process); every run is recorded as (point id, fresh, thread name)."""
 
     def __init__(self, script, jobs: int = 2):
-        from kladder.run.isolation import Pool
+        from kladder.run.pool import Pool
         pool = Pool("unused", "cpu")
         pool.expect_fresh = lambda *a, **k: None          # no fork server: nothing runs for real
         super().__init__("unused", None, "cpu", jobs=jobs, pool=pool)
@@ -164,7 +164,7 @@ def test_a_run_alone_and_the_lanes_it_holds_back_say_what_they_waited_for():
 def test_a_lane_that_waits_for_the_fork_server_says_so(tmp_path, monkeypatch):
     import os
 
-    from kladder.run.isolation import Pool
+    from kladder.run.pool import Pool
     monkeypatch.delenv("KLADDER_FORKSERVER", raising=False)      # a server of the pool's own, starting (not the suite's)
     ref = os.path.join(os.path.dirname(__file__), "specs", "trivial.py")
     waits = Waits()
@@ -234,10 +234,15 @@ def test_asking_whether_the_fork_server_serves_never_waits_behind_a_lane_that_wa
     Ctrl-C's Pool.kill, must not wait behind it (the wait is outside the server's lock)."""
     import subprocess
 
-    from kladder.run.forkserver import Server
+    import shlex
+
+    from kladder.run.forkclient import Server
+    from kladder.run.protocol import ServerReady, to_wire
     s = Server.__new__(Server)
     s._ready, s._ended, s._lock = False, False, threading.Lock()
-    s.proc = subprocess.Popen(["sh", "-c", "sleep 2; echo ready; sleep 30"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    ready = shlex.quote(to_wire(ServerReady()))                     # what a server says once it serves
+    s.proc = subprocess.Popen(["sh", "-c", f"sleep 2; printf %s {ready}; sleep 30"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE)
     try:
         waiter = threading.Thread(target=lambda: s.ready(20))
         waiter.start()

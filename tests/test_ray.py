@@ -46,7 +46,7 @@ def test_a_climb_on_local_ray_gives_the_local_climbs_report(tmp_path):
 
 
 def test_ray_with_a_cuda_device_on_a_cpu_cluster_is_a_usage_error(monkeypatch):
-    from kladder.climbing.ladder import UsageError
+    from kladder.core.errors import UsageError
     from kladder.run import ray_lanes
 
     class CpuCluster:                   # what ray.cluster_resources() says of a cluster without GPUs

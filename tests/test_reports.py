@@ -190,7 +190,7 @@ def test_the_fallback_is_taken_where_the_log_folder_cannot_be_made(tmp_path, mon
     import argparse
 
     from kladder.climbing import session
-    from kladder.climbing.ladder import LOG_FOLDER
+    from kladder.climbing.session import LOG_FOLDER
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".kladder").write_text("a file, not a folder")
     monkeypatch.setitem(session._SAID, "log_fallback", False)
@@ -272,14 +272,14 @@ def test_a_worker_refused_by_the_device_ends_the_climb_with_a_report(tmp_path, m
     from kladder.run.devicestart import DeviceStartError
     from kladder.climbing.ladder import Options, climb
     from kladder.gen.load import load_spec
-    from kladder.run import isolation
+    from kladder.run import workers
     starts = []
 
     def refused(self):                         # as Worker.ready does on a hello with device_error
         starts.append(self)
         self.kill()
         raise DeviceStartError("starting a worker's CUDA context", "AcceleratorError: CUDA error: out of memory", "0")
-    monkeypatch.setattr(isolation.Worker, "ready", refused)
+    monkeypatch.setattr(workers.Worker, "ready", refused)
     monkeypatch.setattr(devicestart, "DEVICE_RETRY_S", 0.6)
     monkeypatch.setattr(devicestart, "DEVICE_RETRY_STEP_S", 0.1)
     monkeypatch.setattr(devicestart, "device_state", lambda gpu=None: {"free_bytes": None, "total_bytes": None,

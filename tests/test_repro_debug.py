@@ -161,12 +161,12 @@ def test_a_cpu_repro_sets_torch_up_as_a_worker_without_importing_dynamo_or_induc
 def test_with_another_thread_running_the_repro_starts_its_worker_afresh_instead_of_forking(monkeypatch):
     # a fork copies only the forking thread: a lock another thread held would never be released in the
     # child (the thread count is stood in for: pytest-xdist's own threads would count here)
-    from kladder.run import forked, isolation
+    from kladder.run import forked, pool as pool_mod
     made = []
     monkeypatch.setattr(forked, "ForkedWorker", lambda pool: made.append("fork"))
     monkeypatch.setattr(forked, "Worker", lambda ref, device: made.append("afresh"))
     pool = forked.ForkPool.__new__(forked.ForkPool)
-    isolation.Pool.__init__(pool, "x.py", "cpu")
+    pool_mod.Pool.__init__(pool, "x.py", "cpu")
     for threads in (1, 2):
         monkeypatch.setattr(forked.threading, "active_count", lambda n=threads: n)
         pool._start()

@@ -290,9 +290,9 @@ def test_the_child_runs_under_the_tool_with_the_caching_allocator_off(monkeypatc
 
     monkeypatch.setattr(sanitize.subprocess, "run", fake_run)
     monkeypatch.setattr(sanitize, "find_sanitizer", lambda: ("/opt/cuda/bin/compute-sanitizer", []))
-    monkeypatch.setenv("KLADDER_SPEC_REF", "tests/specs/good.py::spec")
+    from kladder.run.forkclient import Children
     point = repetition.sanitized(Point("double", 1, (("M", 2), ("N", 17))), "memcheck")
-    h = Harness(_double(_right), point, "cpu")
+    h = Harness(_double(_right), point, "cpu", children=Children("tests/specs/good.py::spec"))
     seen_obs = list(sanitize.MODE.observe(h))
     assert seen["cmd"][:3] == ["/opt/cuda/bin/compute-sanitizer", "--tool", "memcheck"]
     assert seen["cmd"][-5:-1] == ["-m", "kladder.run.modes.sanitize", "tests/specs/good.py::spec", "cpu"]

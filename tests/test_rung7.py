@@ -336,10 +336,10 @@ def test_a_pytest_session_whose_kladder_points_all_skip_fails(pytester):
 
 # ---------------------------------------------------------------------------- cache keys (child processes)
 def test_a_cache_key_that_leaves_a_flag_out_hands_the_restart_the_last_processs_code(monkeypatch):
-    from kladder.run.modes.jitcache import REF_ENV
-    monkeypatch.setenv(REF_ENV, os.path.join(HERE, "specs", "toolchain.py") + "::disk_planned")   # as in a worker
+    from kladder.run.forkclient import Children
+    ref = os.path.join(HERE, "specs", "toolchain.py") + "::disk_planned"     # as a worker hands it down
     (point,) = [p for p in toolchain.points(fx.disk_planned, CPU_BUDGET) if p.mode == "cachekey" and p.variant == "TWICE"]
-    outcome = run_point(fx.disk_planned, point, "cpu").outcome          # its three processes, from this one
+    outcome = run_point(fx.disk_planned, point, "cpu", children=Children(ref)).outcome     # its three processes, from this one
     assert outcome.status == Status.FAILED
     (f,) = outcome.findings
     assert f.check == Check.NOT_BITWISE and f.facts.cause == "cachekey" and 0 < f.mismatched < f.total
@@ -354,11 +354,11 @@ def test_the_modes_processes_wait_only_for_the_one_before_them_on_their_cache(mo
     import threading
     import types
 
+    from kladder.run.forkclient import Children
     from kladder.run.modes import jitcache
-    monkeypatch.setenv(jitcache.REF_ENV, "spec.py::s")
     started, order = {label: threading.Event() for label in ("A", "B warm", "B empty")}, []
 
-    def child(cmd, env, timeout, where, label):
+    def child(cmd, env, timeout, where, label, children):
         order.append(("start", label))
         started[label].set()
         if label == "A":
@@ -369,8 +369,8 @@ def test_the_modes_processes_wait_only_for_the_one_before_them_on_their_cache(mo
 
     monkeypatch.setattr(jitcache, "run_child", child)
     monkeypatch.setattr(jitcache, "_load", lambda path: {"out": torch.zeros(1)})
-    monkeypatch.setattr("kladder.run.isolation.child_timeout", lambda spec, device: 60.0)
-    h = types.SimpleNamespace(spec=None, device="cpu", point=None)
+    monkeypatch.setattr("kladder.run.timeouts.child_timeout", lambda spec, device: 60.0)
+    h = types.SimpleNamespace(spec=None, device="cpu", point=None, children=Children("spec.py::s"))
     procs = [jitcache.Process("A", [], cache="shared"), jitcache.Process("B warm", [], cache="shared"),
              jitcache.Process("B empty", [], cache="empty")]
     results = jitcache.run_processes(h, procs)

@@ -86,3 +86,24 @@ def test_the_rung5_differ_takes_the_flag():
     firsts = [{"out": torch.zeros(8, dtype=torch.bfloat16)}]
     assert not Differ(spec, point, firsts, interpreted=True).fused
     assert Differ(spec, point, firsts, interpreted=False).fused
+
+
+def test_a_modes_own_processes_take_the_spec_reference_handed_down_never_the_environment(monkeypatch):
+    """The worker hands its modes the spec's reference (forkclient.Children, from its argv and each
+    Run request); KLADDER_SPEC_REF, which it once set for them, is read nowhere: outside a worker a
+    mode that starts processes of its own is skipped, whatever the environment says."""
+    from kladder.core.outcome import NoteKind
+    monkeypatch.setenv("KLADDER_SPEC_REF", "tests/specs/good.py::spec")
+    point = Point("copy", 4, (("N", 8),), mode="jitcache", partner=(("dims", (("N", 8),)),))
+    result = trial.run_point(_spec(), point, "cpu")
+    assert result.outcome.status == "skipped" and result.outcome.note.kind == NoteKind.OUTSIDE_CLIMB
+
+
+def test_no_module_reads_or_sets_the_spec_reference_or_the_fork_servers_address_in_a_global():
+    import pathlib
+
+    import kladder
+    from kladder.run import forkclient
+    src = pathlib.Path(kladder.__file__).parent
+    assert [p.name for p in src.rglob("*.py") if "KLADDER_SPEC_REF" in p.read_text()] == []
+    assert not hasattr(forkclient, "ADDRESS") and not hasattr(forkclient, "CPU")

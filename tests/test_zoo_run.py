@@ -181,7 +181,7 @@ def test_off_cuda_a_gpu_cases_buggy_kernel_is_not_climbed_unless_rungs_are_named
 
 
 def test_every_climb_forks_from_one_server_of_the_zoos(tiny_zoo, capsys, monkeypatch):
-    from kladder.run import forkserver, isolation
+    from kladder.run import forkclient as forkserver, pool as pool_mod, workers
     monkeypatch.delenv("KLADDER_FORKSERVER", raising=False)      # not the suite's server (tests/conftest.py)
     servers, given, forked = [], [], []
 
@@ -190,7 +190,7 @@ def test_every_climb_forks_from_one_server_of_the_zoos(tiny_zoo, capsys, monkeyp
             super().__init__(*a, **kw)
             servers.append(self)
 
-    real_pool, real_worker = isolation.Pool.__init__, isolation.Worker.__init__
+    real_pool, real_worker = pool_mod.Pool.__init__, workers.Worker.__init__
 
     def pool(self, *a, server=None, **kw):
         given.append(server)
@@ -201,8 +201,8 @@ def test_every_climb_forks_from_one_server_of_the_zoos(tiny_zoo, capsys, monkeyp
         forked.append(isinstance(self.proc, forkserver.Forked))
 
     monkeypatch.setattr(forkserver, "Server", Counted)
-    monkeypatch.setattr(isolation.Pool, "__init__", pool)
-    monkeypatch.setattr(isolation.Worker, "__init__", worker)
+    monkeypatch.setattr(pool_mod.Pool, "__init__", pool)
+    monkeypatch.setattr(workers.Worker, "__init__", worker)
     code, out = climb_all(capsys, 2)
     assert code == 1 and "2/2 fixed twins clean" in out
     assert len(servers) == 1 and len(given) == 4 and all(s is servers[0] for s in given)

@@ -120,7 +120,7 @@ def _runner(config, ref: str, spec, device: str):
     runners = config.stash.setdefault(_RUNNERS_KEY, {})
     if ref not in runners:
         # nothing set in the user's process: the device goes to the Runner, and its workers start
-        # with Triton's interpreter chosen for a CPU run (run/isolation.py worker_env)
+        # with Triton's interpreter chosen for a CPU run (run/workers.py worker_env)
         runners[ref] = Runner(ref, spec, device, float(_option(config, "timeout") or 0) or None)
     return runners[ref]
 

@@ -16,7 +16,6 @@ import os
 import shlex
 import stat
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,14 +23,14 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from ..core.errors import UsageError
-from ..core.outcome import Check, Load, Note, NoteKind, Outcome, Replay, Status, Wait
+from ..core.outcome import Load, Note, NoteKind, Outcome, Status, Wait
 from ..core.point import Point
 from ..core.results import ClimbReport, RungReport
 from ..report.jsonout import dumps, end_dict, header_dict, outcome_dict
 from ..report.words import device_start_error
-from ..run import faults, isolation, modes
-from ..run.isolation import HOST_BUSY_CORES, Lane, Pool, child_processes, stage_budget, worker_timeout
+from ..run import faults, modes, rerun, sampling
+from ..run.pool import Lane, Pool, child_processes
+from ..run.timeouts import stage_budget, worker_timeout
 from ..run.waits import Waits, waiting
 from ..core.rungs import BY_NUMBER, RUNGS, number
 from ..core.sizes import (
@@ -114,13 +113,6 @@ def fresh_process(point: Point) -> bool:
     """A point that runs first in a new worker (its mode's base.Mode.starts_fresh: A-B-A, and rung
     5's stream of calls where the spec declares how the model calls a launcher with state)."""
     return modes.traits(point.mode).starts_fresh(point)
-# A hang costs its whole timeout again, a crash or a device fault a new worker, a model point
-# the whole model again (a minute under the interpreter; the model's forward is seeded and
-# deterministic, and repeating a kernel is rung 5's work), hung ranks a collective's watchdog
-# again, a rung-5 repetition its own rate over many calls (a replay would only sample it again),
-# a sanitizer run a minute of tool time: reported as seen. Every other failure is replayed once.
-NOT_REPLAYED = (Check.HANG, Check.CRASHED, Check.DEVICE_FAULT, Check.CAPTURE, Check.MODEL, Check.RANKS_HUNG,
-               Check.REPEATS, Check.STREAM, Check.SANITIZER)
 # A second lane is worth its worker's start (about 2 s on a 2-core machine) only when there is
 # work to share: a lane per this many points, up to --jobs.
 POINTS_PER_LANE = 4
@@ -290,7 +282,7 @@ class Runner:
     def _host(self, point: Point) -> tuple[int, int] | None:
         """The host's available memory now and the workers that share it: the lanes, or one for a
         big point on CUDA (it runs alone: _batches)."""
-        free = isolation.host_available()
+        free = sampling.host_available()
         return None if free is None else (free, 1 if self.device == "cuda" and point.kind == "big" else self.jobs)
 
     def _wait_memory(self, lane: Lane) -> float:
@@ -303,9 +295,9 @@ class Runner:
 
     def _memory_now(self, gpu: str | None) -> Load:
         """Who holds memory now: others' on the CUDA device, and the host's when it is full."""
-        now = Load(**isolation.device_load(gpu, self.pool.pids())) if self.device == "cuda" else Load()
-        used, total = isolation.host_memory()
-        if used is not None and used >= isolation.HOST_FULL_SHARE * total:
+        now = Load(**sampling.device_load(gpu, self.pool.pids())) if self.device == "cuda" else Load()
+        used, total = sampling.host_memory()
+        if used is not None and used >= sampling.HOST_FULL_SHARE * total:
             now.host_used_bytes, now.host_total_bytes = used, total
         return now
 
@@ -326,23 +318,26 @@ class Runner:
     def _run_once(self, point: Point, timeout: float, fresh: bool) -> Outcome:
         """A run; one that hung, crashed, faulted or ran out of memory while other work used the
         device or the host is re-run alone, in a fresh worker with the other lanes held back,
-        before it is reported (run/faults.py under_load says what each result becomes)."""
+        before it is reported (run/rerun.py's UNDER_LOAD; run/faults.py under_load says what
+        each result becomes)."""
         from ..run.devicestart import DeviceStartError
+        rule = rerun.UNDER_LOAD
         outcome, load = self._on_lane(point, timeout, fresh)
-        if not faults.load_sensitive(outcome) or not busy(load) or modes.traits(point.mode).own_processes:
+        seen = rerun.Seen(point, outcome, load)
+        if not rule.when(seen):
             return outcome
         memory = faults.memory_exhausted(outcome, load)
         try:
-            alone, alone_load = self._on_lane(point, timeout, True, alone=True, wait_memory=memory)
+            alone, alone_load = self._on_lane(point, timeout, rule.fresh, alone=rule.alone, wait_memory=memory)
         except DeviceStartError as e:
             if not memory:
                 raise
             # the run alone could not start its worker for lack of device memory: never the kernel's
             alone, alone_load = faults.could_not_start(point, e.error), self._memory_now(e.gpu)
-        return faults.under_load(outcome, alone, load, alone_load)
+        return rule.settle(seen, alone, alone_load)
 
     def _first(self, point: Point) -> Outcome:
-        """The point's first run, and its replay when it failed."""
+        """The point's first run, and its replay when it failed (run/rerun.py's REPLAY)."""
         free = self.pool.free_bytes() if self.device == "cuda" else None
         note = skip_note(self.spec, point, self.device, free, self.peak, self._host(point) if self.peak else None)
         if note:
@@ -350,20 +345,22 @@ class Runner:
         fresh = fresh_process(point)
         timeout = worker_timeout(self.spec, self.device, point, self.timeout_s)
         outcome = self._run_once(point, timeout, fresh)
-        if outcome.status == Status.FAILED and outcome.headline.check not in NOT_REPLAYED:
-            _replayed(outcome, self._on_lane(point, timeout, fresh)[0])
+        seen = rerun.Seen(point, outcome)
+        if rerun.REPLAY.when(seen):
+            outcome = rerun.REPLAY.settle(seen, self._on_lane(point, timeout, fresh or rerun.REPLAY.fresh)[0])
         return outcome
 
     def _finish(self, outcome: Outcome) -> Outcome:
-        """In order: the rung's first failure is re-run alone; the repro command is attached."""
+        """In order: the rung's first failure is re-run alone (run/rerun.py's FIRST_FAILURE); the
+        repro command is attached."""
         point = outcome.point
-        if (outcome.status == Status.FAILED and outcome.replay == Replay.FAILED_AGAIN
-                and not fresh_process(point) and not modes.traits(point.mode).own_processes
-                and point.rung not in self.failed_rungs):
+        rule, seen = rerun.FIRST_FAILURE, rerun.Seen(point, outcome, rung_failed=point.rung in self.failed_rungs)
+        if rule.when(seen):
             from ..run.devicestart import DeviceStartError
             # no worker could start beside others' memory: the failure seen twice stands as seen
             with contextlib.suppress(DeviceStartError):
-                _alone(outcome, self._on_lane(point, worker_timeout(self.spec, self.device, point, self.timeout_s), True)[0])
+                timeout = worker_timeout(self.spec, self.device, point, self.timeout_s)
+                outcome = rule.settle(seen, self._on_lane(point, timeout, rule.fresh, alone=rule.alone)[0])
         if outcome.status == Status.FAILED:
             self.failed_rungs.add(point.rung)
             self.failed.append(point)
@@ -382,13 +379,6 @@ class Runner:
         for lane in lanes:
             lane.close()
         self.pool.close()
-
-
-def busy(load: Load) -> bool:
-    """Anything else used the device or the host while the point ran: another lane of this
-    climb, another process on the device, or other processes' CPU past HOST_BUSY_CORES."""
-    return (load.lanes > 0 or load.processes > 0 or faults.memory_held(load)
-            or load.host_cpu_s > HOST_BUSY_CORES * max(load.seconds, 1e-9))
 
 
 class Gate:
@@ -459,22 +449,6 @@ def _result(future):
             return future.result(timeout=0.25)
         except FutureTimeout:
             check_current()
-
-
-def _replayed(first: Outcome, again: Outcome) -> None:
-    """A failure that does not recur is flaky, reported with its observed rate."""
-    if again.status == Status.FAILED:
-        first.replay = Replay.FAILED_AGAIN
-    else:
-        first.status, first.replay, first.replay_status = Status.FLAKY, Replay.FLAKY, again.status
-
-
-def _alone(outcome: Outcome, alone: Outcome) -> None:
-    """The rung's first failure is re-run alone in a new worker, as its repro command runs it.
-    If it passes there, the failure depends on state left by earlier points in the worker:
-    real (a server is a long-lived process) but rung 4's gap, and the repro will pass."""
-    if alone.status == Status.PASSED:
-        outcome.replay = Replay.ALONE_PASSES
 
 
 def rung_points(spec: Spec, rung: int, budget, seed: int = 0, replay: str | None = None, **extra):
@@ -791,28 +765,3 @@ def _take_back(fd: int, landed: int) -> None:
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode) and st.st_size == end and end >= landed:
             os.ftruncate(fd, end - landed)
-
-
-LOG_FOLDER = os.path.join(".kladder", "log")
-
-
-def log_folder() -> tuple[str, str | None]:
-    """Where default logs go: .kladder/log in the working folder, or, where that cannot be
-    written (a read-only checkout, a CI cache), kladder-log in the temporary folder; the second
-    item says why (None when the default folder is used)."""
-    from ..report.jsonout import cannot_write
-    why = cannot_write(LOG_FOLDER)
-    if why is None:
-        return LOG_FOLDER, None
-    fallback = os.path.join(tempfile.gettempdir(), "kladder-log")
-    if cannot_write(fallback) is not None:
-        raise UsageError(f"the log: cannot write {LOG_FOLDER!r} ({why}) nor {fallback!r}; give --log PATH in a folder "
-                         "you can write to")
-    return fallback, why
-
-
-def default_log_path(spec_name: str, run_id: str | None = None) -> str:
-    """FOLDER/NAME-RUNID.jsonl (see log_folder): the run id makes two climbs started in the
-    same second in one folder write two logs."""
-    from ..core.results import new_run_id
-    return os.path.join(log_folder()[0], f"{spec_name}-{run_id or new_run_id()}.jsonl")

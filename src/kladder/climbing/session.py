@@ -4,6 +4,7 @@ before the spec is even loaded. `kladder climb` and `kladder zoo climb` share it
 from __future__ import annotations
 
 import os
+import tempfile
 import sys
 
 from ..core.errors import UsageError, UsageProblem
@@ -19,7 +20,7 @@ from ..version import __version__
 if TYPE_CHECKING:
     from ..core.outcome import Outcome
     from ..core.results import ClimbReport
-    from ..run.isolation import Pool
+    from ..run.pool import Pool
 
 # the first rung whose points may start processes of their own: those start at the climb's start (ladder.early_points)
 EARLY_FROM = number("modes")
@@ -85,7 +86,7 @@ def climb_options(args, ref: str, device: str, keep: list | None = None, warm: b
     a point needs it: a climb of many specs, whose points the store may all give); the pool is put
     in `keep` before any worker starts, so that a Ctrl-C meanwhile still closes it. `server`: a fork
     server its workers are forked from (the climbs of many specs share one)."""
-    from ..run.isolation import Pool
+    from ..run.pool import Pool
     try:
         rungs = parse_rungs(args.rungs)
     except UsageError as e:
@@ -150,7 +151,6 @@ def _ray_pool(args, ref: str, device: str, address: str, keep: list | None):
 def log_path(args, spec, run_id: str | None = None) -> str:
     """--log as given, else .kladder/log/NAME-RUNID.jsonl; where the working folder is read-only,
     the same name in a temporary folder, said once on stderr."""
-    from .ladder import default_log_path, log_folder
     if args.log:
         writable("--log", args.log)
         return args.log
@@ -239,3 +239,28 @@ def parse_rungs(text: str | None) -> tuple[int, ...]:
             raise UsageError(f"--rungs {text!r}: rung {r} ({BY_NUMBER[r].title}) is not built in kladder {__version__} "
                              f"yet; built rungs: {', '.join(map(str, BUILT))}.")
     return tuple(sorted(set(rungs)))
+
+
+LOG_FOLDER = os.path.join(".kladder", "log")
+
+
+def log_folder() -> tuple[str, str | None]:
+    """Where default logs go: .kladder/log in the working folder, or, where that cannot be
+    written (a read-only checkout, a CI cache), kladder-log in the temporary folder; the second
+    item says why (None when the default folder is used)."""
+    from ..report.jsonout import cannot_write
+    why = cannot_write(LOG_FOLDER)
+    if why is None:
+        return LOG_FOLDER, None
+    fallback = os.path.join(tempfile.gettempdir(), "kladder-log")
+    if cannot_write(fallback) is not None:
+        raise UsageError(f"the log: cannot write {LOG_FOLDER!r} ({why}) nor {fallback!r}; give --log PATH in a folder "
+                         "you can write to")
+    return fallback, why
+
+
+def default_log_path(spec_name: str, run_id: str | None = None) -> str:
+    """FOLDER/NAME-RUNID.jsonl (see log_folder): the run id makes two climbs started in the
+    same second in one folder write two logs."""
+    from ..core.results import new_run_id
+    return os.path.join(log_folder()[0], f"{spec_name}-{run_id or new_run_id()}.jsonl")

@@ -174,7 +174,7 @@ REFERENCE_STAGES = ("reference", "peers", "checks")
 
 @dataclass(frozen=True)
 class Peak:
-    """The memory one measured point took, stage by stage (run/isolation.PeakMemory: the kernel's
+    """The memory one measured point took, stage by stage (run/sampling.PeakMemory: the kernel's
     inputs and calls, the float64 reference, the honest peer, the checks), over the elements of its
     tensors: scaled by a later point's elements, what that point will take. One small point a
     spec, measured as the climb runs it, reused for every point after it."""

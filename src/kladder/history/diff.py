@@ -7,7 +7,7 @@ A gate that does not cry wolf: a new failure fails it; a slowdown only when aske
 (`fail_on=("slower",)`, `kladder diff --fail-on slower`) and only where the timings can be
 compared at all:
 - on the same device (the toolchain's device name, and cpu or cuda);
-- at comparable load: each climb's points' loads (outcome.Load, measured by run/isolation.py
+- at comparable load: each climb's points' loads (outcome.Load, measured by run/sampling.py
   for every point and kept in the history) summed into the cores other processes kept busy, the
   share of time the workers waited for a CPU, the climb's other lanes and other processes on
   the device; two climbs differing by more than LOAD_CORES cores, WAIT_SHARE of the time,

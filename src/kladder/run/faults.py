@@ -172,7 +172,7 @@ def others_memory(load: Load) -> bool:
 
 
 def host_full(load: Load) -> bool:
-    """The host's memory was full once the point ended (isolation.HostSample keeps it only then),
+    """The host's memory was full once the point ended (sampling.HostSample keeps it only then),
     or the out-of-memory killer killed a process while the point ran."""
     return load.host_used_bytes is not None or bool(load.oom_kills)
 
@@ -363,7 +363,7 @@ def heap_words(stderr: str) -> str:
 
 def looks_like_heap_damage(outcome: Outcome) -> bool:
     """A worker that died of a signal heap damage raises: re-run the point alone with malloc's
-    checks on (isolation.heap_checked_rerun) before it is blamed."""
+    checks on (heapcheck.heap_checked_rerun) before it is blamed."""
     crash = next((f for f in outcome.findings if f.check == Check.CRASHED), None)
     return crash is not None and crash.facts.signal in HEAP_SIGNALS and crash.facts.rank is None
 

@@ -5,7 +5,7 @@ runs the worker's own loop (run/worker.serve) behind the same pipes. A fork cost
 worker's start an import of torch, Triton and the spec (2-5 s on the 2-core CPU, most of a small
 repro's time). Everything else is a worker's, unchanged: its own session (its process group killed
 whole), the lifeline that ends it with this process, the watchdog that times its stages, its
-stderr kept for the outcome, a crash or a hang judged by isolation.Worker and faults.py, so the
+stderr kept for the outcome, a crash or a hang judged by workers.Worker and faults.py, so the
 repro's verdict is the climb's.
 
 CPU only: a process that has touched CUDA cannot fork a child that uses it (the driver's state is
@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import io
-import json
 import os
 import signal
 import subprocess
@@ -27,11 +26,14 @@ import threading
 import time
 
 from ..core.outcome import Load
-from .isolation import LIFELINE_ENV, Pool, Worker, hold_lifeline
+from .lifeline import hold_lifeline
+from .pool import Pool
+from .protocol import Hello, to_wire
+from .workers import Worker
 
 
 class ForkedProcess:
-    """What isolation.Worker uses of subprocess.Popen, for a child this process forked."""
+    """What workers.Worker uses of subprocess.Popen, for a child this process forked."""
 
     def __init__(self, pid: int, stdin, stdout):
         self.pid, self.stdin, self.stdout = pid, stdin, stdout
@@ -80,7 +82,7 @@ class ForkedWorker(Worker):
             os.close(fd)
         self.proc = ForkedProcess(pid, os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb"))
         self._buf = b""
-        self._hello: dict | None = None
+        self._hello = None
         self.load = Load()
 
 
@@ -111,16 +113,14 @@ def _child(pool: "ForkPool", in_r: int, out_w: int, log: int, lifeline: int) -> 
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
-        os.environ[LIFELINE_ENV] = str(lifeline)
-        hold_lifeline()
-        os.environ["KLADDER_SPEC_REF"] = pool.ref        # modes that start processes of their own (jitcache)
+        hold_lifeline(lifeline)
         faulthandler.enable()                            # a segfault leaves a Python traceback in the log
         import warnings
         warnings.filterwarnings("ignore")
         proto = os.fdopen(out_w, "w", buffering=1)
-        proto.write(json.dumps({"ready": True, **pool.hello_facts}) + "\n")
+        proto.write(to_wire(Hello(**pool.hello_facts)))
         from .worker import serve
-        serve(pool.spec, pool.device, sys.stdin, proto)
+        serve(pool.spec, pool.device, sys.stdin, proto, pool.ref)
     except BaseException:  # noqa: BLE001 - kladder's own failure in the child: its words to the log, then gone
         import traceback
         traceback.print_exc()

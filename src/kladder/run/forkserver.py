@@ -1,4 +1,5 @@
-"""A warm fork server: the climb's new Python processes (a fresh worker for an A-B-A point, a
+"""The warm fork server, its server's side (`python -m kladder.run.forkserver SOCKET LABEL`; the
+climb's side, which starts it and asks it for children, is run/forkclient.py): the climb's new Python processes (a fresh worker for an A-B-A point, a
 mode's own process for the jit-cache, cache-key, flags, dispatch-with-variables and import
 points) forked from a process that has already imported torch, numpy, Triton and kladder's
 run side, instead of each paying that import again (seconds on a loaded 2-core machine).
@@ -20,30 +21,26 @@ child dies with the connection of the process that asked for it.
 
 Where a request cannot be served as a new process would be (an environment variable that
 differs from the server's and that torch, Triton or the interpreter reads at import or start,
-LD_PRELOAD say), where the server is gone or never started, `spawn` returns None and the
+LD_PRELOAD say), where the server is gone or never started, forkclient.spawn returns None and the
 caller starts the process as before (subprocess): silently correct, only slower.
 
-Protocol: one Unix-socket connection per child. The client sends one JSON line {argv, env,
-cwd, fd_env} with its descriptors (stdin, stdout, stderr, then the passed ones) attached; the
-server answers {"pid": N} (or {"refused": why}), then {"exit": code, "cpu_s": seconds} when
-the child ended. The client writing "kill" or closing the connection kills the child's group.
-The server ends, killing every child it forked, when its stdin closes (the climb is gone)."""
+Protocol (run/protocol.py's messages): ServerReady on its stdout once it serves; then one
+Unix-socket connection per child. The client sends Spawn with its descriptors (stdin, stdout,
+stderr, then the passed ones) attached; the server answers Spawned (or Refused), then Exited when
+the child ended. The client sending Kill or closing the connection kills the child's group. The
+server ends, killing every child it forked, when its stdin closes (the climb is gone)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import selectors
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
-import time
 
 # Variables read only when used, never at import: they may differ between the server and a child.
-LAZY_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "KLADDER_SPEC_REF",
+LAZY_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_VISIBLE_DEVICES",
              "KLADDER_LIFELINE", "KLADDER_FORKSERVER")
 # Prefixes of what the interpreter, the C library, torch, numpy, Triton and their libraries read at
 # start or import: a child whose value differs from the server's must start afresh.
@@ -57,12 +54,7 @@ PRELOAD = ("numpy", "torch", "triton", "triton.experimental.gluon", "kladder.run
            "kladder.core.fingerprint", "kladder.run.interpreter", "kladder.run.modes.jitcache",
            "kladder.run.modes.envset", "kladder.run.modes.imports")
 
-ADDRESS: str | None = None      # in a worker: the climb's server's socket (set with each point's request)
 _FRESH_WARNINGS: list = []      # in the server: the warning filters it started with, before its preload's "ignore"
-
-
-class ServerLost(RuntimeError):
-    """A forked process ended after its server did: its exit status is lost with the server."""
 
 
 def incompatible(base: dict, env: dict) -> str | None:
@@ -71,230 +63,6 @@ def incompatible(base: dict, env: dict) -> str | None:
         if base.get(k) != env.get(k) and k not in LAZY_VARS and k.startswith(EAGER_PREFIXES):
             return f"{k} differs from the server's"
     return None
-
-
-# ---------------------------------------------------------------------------- the client side
-class Forked:
-    """A process forked by the server, as much like subprocess.Popen as the climb uses: pid,
-    returncode, poll, wait, kill (its whole process group). `lost`: the server went away before
-    the child's exit was known (the child is killed then; the caller starts it afresh)."""
-
-    def __init__(self, conn: socket.socket, pid: int, stdin=None, stdout=None):
-        self.conn, self.pid = conn, pid
-        self.stdin, self.stdout = stdin, stdout
-        self.returncode: int | None = None
-        self.cpu_s = 0.0
-        self.lost = False
-        self._buf = b""
-
-    def _take(self, timeout: float | None) -> bool:
-        """Read the exit message if it arrives within `timeout` (None: wait). True once known."""
-        if self.returncode is not None:
-            return True
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while b"\n" not in self._buf:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            self.conn.settimeout(left)
-            try:
-                chunk = self.conn.recv(4096)
-            except (TimeoutError, socket.timeout, BlockingIOError):
-                return False
-            except OSError:
-                chunk = b""
-            if not chunk:                       # the server is gone: the exit status with it
-                self.lost = True
-                self._killpg()
-                self.returncode = -signal.SIGKILL
-                return True
-            self._buf += chunk
-        msg = json.loads(self._buf.partition(b"\n")[0])
-        self.returncode, self.cpu_s = int(msg["exit"]), float(msg.get("cpu_s", 0.0))
-        self._close()
-        return True
-
-    def poll(self) -> int | None:
-        self._take(0.0)
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        if not self._take(timeout):
-            raise subprocess.TimeoutExpired(["forked", str(self.pid)], timeout)
-        return self.returncode
-
-    def kill(self) -> None:
-        """SIGKILL to the child's whole process group, by the server (which has not reaped it)."""
-        if self.returncode is not None:
-            return
-        try:
-            self.conn.sendall(b"kill\n")
-        except OSError:
-            self._killpg()
-
-    def _killpg(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
-
-    def _close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.conn.close()
-
-
-def spawn(argv: list[str], env: dict, fds: tuple[int, int, int], pass_fds: dict | None = None,
-          address: str | None = None, wait_s: float = 600.0, cwd: str | None = None) -> Forked | None:
-    """`python ARGV` (ARGV: ['-m', module, args...]) forked from the server at `address` (default:
-    ADDRESS), with exactly `env`, stdin/stdout/stderr `fds`, and `pass_fds` {variable: fd}: each
-    fd passed, its number in the child put in that variable; in `cwd` (default: this process's).
-    None where the server cannot serve it (gone, refused, or no pid within `wait_s`): start it
-    afresh then."""
-    address = address or ADDRESS
-    if not address or len(argv) < 2 or argv[0] != "-m":
-        return None
-    names = list(pass_fds or {})
-    try:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.settimeout(wait_s)
-        conn.connect(address)
-        req = json.dumps({"argv": argv[1:], "env": env, "cwd": os.fspath(cwd or os.getcwd()),
-                          "fd_env": names}).encode() + b"\n"
-        socket.send_fds(conn, [req], [*fds, *(pass_fds[n] for n in names)])
-        buf = b""
-        while b"\n" not in buf:
-            chunk = conn.recv(4096)
-            if not chunk:
-                raise ConnectionError("the fork server closed the connection")
-            buf += chunk
-    except (OSError, ValueError):
-        with contextlib.suppress(OSError, UnboundLocalError):
-            conn.close()
-        return None
-    line, _, rest = buf.partition(b"\n")
-    msg = json.loads(line)
-    if "pid" not in msg:
-        conn.close()
-        return None
-    child = Forked(conn, int(msg["pid"]))
-    child._buf = rest
-    return child
-
-
-def run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
-    """subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout), the child
-    forked from the climb's server where it can be (cmd: [sys.executable, '-m', module, ...]).
-    A timeout kills the child (subprocess.TimeoutExpired, as subprocess.run raises it); a child
-    whose server died under it is run again afresh. `run.cpu_s` adds up the forked children's
-    CPU seconds (the worker reports them: they are the point's own work, not other load)."""
-    if cmd and cmd[0] == sys.executable and ADDRESS:
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, open(os.devnull, "rb") as null:
-            child = spawn(cmd[1:], env, (null.fileno(), out.fileno(), err.fileno()))
-            if child is not None:
-                try:
-                    code = child.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait()
-                    raise subprocess.TimeoutExpired(cmd, timeout) from None
-                if not child.lost:
-                    CPU.s += child.cpu_s
-                    out.seek(0)
-                    err.seek(0)
-                    return subprocess.CompletedProcess(cmd, code, out.read().decode(errors="replace"),
-                                                       err.read().decode(errors="replace"))
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-class _Cpu:
-    s = 0.0
-
-
-CPU = _Cpu()
-
-
-class Attached:
-    """A server another process started and owns, reached by its socket (KLADDER_FORKSERVER=SOCKET:
-    the test suite starts one a pytest process, and each climb it runs forks from it instead of
-    starting a server and workers of its own). It refuses what it cannot serve (`incompatible`,
-    checked on its side), and the caller starts that process afresh."""
-
-    def __init__(self, address: str):
-        self.address = address
-
-    def ready(self, wait_s: float = 0.0) -> bool:
-        return os.path.exists(self.address)
-
-    def serves(self, env: dict) -> bool:
-        return self.ready()
-
-    def close(self) -> None:
-        pass
-
-
-class Server:
-    """The climb's server, started by its Pool: `python -m kladder.run.forkserver SOCKET LABEL`
-    with `env` (a worker's environment). `ready()` says, without waiting, whether it serves."""
-
-    def __init__(self, env: dict, label: str = ""):
-        self.dir = tempfile.mkdtemp(prefix="kladder-fork-")
-        self.address = os.path.join(self.dir, "s")
-        self.env = dict(env)
-        self._ready = False
-        self._ended = False                  # it said something else than 'ready', or nothing: it will not serve
-        self._lock = threading.Lock()
-        self.proc = subprocess.Popen([sys.executable, "-m", "kladder.run.forkserver", self.address, label],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=self.env, start_new_session=True)
-
-    def ready(self, wait_s: float = 0.0) -> bool:
-        """Whether it serves, waiting up to `wait_s` for its 'ready'. The wait is outside the lock:
-        a thread that only asks (a lane choosing how to start a worker, Pool.kill on Ctrl-C) is
-        never held up by one that waits for the server's start (seconds of torch's import)."""
-        deadline = time.monotonic() + wait_s
-        while True:
-            with self._lock:
-                if self._ready or self._ended or self.proc.poll() is not None:
-                    return self._ready and self.proc.poll() is None
-                if self._readable(0.0):
-                    try:
-                        line = self.proc.stdout.readline()
-                    except (OSError, ValueError):          # closed under us (the climb is ending)
-                        return False
-                    self._ready = line.strip() == b"ready"
-                    self._ended = not self._ready          # its end, or another line: it will not serve
-                    continue
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            self._readable(min(left, 0.5))
-
-    def _readable(self, wait_s: float) -> bool:
-        """Its stdout has a line (or its end) to read within `wait_s`."""
-        sel = selectors.DefaultSelector()
-        try:
-            sel.register(self.proc.stdout, selectors.EVENT_READ)
-            return bool(sel.select(wait_s))
-        except (OSError, ValueError):                      # closed under us: a read says so
-            return True
-        finally:
-            sel.close()
-
-    def serves(self, env: dict) -> bool:
-        return self.ready() and incompatible(self.env, env) is None
-
-    def close(self) -> None:
-        """Its stdin closed: it kills every child it forked and exits."""
-        with contextlib.suppress(OSError):
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        with contextlib.suppress(OSError):
-            self.proc.stdout.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.address)
-        with contextlib.suppress(OSError):
-            os.rmdir(self.dir)
 
 
 # ---------------------------------------------------------------------------- the server
@@ -325,7 +93,7 @@ def _stdio() -> None:
     sys.stderr = sys.__stderr__ = make(2, sys.__stderr__, True)
 
 
-def _become(req: dict, fds: list[int], close: list[int], env_delta: dict, env_gone: list[str]) -> None:
+def _become(req, fds: list[int], close: list[int], env_delta: dict, env_gone: list[str]) -> None:
     """In the forked child: become `python -m MODULE ARGS` started afresh; never returns."""
     code = 1
     try:
@@ -340,15 +108,15 @@ def _become(req: dict, fds: list[int], close: list[int], env_delta: dict, env_go
         for target, fd in zip((0, 1, 2), fds[:3], strict=True):
             os.dup2(fd, target)
         extra = {}
-        for name, fd in zip(req["fd_env"], fds[3:], strict=True):
+        for name, fd in zip(req.fd_env, fds[3:], strict=True):
             os.set_inheritable(fd, True)
             extra[name] = str(fd)
         for fd in fds[:3]:
             if fd > 2 and fd not in fds[3:]:
                 os.close(fd)
-        env = {**req["env"], **extra}
+        env = {**req.env, **extra}
         for k, v in env_delta.items():               # what the preloaded modules set at their import
-            if k not in req["env"]:
+            if k not in req.env:
                 env[k] = v
         for k in env_gone:
             env.pop(k, None)
@@ -357,7 +125,7 @@ def _become(req: dict, fds: list[int], close: list[int], env_delta: dict, env_go
         import warnings
         warnings.resetwarnings()                 # not the preload's "ignore": warnings show as a fresh process's do
         warnings.filters[:] = _FRESH_WARNINGS    # (the reset told the registries; nothing warned in between)
-        cwd = req["cwd"]
+        cwd = req.cwd
         if sys.path and sys.path[0] == os.getcwd():
             sys.path[0] = cwd
         os.chdir(cwd)
@@ -367,7 +135,7 @@ def _become(req: dict, fds: list[int], close: list[int], env_delta: dict, env_go
         main = types.ModuleType("__main__")
         main.__dict__["__builtins__"] = __builtins__
         sys.modules["__main__"] = main
-        module, args = req["argv"][0], req["argv"][1:]
+        module, args = req.argv[0], req.argv[1:]
         sys.argv = ["-m", *args]
         try:
             runpy._run_module_as_main(module, alter_argv=True)
@@ -443,6 +211,7 @@ def _lifeline_while(preloading: threading.Event) -> None:
 
 
 def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
+    from .protocol import Exited, Kill, ProtocolError, Refused, ServerReady, Spawn, Spawned, from_wire, to_wire
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen(64)
@@ -456,7 +225,7 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
     sel.register(wake_r, selectors.EVENT_READ, "child")
     children: dict[int, socket.socket] = {}       # pid -> its requester's connection
     by_conn: dict[socket.socket, int] = {}
-    sys.stdout.write("ready\n")
+    sys.stdout.write(to_wire(ServerReady()))
     sys.stdout.flush()
 
     def kill(pid: int) -> None:
@@ -477,10 +246,28 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
             by_conn.pop(conn, None)
             with contextlib.suppress(OSError):
                 sel.unregister(conn)
-            msg = {"exit": os.waitstatus_to_exitcode(status), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)}
+            msg = Exited(os.waitstatus_to_exitcode(status), round(usage.ru_utime + usage.ru_stime, 3))
             with contextlib.suppress(OSError):
-                conn.sendall(json.dumps(msg).encode() + b"\n")
+                conn.sendall(to_wire(msg).encode())
             conn.close()
+
+    def wants_kill(data: bytes) -> bool:
+        """What a requester sent once its child runs: Kill. Anything else is kladder's own bug:
+        said on the server's stderr, and the child killed all the same (its requester is not
+        speaking the protocol, and a child nobody can stop must not run on)."""
+        for line in data.splitlines():
+            try:
+                from_wire(line, Kill)
+            except ProtocolError as e:
+                print(f"kladder fork server: {e}", file=sys.stderr, flush=True)
+        return True
+
+    def refuse(conn: socket.socket, fds: list[int], msg) -> None:
+        for fd in fds:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            conn.sendall(to_wire(msg).encode())
+        conn.close()
 
     def fork(conn: socket.socket) -> None:
         conn.settimeout(30)
@@ -491,17 +278,17 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
                 if not more:
                     raise ConnectionError
                 data += more
-            req = json.loads(data)
-        except (OSError, ValueError, ConnectionError):
+        except (OSError, ConnectionError):
             conn.close()
             return
-        why = incompatible(base, req["env"]) or ("CUDA is initialized in the server" if _cuda_on() else None)
-        if why or len(fds) != 3 + len(req["fd_env"]):
-            for fd in fds:
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                conn.sendall(json.dumps({"refused": why or "descriptors"}).encode() + b"\n")
-            conn.close()
+        try:
+            req = from_wire(data, Spawn)
+        except ProtocolError as e:                # kladder's own bug: said to the client, which raises it
+            refuse(conn, fds, Refused(str(e), bad_message=True))
+            return
+        why = incompatible(base, req.env) or ("CUDA is initialized in the server" if _cuda_on() else None)
+        if why or len(fds) != 3 + len(req.fd_env):
+            refuse(conn, fds, Refused(why or "descriptors"))
             return
         sys.stdout.flush()
         sys.stderr.flush()
@@ -515,7 +302,7 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
         by_conn[conn] = pid
         conn.settimeout(None)
         try:
-            conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+            conn.sendall(to_wire(Spawned(pid)).encode())
         except OSError:
             kill(pid)
         sel.register(conn, selectors.EVENT_READ, "conn")
@@ -535,14 +322,14 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_r, 4096)
                     reap()
-                else:                               # a requester wrote "kill" or went away
+                else:                               # a requester sent Kill or went away
                     conn = key.fileobj
                     pid = by_conn.get(conn)
                     try:
                         data = conn.recv(64)
                     except OSError:
                         data = b""
-                    if pid is not None and (not data or b"kill" in data):
+                    if pid is not None and (not data or wants_kill(data)):
                         kill(pid)
                     if not data:
                         with contextlib.suppress(OSError):

@@ -23,6 +23,7 @@ from ..core.spec import FLOAT_DTYPES, Spec, grad_name, upstream_name
 from ..gen import upstream as upstream_mod
 from . import interpreter, modes
 from .faults import is_oom
+from .forkclient import Children
 from .guarded_alloc import KERNEL_GUARD_BYTES, guarding
 from .modes.base import call_once, call_raw
 from .settings import torch_setting
@@ -86,8 +87,10 @@ class Peer:
 
 
 class Harness:
-    def __init__(self, spec: Spec, point: Point, device: str, guard: int = GUARD_BYTES, interpreted: bool = False):
+    def __init__(self, spec: Spec, point: Point, device: str, guard: int = GUARD_BYTES, interpreted: bool = False,
+                 children: Children | None = None):
         self.spec, self.point, self.device = spec, point, device
+        self.children = children or Children()    # what the modes' own processes need (the worker's request)
         self.interpreted = interpreted        # Triton under its interpreter (run/interpreter.on, asked once by the worker)
         self.guard = guard                   # guard bytes around every tensor (0 under compute-sanitizer)
         self.touched: set[str] = set()      # the interpreter's known defects the kernel's calls touched

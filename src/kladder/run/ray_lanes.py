@@ -1,6 +1,6 @@
 """`kladder climb --ray ADDRESS`: lanes on a Ray cluster's workers (`pip install kladder[ray]`).
 
-The seam is the lane (isolation.Lane: one point at a time on one worker process, replaced when
+The seam is the lane (pool.Lane: one point at a time on one worker process, replaced when
 it dies). Each Ray lane is an actor, one a GPU (num_gpus=1: Ray sets its CUDA_VISIBLE_DEVICES)
 or, on the CPU, one a CPU slot, that holds a local Pool and Lane of its own: every point still
 runs in kladder's own worker process on that node, with its timeout, its process-group kill,
@@ -21,10 +21,12 @@ import logging
 import os
 import threading
 
+from ..core.errors import WorkerError
 from ..core.outcome import Load, Outcome
 from ..core.point import Point
 from . import faults
-from .isolation import Lane, Pool, WorkerError, device_load
+from .pool import Lane, Pool
+from .sampling import device_load
 
 ACTOR_RESTARTS = 1          # a lost actor is started again once (its point runs again there)
 INSTALL = "pip install 'kladder[ray]'"
@@ -195,7 +197,7 @@ class RayPool:
             self._spare.insert(0, actor)
 
     def kill(self) -> None:
-        """Ctrl-C: every actor killed at once; its workers die with it (isolation.hold_lifeline)."""
+        """Ctrl-C: every actor killed at once; its workers die with it (run/lifeline.py)."""
         with self._lock:
             self.closed = True
             actors = list(self._all)
@@ -220,7 +222,7 @@ class RayPool:
 
 
 class RayLane:
-    """A lane on a Ray actor: what isolation.Lane offers the Runner, run on the actor's node."""
+    """A lane on a Ray actor: what pool.Lane offers the Runner, run on the actor's node."""
 
     def __init__(self, pool: RayPool, actor):
         self.pool, self.actor = pool, actor

@@ -1,7 +1,7 @@
 """The stages of a point, timed one by one (Outcome.stages) and named to the parent as they
-begin, so that the parent's watchdog (isolation.Worker.run) times the kernel, not kladder: the
+begin, so that the parent's watchdog (workers.Worker.run) times the kernel, not kladder: the
 kernel's stage gets the hang timeout, kladder's own stages (inputs, reference, peers, checks)
-a budget of their own (isolation.KLADDER_STAGE_FACTOR).
+a budget of their own (timeouts.KLADDER_STAGE_FACTOR).
 
 A boundary is `CLOCK.enter(stage)`: the time since the last boundary goes to the stage that
 ended, and in a worker one JSON line ({"stage": "reference"}) goes to the parent, only when

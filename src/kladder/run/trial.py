@@ -1,6 +1,6 @@
 """One point, in the current process: the point's mode calls the kernel and yields what it
 observed; each observation goes to the checks as it comes (a mode may overwrite a buffer on
-its next call). Runs inside a worker (isolation.py); returns an Outcome and never prints.
+its next call). Runs inside a worker (worker.py); returns an Outcome and never prints.
 Whether the process survives the point (a device fault poisons it) is `fatal` on the result."""
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ..core.point import Point
 from ..core.spec import Spec
 from . import faults, interpreter, modes
 from .faults import Result
+from .forkclient import Children
 from .harness import Harness
 from .hashes import output_hashes
 from .stages import CLOCK, driven
@@ -33,13 +34,15 @@ from .modes.base import (
 )
 
 
-def run_point(spec: Spec, point: Point, device: str, watch=None) -> Result:
+def run_point(spec: Spec, point: Point, device: str, watch=None, children: Children | None = None) -> Result:
     """`watch` (run/debug.Watch, in `kladder repro --pdb/--save` only): told of each call after its
-    judgement and of the kernel's exception, in this process; a worker passes none."""
+    judgement and of the kernel's exception, in this process; a worker passes none. `children`
+    (forkclient.Children): what the modes' own processes need, from the worker's request; none
+    outside a worker (a mode that starts processes is then skipped)."""
     t0 = time.perf_counter()
     CLOCK.reset()
     try:
-        result = _run(spec, point, device, watch)
+        result = _run(spec, point, device, watch, children)
     finally:
         stages = CLOCK.stop()
     result.outcome.seconds = time.perf_counter() - t0
@@ -92,9 +95,9 @@ def _made_up(point: Point, h: Harness) -> Result | None:
     return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.INTERPRETER_DEFECT, feature=feature, **evidence)))
 
 
-def _run(spec: Spec, point: Point, device: str, watch=None) -> Result:
+def _run(spec: Spec, point: Point, device: str, watch=None, children: Children | None = None) -> Result:
     interpreted = interpreter.on()             # decided once here, passed down: nothing below reads the environment
-    h = Harness(spec, point, device, interpreted=interpreted)
+    h = Harness(spec, point, device, interpreted=interpreted, children=children)
     mode = modes.get(point.mode)
     judge = Judge(spec, point, device, interpreted=interpreted, judges_mutations=mode.judges_mutations)
     rows, fatal, hashes = None, False, {}

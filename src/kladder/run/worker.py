@@ -1,18 +1,20 @@
-"""The worker process: `python -m kladder.run.worker REF DEVICE`, one JSON line per point on
-stdin, one JSON line per outcome on the protocol pipe. Anything the kernel prints goes to
+"""The worker process: `python -m kladder.run.worker REF DEVICE`, one Run message per point on
+stdin; its Hello (or StartFailed), each StageBegan and each point's Answer on the protocol pipe
+(run/protocol.py). Anything the kernel prints goes to
 stderr, which the parent keeps per point, so it cannot corrupt the protocol.
 
 The worker answers for everything kladder does: its own errors come back as BROKEN outcomes,
-so a worker that ends without an answer was ended by the kernel. It dies with its parent (isolation.hold_lifeline),
+so a worker that ends without an answer was ended by the kernel. It dies with its parent (run/lifeline.py),
 and every process a kernel starts dies with it (run/reaper.py: a subreaper on Linux)."""
 from __future__ import annotations
 
 import faulthandler
-import json
 import os
 import sys
 
-from .isolation import PeakMemory, hold_lifeline
+from .lifeline import hold_lifeline
+from .protocol import Answer, Hello, Run, StageBegan, StartFailed, from_wire, to_wire
+from .sampling import PeakMemory
 from .reaper import end_descendants, subreaper
 
 
@@ -52,34 +54,34 @@ def prepare(ref: str, device: str, info: dict):
     return spec
 
 
-def serve(spec, device: str, lines, proto) -> None:
-    """Run each point that arrives on `lines` (one JSON line each), its outcome a JSON line on
-    `proto`; returns when `lines` ends. A point after which the process must not go on (a device
-    fault) ends it with exit status 3 once its answer is written."""
-    from ..core.point import Point
+def serve(spec, device: str, lines, proto, ref: str | None = None) -> None:
+    """Run each point that arrives on `lines` (a Run message each), its Answer on `proto`;
+    returns when `lines` ends. `ref`: the spec's reference, handed to the modes that start
+    processes of their own (forkclient.Children). A point after which the process must not go
+    on (a device fault) ends it with exit status 3 once its answer is written."""
     from .faults import Result, kladder_error
+    from .forkclient import Children
     from .stages import CLOCK
     from .trial import run_point
     # the parent's watchdog times each stage by its kind: it learns here which one began; each
-    # stage's peak memory is measured between them (isolation.PeakMemory)
+    # stage's peak memory is measured between them (sampling.PeakMemory)
     peak = PeakMemory(device)
 
     def sink(stage) -> None:
         peak.stage(stage)
-        proto.write('{"stage": "%s"}\n' % stage)
+        proto.write(to_wire(StageBegan(stage)))
     CLOCK.sink = sink
-    from . import forkserver
     for line in lines:
-        msg = json.loads(line)
-        point = Point.from_dict(msg["point"])
-        forkserver.ADDRESS, forkserver.CPU.s = msg.get("forkserver"), 0.0   # the modes' own processes fork from it
+        msg = from_wire(line, Run)
+        point = msg.point
+        # the modes' own processes: the spec they load, the server they fork from (the request's)
+        children = Children(ref, msg.forkserver)
         peak.begin()
         try:
-            result = run_point(spec, point, device)
+            result = run_point(spec, point, device, children=children)
         except BaseException as e:  # noqa: BLE001 - kladder's own bug: an answer, not a silent death
             result = Result(kladder_error(point, e), fatal=True)
-        proto.write(json.dumps({"outcome": result.outcome.to_dict(), "fatal": result.fatal,
-                                "children_cpu_s": round(forkserver.CPU.s, 3), "peak": peak.end()}) + "\n")
+        proto.write(to_wire(Answer(result.outcome, result.fatal, children.cpu_s, peak.end())))
         proto.flush()
         if result.fatal:
             end_descendants(os.getpid())
@@ -90,7 +92,6 @@ def main(argv: list[str]) -> int:
     subreaper()                                # every process a kernel starts stays below this one (run/reaper.py)
     hold_lifeline()
     ref, device = argv[0], argv[1]
-    os.environ["KLADDER_SPEC_REF"] = ref        # modes that start processes of their own (jitcache)
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     faulthandler.enable()                      # a segfault leaves a Python traceback in stderr
@@ -99,15 +100,15 @@ def main(argv: list[str]) -> int:
     try:
         info = setup_torch(device)
     except BaseException as e:  # noqa: BLE001 - the device refused (another process holds it): the parent retries
-        proto.write(json.dumps({"error": f"{type(e).__name__}: {e}", "device_error": device == "cuda"}) + "\n")
+        proto.write(to_wire(StartFailed(f"{type(e).__name__}: {e}", device_error=device == "cuda")))
         return 2
     try:
         spec = prepare(ref, device, info)
     except BaseException as e:  # noqa: BLE001 - reported to the parent as a usage error
-        proto.write(json.dumps({"error": f"{type(e).__name__}: {e}"}) + "\n")
+        proto.write(to_wire(StartFailed(f"{type(e).__name__}: {e}")))
         return 2
-    proto.write(json.dumps({"ready": True, **info}) + "\n")
-    serve(spec, device, sys.stdin, proto)
+    proto.write(to_wire(Hello(**info)))
+    serve(spec, device, sys.stdin, proto, ref)
     sys.stdout.flush()
     sys.stderr.flush()
     end_descendants(os.getpid())               # the kernel's processes end with the worker, wherever they went

@@ -275,7 +275,7 @@ def bench(a_ref: str, b_ref: str | None, *, point: str | None, device: str, roun
           timeout_s: float = 600.0) -> dict:
     """Run the timing in a worker process of its own (a crash or hang costs the bench, not the
     caller), and return its facts."""
-    from ..run.isolation import worker_env
+    from ..run.workers import worker_env
     if rounds is not None and rounds < min_rounds_for():
         raise BenchProblem(f"--rounds {rounds}: with fewer than {min_rounds_for()} rounds the signed-rank test "
                            f"cannot reach p < {ALPHA}; give --rounds {min_rounds_for()} or more")

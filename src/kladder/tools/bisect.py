@@ -247,7 +247,7 @@ def judge(ref: str, point_text: str | None, rungs: str | None, device: str, time
     from ..core.point import Point
     from ..core.sizes import budget_for
     from ..core.spec import SpecError
-    from ..run.isolation import WorkerError
+    from ..core.errors import WorkerError
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     try:

@@ -799,7 +799,7 @@ def cmd_explore(args) -> int:
         raise UsageProblem(f"--rungs {args.rungs!r}: explore draws sizes (1), values (2) and layouts (3); give rungs "
                            "from 1-3, e.g. --rungs 1-3")
     device = device_of(args.device)
-    from ..run.isolation import Pool
+    from ..run.pool import Pool
     # two workers start now, importing torch and the spec while this process does: the first runs
     # the points, the second is ready for the first failure's run alone (ladder.Runner), which
     # would otherwise wait a worker's start (16 s on the loaded 2-core CI box) inside the budget

@@ -100,8 +100,8 @@ def _server(device: str):
     KLADDER_FORKSERVER=0: none)."""
     if os.name != "posix" or os.environ.get("KLADDER_FORKSERVER") == "0":
         return None
-    from ..run.forkserver import Server
-    from ..run.isolation import worker_env
+    from ..run.forkclient import Server
+    from ..run.workers import worker_env
     try:
         return Server(worker_env(device), label="many")
     except OSError:

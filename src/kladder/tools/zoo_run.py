@@ -89,8 +89,8 @@ def _shared_server(device: str):
     choice = os.environ.get("KLADDER_FORKSERVER", "")
     if os.name != "posix" or choice == "0" or choice.startswith("/") or device != "cpu":
         return None                     # on CUDA one climb runs at a time, each with its own (as measured there)
-    from ..run.forkserver import Server
-    from ..run.isolation import worker_env
+    from ..run.forkclient import Server
+    from ..run.workers import worker_env
     try:
         return Server(worker_env(device), label="kladder zoo")
     except OSError:

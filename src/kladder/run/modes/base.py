@@ -247,7 +247,7 @@ class Mode:
     # runs only on a CUDA device (elsewhere the point is skipped, MODE_NEEDS_CUDA)
     needs_cuda: ClassVar[bool] = False
     # processes of its own a point starts (a new Python importing torch, Triton and the spec before
-    # it calls anything), each allowed isolation.CHILD_TIMEOUT_FACTOR point timeouts
+    # it calls anything), each allowed timeouts.CHILD_TIMEOUT_FACTOR point timeouts
     child_processes: ClassVar[int] = 0
     # a process of its own whose time is the point's own (compute-sanitizer's child): started early
     # like the modes with child processes, its timeout not extended

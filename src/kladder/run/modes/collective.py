@@ -37,7 +37,7 @@ class CollectiveMode(Mode):
     measured_elsewhere = True
 
     def observe(self, h):
-        from ..isolation import point_timeout
+        from ..timeouts import point_timeout
         from ..rank import Progress
         spec, pt, device = h.spec, h.point, h.device
         r = dict(pt.ranks)
@@ -52,7 +52,7 @@ class CollectiveMode(Mode):
         with tempfile.TemporaryDirectory(prefix="kladder-ranks-") as d:
             progress = Progress(os.path.join(d, "progress"), world)
             progress.t.zero_()
-            procs = [_start(spec, pt, device, rank, d) for rank in range(world)]
+            procs = [_start(spec, pt, device, rank, d, h.children.ref) for rank in range(world)]
             try:
                 ended = _watch(procs, progress, watchdog_s, 0.5 * timeout, 0.85 * timeout, d, queued=device == "cuda")
             finally:
@@ -100,7 +100,7 @@ class _Proc:
     """A rank process: forked from the worker on the CPU (torch is already imported there),
     started afresh on CUDA (a CUDA context does not survive a fork)."""
 
-    def __init__(self, spec, point, device: str, rank: int, d: str, fork: bool):
+    def __init__(self, spec, point, device: str, rank: int, d: str, fork: bool, ref: str | None = None):
         self.killed, self.returncode = False, None
         if fork:
             self.popen = None
@@ -110,10 +110,9 @@ class _Proc:
             if self.pid == 0:
                 _child(spec, point, device, rank, d)
         else:
-            from ..isolation import worker_env
+            from ..workers import worker_env
             from ..rank import MULTICAST_OFF
-            ref = os.environ.get("KLADDER_SPEC_REF")
-            if not ref:
+            if not ref:                          # the worker's spec reference (forkclient.Children)
                 raise Skip(NoteKind.OUTSIDE_CLIMB, mode="collective")
             cmd = [sys.executable, "-m", "kladder.run.rank", ref, device, d, str(rank), point.to_json()]
             # what the kernel prints goes where a worker's kernel's prints go: the worker's stderr
@@ -156,8 +155,8 @@ def _child(spec, point, device: str, rank: int, d: str):
         os._exit(code)
 
 
-def _start(spec, point, device: str, rank: int, d: str) -> _Proc:
-    return _Proc(spec, point, device, rank, d, fork=FORK.get(device, False))
+def _start(spec, point, device: str, rank: int, d: str, ref: str | None) -> _Proc:
+    return _Proc(spec, point, device, rank, d, fork=FORK.get(device, False), ref=ref)
 
 
 FORK = {"cpu": True}     # device -> whether its ranks are forked from the worker (else started afresh)

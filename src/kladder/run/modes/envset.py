@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ...core.outcome import NoteKind, Skip
 from .base import Ran
-from .jitcache import CACHE_VARS, REF_ENV, child_raised, run_child, with_env
+from .jitcache import CACHE_VARS, child_raised, run_child, with_env
 
 
 @dataclass
@@ -38,8 +38,9 @@ def run_env(h, runs: list[EnvRun]) -> list[tuple[dict, Ran]]:
     A child whose kernel raised is the kernel's error; any other failure is kladder's or the spec's."""
     from safetensors.torch import load_file
 
-    from ..isolation import child_timeout, worker_env
-    ref = os.environ.get(REF_ENV)
+    from ..timeouts import child_timeout
+    from ..workers import worker_env
+    ref = h.children.ref                                      # the worker's, handed down (forkclient.Children)
     if not ref:
         raise Skip(NoteKind.OUTSIDE_CLIMB, mode=h.point.mode)
     timeout = child_timeout(h.spec, h.device)
@@ -52,7 +53,7 @@ def run_env(h, runs: list[EnvRun]) -> list[tuple[dict, Ran]]:
             out = os.path.join(d, f"{i}.safetensors")
             job = json.dumps({"point": run.point.to_dict(), "env": run.env, "after_import": run.after_import})
             cmd = [sys.executable, "-m", "kladder.run.modes.envset", ref, h.device, out, job]
-            run_child(cmd, env, timeout, f"a process with {run.label}", run.label)
+            run_child(cmd, env, timeout, f"a process with {run.label}", run.label, h.children)
             with open(out + ".json") as f:
                 ran = json.load(f)
             results.append((load_file(out), Ran(ran["launches"], ran["gpu"], ran["functions"], run.label, ran["env"])))

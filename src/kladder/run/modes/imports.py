@@ -58,15 +58,16 @@ def kernel_modules(spec) -> list[str]:
 def caught_imports(h, targets: list[str]) -> list[dict]:
     """The ImportErrors raised in the kernel's own code while `targets` are imported in a new
     process (torch and triton imported first, outside the trace)."""
-    from ..forkserver import run
-    from ..isolation import child_timeout, worker_env
+    from ..forkclient import run
+    from ..timeouts import child_timeout
+    from ..workers import worker_env
     if not targets:
         return []
     with tempfile.TemporaryDirectory(prefix="kladder-imports-") as d:
         out = os.path.join(d, "caught.json")
         cmd = [sys.executable, "-m", "kladder.run.modes.imports", out, *targets]
         try:
-            p = run(cmd, worker_env(h.device), child_timeout(h.spec, h.device))   # forked warm where it can be
+            p = run(cmd, worker_env(h.device), child_timeout(h.spec, h.device), h.children)   # forked warm where it can be
         except subprocess.TimeoutExpired:
             raise SpecBroken(NoteKind.PROCESS_FAILED, label="import tracing",
                              text=f"did not finish within {child_timeout(h.spec, h.device):g} s") from None

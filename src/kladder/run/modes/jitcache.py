@@ -31,7 +31,6 @@ from . import base
 from .base import Call, Measured, Same
 
 CACHE_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
-REF_ENV = "KLADDER_SPEC_REF"
 KEEP = "--keep="
 SEP = "|"                   # a later kept point's outputs: 'i|name' (output names hold no '|': spec.py)
 
@@ -89,14 +88,14 @@ def _raised(stderr: str) -> BaseException:
     return RuntimeError((stderr.strip().splitlines() or ["exited 3"])[-1])
 
 
-def run_child(cmd: list[str], env: dict, timeout: float, where: str, label: str) -> None:
-    """Run one mode's own process (run/forkserver.run: as a new process, forked warm where the
-    climb's fork server can serve it): its timeout and a kernel error (exit 3) are the kernel's
+def run_child(cmd: list[str], env: dict, timeout: float, where: str, label: str, children) -> None:
+    """Run one mode's own process (run/forkclient.run: as a new process, forked warm where the
+    climb's fork server, `children.forkserver`, can serve it): its timeout and a kernel error (exit 3) are the kernel's
     (KernelError, `where` names the process; the error as the child's kernel raised it), any
     other failure is the spec's (SpecBroken)."""
-    from ..forkserver import run
+    from ..forkclient import run
     try:
-        p = run(cmd, env, timeout)            # forked from the climb's server where it can be, else afresh
+        p = run(cmd, env, timeout, children)  # forked from the climb's server where it can be, else afresh
     except subprocess.TimeoutExpired:
         raise KernelError(TimeoutError(f"the process did not finish within {timeout:g} s"), where) from None
     if p.returncode == 3:
@@ -116,8 +115,8 @@ def run_processes(h, processes: list[Process]) -> list[Result]:
     or the spec's; where several fail, the first in the list is said."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..isolation import child_timeout
-    ref = os.environ.get(REF_ENV)
+    from ..timeouts import child_timeout
+    ref = h.children.ref                                      # the worker's, handed down (forkclient.Children)
     if not ref:
         raise Skip(NoteKind.OUTSIDE_CLIMB, mode=h.point.mode)
     timeout = child_timeout(h.spec, h.device)
@@ -131,7 +130,7 @@ def run_processes(h, processes: list[Process]) -> list[Result]:
 
 
 def _run_process(h, ref: str, d: str, i: int, proc: Process, timeout: float, after) -> Result:
-    from ..isolation import worker_env
+    from ..workers import worker_env
     if after is not None:
         after.result()                                        # its predecessor on the cache (its error is said there)
     cache = os.path.join(d, proc.cache)
@@ -139,7 +138,7 @@ def _run_process(h, ref: str, d: str, i: int, proc: Process, timeout: float, aft
     out = os.path.join(d, f"{i}.safetensors")
     cmd = ([sys.executable, "-m", "kladder.run.modes.jitcache", ref, h.device, out, f"{KEEP}{proc.keep}"]
            + [p.to_json() for p in proc.points])
-    run_child(cmd, env, timeout, f"process with a {proc.label}", proc.label)
+    run_child(cmd, env, timeout, f"process with a {proc.label}", proc.label, h.children)
     with open(out + ".json") as f:
         launches = json.load(f)
     saved = _load(out)

@@ -32,7 +32,6 @@ from .base import Sanitized
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 CALLS = 2
-REF_ENV = "KLADDER_SPEC_REF"
 LOGS_ENV = "KLADDER_SANITIZER_LOGS"   # a directory: each run's compute-sanitizer log is kept there
 FOUND_ERRORS = 99                     # compute-sanitizer's exit status when it reported errors (--error-exitcode)
 KERNEL_RAISED = 3
@@ -56,7 +55,7 @@ class Sanitize(base.Mode):
         exe, searched = find_sanitizer()
         if exe is None:
             raise Skip(NoteKind.NO_SANITIZER, tool=tool, searched=searched)
-        ref = os.environ.get(REF_ENV)
+        ref = h.children.ref                  # the worker's, handed down (forkclient.Children)
         if not ref:
             raise Skip(NoteKind.OUTSIDE_CLIMB, mode="sanitize")
         text, code, err = _run(exe, tool, ref, h)
@@ -77,7 +76,8 @@ def find_sanitizer() -> tuple[str | None, list[str]]:
 
 
 def _run(exe: str, tool: str, ref: str, h) -> tuple[str, int, str]:
-    from ..isolation import point_timeout, worker_env
+    from ..timeouts import point_timeout
+    from ..workers import worker_env
     point = dataclasses.replace(h.point, mode=Mode.EAGER, repeat=())
     env = {**worker_env(h.device), "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
     timeout = float(dict(h.point.repeat).get("seconds", 0)) or point_timeout(h.spec, h.device) * 3
