@@ -335,15 +335,12 @@ class Runner:
             finally:
                 self._ended(seen)
                 self._checkin(lane)
-        load.lanes = seen[0]
         if outcome.note is not None and outcome.note.kind == NoteKind.STAGE_OVERRUN and point.mode != "model":
             outcome.note = dataclasses.replace(outcome.note, facts=dataclasses.replace(
                 outcome.note.facts, elements=sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)))
-        for k, v in held.items():
-            setattr(load, k, v if v is not None else getattr(load, k))
-        load.waited_s = waited
+        load = dataclasses.replace(load, lanes=seen[0], waited_s=waited, **{k: v for k, v in held.items() if v is not None})
         if outcome.ran_with is None:
-            outcome.ran_with = dataclasses.replace(load)      # a copy: under_load() marks `load` with the alone run
+            outcome.ran_with = load
         return outcome, load
 
     def _measured(self, point: Point, outcome: Outcome, stages: dict | None) -> None:

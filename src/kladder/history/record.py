@@ -24,7 +24,7 @@ def point_row(o: Outcome) -> dict:
     d = outcome_dict(o)
     return {"id": d["id"], "rung": d["rung"], "status": d["status"], "failure": d["failure"], "seconds": d["seconds"],
             "stages": d["stages"], "hashes": d["hashes"], "nondeterministic": nondeterministic(o), "point": d["point"],
-            "load": None if o.ran_with is None else o.ran_with.facts(),
+            "load": None if o.ran_with is None else o.ran_with.to_dict(whole=True),
             "reused_from": None if o.reused is None else o.reused.run_id}
 
 

@@ -164,7 +164,7 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
         "warnings": [words.message(w) for w in o.warnings],
         "output": o.output,
         "stages": {str(k): round(v, 4) for k, v in o.stages.items()},
-        "under_load": None if o.load is None else o.load.facts(),
+        "under_load": None if o.load is None else o.load.to_dict(whole=True),
         "point": o.point.to_dict(),
         "hashes": o.hashes,
         "reused": None if o.reused is None else o.reused.to_dict(),
