@@ -220,7 +220,7 @@ def table_of(enum: type[Enum]) -> dict[str, type[Facts]]:
     """{member's value: its facts class} in the enum's order; every member must have its class."""
     missing = [m for m in enum if m not in _BY_KIND[enum]]
     if missing:
-        raise TypeError(f"{enum.__name__} members without a facts class: {[str(m) for m in missing]} "
+        raise TypeError(f"{enum.__name__} members without a facts class: {[m.value for m in missing]} "
                         f"(class XFacts(Facts, {'check' if enum is Check else 'note'}={enum.__name__}.X))")
     return {m.value: _BY_KIND[enum][m] for m in enum}
 
