@@ -368,7 +368,7 @@ class Runner:
         now = Load(**isolation.device_load(gpu, self.pool.pids())) if self.device == "cuda" else Load()
         used, total = isolation.host_memory()
         if used is not None and used >= isolation.HOST_FULL_SHARE * total:
-            now.host_used_bytes, now.host_total_bytes = used, total
+            now = dataclasses.replace(now, host_used_bytes=used, host_total_bytes=total)
         return now
 
     def _began(self) -> list[int]:
