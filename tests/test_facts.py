@@ -259,3 +259,26 @@ def test_an_outcome_as_main_stored_it_loads_and_writes_back_key_for_key():
     for d in stored:
         o = Outcome.from_dict(d)
         assert json.dumps(o.to_dict()) == json.dumps(d)
+
+
+def test_the_typed_results_write_the_json_they_replaced_key_for_key():
+    """ClimbReport.start_error, .shrunk and the debugging commands' results are dataclasses now; their
+    JSON is what the dicts were: a usage error's kind and message alone, the device's facts then
+    its line; a shrink's `from`; bisect's output tail before its outcome."""
+    from kladder.bisect import BisectResult
+    from kladder.facts import ShrunkFacts
+    from kladder.results import StartErrorFacts
+    assert StartErrorFacts(kind="usage", message="bad --rungs").to_dict() == {"kind": "usage", "message": "bad --rungs"}
+    device = {"kind": "device", "what": "a context", "error": "OOM", "waited_s": 1.0, "gpu": "0", "free_bytes": 1,
+              "total_bytes": 2, "holders": [{"pid": 4, "name": "python", "used_bytes": None}], "message": "m"}
+    typed = StartErrorFacts.from_dict(device)
+    assert typed.holders[0].pid == 4 and json.dumps(typed.to_dict()) == json.dumps(device)
+    shrunk = {"from": {"spec": "s", "rung": 1, "dims": [["N", 9]]}, "check": "values", "method": "m", "runs": 3,
+              "complete": True, "passes_at": {"N": {"size": 8, "status": "passed"}}, "smallest": None,
+              "cannot_shrink": None, "cause": None, "rung": 1, "failed_id": "r1-N=9"}
+    s = ShrunkFacts.from_dict(shrunk)
+    assert s.passes_at["N"].size == 8 and json.dumps(s.to_dict()) == json.dumps(shrunk)
+    r = BisectResult(repo="r", spec="s", good="g", bad="b", device="cpu", predicate={"point": None, "rungs": "1"},
+                     git_output_tail="...", outcome="bisect_failed")
+    assert list(r.to_dict())[-3:] == ["git_output_tail", "outcome", "seconds"]
+    assert "git_output_tail" not in BisectResult.from_dict({**r.to_dict(), "git_output_tail": None}).to_dict()
