@@ -249,6 +249,9 @@ def test_outcome_finding_and_pattern_round_trip_through_the_one_serializer():
                        "replay_status", "output", "stages", "load", "hashes", "ran_with", "reused"]
     assert d["load"]["host_used_bytes"] is None and d["load"]["alone"] == "passed"   # the outcome's load: whole
     assert "host_used_bytes" not in d["warnings"][0]["facts"]                          # a finding's: opt() left out
+    from kladder.outcome import Wait, Waited
+    w = Waited(Wait.WORKER, 0.40004, 2)
+    assert w.to_dict() == {"for": "worker", "seconds": 0.4, "times": 2} and Waited.from_dict(w.to_dict()) == w
 
 
 def test_an_outcome_as_main_stored_it_loads_and_writes_back_key_for_key():

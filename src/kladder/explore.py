@@ -32,14 +32,15 @@ then the database's, then draws new ones. With --seed, Hypothesis draws the same
 run and (its rule) neither reads nor writes its database; the kept points still replay. It complements the fixed ladder, never replaces it."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
-import dataclasses
 import time
 from dataclasses import dataclass
 
 from .facts import Json, Plain, ShrunkFacts
+from .point import Point
 
 SEARCH, SHRINK = "search", "shrink"
 GROW_EVERY = 2               # points run at one cost level before the next is admitted
@@ -281,7 +282,7 @@ class Costs:
 class Explored(Plain):
     """One point explore ran: what it gave (its headline check when it failed), where it came from
     (replayed from an earlier run, the sweep, or drawn), the phase, and when."""
-    point: dict[str, Json]            # Point.to_dict
+    point: Point
     id: str
     status: str
     check: str | None
@@ -295,7 +296,7 @@ class Explored(Plain):
 
 @dataclass
 class HypothesisSmallest(Plain):
-    point: dict[str, Json]
+    point: Point
     id: str
 
 
@@ -370,7 +371,7 @@ def explore(ref: str, spec, runner, *, budget, rungs=(1, 2), budget_s: float = 6
         costs.add(point, time.monotonic() - now, drawn=point not in explicit)
         sig = signature(outcome)
         ran[point] = sig
-        entry = Explored(point=point.to_dict(), id=point.id, status=str(outcome.status), check=sig,
+        entry = Explored(point=point, id=point.id, status=str(outcome.status), check=sig,
                          replayed=point in replays, swept=point in swept, phase=state["phase"], repro=outcome.repro,
                          seconds=round(time.monotonic() - now, 3), at_s=round(now - t0, 3))
         tried.append(entry)
@@ -410,7 +411,7 @@ def explore(ref: str, spec, runner, *, budget, rungs=(1, 2), budget_s: float = 6
     if state["best"] is not None:
         best = state["best"]
         if not (state["first"].replayed or state["first"].swept):   # Hypothesis shrinks no explicit example
-            result.hypothesis_smallest = HypothesisSmallest(point=best.to_dict(), id=best.id)
+            result.hypothesis_smallest = HypothesisSmallest(point=best, id=best.id)
         facts = shrink(best, state["best_outcome"], runner.run, spec, max(0.0, state["shrink_end"] - time.monotonic()))
         smallest = best if not facts.smallest else _point(facts.smallest)
         result.shrunk = dataclasses.replace(facts, repro=_repro(ref, runner.device, smallest))

@@ -13,7 +13,6 @@ calls kernels and a module that judges them import the same ground floor and not
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from .facts import Check as Check            # the kinds live with their facts (facts/kinds.py); re-exported here
 from .facts import Facts, LoadFacts, Plain, ReusedFacts, Words, registered
@@ -71,18 +70,15 @@ class Wait(Words):
 
 
 @dataclass(frozen=True)
-class Waited:
-    """A rung's lanes waited `seconds` in all, `times` times, for `wait`."""
-    wait: Wait
+class Waited(Plain):
+    """A rung's lanes waited `seconds` in all (to the millisecond), `times` times, for `wait` (its
+    JSON key: "for")."""
+    wait: Wait = field(metadata={"key": "for"})
     seconds: float
     times: int = 1
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"for": str(self.wait), "seconds": round(self.seconds, 3), "times": self.times}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Waited":
-        return cls(Wait(d["for"]), float(d["seconds"]), int(d.get("times", 1)))
+    def __post_init__(self):
+        object.__setattr__(self, "seconds", round(float(self.seconds), 3))
 
 
 class Replay(Words):

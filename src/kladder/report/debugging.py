@@ -92,10 +92,10 @@ def bench_text(r) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _dims(point: dict) -> str:
+def _dims(point) -> str:
     """A point's sizes, and its value kinds and layouts where it has them ("M = 2, N = 64; x: huge")."""
-    kinds = [f"{k}: {v}" for k, v in [*(point.get("values") or []), *(point.get("layouts") or [])]]
-    return ", ".join(f"{k} = {v}" for k, v in point["dims"]) + ("; " + ", ".join(kinds) if kinds else "")
+    kinds = [f"{k}: {v}" for k, v in [*point.values, *point.layouts]]
+    return ", ".join(f"{k} = {v}" for k, v in point.dims) + ("; " + ", ".join(kinds) if kinds else "")
 
 
 def explore_point(e) -> str:
@@ -125,7 +125,7 @@ def explore_text(r) -> str:
                                                              else " (the sweep of value kinds and layouts)"
                                                              if f.swept else ""))
     s, h = r.shrunk, r.hypothesis_smallest
-    lines += explore_shrunk_lines(s, h.point["dims"] if h else None)
+    lines += explore_shrunk_lines(s, h.point.dims if h else None)
     repro = s.repro if s is not None and s.repro is not None else f.repro
     lines.append(f"  repro: {repro}")
     return "\n".join(lines) + "\n"
