@@ -54,21 +54,33 @@ class Plain:
 
 def dump(v: Any, whole: bool = False) -> Any:
     """`v` as JSON's own types. `whole`: a facts class with every field, None ones too."""
-    if v is None or isinstance(v, (bool, int, float, str)) and not isinstance(v, Enum):
+    if v is None or type(v) in _SCALARS:
         return v
     if isinstance(v, Enum):
         return v.value
     if isinstance(v, Plain):
         return dump_fields(v, whole)
-    if hasattr(v, "to_dict"):
-        return v.to_dict()
-    if dataclasses.is_dataclass(v):
-        return dump_fields(v, whole)
     if isinstance(v, (list, tuple)):
         return [dump(x) for x in v]
     if isinstance(v, dict):
         return {(k.value if isinstance(k, Enum) else k): dump(x) for k, x in v.items()}
+    if isinstance(v, (bool, int, float, str)):
+        return v
+    if hasattr(v, "to_dict"):
+        return v.to_dict()
+    if dataclasses.is_dataclass(v):
+        return dump_fields(v, whole)
     return v
+
+
+_SCALARS = frozenset({bool, int, float, str})
+
+
+@functools.cache
+def _dump_plan(cls: type) -> tuple[tuple[str, str, bool, bool], ...]:
+    """Each field's (name, JSON key, left out while None, written whole), in order."""
+    return tuple((f.name, f.metadata.get("key", f.name), bool(f.metadata.get("omit")), bool(f.metadata.get("whole")))
+                 for f in fields(cls))
 
 
 def dump_fields(obj: Any, whole: bool = False) -> dict[str, Json]:
@@ -76,11 +88,11 @@ def dump_fields(obj: Any, whole: bool = False) -> dict[str, Json]:
     None (unless `whole`) and the fields its left_out names."""
     out = {}
     left_out = () if whole or not isinstance(obj, Facts) else obj.left_out()
-    for f in fields(obj):
-        v = getattr(obj, f.name)
-        if not whole and ((v is None and f.metadata.get("omit")) or f.name in left_out):
+    for name, key, omit, inner_whole in _dump_plan(type(obj)):
+        v = getattr(obj, name)
+        if not whole and ((v is None and omit) or name in left_out):
             continue
-        out[f.metadata.get("key", f.name)] = dump(v, whole=bool(f.metadata.get("whole")))
+        out[key] = dump(v, inner_whole)
     return out
 
 
@@ -93,33 +105,44 @@ def _is_facts(t: Any) -> bool:
     return isinstance(t, type) and issubclass(t, Facts)
 
 
+@functools.cache
+def _load_plan(cls: type) -> dict[str, tuple]:
+    """{JSON key: (field name, its loader, the field naming its kind or None, null means the default)}."""
+    hints, plan = hints_of(cls), {}
+    for f in fields(cls):
+        t = hints[f.name]
+        null_default = not _is_facts(cls) and not _allows_none(t) and _has_default(f)
+        plan[f.metadata.get("key", f.name)] = (f.name, _loader(t), f.metadata.get("kind"), null_default)
+    return plan
+
+
 def load_fields(cls: type, d: dict[str, Json]):
     """`cls` made from its dict: each key read as its field's annotation says. A facts class
-    refuses a key it does not have (its constructor names it); another dataclass ignores it."""
-    hints, kw = hints_of(cls), {}
-    known = {f.metadata.get("key", f.name): f for f in fields(cls)}
+    refuses a key it does not have (its constructor names it); another dataclass ignores it;
+    a null where the field cannot be None (Outcome.hashes) takes the field's default."""
+    plan, kw = _load_plan(cls), {}
     for key, v in d.items():
-        f = known.get(key)
-        if f is None:
+        p = plan.get(key)
+        if p is None:
             if _is_facts(cls):
                 kw[key] = v                  # the constructor refuses it, naming it
             continue
-        name = f.name
-        if f.metadata.get("kind"):
-            kw[name] = _of_kind(_kind(cls, d, f), v)
-        elif v is None and not _is_facts(cls) and not _allows_none(hints[name]) and _has_default(f):
-            continue                         # null where the field cannot be None (Outcome.hashes): its default
+        name, loader, kind_by, null_default = p
+        if kind_by:
+            kw[name] = _of_kind(_kind(cls, d, kind_by), v)
+        elif v is None:
+            if not null_default:
+                kw[name] = None
         else:
-            kw[name] = load(hints[name], v)
-    for key, f in known.items():
-        if f.metadata.get("kind") and f.name not in kw and key not in d:
-            kw[f.name] = _of_kind(_kind(cls, d, f), None)
+            kw[name] = loader(v)
+    for key, (name, _, kind_by, _) in plan.items():
+        if kind_by and name not in kw and key not in d:
+            kw[name] = _of_kind(_kind(cls, d, kind_by), None)
     return cls(**kw)
 
 
-def _kind(cls: type, d: dict, f: dataclasses.Field) -> Any:
-    """The kind another field of `d` names (the enum member), which picks field `f`'s facts class."""
-    by = f.metadata["kind"]
+def _kind(cls: type, d: dict, by: str) -> Any:
+    """The kind field `by` of `d` names (the enum member): it picks a facts field's class."""
     return load(hints_of(cls)[by], d.get(by))
 
 
@@ -140,36 +163,55 @@ def _of_kind(kind: Any, v: Any) -> Facts | None:
 
 def load(t: Any, v: Any) -> Any:
     """`v` (JSON) as the annotation `t` says."""
-    if v is None or t is Any:
-        return v
+    return None if v is None else _loader(t)(v)
+
+
+def _same(v: Any) -> Any:
+    return v
+
+
+@functools.cache
+def _loader(t: Any):
+    """The function that reads a (non-null) JSON value as the annotation `t` says: a dataclass
+    from its dict, an enum from its value, a tuple frozen, a union of facts classes by its tags;
+    anything else as it is."""
+    if t is Any:
+        return _same
     origin, args = typing.get_origin(t), typing.get_args(t)
     if isinstance(t, type):
-        if isinstance(v, t) and not isinstance(v, (dict, list, tuple)):
-            return v
         if issubclass(t, Enum):
-            return t(v)
+            return lambda v: v if isinstance(v, t) else t(v)
         if t is tuple:
-            return _freeze(v)
-        if isinstance(v, dict) and (issubclass(t, Plain) or hasattr(t, "from_dict")):
-            return t.from_dict(v)
-        if isinstance(v, dict) and dataclasses.is_dataclass(t):
-            return load_fields(t, v)
-        return v
+            return _freeze
+        if issubclass(t, Plain) or hasattr(t, "from_dict"):
+            return lambda v: t.from_dict(v) if isinstance(v, dict) else v
+        if dataclasses.is_dataclass(t):
+            return lambda v: load_fields(t, v) if isinstance(v, dict) else v
+        return _same
     if origin in (Union, types.UnionType):
         members = [a for a in args if a is not type(None)]
         if len(members) == 1:
-            return load(members[0], v)
-        classes = [a for a in members if _is_facts(a)]
-        if classes and isinstance(v, dict):
-            return _tagged(tuple(classes), v).from_dict(v)
-        return v
-    if origin is list and isinstance(v, list):
-        return [load(args[0], x) for x in v] if args else list(v)
+            inner = _loader(members[0])
+            return lambda v: None if v is None else inner(v)
+        classes = tuple(a for a in members if _is_facts(a))
+        if classes:
+            return lambda v: _tagged(classes, v).from_dict(v) if isinstance(v, dict) else v
+        return _same
+    if origin is list:
+        if not args:
+            return lambda v: list(v) if isinstance(v, list) else v
+        inner = _loader(args[0])
+        if inner is _same:
+            return _same
+        return lambda v: [None if x is None else inner(x) for x in v] if isinstance(v, list) else v
     if origin is tuple:
-        return _freeze(v)
-    if origin is dict and isinstance(v, dict) and args:
-        return {load(args[0], k): load(args[1], x) for k, x in v.items()}
-    return v
+        return _freeze
+    if origin is dict and args:
+        lk, lv = _loader(args[0]), _loader(args[1])
+        if lk is _same and lv is _same:
+            return _same
+        return lambda v: ({lk(k): None if x is None else lv(x) for k, x in v.items()} if isinstance(v, dict) else v)
+    return _same
 
 
 def _freeze(v: Any) -> Any:
