@@ -8,9 +8,9 @@ import re
 import jsonschema
 import pytest
 
-from kladder.facts import CHECK_FACTS, NOTE_FACTS, CrashedFacts, RaisedFacts, SanitizerFacts, ValuesFacts
-from kladder.outcome import Check, Finding, Largest, Note, NoteKind, Outcome, Pattern, Status
-from kladder.point import Point
+from kladder.core.facts import CHECK_FACTS, NOTE_FACTS, CrashedFacts, RaisedFacts, SanitizerFacts, ValuesFacts
+from kladder.core.outcome import Check, Finding, Largest, Note, NoteKind, Outcome, Pattern, Status
+from kladder.core.point import Point
 from kladder.report.jsonout import outcome_dict
 from kladder.report.words import message, note_text
 
@@ -127,7 +127,7 @@ def test_a_facts_piece_is_typed_from_its_json_and_written_back_key_for_key():
     """ValuesFacts.spread and .peer (the honest-peer budget's derivation) are facts classes: made
     from a worker's JSON they are typed, the peer's three shapes each its own class, and the JSON
     written back is the JSON read."""
-    from kladder.facts import PeerFacts, PeerFailedFacts, PeerSkippedFacts, SpreadFacts
+    from kladder.core.facts import PeerFacts, PeerFailedFacts, PeerSkippedFacts, SpreadFacts
     spread = {"draws": 16, "at": 1.03e-07, "terms": 1.73}
     for peer, cls in (({"dtype": "float32", "factor": 0.5, "capped": False, "cap": 8.0, "half_digits": 0.5}, PeerFacts),
                       ({"error": "RuntimeError", "text": "no kernel for Half"}, PeerFailedFacts),
@@ -146,7 +146,7 @@ def test_a_facts_piece_is_typed_from_its_json_and_written_back_key_for_key():
 
 
 def test_the_golden_check_is_typed_and_says_whether_it_fails_the_climb():
-    from kladder.facts import GoldenChangedFacts, GoldenFacts
+    from kladder.core.facts import GoldenChangedFacts, GoldenFacts
     d = {"recorded": "2026-12-01T09:00:00", "target": {"torch": "2.13"}, "toolchain": {}, "strict": True, "fails": True,
          "equal": ["a"], "changed": [{"id": "b", "outputs": ["out"]}], "not_kept": [], "nondeterministic": ["c"]}
     g = GoldenFacts.from_dict(d)
@@ -158,7 +158,7 @@ def test_the_golden_check_is_typed_and_says_whether_it_fails_the_climb():
 
 # ---------------------------------------------------------------------------- kinds registered once
 def test_a_facts_class_registers_its_kind_and_the_tables_are_built_from_the_registrations():
-    from kladder.facts import HangFacts, registered
+    from kladder.core.facts import HangFacts, registered
     assert HangFacts.kind_of is Check.HANG and registered(Check.HANG) is HangFacts and CHECK_FACTS["hang"] is HangFacts
     assert registered(NoteKind.GPU_POINT) is NOTE_FACTS["gpu_point"]
     assert [c.kind_of for c in CHECK_FACTS.values()] == list(Check)
@@ -166,7 +166,7 @@ def test_a_facts_class_registers_its_kind_and_the_tables_are_built_from_the_regi
 
 
 def test_a_facts_class_without_a_kind_or_claiming_a_taken_one_is_refused_at_creation():
-    from kladder.facts import Facts, HangFacts
+    from kladder.core.facts import Facts, HangFacts
     with pytest.raises(TypeError, match="must say what it is the facts of"):
         class NoKind(Facts):
             x: int = 0
@@ -185,8 +185,8 @@ def test_a_facts_class_without_a_kind_or_claiming_a_taken_one_is_refused_at_crea
 def test_a_kind_without_its_facts_class_is_refused_when_the_table_is_built():
     from enum import Enum
 
-    from kladder.facts import table_of
-    from kladder.facts import base
+    from kladder.core.facts import table_of
+    from kladder.core.facts import base
     extra = Enum("Extra", {"ODD": "odd"})
     base._BY_KIND[extra] = {}
     try:
@@ -197,7 +197,7 @@ def test_a_kind_without_its_facts_class_is_refused_when_the_table_is_built():
 
 
 def test_a_union_member_is_read_by_its_declared_tag():
-    from kladder.facts import Facts, PeerFacts, PeerFailedFacts, PeerNotNeededFacts, PeerSkippedFacts, load
+    from kladder.core.facts import Facts, PeerFacts, PeerFailedFacts, PeerNotNeededFacts, PeerSkippedFacts, load
     hint = PeerFacts | PeerFailedFacts | PeerSkippedFacts | PeerNotNeededFacts | None
     assert [c.tag for c in typing_args(hint)] == ["dtype", "error", "skipped", "times"]
     assert type(load(hint, {"times": 40.0, "decides": 8.0})) is PeerNotNeededFacts
@@ -218,8 +218,8 @@ def typing_args(hint):
 
 # ---------------------------------------------------------------------------- one serializer
 def _rich_outcome():
-    from kladder.facts import PeerSkippedFacts, ReusedFacts, SpreadFacts, UnderLoadFacts
-    from kladder.outcome import Load, Replay, RowsChecked, Span, Stage
+    from kladder.core.facts import PeerSkippedFacts, ReusedFacts, SpreadFacts, UnderLoadFacts
+    from kladder.core.outcome import Load, Replay, RowsChecked, Span, Stage
     pat = Pattern("block", cols=Span(128, 129, 130, ("N", 64, 2)), rows=("runs", ((0, 3), (8, 9))), n_bad=12,
                   n_total=8320, n_rows=6, ids=(0, 1, 2), first=(0, 128), sample=((0, 128), (1, 129)),
                   density=(2, 4, ((50, 0), (0, 100))))
@@ -234,8 +234,8 @@ def _rich_outcome():
 
 
 def test_outcome_finding_and_pattern_round_trip_through_the_one_serializer():
-    from kladder.facts import dump, load
-    from kladder.outcome import Span
+    from kladder.core.facts import dump, load
+    from kladder.core.outcome import Span
     o = _rich_outcome()
     d = json.loads(json.dumps(o.to_dict()))
     back = Outcome.from_dict(d)
@@ -249,7 +249,7 @@ def test_outcome_finding_and_pattern_round_trip_through_the_one_serializer():
                        "replay_status", "output", "stages", "load", "hashes", "ran_with", "reused"]
     assert d["load"]["host_used_bytes"] is None and d["load"]["alone"] == "passed"   # the outcome's load: whole
     assert "host_used_bytes" not in d["warnings"][0]["facts"]                          # a finding's: opt() left out
-    from kladder.outcome import Wait, Waited
+    from kladder.core.outcome import Wait, Waited
     w = Waited(Wait.WORKER, 0.40004, 2)
     assert w.to_dict() == {"for": "worker", "seconds": 0.4, "times": 2} and Waited.from_dict(w.to_dict()) == w
 
@@ -268,9 +268,9 @@ def test_the_typed_results_write_the_json_they_replaced_key_for_key():
     """ClimbReport.start_error, .shrunk and the debugging commands' results are dataclasses now; their
     JSON is what the dicts were: a usage error's kind and message alone, the device's facts then
     its line; a shrink's `from`; bisect's output tail before its outcome."""
-    from kladder.bisect import BisectResult
-    from kladder.facts import ShrunkFacts
-    from kladder.results import StartErrorFacts
+    from kladder.tools.bisect import BisectResult
+    from kladder.core.facts import ShrunkFacts
+    from kladder.core.results import StartErrorFacts
     assert StartErrorFacts(kind="usage", message="bad --rungs").to_dict() == {"kind": "usage", "message": "bad --rungs"}
     device = {"kind": "device", "what": "a context", "error": "OOM", "waited_s": 1.0, "gpu": "0", "free_bytes": 1,
               "total_bytes": 2, "holders": [{"pid": 4, "name": "python", "used_bytes": None}], "message": "m"}

@@ -17,10 +17,10 @@ import secrets
 from collections import Counter
 from typing import Any
 
-from ..facts import dump
-from ..outcome import Finding, Outcome
+from ..core.facts import dump
+from ..core.outcome import Finding, Outcome
 from . import words
-from ..results import ClimbReport, RungReport
+from ..core.results import ClimbReport, RungReport
 
 FORMAT = 1
 

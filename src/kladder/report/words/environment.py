@@ -1,8 +1,8 @@
 """The words for a climb's environment, and for a climb that could not start or ran nothing."""
 from __future__ import annotations
 
-from ...results import StartErrorFacts
-from ...sizes import human_bytes
+from ...core.results import StartErrorFacts
+from ...core.sizes import human_bytes
 
 ENV_SHOWN = 4
 

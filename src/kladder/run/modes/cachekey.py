@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...facts import NotBitwiseFacts
-from ...notation import Mode
-from ...outcome import Cause, Note, NoteKind, Skip
+from ...core.facts import NotBitwiseFacts
+from ...core.notation import Mode
+from ...core.outcome import Cause, Note, NoteKind, Skip
 from . import base
 from .base import Call, Measured, Same
 from .flags import declared_flag

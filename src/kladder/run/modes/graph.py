@@ -18,8 +18,8 @@ with the outputs: a backward that reads a host value frozen at capture, or leave
 unwritten on a replay, fails there."""
 from __future__ import annotations
 
-from ...facts import ErrorFacts
-from ...outcome import KernelError, error_facts
+from ...core.facts import ErrorFacts
+from ...core.outcome import KernelError, error_facts
 from .base import Call, Mode, Uncaptured, call_raw, heal_failed_capture
 
 REPLAYS = 3
@@ -34,7 +34,7 @@ class Graph(Mode):
     def observe(self, h):
         import torch
 
-        from ...materialize import poison, poison_word
+        from ...gen.materialize import poison, poison_word
         claimed = h.spec.modes.graphs
         static = h.prepare()
         side = torch.cuda.Stream()

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...facts import PaddingFacts
-from ...notation import ZERO_PADDING
-from ...outcome import Cause
+from ...core.facts import PaddingFacts
+from ...core.notation import ZERO_PADDING
+from ...core.outcome import Cause
 from .base import Call, Mode, Same
 
 
