@@ -20,27 +20,27 @@ def test_a_real_difference_gives_a_small_p_and_the_right_ratio():
     a = 12e-6 * (1 + 0.02 * rng.standard_normal(20))
     b = a / 1.21 * (1 + 0.01 * rng.standard_normal(20))            # B 1.21x faster, with noise of its own
     c = compare(a, b)
-    assert c["verdict"] == "faster" and c["p"] < 0.001
-    assert c["speedup"] == pytest.approx(1.21, rel=0.03)
-    assert compare(b, a)["verdict"] == "slower"
+    assert c.verdict == "faster" and c.p < 0.001
+    assert c.speedup == pytest.approx(1.21, rel=0.03)
+    assert compare(b, a).verdict == "slower"
 
 
 def test_identical_samples_show_no_difference():
     a = [1e-5, 1.1e-5, 0.9e-5, 1.2e-5, 1.05e-5, 1e-5]
     c = compare(a, list(a))
-    assert c["verdict"] == "no_difference" and c["p"] == 1.0 and c["speedup"] == 1.0
+    assert c.verdict == "no_difference" and c.p == 1.0 and c.speedup == 1.0
 
 
 def test_two_samples_of_one_distribution_show_no_difference():
     rng = np.random.default_rng(7)
     x = 1e-5 * (1 + 0.05 * rng.standard_normal((2, 20)))
     c = compare(x[0], x[1])
-    assert c["verdict"] == "no_difference" and c["p"] > 0.05
+    assert c.verdict == "no_difference" and c.p > 0.05
 
 
 def test_the_iqr_is_the_spread_of_the_rounds():
     c = compare([1, 2, 3, 4, 5], [1, 2, 3, 4, 6])
-    assert c["iqr_a"] == 2.0 and c["median_a"] == 3.0
+    assert c.iqr_a == 2.0 and c.median_a == 3.0
 
 
 def test_too_few_rounds_are_refused_before_anything_runs():
@@ -60,10 +60,10 @@ def test_flops_from_the_dims():
 
 def test_roofline_is_the_floor_time_over_the_time_taken():
     r = roofline(nbytes=1000, flops=None, bw=1e6, peak=None, seconds=2e-3)       # floor 1 ms, took 2 ms
-    assert r["roofline_pct"] == pytest.approx(50.0) and r["bytes_per_s"] == pytest.approx(5e5)
+    assert r.roofline_pct == pytest.approx(50.0) and r.bytes_per_s == pytest.approx(5e5)
     r = roofline(nbytes=1000, flops=4e6, bw=1e6, peak=1e9, seconds=8e-3)         # compute floor 4 ms
-    assert r["roofline_pct"] == pytest.approx(50.0)
-    assert roofline(nbytes=1000, flops=None, bw=None, peak=None, seconds=1e-3)["roofline_pct"] is None
+    assert r.roofline_pct == pytest.approx(50.0)
+    assert roofline(nbytes=1000, flops=None, bw=None, peak=None, seconds=1e-3).roofline_pct is None
 
 
 def kladder(*args, cwd):

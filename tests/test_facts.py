@@ -1,4 +1,4 @@
-"""The typed facts (src/kladder/core/facts.py): the JSON they write is the JSON main wrote, key for
+"""The typed facts (src/kladder/facts/): the JSON they write is the JSON main wrote, key for
 key; they go through a worker's JSON and back unchanged; a dict or a misspelt key is refused
 where the facts are made; the generated schema types each check's facts."""
 import json
@@ -154,3 +154,134 @@ def test_the_golden_check_is_typed_and_says_whether_it_fails_the_climb():
     assert g.of_point("b").to_dict() == {"bits": "changed", "since": "2026-12-01T09:00:00", "outputs": ["out"]}
     assert g.of_point("c").bits == "nondeterministic" and g.of_point("zz") is None
     _validate(d, {**SCHEMA, "oneOf": [{"$ref": "#/$defs/golden"}]})
+
+
+# ---------------------------------------------------------------------------- kinds registered once
+def test_a_facts_class_registers_its_kind_and_the_tables_are_built_from_the_registrations():
+    from kladder.core.facts import HangFacts, registered
+    assert HangFacts.kind_of is Check.HANG and registered(Check.HANG) is HangFacts and CHECK_FACTS["hang"] is HangFacts
+    assert registered(NoteKind.GPU_POINT) is NOTE_FACTS["gpu_point"]
+    assert [c.kind_of for c in CHECK_FACTS.values()] == list(Check)
+    assert [c.kind_of for c in NOTE_FACTS.values()] == list(NoteKind)
+
+
+def test_a_facts_class_without_a_kind_or_claiming_a_taken_one_is_refused_at_creation():
+    from kladder.core.facts import Facts, HangFacts
+    with pytest.raises(TypeError, match="must say what it is the facts of"):
+        class NoKind(Facts):
+            x: int = 0
+    with pytest.raises(TypeError, match="must say what it is the facts of"):
+        class TwoKinds(Facts, check=Check.HANG, part=True):
+            pass
+    with pytest.raises(TypeError, match=r"Check.HANG already has its facts class, HangFacts"):
+        class SecondHang(Facts, check=Check.HANG):
+            timeout_s: float = 0.0
+    with pytest.raises(TypeError, match="is not a Check member"):
+        class WrongEnum(Facts, check=NoteKind.RAN):
+            pass
+    assert CHECK_FACTS["hang"] is HangFacts                  # the refused classes took nothing
+
+
+def test_a_kind_without_its_facts_class_is_refused_when_the_table_is_built():
+    from enum import Enum
+
+    from kladder.core.facts import table_of
+    from kladder.core.facts import base
+    extra = Enum("Extra", {"ODD": "odd"})
+    base._BY_KIND[extra] = {}
+    try:
+        with pytest.raises(TypeError, match="without a facts class: .'odd'."):
+            table_of(extra)
+    finally:
+        del base._BY_KIND[extra]
+
+
+def test_a_union_member_is_read_by_its_declared_tag():
+    from kladder.core.facts import Facts, PeerFacts, PeerFailedFacts, PeerNotNeededFacts, PeerSkippedFacts, load
+    hint = PeerFacts | PeerFailedFacts | PeerSkippedFacts | PeerNotNeededFacts | None
+    assert [c.tag for c in typing_args(hint)] == ["dtype", "error", "skipped", "times"]
+    assert type(load(hint, {"times": 40.0, "decides": 8.0})) is PeerNotNeededFacts
+    assert type(load(hint, {"error": "E", "text": ""})) is PeerFailedFacts
+    with pytest.raises(TypeError, match="hold the tags of 0"):
+        load(hint, {"decides": 8.0})
+
+    class Untagged(Facts, part=True):
+        pass
+    with pytest.raises(TypeError, match="declares no tag"):
+        load(PeerFacts | Untagged, {"dtype": "x"})
+
+
+def typing_args(hint):
+    import typing
+    return [a for a in typing.get_args(hint) if a is not type(None)]
+
+
+# ---------------------------------------------------------------------------- one serializer
+def _rich_outcome():
+    from kladder.core.facts import PeerSkippedFacts, ReusedFacts, SpreadFacts, UnderLoadFacts
+    from kladder.core.outcome import Load, Replay, RowsChecked, Span, Stage
+    pat = Pattern("block", cols=Span(128, 129, 130, ("N", 64, 2)), rows=("runs", ((0, 3), (8, 9))), n_bad=12,
+                  n_total=8320, n_rows=6, ids=(0, 1, 2), first=(0, 128), sample=((0, 128), (1, 129)),
+                  density=(2, 4, ((50, 0), (0, 100))))
+    f = Finding(Check.VALUES, "out", "replay 2 of 3", pat, 12, 8320, Largest((0, 128), 1.5, 1.25, 0.01), 0.25,
+                ValuesFacts(rtol=0.016, dtype="bfloat16", spread=SpreadFacts(draws=16, at=1e-4, terms=0.02),
+                            peer=PeerSkippedFacts(skipped=900)))
+    w = Finding(Check.UNDER_LOAD, facts=UnderLoadFacts(first="hang", lanes=2, alone="passed", oom_kills=0))
+    return Outcome(Point("s", 2, (("M", 64), ("N", 130))), Status.FLAKY, [f], Note.of(NoteKind.GPU_POINT, need_bytes=1,
+                   budget="cpu"), 1.25, RowsChecked(8, 64, "M", 4), "repro", [w], Replay.FLAKY, Status.PASSED, "printed",
+                   {Stage.INPUTS: 0.1, Stage.KERNEL: 0.5}, Load(lanes=2, alone=Status.PASSED, alone_s=0.3),
+                   {"out": "ab"}, Load(lanes=1, host_used_bytes=10), ReusedFacts(run_id="r", climb=3, kept="t"))
+
+
+def test_outcome_finding_and_pattern_round_trip_through_the_one_serializer():
+    from kladder.core.facts import dump, load
+    from kladder.core.outcome import Span
+    o = _rich_outcome()
+    d = json.loads(json.dumps(o.to_dict()))
+    back = Outcome.from_dict(d)
+    assert back == o and back.to_dict() == d
+    assert type(back.findings[0].pattern.cols) is Span and back.findings[0].pattern.rows == ("runs", ((0, 3), (8, 9)))
+    assert type(back.findings[0].facts.peer).__name__ == "PeerSkippedFacts" and back.stages == o.stages
+    f = o.findings[0]
+    assert Finding.from_dict(json.loads(json.dumps(f.to_dict()))) == f and dump(f) == f.to_dict()
+    assert load(Pattern, json.loads(json.dumps(dump(f.pattern)))) == f.pattern
+    assert list(d) == ["point", "status", "findings", "note", "seconds", "rows", "repro", "warnings", "replay",
+                       "replay_status", "output", "stages", "load", "hashes", "ran_with", "reused"]
+    assert d["load"]["host_used_bytes"] is None and d["load"]["alone"] == "passed"   # the outcome's load: whole
+    assert "host_used_bytes" not in d["warnings"][0]["facts"]                          # a finding's: opt() left out
+    from kladder.core.outcome import Wait, Waited
+    w = Waited(Wait.WORKER, 0.40004, 2)
+    assert w.to_dict() == {"for": "worker", "seconds": 0.4, "times": 2} and Waited.from_dict(w.to_dict()) == w
+
+
+def test_an_outcome_as_main_stored_it_loads_and_writes_back_key_for_key():
+    """tests/facts_json/main_outcomes.json: outcomes written by main's hand-written Outcome.to_dict
+    (what history/outcomes.py stores and a worker sends): read by the one serializer and written
+    back, the same JSON."""
+    stored = json.loads((HERE / "facts_json" / "main_outcomes.json").read_text())["outcomes"]
+    for d in stored:
+        o = Outcome.from_dict(d)
+        assert json.dumps(o.to_dict()) == json.dumps(d)
+
+
+def test_the_typed_results_write_the_json_they_replaced_key_for_key():
+    """ClimbReport.start_error, .shrunk and the debugging commands' results are dataclasses now; their
+    JSON is what the dicts were: a usage error's kind and message alone, the device's facts then
+    its line; a shrink's `from`; bisect's output tail before its outcome."""
+    from kladder.tools.bisect import BisectResult
+    from kladder.core.facts import ShrunkFacts
+    from kladder.core.results import StartErrorFacts
+    assert StartErrorFacts(kind="usage", message="bad --rungs").to_dict() == {"kind": "usage", "message": "bad --rungs"}
+    device = {"kind": "device", "what": "a context", "error": "OOM", "waited_s": 1.0, "gpu": "0", "free_bytes": 1,
+              "total_bytes": 2, "holders": [{"pid": 4, "name": "python", "used_bytes": None}], "message": "m"}
+    typed = StartErrorFacts.from_dict(device)
+    assert typed.holders[0].pid == 4 and json.dumps(typed.to_dict()) == json.dumps(device)
+    shrunk = {"from": {"spec": "s", "rung": 1, "dims": [["N", 9]]}, "check": "values", "method": "m", "runs": 3,
+              "complete": True, "passes_at": {"N": {"size": 8, "status": "passed"}}, "smallest": None,
+              "cannot_shrink": None, "cause": None, "rung": 1, "failed_id": "r1-N=9"}
+    s = ShrunkFacts.from_dict(shrunk)
+    assert s.passes_at["N"].size == 8 and json.dumps(s.to_dict()) == json.dumps(shrunk)
+    r = BisectResult(repo="r", spec="s", good="g", bad="b", device="cpu", predicate={"point": None, "rungs": "1"},
+                     git_output_tail="...", outcome="bisect_failed")
+    assert list(r.to_dict())[-3:] == ["git_output_tail", "outcome", "seconds"]
+    assert "git_output_tail" not in BisectResult.from_dict({**r.to_dict(), "git_output_tail": None}).to_dict()

@@ -407,7 +407,7 @@ def test_one_thing_is_called_model(name):
 
 
 def test_no_dict_typed_facts_in_outcomes_classes():
-    """Finding.facts and Note.facts are facts.py's dataclasses, never a dict: a misspelt key
+    """Finding.facts and Note.facts are facts/' dataclasses, never a dict: a misspelt key
     then fails where the facts are made, not when a rare message renders."""
     typed = []
     for node in ast.walk(ast.parse((SRC / "core" / "outcome.py").read_text())):
@@ -434,6 +434,6 @@ def test_every_check_and_note_kind_has_its_facts_and_its_words():
 
 
 def test_the_generated_report_schema_is_current():
-    """docs/report.schema.json's facts are generated from facts.py (python -m kladder.report.schema)."""
+    """docs/report.schema.json's facts are generated from facts/ (python -m kladder.report.schema)."""
     from kladder.report import schema
     assert schema.main([str(SRC.parent.parent / "docs" / "report.schema.json"), "--check"]) == 0

@@ -137,7 +137,6 @@ def test_the_map_draws_an_even_sample_of_scattered_wrong_elements_at_their_own_r
 
     from kladder.checks.pattern import SAMPLE, Where, describe
     from kladder.report.maps import WRONG, grid
-    from kladder.core.outcome import _pattern_dict
     g = torch.Generator().manual_seed(0)
     bad = torch.rand(400, 1000, generator=g) < 0.01                    # ~4,000 wrong of the 400 rows checked
     bad[:50] = False                                                   # none in the first 50 checked rows
@@ -148,14 +147,14 @@ def test_the_map_draws_an_even_sample_of_scattered_wrong_elements_at_their_own_r
         assert m % 100 == 0 and bad[m // 100, n]
     ms = sorted(m for m, _ in p.sample)
     assert ms[0] < 8000 and ms[-1] > 35000                             # spread over the wrong rows (5,000 .. 39,900)
-    cells, (fr, _), *_, unlocated = grid(_pattern_dict(p), [40000, 1000])
+    cells, (fr, _), *_, unlocated = grid(p.to_dict(), [40000, 1000])
     wrong_rows = {r for r, row in enumerate(cells) if WRONG in row}
     assert len(wrong_rows) > 50 and min(wrong_rows) * fr >= 5000 - fr
     assert unlocated["elements_drawn"] == len(set(p.sample) | {p.first})
     assert unlocated["elements_not_located"] == p.n_bad - unlocated["elements_drawn"]
     whole = describe(torch.ones(30, 8, dtype=torch.bool).index_fill_(0, torch.arange(0, 30, 3), False), Where(("M", "N")))
     assert whole.kind == "whole_rows" and whole.n_bad == 20 and len({m for m, _ in whole.sample}) == 20
-    cells, *_, unlocated = grid(_pattern_dict(whole), [30, 8])
+    cells, *_, unlocated = grid(whole.to_dict(), [30, 8])
     assert unlocated == {"rows_not_located": 0} and sum(WRONG in row for row in cells) == 20
 
 
@@ -426,13 +425,12 @@ def test_a_dense_failure_is_drawn_as_a_density_not_a_samples_stripes():
     import torch
 
     from kladder.checks.pattern import Where, describe
-    from kladder.core.outcome import _pattern_dict
     from kladder.report.maps import density, error_map, grid
     g = torch.Generator().manual_seed(0)
     bad = torch.rand(17, 2880, generator=g) < 0.94
     p = describe(bad, Where(("M", "N")))
     assert p.kind == "runs" and p.density
-    where = json.loads(json.dumps(_pattern_dict(p)))
+    where = json.loads(json.dumps(p.to_dict()))
     cells, fold = density(where, [17, 2880])
     assert fold == (1, 45) and len(cells) == 17 and all(len(r) == 64 for r in cells)
     assert min(min(r) for r in cells) >= 80 and max(max(r) for r in cells) <= 100     # dense everywhere: no stripes

@@ -251,9 +251,10 @@ def test_a_device_that_refuses_is_retried_then_named(monkeypatch):
     assert 3 <= len(calls) <= 6                               # tried again, for a bounded time
     from kladder.report.words import device_start_error
     facts = device_start_error(e.value.facts)
-    assert facts["kind"] == "device" and facts["free_bytes"] == 1 << 30
-    assert ("torch.cuda.mem_get_info() on GPU 0 failed" in facts["message"] and "1.00 GiB free of 140.00 GiB" in
-            facts["message"] and "pid 41 python (100.00 GiB)" in facts["message"]), facts["message"]
+    assert facts.kind == "device" and facts.free_bytes == 1 << 30 and facts.holders[0].pid == 41
+    assert ("torch.cuda.mem_get_info() on GPU 0 failed" in facts.message and "1.00 GiB free of 140.00 GiB" in
+            facts.message and "pid 41 python (100.00 GiB)" in facts.message), facts.message
+    assert list(facts.to_dict()) == [*e.value.facts, "message"]          # the JSON as the facts and their line
     ok = iter([RuntimeError("busy"), 7])
 
     def once_busy():
@@ -286,8 +287,8 @@ def test_a_worker_refused_by_the_device_ends_the_climb_with_a_report(tmp_path, m
                                                                        "holders": None})
     log = tmp_path / "l.jsonl"
     report = climb(TRIVIAL, load_spec(TRIVIAL), Options(rungs=(1,), device="cpu", log_path=str(log)))
-    assert report.exit_code == 2 and report.start_error["kind"] == "device" and len(starts) >= 3
-    assert "CUDA error: out of memory" in report.start_error["message"]
+    assert report.exit_code == 2 and report.start_error.kind == "device" and len(starts) >= 3
+    assert "CUDA error: out of memory" in report.start_error.message
     assert not report.failures and not report.outcomes
     records = report_json(log)
     assert records[-1]["record"] == "end" and records[-1]["exit_code"] == 2 and records[-1]["start_error"]

@@ -250,7 +250,7 @@ def test_the_parser_reads_each_tool_in_both_layouts(log, tool, n, kind, kernel, 
     errors, summary = sanitize.parse(_sample(log), tool)
     assert summary == n and len(errors) == n
     e = errors[0]
-    assert (e["kind"], e["kernel"], os.path.basename(e["file"]), e["line"]) == (kind, kernel, *where)
+    assert (e.kind, e.kernel, os.path.basename(e.file), e.line) == (kind, kernel, *where)
 
 
 def test_findings_group_the_errors_name_the_line_and_say_what_the_tool_cannot_see():

@@ -26,7 +26,7 @@ def test_a_tile_tail_bug_shrinks_to_one_tile_plus_one(runner):
     start = Point("tile_tail", 1, (("M", 3), ("N", 2817)), why="a middle tile and a tail")
     first = runner.run(start)
     assert str(first.status) == "failed"
-    facts = shrink(start, first, runner.run, runner.spec, budget_s=300)
+    facts = shrink(start, first, runner.run, runner.spec, budget_s=300).to_dict()
     assert facts["complete"] and facts["cannot_shrink"] is None
     assert dict(facts["smallest"]["dims"]) == {"M": 1, "N": 257}          # max(1, 257 // 256) tiles: one element unwritten
     assert facts["passes_at"] == {"N": {"size": 256, "status": "passed"}}  # M's floor (1) still fails: no M entry
@@ -42,7 +42,7 @@ def test_a_tile_tail_bug_shrinks_to_one_tile_plus_one(runner):
 def test_a_point_that_passes_is_not_shrunk(runner):
     start = Point("tile_tail", 1, (("M", 1), ("N", 256)))
     ok = runner.run(start)
-    facts = shrink(start, ok, runner.run, runner.spec)
+    facts = shrink(start, ok, runner.run, runner.spec).to_dict()
     assert facts["check"] is None and facts["smallest"] is None and facts["runs"] == 0
 
 
@@ -51,7 +51,7 @@ def test_a_hang_is_not_shrunk_and_says_why():
     from kladder.core.outcome import Check, Finding, Outcome, Status
     start = Point("tile_tail", 1, (("M", 3), ("N", 2817)))
     hung = Outcome(start, Status.FAILED, findings=[Finding(Check.HANG, facts=HangFacts(timeout_s=3.0))])
-    facts = shrink(start, hung, lambda p: pytest.fail("a hang's candidates must not run"), None)
+    facts = shrink(start, hung, lambda p: pytest.fail("a hang's candidates must not run"), None).to_dict()
     assert facts["check"] == "hang" and "costs the whole timeout" in facts["cannot_shrink"] and facts["runs"] == 0
 
 
@@ -128,14 +128,15 @@ def _spec(**dims):
 def _shrunk(start, fails, **dims):
     run = _fake(fails)
     first = run(start)
-    facts = shrink(start, first, run, _spec(**dims), budget_s=60)
+    facts = shrink(start, first, run, _spec(**dims), budget_s=60).to_dict()
     facts.update(rung=start.rung, failed_id=start.id, repro="kladder repro ...")
     return facts
 
 
 def _words(facts):
+    from kladder.core.facts import ShrunkFacts
     from kladder.report.words.shrinking import shrunk_lines
-    return "\n".join(shrunk_lines(facts))
+    return "\n".join(shrunk_lines(ShrunkFacts.from_dict(facts)))
 
 
 def _huge_somewhere(p):
@@ -208,7 +209,7 @@ def test_values_not_needed_are_dropped_and_a_stable_edge_is_the_shape():
 def test_a_budget_spent_first_leaves_the_cause_unsettled():
     start = Point("tail", 1, (("M", 8), ("N", 2817)))
     run = _fake(lambda p: p.sizes["N"] > 256)
-    facts = shrink(start, run(start), run, _spec(M=64, N=8192), budget_s=0.0)
+    facts = shrink(start, run(start), run, _spec(M=64, N=8192), budget_s=0.0).to_dict()
     assert facts["cause"]["kind"] == "unsettled" and not facts["complete"]
 
 

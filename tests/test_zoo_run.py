@@ -105,10 +105,13 @@ def test_a_cases_text_names_the_smallest_failing_point_of_its_lowest_failing_run
     from kladder.report.terminal import render_case_text
     point = {"spec": "s", "rung": 2, "dims": [["M", 1], ["N", 257]], "dtypes": []}
     bug, twin = ClimbReport("s", "s.py", "cpu"), ClimbReport("s", "s.py", "cpu")
-    bug.shrunk = [{"rung": 2, "failed_id": "r2-M=8-N=513", "check": "values", "runs": 12, "complete": True,
-                   "passes_at": {"N": {"size": 256, "status": "passed"}}, "smallest": point, "smallest_id": "r2-M=1-N=257",
-                   "cannot_shrink": None, "repro": "kladder repro s.py '{}'"},
-                  {"rung": 4, "failed_id": "r4-x", "check": "not_bitwise", "cannot_shrink": "its failure is a mode's"}]
+    from kladder.core.facts import ShrunkFacts
+    bug.shrunk = [ShrunkFacts.from_dict(s) for s in (
+        {"rung": 2, "failed_id": "r2-M=8-N=513", "from": {}, "check": "values", "method": "", "runs": 12, "complete": True,
+         "passes_at": {"N": {"size": 256, "status": "passed"}}, "smallest": point, "smallest_id": "r2-M=1-N=257",
+         "cannot_shrink": None, "cause": None, "repro": "kladder repro s.py '{}'"},
+        {"rung": 4, "failed_id": "r4-x", "from": {}, "check": "not_bitwise", "method": "", "runs": 0, "complete": False,
+         "passes_at": {}, "smallest": None, "cannot_shrink": "its failure is a mode's", "cause": None})]
     monkeypatch.setattr(ClimbReport, "lowest_failing_rung", property(lambda self: 2))   # no rungs needed here
     text = render_case_text("case", bug, twin)
     assert "smallest failing point:" in text

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..core.notation import ValueKind, Values
 from ..core.outcome import Cause, Check, Finding, Note, NoteKind, SpecBroken
-from ..core.facts import RanFacts, UncapturedFacts, ValuesFacts
+from ..core.facts import ErrorFacts, NotBitwiseFacts, PaddingFacts, RanFacts, UncapturedFacts, ValuesFacts
 from ..core.sizes import ITEMSIZE, dtype_of, shape_of
 from . import (
     bias,
@@ -147,14 +147,15 @@ class Judge:
             f.call = f.call or op.label
         self.findings += found
 
-    def same(self, before: dict, after: dict, cause: Cause, call: str, facts: dict | None = None) -> None:
+    def same(self, before: dict, after: dict, cause: Cause, call: str,
+             facts: NotBitwiseFacts | PaddingFacts | None = None) -> None:
         """Two results that must be equal bit for bit."""
         where = {n: where_of(self.spec, n) for n in before} if cause == Cause.PADDING else None
         self.findings += bitwise.same(before, after, cause, call, where, facts)
 
-    def uncaptured(self, facts: dict) -> None:
+    def uncaptured(self, facts: ErrorFacts) -> None:
         """A capture that failed where the spec does not say production graphs the kernel: a warning."""
-        self.warnings.append(Finding(Check.UNCAPTURED, facts=UncapturedFacts(**facts)))
+        self.warnings.append(Finding(Check.UNCAPTURED, facts=UncapturedFacts(**facts.to_dict())))
 
     def traces(self, traces) -> None:
         """A reference that runs the kernel's own code: the spec's problem, kept apart from the

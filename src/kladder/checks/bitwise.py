@@ -16,10 +16,10 @@ def bits_differ(a, b):
 
 
 def same(before: dict, after: dict, cause: Cause, call: str, where: dict[str, Where] | None = None,
-         facts: dict | None = None) -> list[Finding]:
-    """A finding per output whose bits differ. Outputs missing on one side, or of another
-    shape or dtype, are the value checks' business. With `where` (padding), the finding
-    says where the differing elements are."""
+         facts: NotBitwiseFacts | PaddingFacts | None = None) -> list[Finding]:
+    """A finding per output whose bits differ, with `facts` (None: NotBitwiseFacts of the cause).
+    Outputs missing on one side, or of another shape or dtype, are the value checks' business.
+    With `where` (padding), the finding says where the differing elements are."""
     import torch
     findings = []
     for name, b in before.items():
@@ -32,7 +32,10 @@ def same(before: dict, after: dict, cause: Cause, call: str, where: dict[str, Wh
             continue
         pattern = describe(differ, where[name]) if where else None
         check = Check.PADDING if cause == Cause.PADDING else Check.NOT_BITWISE
-        facts_class = PaddingFacts if cause == Cause.PADDING else NotBitwiseFacts
+        if facts is None:
+            facts = NotBitwiseFacts(cause=str(cause))
+        if type(facts) is not (PaddingFacts if cause == Cause.PADDING else NotBitwiseFacts) or facts.cause != cause:
+            raise TypeError(f"a {cause} comparison's facts are not {type(facts).__name__}(cause={facts.cause!r})")
         findings.append(Finding(check, name, call=call, pattern=pattern, mismatched=n, total=differ.numel(),
-                                facts=facts_class(cause=str(cause), **(facts or {}))))
+                                facts=facts))
     return findings

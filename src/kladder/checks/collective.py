@@ -18,7 +18,7 @@ from .pattern import where_of
 
 def judge(spec, point, seen, device: str) -> list[Finding]:
     """`seen` is a run/modes/base.Ranks: the calls each rank finished, and how the run ended."""
-    how = seen.ended["how"]
+    how = seen.ended.how
     if how == "hung":
         return [_hung(seen)]
     if how in ("raised", "died"):
@@ -86,15 +86,16 @@ def _first_of_each_rank(wrong) -> list[Finding]:
 
 def _hung(seen) -> Finding:
     e = seen.ended
-    facts = RanksHungFacts(watchdog_s=e["watchdog_s"], waited_s=e["waited_s"], queued=e["queued"], dim=e["dim"],
-                           lag=seen.lag, ranks=e["ranks"])
-    return Finding(Check.RANKS_HUNG, call=e["label"], facts=facts)
+    facts = RanksHungFacts(watchdog_s=e.watchdog_s, waited_s=e.waited_s, queued=e.queued, dim=e.dim,
+                           lag=seen.lag, ranks=[p.to_dict() for p in e.ranks])
+    return Finding(Check.RANKS_HUNG, call=e.label, facts=facts)
 
 
-def _stopped(e: dict) -> Finding:
-    """A rank that raised, faulted the device or died while the others waited for it."""
-    if e["how"] == "died":
-        return Finding(Check.CRASHED, call=e["label"], facts=CrashedFacts(signal=e["signal"], frames=[], rank=e["rank"]))
-    if e["kind"] == "device_fault":
-        return Finding(Check.DEVICE_FAULT, call=e["label"], facts=DeviceFaultFacts(error=e["error"], text=e["text"], in_call=True))
-    return Finding(Check.RAISED, call=e["label"], facts=RaisedFacts(error=e["error"], text=e["text"]))
+def _stopped(e) -> Finding:
+    """A rank that raised, faulted the device or died while the others waited for it (a
+    run/modes/base.Ended)."""
+    if e.how == "died":
+        return Finding(Check.CRASHED, call=e.label, facts=CrashedFacts(signal=e.signal, frames=[], rank=e.rank))
+    if e.kind == "device_fault":
+        return Finding(Check.DEVICE_FAULT, call=e.label, facts=DeviceFaultFacts(error=e.error, text=e.text, in_call=True))
+    return Finding(Check.RAISED, call=e.label, facts=RaisedFacts(error=e.error, text=e.text))

@@ -4,8 +4,8 @@ reported. racecheck's warnings (hazards the tool itself rates as possibly benign
 threads writing the same value) are warnings here too; every other error fails the point."""
 from __future__ import annotations
 
+from ..core.facts import SanitizerFacts, dump
 from ..core.outcome import Check, Finding, Note, NoteKind
-from ..core.facts import SanitizerFacts
 
 KEYS = ("tool", "kind", "text", "kernel", "file", "line", "access", "size", "address", "detail", "thread", "block",
         "severity")
@@ -14,13 +14,12 @@ KEYS = ("tool", "kind", "text", "kernel", "file", "line", "access", "size", "add
 def judge(s) -> tuple[list[Finding], list[Finding], Note | None]:
     """(findings, warnings, note) for one sanitizer run."""
     groups: dict[tuple, dict] = {}
-    for e in s.errors:
-        key = (e["kind"], e["text"] if e["kind"] != "race" else "", e["kernel"], e["file"], e["line"], e["access"],
-               str(e.get("second")))
+    for e in s.errors:            # run/modes/base.SanitizerError
+        key = (e.kind, e.text if e.kind != "race" else "", e.kernel, e.file, e.line, e.access, str(e.second))
         if key in groups:
-            groups[key]["count"] += e.get("count", 1)
+            groups[key]["count"] += e.count
         else:
-            groups[key] = {**{k: e.get(k, "") for k in KEYS}, "count": e.get("count", 1), "second": e.get("second")}
+            groups[key] = {**{k: getattr(e, k) for k in KEYS}, "count": e.count, "second": dump(e.second)}
     label = f"compute-sanitizer {s.tool}"
     findings, warnings = [], []
     for facts in groups.values():

@@ -262,15 +262,12 @@ class Runner:
             finally:
                 self._ended(seen)
                 self._checkin(lane)
-        load.lanes = seen[0]
         if outcome.note is not None and outcome.note.kind == NoteKind.STAGE_OVERRUN and point.mode != "model":
             outcome.note = dataclasses.replace(outcome.note, facts=dataclasses.replace(
                 outcome.note.facts, elements=sum(numel_of(self.spec, n, point.sizes) for n in self.spec.all_tensors)))
-        for k, v in held.items():
-            setattr(load, k, v if v is not None else getattr(load, k))
-        load.waited_s = waited
+        load = dataclasses.replace(load, lanes=seen[0], waited_s=waited, **{k: v for k, v in held.items() if v is not None})
         if outcome.ran_with is None:
-            outcome.ran_with = dataclasses.replace(load)      # a copy: under_load() marks `load` with the alone run
+            outcome.ran_with = load
         return outcome, load
 
     def _measured(self, point: Point, outcome: Outcome, stages: dict | None) -> None:
@@ -298,7 +295,7 @@ class Runner:
         now = Load(**sampling.device_load(gpu, self.pool.pids())) if self.device == "cuda" else Load()
         used, total = sampling.host_memory()
         if used is not None and used >= sampling.HOST_FULL_SHARE * total:
-            now.host_used_bytes, now.host_total_bytes = used, total
+            now = dataclasses.replace(now, host_used_bytes=used, host_total_bytes=total)
         return now
 
     def _began(self) -> list[int]:

@@ -14,7 +14,8 @@ import math
 
 from ..core.errors import MergeError
 from ..core.outcome import Outcome
-from ..core.results import ClimbReport, RungReport
+from ..core.facts import KladderErrorFacts, ShrunkFacts
+from ..core.results import ClimbReport, RungReport, ShardFacts, StartErrorFacts
 
 # what every shard of one climb shares: the points and their judgement depend on it
 SAME = ("spec", "device", "kladder_version")
@@ -110,26 +111,27 @@ def merge(paths: list[str]) -> tuple[ClimbReport, list[str]]:
                          fingerprint=d0.get("fingerprint") or {})
     report.seconds = max(d.get("seconds", 0.0) for _, d in docs)        # the matrix's wall time: its slowest shard
     report.interrupted = any(d.get("interrupted") for _, d in docs)
-    report.start_error = next((d["start_error"] for _, d in docs if d.get("start_error")), None)
-    report.kladder_error = next((d["kladder_error"] for _, d in docs if d.get("kladder_error")), None)
+    report.start_error = next((StartErrorFacts.from_dict(d["start_error"]) for _, d in docs if d.get("start_error")), None)
+    report.kladder_error = next((KladderErrorFacts.from_dict(d["kladder_error"]) for _, d in docs
+                                 if d.get("kladder_error")), None)
     report.rungs = _rungs(docs)
     report.shrunk = _shrunk(docs, report)
-    report.shard = {"index": None, "count": d0["shard"]["count"], "options": d0["shard"]["options"],
-                    **({"costs": d0["shard"]["costs"]} if d0["shard"].get("costs") else {}),
-                    "dealt": _united(docs, "dealt"), "merged": [d["shard"]["index"] for _, d in docs],
-                    "positions": {str(r.rung): list(range(len(r.outcomes))) for r in report.rungs if r.outcomes}}
+    report.shard = ShardFacts(index=None, count=d0["shard"]["count"], options=d0["shard"]["options"],
+                              costs=d0["shard"].get("costs") or None, dealt=_united(docs, "dealt"),
+                              merged=[d["shard"]["index"] for _, d in docs],
+                              positions={str(r.rung): list(range(len(r.outcomes))) for r in report.rungs if r.outcomes})
     return report, warnings
 
 
-def _shrunk(docs, report: ClimbReport) -> list[dict]:
+def _shrunk(docs, report: ClimbReport) -> list[ShrunkFacts]:
     """Each shard shrank its own first failure of a rung: of those, the one whose point comes
     first in the merged rung's order (one climb's first failure, when a shard held it)."""
     order = {o.point.id: i for rr in report.rungs for i, o in enumerate(rr.outcomes)}
-    best: dict[int, dict] = {}
+    best: dict[int, ShrunkFacts] = {}
     for _, d in docs:
-        for s in d.get("shrunk") or []:
-            if s["rung"] not in best or order.get(s["failed_id"], 1 << 30) < order.get(best[s["rung"]]["failed_id"], 1 << 30):
-                best[s["rung"]] = s
+        for s in map(ShrunkFacts.from_dict, d.get("shrunk") or []):
+            if s.rung not in best or order.get(s.failed_id, 1 << 30) < order.get(best[s.rung].failed_id, 1 << 30):
+                best[s.rung] = s
     return [best[r] for r in sorted(best)]
 
 

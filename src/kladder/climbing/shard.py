@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from ..core.errors import ShardError
 from ..core.point import Point
+from ..core.results import ShardFacts
 
 OVERHEAD_BYTES = 1 << 20     # what every point costs besides its tensors (a worker's round trip, reference, checks)
 
@@ -157,11 +158,10 @@ class Slicer:
         self.positions[str(rung)] = mine + [len(points) + j for j in range(len(own))]
         return [points[i] for i in mine] + list(own)
 
-    def record(self, options: dict) -> dict:
+    def record(self, options: dict) -> ShardFacts:
         """The report's `shard` field (the outcomes are added when it is written)."""
-        return {"index": self.shard.index, "count": self.shard.count, "options": options,
-                "dealt": dict(self.dealt), "positions": {k: list(v) for k, v in self.positions.items()},
-                "costs": self.costs.record()}
+        return ShardFacts(index=self.shard.index, count=self.shard.count, options=options, dealt=dict(self.dealt),
+                          positions={k: list(v) for k, v in self.positions.items()}, costs=self.costs.record())
 
 
 def options_record(opts) -> dict:

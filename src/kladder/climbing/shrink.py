@@ -33,6 +33,8 @@ import dataclasses
 import time
 from typing import Callable
 
+from ..core.facts import PassedBelowFacts, ShrunkFacts
+
 CLIFF_KINDS = ("big",)
 SEEDS = 2              # other seeds each side of an edge runs under (3 input sets in all)
 MOVES = 4              # times one dim's edge may move down under another seed before the search stops there
@@ -61,27 +63,26 @@ def with_dims(point, sizes: dict[str, int], why: str):
     return dataclasses.replace(point, dims=tuple(sizes.items()), why=why)
 
 
-def shrink(point, first_outcome, run: Callable, spec, budget_s: float = 60.0) -> dict:
-    """The smallest point that fails as `first_outcome` did, and what decides it; facts for the
-    report and JSON (`cause`: facts.ShrinkCauseFacts as a dict)."""
+def shrink(point, first_outcome, run: Callable, spec, budget_s: float = 60.0) -> ShrunkFacts:
+    """The smallest point that fails as `first_outcome` did, and what decides it."""
     t0 = time.monotonic()
     why_not = cannot_shrink(point)
     target = signature(first_outcome)
-    facts = {"from": point.to_dict(), "check": target, "method": "values first, then each dim's floor and "
-             "bisection, each edge run again under other seeds", "runs": 0, "complete": False, "passes_at": {},
-             "smallest": None, "cannot_shrink": why_not, "cause": None}
     if target == "hang" and not why_not:
-        why_not = facts["cannot_shrink"] = ("it hung: every candidate that hangs too costs the whole timeout "
-                                            "(and a fresh worker); the point's own repro is the smallest known")
+        why_not = ("it hung: every candidate that hangs too costs the whole timeout "
+                   "(and a fresh worker); the point's own repro is the smallest known")
+    facts = ShrunkFacts(from_=point.to_dict(), check=target, method="values first, then each dim's floor and "
+                        "bisection, each edge run again under other seeds", runs=0, complete=False, passes_at={},
+                        smallest=None, cannot_shrink=why_not, cause=None)
     if why_not or target is None:
         return facts
     search = Search(point, first_outcome, run, target, t0 + budget_s)
     done = search.values() and search.shapes(spec)
     best = search.best
-    facts.update({"complete": bool(done), "smallest": best.to_dict(), "smallest_id": best.id,
-                  "outcome_status": str(search.outcome.status), "runs": search.runs, "passes_at": search.passes_at,
-                  "cause": search.cause(spec, bool(done)).to_dict(), "seconds": round(time.monotonic() - t0, 3)})
-    return facts
+    return dataclasses.replace(facts, complete=bool(done), smallest=best.to_dict(), smallest_id=best.id,
+                               outcome_status=str(search.outcome.status), runs=search.runs,
+                               passes_at=search.passes_at, cause=search.cause(spec, bool(done)),
+                               seconds=round(time.monotonic() - t0, 3))
 
 
 class Search:
@@ -93,7 +94,7 @@ class Search:
         self.seen: dict[tuple, str] = {}                 # key(point) -> what its run gave
         self.shapes_failed: dict[tuple, bool] = {}       # (dims, values, layouts) tried -> failed under some seed
         self.searched: dict[str, tuple] = {}             # dim -> the best point's key when its search ended
-        self.passes_at: dict[str, dict] = {}             # dim -> the size just below its smallest failing one
+        self.passes_at: dict[str, PassedBelowFacts] = {}   # dim -> the size just below its smallest failing one
         self.edges: dict[str, dict] = {}                 # dim -> facts.EdgeFacts' fields
         self.milder: str | None = None                   # normal values at the failing point's shape: what they gave
         self.milder_at: tuple = ()
@@ -185,7 +186,7 @@ class Search:
                 return None
             lo, hi = (lo, mid) if got else (mid, hi)
         below = self._at(d, vals[lo])
-        self.passes_at[d] = {"size": vals[lo], "status": self.seen.get(key(below), "unknown")}
+        self.passes_at[d] = PassedBelowFacts(size=vals[lo], status=self.seen.get(key(below), "unknown"))
         edge = self._edge(d, below)
         if edge is None:
             return None
@@ -258,7 +259,7 @@ def _floor(dim) -> int:
     return dim.sizes[0] if dim.sizes else dim.min
 
 
-def shrink_failures(report, runner, repro: Callable, budget_s: float = 120.0) -> list[dict]:
+def shrink_failures(report, runner, repro: Callable, budget_s: float = 120.0) -> list[ShrunkFacts]:
     """A climb's hook: each climbed rung's first failure (failed, and failed again when replayed)
     shrunk with `runner` (the climb's, before it closes), the budget shared in rung order. The
     facts of each, with its rung, the failing point's id and the smallest point's repro."""
@@ -271,8 +272,8 @@ def shrink_failures(report, runner, repro: Callable, budget_s: float = 120.0) ->
             continue
         left = budget_s - (time.monotonic() - t0)
         facts = shrink(first.point, first, runner.run, runner.spec, max(0.0, left))
-        facts.update(rung=rr.rung, failed_id=first.point.id)
-        if facts.get("smallest"):
-            facts["repro"] = repro(Point.from_dict(facts["smallest"]))
+        facts = dataclasses.replace(facts, rung=rr.rung, failed_id=first.point.id)
+        if facts.smallest:
+            facts = dataclasses.replace(facts, repro=repro(Point.from_dict(facts.smallest)))
         out.append(facts)
     return out

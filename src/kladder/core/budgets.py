@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+
+from .facts import Plain
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def call_budget(device: str, calls: int | None = None, seconds: float | None = N
 
 # ---------------------------------------------------------------------------- what a budget ran, and what a longer one adds
 @dataclass(frozen=True)
-class BudgetSummary:
+class BudgetSummary(Plain):
     """What the climb's budget ran at rung 5 and what the next longer one would add (None: none
     longer). `most` is the most calls one point made (a failure rate is a rate at one point: calls
     at different shapes and inputs do not add up to one sample); `even_odds` the failure rate
@@ -116,11 +117,6 @@ class BudgetSummary:
     longer_tools: tuple[str, ...] = ()   # those the longer budget adds
     overridden: bool = False             # --repeat / --repeat-s set the repetition points' budget
     longer_seconds: dict = field(default_factory=dict)     # the longer budget's seconds: {"repeat": s, "stream": s}
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d["tools"], d["longer_tools"] = list(self.tools), list(self.longer_tools)
-        return d
 
 
 def even_odds_rate(calls: int) -> float:

@@ -8,9 +8,10 @@ import secrets
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Literal
 
 from .budgets import BudgetSummary
-from .facts import GoldenFacts, ReuseFacts
+from .facts import Facts, GoldenFacts, Json, KladderErrorFacts, Plain, ReuseFacts, ShrunkFacts, opt
 from .outcome import STATUSES, Outcome, Status, Waited
 
 NOTHING_RAN = 5     # as pytest's "no tests ran": every point skipped, or none generated
@@ -22,6 +23,53 @@ def new_run_id() -> str:
     """One climb's id: its start time, its process and 4 random hex digits, so that two climbs
     started in the same second in one folder (a CI matrix) never share a log or a record."""
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{secrets.token_hex(2)}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HolderFacts(Facts, part=True):
+    """A process holding the device (nvidia-smi)."""
+    pid: int | None
+    name: str
+    used_bytes: int | None
+
+
+DEVICE_START_FIELDS = ("what", "error", "waited_s", "gpu", "free_bytes", "total_bytes", "holders")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartErrorFacts(Facts, part=True):
+    """Why the climb (or a worker it needed) could not start (exit 2): `usage` (a bad option or
+    spec: kind and message alone) or `device` (the device refused: devicestart.DeviceStartError's
+    facts, and their line: report/words/environment.device_start_error)."""
+    kind: Literal["usage", "device"]
+    what: str = ""                              # device: what failed (a CUDA context, a query)
+    error: str = ""
+    waited_s: float = 0.0
+    gpu: str | None = None
+    free_bytes: int | None = None
+    total_bytes: int | None = None
+    holders: list[HolderFacts] | None = None    # None: unknown
+    message: str                                # the one line kladder printed on stderr
+
+    sometimes = DEVICE_START_FIELDS
+
+    def left_out(self) -> tuple[str, ...]:
+        return DEVICE_START_FIELDS if self.kind == "usage" else ()
+
+
+@dataclass
+class ShardFacts(Plain):
+    """--shard I/N: which slice, what every shard of one climb shares (the options: rungs, seed,
+    timeout_s, ...), per rung the points dealt among the shards and where each of this report's
+    stands in the rung's whole list, the history's costs the deal used (shard.py); a merged report's
+    index is None and `merged` names the shards it holds (merge.py)."""
+    index: int | None
+    count: int
+    options: dict[str, Json]
+    dealt: dict[str, int]
+    positions: dict[str, list[int]]
+    costs: dict[str, Json] | None = opt()
+    merged: list[int] | None = opt()
 
 
 @dataclass
@@ -78,10 +126,10 @@ class ClimbReport:
     kladder_version: str = ""
     fingerprint: dict = field(default_factory=dict)     # the environment (kladder.core.fingerprint)
     run_id: str = field(default_factory=new_run_id)      # in the log's name and in every record
-    start_error: dict | None = None      # why the climb (or a worker it needed) could not start: facts, see below
-    kladder_error: dict | None = None    # kladder's own error that ended the climb early: error, text, trace (exit 1)
-    shrunk: list[dict] = field(default_factory=list)     # kladder.climbing.shrink's facts per rung's first failure (--shrink-s)
-    shard: dict | None = None            # --shard I/N: which slice, the options, where each point stands (shard.py)
+    start_error: StartErrorFacts | None = None     # why the climb (or a worker it needed) could not start (exit 2)
+    kladder_error: KladderErrorFacts | None = None  # kladder's own error that ended the climb early (exit 1)
+    shrunk: list[ShrunkFacts] = field(default_factory=list)   # kladder.climbing.shrink's facts per rung's first failure (--shrink-s)
+    shard: ShardFacts | None = None      # --shard I/N: which slice, the options, where each point stands (shard.py)
     golden: GoldenFacts | None = None    # --golden: the points' bits against the golden hashes (history/golden.py)
     reuse: ReuseFacts | None = None      # what the outcome store gave and what ran (history/outcomes.py); None: not used
     stopped_at: int | None = None        # -x: the rung whose failure stopped the climb (later rungs not climbed)
@@ -110,8 +158,7 @@ class ClimbReport:
         """0 when every point that ran passed (skips carry their reason) and at least one ran;
         NOTHING_RAN when none ran (a climb that tested nothing must not pass, aiter #5133);
         1 otherwise; 130 (as a shell reports SIGINT) when the climb was interrupted; 2 when it could
-        not start (start_error: {"kind": "usage" | "device", "message": ..., and for "device" what
-        failed, the device's free and total bytes and the processes holding it}). With
+        not start (start_error: StartErrorFacts). With
         --golden=strict, 1 where bits changed since the golden hashes (or none are kept) though
         every point passed (golden.fails)."""
         if self.start_error:

@@ -24,7 +24,7 @@ def point_row(o: Outcome) -> dict:
     d = outcome_dict(o)
     return {"id": d["id"], "rung": d["rung"], "status": d["status"], "failure": d["failure"], "seconds": d["seconds"],
             "stages": d["stages"], "hashes": d["hashes"], "nondeterministic": nondeterministic(o), "point": d["point"],
-            "load": None if o.ran_with is None else o.ran_with.facts(),
+            "load": None if o.ran_with is None else o.ran_with.to_dict(whole=True),
             "reused_from": None if o.reused is None else o.reused.run_id}
 
 
@@ -85,11 +85,11 @@ class Recorder:
         rungs = [{"rung": r.rung, "verdict": r.verdict, "seconds": round(r.seconds, 3)} for r in report.rungs if r.climbed]
         code = report.exit_code
         golden = report.golden                # --golden's result: why a climb whose points passed failed
-        shard = report.shard or {}
+        shard = report.shard
         self._safely(self.h.end, self.climb_id, datetime.datetime.now().isoformat(timespec="seconds"),
                      VERDICTS.get(code, f"exit {code}"), code, report.fingerprint, report.device_name, rungs,
                      None if golden is None else golden.to_dict(),
-                     f"{shard['index']}/{shard['count']}" if shard.get("index") else None)
+                     f"{shard.index}/{shard.count}" if shard is not None and shard.index else None)
         self.close()
 
     def close(self) -> None:

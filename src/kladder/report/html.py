@@ -115,11 +115,13 @@ def _rates(points: list[dict]) -> list[dict]:
 
 def report_html(doc: dict) -> str:
     points = [p for r in doc.get("rungs", []) for p in r.get("points", [])]
+    from ..core.facts import ShrunkFacts
     from .words.shrinking import shrunk_lines
     view = {"doc": doc, "rungs": doc.get("rungs", []),
             "failures": _failures([p for p in points if p["status"] in BAD]),
-            "shrunk": [{"lines": shrunk_lines(s, repro=False), "repro": s.get("repro") if s.get("smallest_id") not in
-                        (None, s.get("failed_id")) else None} for s in doc.get("shrunk") or [] if "rung" in s],
+            "shrunk": [{"lines": shrunk_lines(s, repro=False), "repro": s.repro if s.smallest_id not in
+                        (None, s.failed_id) else None} for s in map(ShrunkFacts.from_dict, doc.get("shrunk") or [])
+                       if s.rung is not None],
             "unjudged": [p for p in points if p["status"] in UNJUDGED],
             "warned": [p for p in points if p["status"] not in BAD and p.get("warnings")],
             "rates": _rates(points), "max_maps": MAX_MAPS, "fingerprint": doc.get("fingerprint") or {},

@@ -17,6 +17,7 @@ import secrets
 from collections import Counter
 from typing import Any
 
+from ..core.facts import dump
 from ..core.outcome import Finding, Outcome
 from . import words
 from ..core.results import ClimbReport, RungReport
@@ -100,10 +101,10 @@ def write_report(path: str, report: ClimbReport) -> None:
 def report_dict(report: ClimbReport) -> dict[str, Any]:
     return {"format": FORMAT, "spec": report.spec, "ref": report.ref, "device": report.device,
             "device_name": report.device_name, "kladder_version": report.kladder_version, "started": report.started,
-            "run_id": report.run_id, "start_error": report.start_error, "kladder_error": report.kladder_error, "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
+            "run_id": report.run_id, "start_error": dump(report.start_error), "kladder_error": dump(report.kladder_error), "seconds": round(report.seconds, 3), "interrupted": report.interrupted, "log": report.log_path,
             "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "lowest_failing_rung": report.lowest_failing_rung, "fingerprint": report.fingerprint,
-            "rungs": [rung_dict(r, report.golden) for r in report.rungs], "shrunk": report.shrunk,
+            "rungs": [rung_dict(r, report.golden) for r in report.rungs], "shrunk": dump(report.shrunk),
             "shard": shard_dict(report), "golden": None if report.golden is None else report.golden.to_dict(),
             "reuse": None if report.reuse is None else report.reuse.to_dict(), "stopped_at": report.stopped_at,
             "budget": None if report.budget is None else report.budget.to_dict()}
@@ -114,7 +115,7 @@ def shard_dict(report: ClimbReport) -> dict[str, Any] | None:
     from which `kladder merge` rebuilds the one report (merge.py)."""
     if report.shard is None:
         return None
-    return {**report.shard, "outcomes": {str(r.rung): [o.to_dict() for o in r.outcomes] for r in report.rungs if r.outcomes}}
+    return {**report.shard.to_dict(), "outcomes": {str(r.rung): [o.to_dict() for o in r.outcomes] for r in report.rungs if r.outcomes}}
 
 
 def header_dict(report: ClimbReport, opts, fingerprint: dict) -> dict[str, Any]:
@@ -130,7 +131,8 @@ def header_dict(report: ClimbReport, opts, fingerprint: dict) -> dict[str, Any]:
 def end_dict(report: ClimbReport) -> dict[str, Any]:
     counts = Counter(str(o.status) for o in report.outcomes)
     return {"ended": _dt.datetime.now().isoformat(timespec="seconds"), "run_id": report.run_id,
-            "start_error": report.start_error, "kladder_error": report.kladder_error, "seconds": round(report.seconds, 3),
+            "start_error": dump(report.start_error), "kladder_error": dump(report.kladder_error),
+            "seconds": round(report.seconds, 3),
             "interrupted": report.interrupted, "exit_code": report.exit_code, "nothing_ran": report.nothing_ran,
             "device_name": report.device_name, "lowest_failing_rung": report.lowest_failing_rung,
             "points": len(report.outcomes), "counts": dict(counts), "fingerprint": report.fingerprint,
@@ -164,7 +166,7 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
         "warnings": [words.message(w) for w in o.warnings],
         "output": o.output,
         "stages": {str(k): round(v, 4) for k, v in o.stages.items()},
-        "under_load": None if o.load is None else o.load.facts(),
+        "under_load": None if o.load is None else o.load.to_dict(whole=True),
         "point": o.point.to_dict(),
         "hashes": o.hashes,
         "reused": None if o.reused is None else o.reused.to_dict(),

@@ -22,7 +22,7 @@ def spec_line(report: ClimbReport, width: int = 0) -> str:
     took = f"; {reuse.reused} reused" if reuse is not None and reuse.reused else ""
     if report.stopped_at is not None:
         took += f"; stopped at rung {report.stopped_at} (-x)"
-    why = f": {report.start_error['message']}" if report.start_error else ""
+    why = f": {report.start_error.message}" if report.start_error else ""
     return literal(f"{verdict:11} {report.spec:{width}}  {report.ref}  {len(outs)} points"
                    f"{': ' + shown if shown else ''}{low}{took}{why}  [{report.seconds:.1f} s]")
 

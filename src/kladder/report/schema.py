@@ -1,4 +1,4 @@
-"""docs/report.schema.json's facts, generated from facts.py's dataclasses.
+"""docs/report.schema.json's facts, generated from facts/ dataclasses.
 
 The report's own fields are written by hand in the schema (their descriptions are prose);
 the facts of each finding and note are generated here: one definition per Check and per
@@ -24,7 +24,7 @@ def part_name(cls: type) -> str:
 
 
 def type_schema(t: Any, parts: set | None = None) -> dict:
-    """A Python annotation (facts.py's) as a JSON Schema; a facts class in it as a reference to
+    """A Python annotation (a facts class field's) as a JSON Schema; a facts class in it as a reference to
     its definition, added to `parts`."""
     if isinstance(t, type) and issubclass(t, F.Facts):
         if parts is not None:
@@ -76,7 +76,7 @@ def _keyed(key: str, table: dict, prefix: str) -> list[dict]:
 
 
 def generate(schema: dict) -> dict:
-    """`schema` with its generated parts made afresh from facts.py."""
+    """`schema` with its generated parts made afresh from facts/."""
     parts: set = set()
     made = {f"facts_{k}": facts_schema(c, parts) for k, c in F.CHECK_FACTS.items()}
     made |= {f"note_facts_{k}": facts_schema(c, parts) for k, c in F.NOTE_FACTS.items()}

@@ -298,7 +298,7 @@ def _ran(ran: list[Outcome]):
 PROVED = (NoteKind.REPEATS_CLEAN, NoteKind.STREAM_CLEAN, NoteKind.SANITIZER_CLEAN)
 
 
-def _shrunk(shrunk: list[dict]):
+def _shrunk(shrunk: list):
     from .words.shrinking import shrunk_lines
     lines = [_text(("\nSmallest failing points", "bold"), " (each rung's first failure, shrunk):")]
     lines += [_text("  ", line) for s in shrunk for line in shrunk_lines(s)]
@@ -372,6 +372,6 @@ def render_case_text(title: str, bug: ClimbReport, twin: ClimbReport, color: boo
         console.print(_joined([_text("  first failure:"), *[_text("  ", line) for line in lines]]))
     from .words.shrinking import shrunk_lines
     for s in bug.shrunk:
-        if s["rung"] == bug.lowest_failing_rung:
+        if s.rung == bug.lowest_failing_rung:
             console.print(_joined([_text("  smallest failing point:"), *[_text("    ", line) for line in shrunk_lines(s)]]))
     return buf.getvalue()

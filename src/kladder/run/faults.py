@@ -231,15 +231,15 @@ def under_load(first: Outcome, alone: Outcome, load: Load, alone_load: Load | No
     crash or a fault is flaky: see _load_excuses); a run that ended for memory while others held
     it: see after_memory; a hang that hangs alone too while its worker waited for a CPU most of
     the time (`alone_load`, starved): not judged, the host was busy. `load` gets
-    the alone run's status and is kept on the outcome (what else ran)."""
-    load.alone, load.alone_s = alone.status, round(alone.seconds, 3)
-    if alone_load is not None and alone_load.waited_s:
-        load.waited_s = alone_load.waited_s
+    the alone run's status (a copy) and is kept on the outcome (what else ran)."""
+    load = dataclasses.replace(load, alone=alone.status, alone_s=round(alone.seconds, 3),
+                               waited_s=alone_load.waited_s if alone_load is not None and alone_load.waited_s
+                               else load.waited_s)
     what = str(first.headline.check) if first.status == Status.FAILED else str(first.status)
     hung = (first.status == Status.FAILED and first.headline.check == Check.HANG
             and alone.status == Status.FAILED and alone.headline.check == Check.HANG)
     if hung and starved(alone_load):
-        facts = {**alone_load.facts(), "alone": str(alone.status), "alone_s": round(alone.seconds, 3)}
+        facts = {**alone_load.to_dict(whole=True), "alone": str(alone.status), "alone_s": round(alone.seconds, 3)}
         out = Outcome(first.point, Status.NOT_JUDGED, note=Note.of(
             NoteKind.HOST_BUSY, timeout_s=alone.headline.facts.timeout_s, cores=os.cpu_count() or 1, **facts),
             seconds=first.seconds + alone.seconds, stages=first.stages)
@@ -247,7 +247,7 @@ def under_load(first: Outcome, alone: Outcome, load: Load, alone_load: Load | No
         out = after_memory(first, alone, load, alone_load)
     elif first.status == Status.FAILED and alone.status == Status.PASSED and _load_excuses(first):
         out = alone
-        out.warnings = [Finding(Check.UNDER_LOAD, facts=UnderLoadFacts(first=what, **load.facts())), *out.warnings]
+        out.warnings = [Finding(Check.UNDER_LOAD, facts=UnderLoadFacts(first=what, **load.to_dict(whole=True))), *out.warnings]
     elif first.status == Status.FAILED and alone.status == Status.PASSED:
         out = first                          # its own crash: flaky, reported with the run alone's status
         out.status, out.replay, out.replay_status = Status.FLAKY, Replay.FLAKY, alone.status
@@ -273,7 +273,7 @@ def after_memory(first: Outcome, alone: Outcome, load: Load, alone_load: Load | 
     held = alone_load if alone_load is not None else load
     again = alone.status == Status.OOM or killed(alone)
     if alone.status == Status.PASSED and killed(first):
-        alone.warnings = [Finding(Check.UNDER_LOAD, facts=UnderLoadFacts(first=str(Check.CRASHED), **load.facts())),
+        alone.warnings = [Finding(Check.UNDER_LOAD, facts=UnderLoadFacts(first=str(Check.CRASHED), **load.to_dict(whole=True))),
                           *alone.warnings]
         return alone
     if alone.status == Status.PASSED or (again and memory_held(held)):
@@ -284,7 +284,7 @@ def after_memory(first: Outcome, alone: Outcome, load: Load, alone_load: Load | 
 def _not_judged_memory(first: Outcome, alone: Outcome, load: Load, held: Load) -> Outcome:
     """NOT JUDGED: the device's memory (an OOM while others held it) or the host's (a SIGKILL
     while it was full) was others', named with the first run's load (who held it then)."""
-    facts = load.facts()
+    facts = load.to_dict(whole=True)
     for k in ("processes", "device_used_bytes", "device_total_bytes", "host_used_bytes", "host_total_bytes"):
         if facts.get(k) is None or (k == "processes" and not facts[k]):
             facts[k] = getattr(held, k)              # what the run alone saw, where the first run had no reading

@@ -113,8 +113,7 @@ def run(spec, point: Point, device: str, rank: int, d: str) -> int:
     except _Stop as stop:
         return stop.code
     except SpecBroken as e:
-        _write(d, rank, {**record, "ended": {"how": "broken", "rank": rank, "phase": phase, "note": str(e.note.kind),
-                                             "facts": e.note.facts.to_dict()}})
+        _write(d, rank, {**record, "ended": {"how": "broken", "rank": rank, "phase": phase, "note": e.note.to_dict()}})
         return 4
     except BaseException as e:  # noqa: BLE001 - kladder's side of the rank (or the spec's): never the kernel's
         how = "oom" if is_oom(e) else "broken"

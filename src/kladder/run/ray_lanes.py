@@ -97,7 +97,7 @@ class LaneHost:
         # asked on the node, after the fact (ladder.Runner._on_lane says why): the device is this node's
         held = (device_load(self.lane.gpu, self.pool.pids())
                 if self.pool.device == "cuda" and faults.load_sensitive(outcome) else {})
-        return outcome.to_dict(), self.lane.load.facts(), held, self.pool.hello
+        return outcome.to_dict(), self.lane.load.to_dict(whole=True), held, self.pool.hello
 
     def close(self) -> None:
         self.lane.close()
@@ -232,7 +232,7 @@ class RayLane:
 
     def run(self, point: Point, timeout_s: float, fresh: bool = False, budget_s: float | None = None) -> Outcome:
         out, load, self._held, hello = self.pool.get(self.actor.run.remote(point.to_dict(), timeout_s, fresh, budget_s))
-        self.load = Load.from_facts(load)
+        self.load = Load.from_dict(load)
         self.pool.hello = self.pool.hello or hello
         return Outcome.from_dict(out)
 

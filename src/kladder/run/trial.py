@@ -111,7 +111,7 @@ def _run(spec: Spec, point: Point, device: str, watch=None, children: Children |
             elif isinstance(seen, Uncaptured):
                 fatal = device == "cuda"             # a failed capture may leave the context unusable
                 if seen.skip:
-                    return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.GRAPHS_NOT_CLAIMED, **seen.facts)), fatal=fatal)
+                    return Result(Outcome(point, Status.SKIPPED, note=Note.of(NoteKind.GRAPHS_NOT_CLAIMED, **seen.facts.to_dict())), fatal=fatal)
                 judge.uncaptured(seen.facts)
             elif isinstance(seen, Same):
                 judge.same(seen.before, seen.after, seen.cause, seen.call, seen.facts)

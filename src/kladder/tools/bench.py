@@ -30,14 +30,74 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 
 from ..core.errors import BenchProblem
+from ..core.facts import Plain, opt
+from ..core.point import Point
 
 ALPHA = 0.05
 FLUSH_BYTES = 256 << 20                   # triton.testing.do_bench's L2 flush buffer
 COPY_BYTES = 1 << 30                      # the bandwidth probe: far past any L2
 CPU_INPUT_SETS = 3
 DEFAULTS = {"cuda": {"rounds": 20, "calls": 10, "warmup": 10}, "cpu": {"rounds": 15, "calls": 3, "warmup": 2}}
+
+
+# ---------------------------------------------------------------- the facts (report/debugging.bench_text says them)
+@dataclass
+class Comparison(Plain):
+    """A's and B's paired rounds: medians, IQRs, B's speed-up over A, the Wilcoxon p, and the verdict
+    at alpha: faster | slower | no_difference."""
+    rounds: int
+    median_a: float
+    median_b: float
+    iqr_a: float
+    iqr_b: float
+    speedup: float
+    p: float
+    alpha: float
+    verdict: str
+
+
+@dataclass
+class Roofline(Plain):
+    """What a median time reaches: bytes/s, FLOP/s (None: no FLOPs given), % of the roofline (None: unknown)."""
+    bytes_per_s: float | None
+    flops_per_s: float | None
+    roofline_pct: float | None = None
+
+
+@dataclass
+class BenchKernel(Plain):
+    """One kernel's rounds (seconds a call, each round's mean) and what they reach."""
+    ref: str
+    rounds_s: list[float]
+    median_s: float
+    iqr_s: float
+    min_s: float
+    bytes_per_s: float | None = None
+    flops_per_s: float | None = None
+    roofline_pct: float | None = None
+
+
+@dataclass
+class BenchResult(Plain):
+    """`kladder bench`'s facts (its --json): the point, how it was timed, each kernel's rounds
+    (A, and B with --against) and, for two, their comparison."""
+    point: Point
+    device: str
+    device_name: str
+    rounds: int
+    calls: int
+    warmup: int
+    bytes: int
+    flops: float | None
+    peak_bandwidth: float | None
+    peak_flops: float | None
+    timer: str
+    between_calls: str
+    kernels: dict[str, BenchKernel] = field(default_factory=dict)
+    comparison: Comparison | None = opt()
 
 
 # ---------------------------------------------------------------- statistics (pure)
@@ -48,7 +108,7 @@ def quartiles(xs) -> tuple[float, float, float]:
     return float(q1), float(med), float(q3)
 
 
-def compare(a, b, alpha: float = ALPHA) -> dict:
+def compare(a, b, alpha: float = ALPHA) -> Comparison:
     """A's and B's paired round times: medians, IQRs, B's speed-up over A (median A / median B)
     and the two-sided Wilcoxon signed-rank p over the pairs. Identical samples have no
     difference to rank: p = 1."""
@@ -61,9 +121,9 @@ def compare(a, b, alpha: float = ALPHA) -> dict:
     p = 1.0 if not np.any(a - b) else float(wilcoxon(a, b).pvalue)
     speedup = qa[1] / qb[1] if qb[1] > 0 else math.inf
     shown = p < alpha
-    return {"rounds": int(a.size), "median_a": qa[1], "median_b": qb[1], "iqr_a": qa[2] - qa[0],
-            "iqr_b": qb[2] - qb[0], "speedup": speedup, "p": p, "alpha": alpha,
-            "verdict": ("faster" if speedup > 1 else "slower") if shown else "no_difference"}
+    return Comparison(rounds=int(a.size), median_a=qa[1], median_b=qb[1], iqr_a=qa[2] - qa[0], iqr_b=qb[2] - qb[0],
+                      speedup=speedup, p=p, alpha=alpha,
+                      verdict=("faster" if speedup > 1 else "slower") if shown else "no_difference")
 
 
 def min_rounds_for(alpha: float = ALPHA) -> int:
@@ -208,7 +268,7 @@ def _signature(spec) -> str:
                      for n in spec.args)
 
 
-def run_worker(req: dict) -> dict:
+def run_worker(req: dict) -> BenchResult:
     import torch
     from ..gen.load import load_spec
     from ..gen.materialize import materialize
@@ -242,37 +302,35 @@ def run_worker(req: dict) -> dict:
     flops = flops_of(req.get("flops"), point.sizes)
     bw = peak_bandwidth(device)
     peak = peak_flops(device) if flops else None
-    out = {"point": point.to_dict(), "device": device, "device_name": torch.cuda.get_device_name() if device == "cuda"
-           else "cpu", "rounds": rounds, "calls": calls, "warmup": warmup, "bytes": nbytes, "flops": flops,
-           "peak_bandwidth": bw, "peak_flops": peak, "timer": "cuda events" if device == "cuda" else "perf_counter",
-           "between_calls": f"{FLUSH_BYTES >> 20} MiB zeroed (L2 flush)" if device == "cuda"
-           else f"inputs rotated over {sets} sets", "kernels": {}}
+    out = BenchResult(point=point, device=device, device_name=torch.cuda.get_device_name() if device == "cuda"
+                      else "cpu", rounds=rounds, calls=calls, warmup=warmup, bytes=nbytes, flops=flops,
+                      peak_bandwidth=bw, peak_flops=peak, timer="cuda events" if device == "cuda" else "perf_counter",
+                      between_calls=f"{FLUSH_BYTES >> 20} MiB zeroed (L2 flush)" if device == "cuda"
+                      else f"inputs rotated over {sets} sets")
     for k, ts in times.items():
         q1, med, q3 = quartiles(ts)
-        out["kernels"][k] = {"ref": req["a"] if k == "A" else req["b"], "rounds_s": ts, "median_s": med,
-                             "iqr_s": q3 - q1, "min_s": min(ts), **roofline(nbytes, flops, bw, peak, med)}
+        out.kernels[k] = BenchKernel(ref=req["a"] if k == "A" else req["b"], rounds_s=ts, median_s=med, iqr_s=q3 - q1,
+                                     min_s=min(ts), **roofline(nbytes, flops, bw, peak, med).to_dict())
     if "B" in times:
-        out["comparison"] = compare(times["A"], times["B"])
+        out.comparison = compare(times["A"], times["B"])
     return out
 
 
-def roofline(nbytes: int, flops: float | None, bw: float | None, peak: float | None, seconds: float) -> dict:
+def roofline(nbytes: int, flops: float | None, bw: float | None, peak: float | None, seconds: float) -> Roofline:
     """What a median time reaches: bytes/s, FLOP/s, and the % of the roofline (the time the
     bytes need at the measured bandwidth, or the FLOPs at the measured compute, whichever is
     longer, over the time taken)."""
-    r = {"bytes_per_s": nbytes / seconds if seconds > 0 else None,
-         "flops_per_s": flops / seconds if flops and seconds > 0 else None, "roofline_pct": None}
     floor = max(nbytes / bw if bw else 0.0, flops / peak if flops and peak else 0.0)
-    if floor > 0 and seconds > 0:
-        r["roofline_pct"] = 100.0 * floor / seconds
-    return r
+    return Roofline(bytes_per_s=nbytes / seconds if seconds > 0 else None,
+                    flops_per_s=flops / seconds if flops and seconds > 0 else None,
+                    roofline_pct=100.0 * floor / seconds if floor > 0 and seconds > 0 else None)
 
 
 # ---------------------------------------------------------------- the parent
 
 def bench(a_ref: str, b_ref: str | None, *, point: str | None, device: str, rounds: int | None = None,
           calls: int | None = None, warmup: int | None = None, flops: str | None = None,
-          timeout_s: float = 600.0) -> dict:
+          timeout_s: float = 600.0) -> BenchResult:
     """Run the timing in a worker process of its own (a crash or hang costs the bench, not the
     caller), and return its facts."""
     from ..run.workers import worker_env
@@ -295,7 +353,7 @@ def bench(a_ref: str, b_ref: str | None, *, point: str | None, device: str, roun
             doc = json.load(f)
     if "error" in doc:
         raise BenchProblem(doc["error"])
-    return doc
+    return BenchResult.from_dict(doc)
 
 
 def _worker_main(argv: list[str]) -> int:
@@ -304,7 +362,7 @@ def _worker_main(argv: list[str]) -> int:
         os.environ["TRITON_INTERPRET"] = "1"
     from ..report.jsonout import dumps
     try:
-        doc = run_worker(req)
+        doc = run_worker(req).to_dict()
     except (BenchProblem, ValueError) as e:            # SpecError and LoadError are ValueErrors
         doc = {"error": str(e)}
     with open(out, "w") as f:

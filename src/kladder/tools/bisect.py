@@ -32,8 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 
 from ..core.errors import BisectProblem
+from ..core.facts import Json, Plain, opt
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 EXIT_OF = {GOOD: 0, BAD: 1, SKIP: 125}        # what `git bisect run` reads from a step
@@ -93,9 +95,55 @@ def tree_pythonpath(tree: str) -> str:
 
 # ---------------------------------------------------------------- the driver
 
+@dataclass
+class BisectStep(Plain):
+    """One commit judged (a line of the steps record `kladder.tools.bisect step` appends to)."""
+    commit: str
+    subject: str
+    verdict: str                     # GOOD, BAD or SKIP
+    why: str
+    statuses: dict[str, int]         # the points' statuses there, counted
+    seconds: float
+
+
+@dataclass
+class Candidate(Plain):
+    commit: str
+    subject: str
+
+
+@dataclass
+class Predicate(Plain):
+    """What each commit is judged by: a point (its JSON, or its text when it is not JSON) or rungs."""
+    point: Json = None
+    rungs: str | None = None
+
+
+@dataclass
+class BisectResult(Plain):
+    """`kladder bisect`'s facts (its --json; report/debugging.bisect_text says them). outcome:
+    found (first_bad), ambiguous (candidates: git could not tell which), ends_wrong (GOOD does not
+    pass or BAD does not fail: ends), interrupted, bisect_failed (git_output_tail)."""
+    repo: str
+    spec: str
+    good: str
+    bad: str
+    device: str
+    predicate: Predicate
+    first_bad: str | None = None
+    candidates: list[Candidate] = field(default_factory=list)
+    ends: dict[str, BisectStep | None] = field(default_factory=dict)   # "bad", "good": each end's own step
+    steps: list[BisectStep] = field(default_factory=list)
+    interrupted: bool = False
+    git_output_tail: str | None = opt()
+    outcome: str = ""
+    first_bad_subject: str | None = opt()
+    seconds: float = 0.0
+
+
 def bisect(good: str, bad: str, ref: str, *, point: str | None = None, rungs: str | None = None,
-           device: str = "cpu", timeout_s: float | None = None, on_step=None) -> dict:
-    """Find the first bad commit between GOOD and BAD; returns the facts (strict-JSON-able)."""
+           device: str = "cpu", timeout_s: float | None = None, on_step=None) -> BisectResult:
+    """Find the first bad commit between GOOD and BAD; returns the facts (to_dict: strict-JSON-able)."""
     repo, rel, name = spec_location(ref)
     good_sha, bad_sha = _commit(repo, good, "GOOD"), _commit(repo, bad, "BAD")
     if good_sha == bad_sha:
@@ -113,9 +161,9 @@ def bisect(good: str, bad: str, ref: str, *, point: str | None = None, rungs: st
     if timeout_s:
         step_cmd += ["--timeout", str(timeout_s)]
     env = dict(os.environ, PYTHONPATH=tree_pythonpath(tree))
-    result = {"repo": repo, "spec": rel + name, "good": good_sha, "bad": bad_sha, "device": device,
-              "predicate": {"point": json.loads(point) if _is_json(point) else point, "rungs": rungs},
-              "first_bad": None, "candidates": [], "ends": {}, "steps": [], "interrupted": False}
+    result = BisectResult(repo=repo, spec=rel + name, good=good_sha, bad=bad_sha, device=device,
+                          predicate=Predicate(point=json.loads(point) if _is_json(point) else point, rungs=rungs))
+    candidates: list[str] = []
     proc = None
     added = False
     try:
@@ -124,29 +172,29 @@ def bisect(good: str, bad: str, ref: str, *, point: str | None = None, rungs: st
         for which, sha in (("bad", bad_sha), ("good", good_sha)):
             git(tree, "checkout", "--quiet", "--detach", sha)
             subprocess.run(step_cmd, cwd=tree, env=env, capture_output=True, start_new_session=True)
-            result["ends"][which] = _read_steps(record)[-1] if _read_steps(record) else None
-            if on_step and result["ends"][which]:
-                on_step(result["ends"][which])
-        ends = {k: (v or {}).get("verdict") for k, v in result["ends"].items()}
+            result.ends[which] = _read_steps(record)[-1] if _read_steps(record) else None
+            if on_step and result.ends[which]:
+                on_step(result.ends[which])
+        ends = {k: None if v is None else v.verdict for k, v in result.ends.items()}
         if ends.get("bad") != BAD or ends.get("good") != GOOD:
-            result["outcome"] = "ends_wrong"
+            result.outcome = "ends_wrong"
         else:
             git(tree, "bisect", "start", bad_sha, good_sha)
             proc = subprocess.Popen(["git", "bisect", "run", *step_cmd], cwd=tree, env=env, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
             out = _follow(proc, record, len(_read_steps(record)), on_step)
-            result["git_output_tail"] = out[-2000:]
-            result.update(_first_bad(out))
+            result.git_output_tail = out[-2000:]
+            result.outcome, result.first_bad, candidates = _first_bad(out)
     except KeyboardInterrupt:
-        result["interrupted"] = True
-        result["outcome"] = "interrupted"
+        result.interrupted = True
+        result.outcome = "interrupted"
     finally:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)    # a second Ctrl-C must not stop the cleanup
         try:
             if proc is not None and proc.poll() is None:
                 _kill_group(proc)
             steps = _read_steps(record)
-            result["steps"] = steps[len([v for v in result["ends"].values() if v]):]
+            result.steps = steps[len([v for v in result.ends.values() if v]):]
             if added:
                 git(tree, "bisect", "reset", check=False)
                 git(repo, "worktree", "remove", "--force", tree, check=False)
@@ -154,10 +202,10 @@ def bisect(good: str, bad: str, ref: str, *, point: str | None = None, rungs: st
             shutil.rmtree(tmp, ignore_errors=True)
         finally:
             signal.signal(signal.SIGINT, previous)
-    if result.get("first_bad"):
-        result["first_bad_subject"] = subject(repo, result["first_bad"])
-    result["candidates"] = [{"commit": c, "subject": subject(repo, c)} for c in result["candidates"]]
-    result["seconds"] = round(time.perf_counter() - t0, 3)
+    if result.first_bad:
+        result.first_bad_subject = subject(repo, result.first_bad)
+    result.candidates = [Candidate(commit=c, subject=subject(repo, c)) for c in candidates]
+    result.seconds = round(time.perf_counter() - t0, 3)
     return result
 
 
@@ -196,20 +244,21 @@ FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.M)
 COULD_BE = re.compile(r"The first bad commit could be any of:\n((?:[0-9a-f]{40}\n)+)")
 
 
-def _first_bad(out: str) -> dict:
+def _first_bad(out: str) -> tuple[str, str | None, list[str]]:
+    """git bisect run's verdict: (outcome, the first bad commit, the candidates)."""
     m = FIRST_BAD.search(out)
     if m:
-        return {"outcome": "found", "first_bad": m.group(1)}
+        return "found", m.group(1), []
     m = COULD_BE.search(out)
     if m:
-        return {"outcome": "ambiguous", "candidates": m.group(1).split()}
-    return {"outcome": "bisect_failed"}
+        return "ambiguous", None, m.group(1).split()
+    return "bisect_failed", None, []
 
 
-def _read_steps(record: str) -> list[dict]:
+def _read_steps(record: str) -> list[BisectStep]:
     try:
         with open(record) as f:
-            return [json.loads(line) for line in f if line.strip()]
+            return [BisectStep.from_dict(json.loads(line)) for line in f if line.strip()]
     except OSError:
         return []
 
@@ -232,11 +281,11 @@ def step_main(argv: list[str]) -> int:
         verdict, why, statuses = judge(a.ref, a.point, a.rungs, a.device, a.timeout)
     except BaseException as e:  # noqa: BLE001 - any error of kladder's at a commit is a skip, never "bad"
         verdict, why, statuses = SKIP, f"kladder could not judge this commit: {type(e).__name__}: {e}", {}
-    entry = {"commit": sha, "subject": git(tree, "log", "-1", "--format=%s", check=False), "verdict": verdict,
-             "why": why, "statuses": statuses, "seconds": round(time.perf_counter() - t0, 3)}
+    entry = BisectStep(commit=sha, subject=git(tree, "log", "-1", "--format=%s", check=False), verdict=verdict,
+                       why=why, statuses=statuses, seconds=round(time.perf_counter() - t0, 3))
     from ..report.jsonout import dumps
     with open(a.record, "a") as f:
-        f.write(dumps(entry) + "\n")
+        f.write(dumps(entry.to_dict()) + "\n")
     return EXIT_OF[verdict]
 
 

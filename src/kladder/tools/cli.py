@@ -314,8 +314,9 @@ def cmd_climb(ref: str, args) -> int:
         if report is None:
             raise
         import traceback
+        from ..core.facts import KladderErrorFacts
         from ..core.outcome import error_facts
-        report.kladder_error = {**error_facts(e), "trace": "".join(traceback.format_exception(e)[-8:])}
+        report.kladder_error = KladderErrorFacts(**error_facts(e), trace="".join(traceback.format_exception(e)[-8:]))
     finally:
         for pool in started["pools"]:
             pool.close()
@@ -455,7 +456,8 @@ def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
     from ..core.rungs import BUILT
     from ..report.terminal import render_text
     if problem is not None:
-        report.start_error = {"kind": "usage", "message": str(problem)}
+        from ..core.results import StartErrorFacts
+        report.start_error = StartErrorFacts(kind="usage", message=str(problem))
     if not report.fingerprint:               # no worker started: the environment as this process sees it
         from ..core.fingerprint import fingerprint, source_file
         report.fingerprint = fingerprint(source_file(report.ref), None)
@@ -475,10 +477,10 @@ def _ended(report, args, guard, problem, rungs, recorder=None) -> int:
         _write_html(args.html, report, failed)
     if report.kladder_error:
         x = report.kladder_error
-        print(f"{x['trace']}kladder: kladder's own error ended the climb (not the kernel's): {x['error']}: {x['text']}; "
+        print(f"{x.trace}kladder: kladder's own error ended the climb (not the kernel's): {x.error}: {x.text}; "
               "the report holds the points run before it", file=sys.stderr)
     if report.start_error:
-        print(f"kladder: error: {report.start_error['message']}", file=sys.stderr)
+        print(f"kladder: error: {report.start_error.message}", file=sys.stderr)
     else:
         _say(lambda: sys.stdout.write(render_text(report, color=_color(args.color), verbose=getattr(args, "verbose", False))))
     for line in failed.values():
@@ -752,8 +754,8 @@ def cmd_bisect(args) -> int:
     except BisectProblem as e:
         raise UsageProblem(str(e)) from None
     sys.stdout.write(bisect_text(result))
-    _write_doc(args.json, result)
-    return {"found": EXIT_OK, "interrupted": 130}.get(result["outcome"], EXIT_FAILED)
+    _write_doc(args.json, result.to_dict())
+    return {"found": EXIT_OK, "interrupted": 130}.get(result.outcome, EXIT_FAILED)
 
 
 def cmd_bench(args) -> int:
@@ -777,7 +779,7 @@ def cmd_bench(args) -> int:
     except BenchProblem as e:
         raise UsageProblem(str(e)) from None
     sys.stdout.write(bench_text(result))
-    _write_doc(args.json, result)
+    _write_doc(args.json, result.to_dict())
     return EXIT_OK
 
 
@@ -820,8 +822,8 @@ def cmd_explore(args) -> int:
     finally:
         runner.close()
     sys.stdout.write(explore_text(result))
-    _write_doc(args.json, result)
-    return EXIT_FAILED if result["failure"] else EXIT_OK
+    _write_doc(args.json, result.to_dict())
+    return EXIT_FAILED if result.failure else EXIT_OK
 
 
 def cmd_zoo_list() -> int:

@@ -32,10 +32,15 @@ then the database's, then draws new ones. With --seed, Hypothesis draws the same
 run and (its rule) neither reads nor writes its database; the kept points still replay. It complements the fixed ladder, never replaces it."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import time
+from dataclasses import dataclass
+
+from ..core.facts import Json, Plain, ShrunkFacts
+from ..core.point import Point
 
 SEARCH, SHRINK = "search", "shrink"
 GROW_EVERY = 2               # points run at one cost level before the next is admitted
@@ -273,8 +278,51 @@ class Costs:
         return min((s for _, s in self.runs[1:]), default=0.0)
 
 
+@dataclass
+class Explored(Plain):
+    """One point explore ran: what it gave (its headline check when it failed), where it came from
+    (replayed from an earlier run, the sweep, or drawn), the phase, and when."""
+    point: Point
+    id: str
+    status: str
+    check: str | None
+    replayed: bool
+    swept: bool
+    phase: str
+    repro: str
+    seconds: float
+    at_s: float                       # since the budget began
+
+
+@dataclass
+class HypothesisSmallest(Plain):
+    point: Point
+    id: str
+
+
+@dataclass
+class ExploreResult(Plain):
+    """`kladder explore`'s facts (its --json; report/debugging.explore_text says them). stopped:
+    failed | budget | exhausted (Hypothesis ran out of points) | hypothesis: its error."""
+    spec: str
+    ref: str
+    rungs: list[int]
+    budget_s: float
+    shrink_s: float | None
+    stopped: str
+    points: list[Explored]
+    replayed: list[dict[str, Json]]   # the points kept from earlier runs, replayed first
+    swept: int                        # the sweep's points (value kinds and layouts), run next
+    failure: Explored | None
+    found_after_s: float | None
+    too_dear: int                     # draws skipped: too dear for what was left of the budget
+    hypothesis_smallest: HypothesisSmallest | None = None   # None: Hypothesis shrank nothing (an explicit example)
+    shrunk: ShrunkFacts | None = None
+    seconds: float | None = None
+
+
 def explore(ref: str, spec, runner, *, budget, rungs=(1, 2), budget_s: float = 60.0, shrink_s: float | None = None,
-            root: str = ".kladder", seed: int | None = None, on_point=None, started: float | None = None) -> dict:
+            root: str = ".kladder", seed: int | None = None, on_point=None, started: float | None = None) -> ExploreResult:
     """Draw, run and judge points, cheap ones first, until one fails or `budget_s` is spent;
     shrink the failure with what is left of the budget (at least LATE_SHRINK of it; at most
     `shrink_s`): half Hypothesis's shrinking, then kladder.climbing.shrink's plain search. `started`: when
@@ -292,7 +340,7 @@ def explore(ref: str, spec, runner, *, budget, rungs=(1, 2), budget_s: float = 6
     swept = [p for p in sweep(spec, budget, set(rungs)) if p not in replays]
     explicit = set(replays) | set(swept)
     ran: dict = {}                                # point -> its signature: a point drawn again is not run again
-    tried: list[dict] = []
+    tried: list[Explored] = []
     costs = Costs(spec, budget)
     state = {"phase": SEARCH, "target": None, "first": None, "best": None, "best_outcome": None, "t_found": None,
              "hypothesis_end": None, "shrink_end": None, "skipped": 0}
@@ -323,9 +371,9 @@ def explore(ref: str, spec, runner, *, budget, rungs=(1, 2), budget_s: float = 6
         costs.add(point, time.monotonic() - now, drawn=point not in explicit)
         sig = signature(outcome)
         ran[point] = sig
-        entry = {"point": point.to_dict(), "id": point.id, "status": str(outcome.status), "check": sig,
-                 "replayed": point in replays, "swept": point in swept, "phase": state["phase"], "repro": outcome.repro,
-                 "seconds": round(time.monotonic() - now, 3), "at_s": round(now - t0, 3)}
+        entry = Explored(point=point, id=point.id, status=str(outcome.status), check=sig,
+                         replayed=point in replays, swept=point in swept, phase=state["phase"], repro=outcome.repro,
+                         seconds=round(time.monotonic() - now, 3), at_s=round(now - t0, 3))
         tried.append(entry)
         if on_point:
             on_point(entry)
@@ -356,21 +404,19 @@ def explore(ref: str, spec, runner, *, budget, rungs=(1, 2), budget_s: float = 6
         stopped = "failed" if state["best"] is not None else "budget"
     except Exception as e:  # noqa: BLE001 - Hypothesis's own errors (Flaky: a failure that did not recur)
         stopped = f"hypothesis: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    result = {"spec": spec.name, "ref": ref, "rungs": list(rungs), "budget_s": budget_s, "shrink_s": shrink_s,
-              "stopped": stopped, "points": tried, "replayed": [p.to_dict() for p in replays],
-              "swept": len(swept), "failure": state["first"], "found_after_s": None if state["t_found"] is None else
-              round(state["t_found"] - t0, 3), "too_dear": state["skipped"], "hypothesis_smallest": None,
-              "shrunk": None, "seconds": None}
+    result = ExploreResult(spec=spec.name, ref=ref, rungs=list(rungs), budget_s=budget_s, shrink_s=shrink_s,
+                           stopped=stopped, points=tried, replayed=[p.to_dict() for p in replays], swept=len(swept),
+                           failure=state["first"], found_after_s=None if state["t_found"] is None else
+                           round(state["t_found"] - t0, 3), too_dear=state["skipped"])
     if state["best"] is not None:
         best = state["best"]
-        if not (state["first"]["replayed"] or state["first"]["swept"]):   # Hypothesis shrinks no explicit example
-            result["hypothesis_smallest"] = {"point": best.to_dict(), "id": best.id}
+        if not (state["first"].replayed or state["first"].swept):   # Hypothesis shrinks no explicit example
+            result.hypothesis_smallest = HypothesisSmallest(point=best, id=best.id)
         facts = shrink(best, state["best_outcome"], runner.run, spec, max(0.0, state["shrink_end"] - time.monotonic()))
-        result["shrunk"] = facts
-        smallest = best if not facts.get("smallest") else _point(facts["smallest"])
-        facts["repro"] = _repro(ref, runner.device, smallest)
+        smallest = best if not facts.smallest else _point(facts.smallest)
+        result.shrunk = dataclasses.replace(facts, repro=_repro(ref, runner.device, smallest))
         keep(root, key, smallest)
-    result["seconds"] = round(time.monotonic() - t0, 3)
+    result.seconds = round(time.monotonic() - t0, 3)
     return result
 
 

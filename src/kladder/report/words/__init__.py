@@ -2,7 +2,7 @@
 pattern, a note, a replay or the rows checked is made here, from typed data only, for every
 renderer (terminal, JSON). Nothing here computes a verdict.
 
-A finding's message and a note's text are chosen by the class of its facts (facts.py), from
+A finding's message and a note's text are chosen by the class of its facts (facts/), from
 the tables in base.py that each family fills: values (comparisons, bias, invariants, the
 model), contracts (outputs, guards, inputs, the reference), modes (raised, crashed, hung,
 captures, bitwise, the sanitizer), repetition (rung 5), toolchain (rungs 6 and 7), notes."""

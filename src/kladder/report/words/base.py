@@ -13,7 +13,7 @@ NOTES: dict[type, Callable] = {}
 
 
 def says(*classes: type) -> Callable:
-    """Register a finding's message for facts of these classes (facts.py)."""
+    """Register a finding's message for facts of these classes (facts/)."""
     def put(fn):
         for c in classes:
             MESSAGES[c] = fn
@@ -22,7 +22,7 @@ def says(*classes: type) -> Callable:
 
 
 def notes(*classes: type) -> Callable:
-    """Register a note's text for facts of these classes (facts.py)."""
+    """Register a note's text for facts of these classes (facts/)."""
     def put(fn):
         for c in classes:
             NOTES[c] = fn

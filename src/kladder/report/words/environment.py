@@ -1,6 +1,7 @@
 """The words for a climb's environment, and for a climb that could not start or ran nothing."""
 from __future__ import annotations
 
+from ...core.results import StartErrorFacts
 from ...core.sizes import human_bytes
 
 ENV_SHOWN = 4
@@ -56,9 +57,9 @@ def device_start_text(x: dict) -> str:
     return f"{head}; {device_holders_text(x)}; wait for them to finish, or give --devices a free GPU"
 
 
-def device_start_error(facts: dict) -> dict:
+def device_start_error(facts: dict) -> StartErrorFacts:
     """report.start_error when the device refused: devicestart.DeviceStartError's facts and their line."""
-    return {**facts, "message": device_start_text(facts)}
+    return StartErrorFacts(**facts, message=device_start_text(facts))
 
 
 def device_holders_text(x: dict) -> str:

@@ -3,7 +3,7 @@ smallest failing point, the size below it that passed, and what decides the fail
 values, a shape edge, the inputs, or nothing a shrink can name."""
 from __future__ import annotations
 
-from ...core.facts import EdgeFacts, ShrinkCauseFacts
+from ...core.facts import EdgeFacts, ShrinkCauseFacts, ShrunkFacts
 
 
 def dims_text(dims) -> str:
@@ -77,48 +77,49 @@ def cause_text(c: ShrinkCauseFacts, smallest_dims) -> str:
     return "what decides it is not settled: the shrink budget ran out first"
 
 
-def _passes_text(s: dict) -> str:
+def _passes_text(s: ShrunkFacts) -> str:
     """Each shrunk dim's size one below the smallest failing one, and what it gave."""
-    return "; ".join(f"{d} = {p['size']}: {p['status']}" for d, p in s["passes_at"].items())
+    return "; ".join(f"{d} = {p.size}: {p.status}" for d, p in s.passes_at.items())
 
 
-def _cause_line(s: dict) -> list[str]:
-    c = s.get("cause")
-    if not c:
+def _cause_line(s: ShrunkFacts) -> list[str]:
+    if not s.cause:
         return []
-    return [f"  cause: {cause_text(ShrinkCauseFacts.from_dict(c), s['smallest']['dims'])}"]
+    return [f"  cause: {cause_text(s.cause, s.smallest['dims'])}"]
 
 
-def shrunk_lines(s: dict, repro: bool = True) -> list[str]:
+def shrunk_lines(s: ShrunkFacts, repro: bool = True) -> list[str]:
     """A climb's shrunk failure (shrink.py's facts), as the terminal and the HTML say it; without
     `repro`, the smallest point's repro line is left out (the HTML shows it in a box of its own)."""
-    head = f"rung {s['rung']}, from {s['failed_id']}"
-    if s.get("cannot_shrink"):
-        return [f"{head}: cannot shrink: {s['cannot_shrink']}"]
-    if s.get("check") is None:
+    head = f"rung {s.rung}, from {s.failed_id}"
+    if s.cannot_shrink:
+        return [f"{head}: cannot shrink: {s.cannot_shrink}"]
+    if s.check is None:
         return [f"{head}: not shrunk (its replay did not fail)"]
-    if not s.get("smallest"):
+    if not s.smallest:
         return [f"{head}: not shrunk (the shrink budget was spent before it began)"]
-    if s["smallest_id"] == s["failed_id"]:
-        found = "no smaller point fails the same way" if s["complete"] else "no smaller failing point found before the budget ran out"
-        return [f"{head}: {found} ({s['runs']} runs)", *_cause_line(s)]
+    if s.smallest_id == s.failed_id:
+        found = "no smaller point fails the same way" if s.complete else "no smaller failing point found before the budget ran out"
+        return [f"{head}: {found} ({s.runs} runs)", *_cause_line(s)]
     passes = _passes_text(s)
-    done = "" if s["complete"] else " (the shrink budget ran out first: it may shrink further)"
-    return [f"{head}: fails down to {dims_text(s['smallest']['dims'])}, the same check ({s['check']}), after "
-            f"{s['runs']} runs{done}" + (f"; one below: {passes}" if passes else ""),
-            *_cause_line(s), *([f"  repro: {s['repro']}"] if repro else [])]
+    done = "" if s.complete else " (the shrink budget ran out first: it may shrink further)"
+    return [f"{head}: fails down to {dims_text(s.smallest['dims'])}, the same check ({s.check}), after "
+            f"{s.runs} runs{done}" + (f"; one below: {passes}" if passes else ""),
+            *_cause_line(s), *([f"  repro: {s.repro}"] if repro else [])]
 
 
-def explore_shrunk_lines(s: dict, hypothesis_dims) -> list[str]:
+def explore_shrunk_lines(s: ShrunkFacts | None, hypothesis_dims) -> list[str]:
     """`kladder explore`'s shrunk failure: what Hypothesis shrank it to (None: it shrank nothing,
     the failure was a replayed or swept point), then the plain search."""
-    if s.get("cannot_shrink"):
-        return [f"  cannot shrink: {s['cannot_shrink']}"]
-    if not s.get("smallest"):
+    if s is None:
+        return []
+    if s.cannot_shrink:
+        return [f"  cannot shrink: {s.cannot_shrink}"]
+    if not s.smallest:
         return []
     passes = _passes_text(s)
-    done = "" if s["complete"] else " (the shrink budget ran out first)"
+    done = "" if s.complete else " (the shrink budget ran out first)"
     return [*([f"  Hypothesis shrank it to {dims_text(hypothesis_dims)}"] if hypothesis_dims is not None else []),
-            f"  smallest failing point: {dims_text(s['smallest']['dims'])}, the same check ({s['check']}), after "
-            f"{s['runs']} runs of a plain search{done}" + (f"; one below: {passes}" if passes else ""),
+            f"  smallest failing point: {dims_text(s.smallest['dims'])}, the same check ({s.check}), after "
+            f"{s.runs} runs of a plain search{done}" + (f"; one below: {passes}" if passes else ""),
             *[line.replace("  cause:", "  what decides it:") for line in _cause_line(s)]]

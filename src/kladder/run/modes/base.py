@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator, Literal
 
+from ...core.facts import ErrorFacts, NotBitwiseFacts, PaddingFacts, Plain
 from ...core.notation import Inputs, Launch
 from ...core.outcome import Cause, Note
 
@@ -19,20 +20,22 @@ class Call:
 @dataclass
 class Uncaptured:
     """The kernel could not be captured in a CUDA graph, and the spec does not claim that
-    production graphs it: the capture's error facts (error, text); `skip` when the spec says
-    production does not (Spec.graphs False: the point is skipped, not judged)."""
-    facts: dict
+    production graphs it: the capture's error; `skip` when the spec says production does not
+    (Spec.graphs False: the point is skipped, not judged)."""
+    facts: ErrorFacts
     skip: bool = False
 
 
 @dataclass
 class Same:
-    """Two results that must be equal bit for bit, and why (the cause)."""
+    """Two results that must be equal bit for bit, and why (the cause); `facts`: the finding's
+    facts where they differ, when the mode knows more than the cause (padding: which input and
+    fill; cachekey: what B changed). None: NotBitwiseFacts of the cause alone."""
     before: dict
     after: dict
     cause: Cause
     call: str
-    facts: dict = field(default_factory=dict)
+    facts: NotBitwiseFacts | PaddingFacts | None = None
 
 
 @dataclass
@@ -124,13 +127,52 @@ class RankCall:
 @dataclass
 class Ranks:
     """What the ranks of a collective did (rung 6): every call each rank finished, and how
-    the run ended: ended["how"] is "done", "hung" (ranks: each rank's phase and progress),
-    "raised" or "died" (rank, call, and the error or signal)."""
+    the run ended."""
     world: int
     lag: int
     sizes: list
     calls: list
-    ended: dict
+    ended: Ended
+
+
+@dataclass
+class RankPlace(Plain):
+    """Where one rank stood when a collective's run ended: its phase, the calls it launched and
+    finished, and the message size of the call it was on (None: past the last)."""
+    rank: int
+    phase: str
+    launched: int
+    finished: int
+    size: int | None = None
+
+
+@dataclass
+class Ended(Plain):
+    """How a collective's run ended (run/modes/collective.py; a rank's record in its folder holds
+    its own as JSON, run/rank.py): `how` is
+    - done: every rank finished;
+    - hung: no rank moved for waited_s (the watchdog's watchdog_s): where each stood (ranks);
+    - raised: a rank's call raised (rank, call, kind: raised | device_fault | oom, error, text, at);
+    - died: a rank's process died by a signal (rank, signal, call, phase);
+    - broken / oom: kladder's side of a rank, or the spec's (rank, phase; note: the spec's problem
+      as a Note, else error and text).
+    label, queued and dim: the call a finding names (the raising, dying or most-behind rank's)."""
+    how: Literal["done", "hung", "raised", "died", "broken", "oom"]
+    rank: int = 0
+    phase: str = ""
+    call: int = -1                   # 0-based; -1: before the first call (setup)
+    kind: str = ""
+    error: str = ""
+    text: str = ""
+    at: float = 0.0                  # when it raised (time.time(): the earliest raise is the cause)
+    signal: str = ""
+    note: Note | None = None
+    ranks: list[RankPlace] = field(default_factory=list)
+    watchdog_s: float = 0.0
+    waited_s: float = 0.0
+    label: str = ""
+    queued: int = 0
+    dim: str = ""
 
 
 @dataclass(frozen=True)
@@ -226,13 +268,44 @@ class Streamed:
 
 @dataclass
 class Sanitized:
-    """What compute-sanitizer reported on the point's calls in a child process: one dict per
-    error it printed (tool, kind, kernel, file, line, access, size, address, detail, thread,
-    block), the count its summary gave, and how many calls ran under it."""
+    """What compute-sanitizer reported on the point's calls in a child process: each error it
+    printed, the count its summary gave, and how many calls ran under it."""
     tool: str
-    errors: list
+    errors: list[SanitizerError]
     summary: int | None
     calls: int
+
+
+@dataclass
+class SanitizerAccess:
+    """A race's other access (racecheck): read or write, and where."""
+    access: str
+    kernel: str = ""
+    file: str = ""
+    line: int = 0
+
+
+@dataclass
+class SanitizerError:
+    """One error compute-sanitizer printed (run/modes/sanitize.parse reads it line by line): the
+    tool, its kind (invalid, uninitialized, misaligned, race, barrier, ...), the line that opened it,
+    where (kernel, source file and line), the access, its size, the address and what the tool says
+    of it, the thread and block; a race's severity, its other access and the hazards counted."""
+    tool: str
+    kind: str
+    text: str
+    kernel: str = ""
+    file: str = ""
+    line: int = 0
+    access: str = ""
+    size: int = 0
+    address: str = ""
+    detail: str = ""
+    thread: str = ""
+    block: str = ""
+    count: int = 1
+    severity: str = ""               # racecheck: error | warning | info
+    second: SanitizerAccess | None = None
 
 
 class Mode:

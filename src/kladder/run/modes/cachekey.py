@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ...core.facts import NotBitwiseFacts
 from ...core.notation import Mode
 from ...core.outcome import Cause, Note, NoteKind, Skip
 from . import base
@@ -63,7 +64,8 @@ class CacheKey(base.Mode):
             Process(f"empty cache: B ({changed})", [b], cache="empty", env=env_b)])
         label = f"B ({changed}) in a process on the cache A left"
         prep = h.prepare(b)
-        yield Same(fresh.outputs, warm.outputs, Cause.CACHEKEY, label, {"variant": changed})
+        yield Same(fresh.outputs, warm.outputs, Cause.CACHEKEY, label,
+                   NotBitwiseFacts(cause=str(Cause.CACHEKEY), variant=changed))
         yield Call(prep, returned_from(h, prep, warm.outputs), label)
         yield Measured(Note.of(NoteKind.CACHE_MISSED, variant=changed, files_cold=cold.files,
                                      files_added=warm.files - cold.files))

@@ -11,6 +11,7 @@ after a short grace (they would wait for it forever)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ import traceback
 
 from ...core.outcome import KernelError, Note, NoteKind, Skip, SpecBroken
 from ..settings import torch_setting
-from .base import Measured, Mode, RankCall, Ranks
+from .base import Ended, Measured, Mode, RankCall, RankPlace, Ranks
 
 WATCHDOG_S = {"cpu": 10.0, "cuda": 20.0}
 POLL_S = 0.02
@@ -58,11 +59,11 @@ class CollectiveMode(Mode):
             finally:
                 for p in procs:
                     p.kill()
-            calls = _read(spec, d, world, sizes) if ended["how"] == "done" else []
+            calls = _read(spec, d, world, sizes) if ended.how == "done" else []
         _raise_unjudgeable(ended)
-        ended.update(_labels(ended, sizes, spec.message_dim))
+        ended = _labelled(ended, sizes, spec.message_dim)
         yield from _judged_on_one_thread(Ranks(world, r["lag"], sizes, calls, ended))
-        if ended["how"] == "done":
+        if ended.how == "done":
             yield Measured(Note.of(
                 NoteKind.COLLECTIVE_CALLS, world=world, queued=len(sizes), lag=r["lag"], lag_us=r["lag_us"],
                 dim=spec.message_dim, sizes=sorted(set(sizes)), backend="nccl" if _own_gpus(device, world) else "gloo",
@@ -163,7 +164,7 @@ FORK = {"cpu": True}     # device -> whether its ranks are forked from the worke
 
 
 def _watch(procs, progress, watchdog_s: float, startup_s: float, deadline_s: float, d: str,
-           queued: bool = False) -> dict:
+           queued: bool = False) -> Ended:
     """Until every rank is done, one fails, or none has moved for watchdog_s (startup_s while
     they are still starting): the run's end, as facts. With `queued` (CUDA), launching the
     calls counts as starting: the first call may compile (Triton, autotuning) for longer than a
@@ -174,7 +175,7 @@ def _watch(procs, progress, watchdog_s: float, startup_s: float, deadline_s: flo
     while True:
         codes = [p.poll() for p in procs]
         if all(c == 0 for c in codes):
-            return {"how": "done"}
+            return Ended(how="done")
         first = next((i for i, c in enumerate(codes) if c not in (None, 0)), None)
         if first is not None:
             return _failed(procs, progress, first, d)
@@ -185,18 +186,18 @@ def _watch(procs, progress, watchdog_s: float, startup_s: float, deadline_s: flo
         if now - since > (watchdog_s if started else startup_s) or now - t0 > deadline_s:
             for p in procs:
                 p.kill()
-            return {"how": "hung", "watchdog_s": watchdog_s, "waited_s": round(now - since, 1),
-                    "ranks": [_place(rank, row) for rank, row in enumerate(snap)]}
+            return Ended(how="hung", watchdog_s=watchdog_s, waited_s=round(now - since, 1),
+                         ranks=[_place(rank, row) for rank, row in enumerate(snap)])
         time.sleep(POLL_S)
 
 
-def _place(rank: int, row) -> dict:
+def _place(rank: int, row) -> RankPlace:
     from ..rank import PHASES
     phase, launched, finished = row
-    return {"rank": rank, "phase": PHASES[phase], "launched": launched, "finished": finished}
+    return RankPlace(rank=rank, phase=PHASES[phase], launched=launched, finished=finished)
 
 
-def _failed(procs, progress, first: int, d: str) -> dict:
+def _failed(procs, progress, first: int, d: str) -> Ended:
     """One rank ended badly: the others get a moment to say why they stopped too, then are
     killed. A crash comes first (its peers then raise "connection closed" or wait forever),
     then the kernel's earliest error, then kladder's side (a rank that could not join,
@@ -212,17 +213,18 @@ def _failed(procs, progress, first: int, d: str) -> dict:
     for i in order:
         p = procs[i]
         if p.returncode is not None and p.returncode < 0 and not p.killed:
-            return {"how": "died", "rank": i, "signal": signal.Signals(-p.returncode).name,
-                    "call": max(snap[i][1] - 1, 0), "phase": _place(i, snap[i])["phase"]}
-    raised = [records[i]["ended"] for i in order if records[i] and records[i]["ended"]["how"] == "raised"]
+            return Ended(how="died", rank=i, signal=signal.Signals(-p.returncode).name,
+                         call=max(snap[i][1] - 1, 0), phase=_place(i, snap[i]).phase)
+    ended = {i: Ended.from_dict(records[i]["ended"]) for i in order if records[i] and records[i].get("ended")}
+    raised = [ended[i] for i in order if i in ended and ended[i].how == "raised"]
     if raised:
-        return min(raised, key=lambda e: e["at"])
+        return min(raised, key=lambda e: e.at)
     for i in order:
-        if records[i] and records[i]["ended"]["how"] in ("broken", "oom"):
-            return records[i]["ended"]
+        if i in ended and ended[i].how in ("broken", "oom"):
+            return ended[i]
     code = procs[first].returncode
-    return {"how": "broken", "rank": first, "phase": _place(first, snap[first])["phase"], "error": "exit",
-            "text": f"the rank exited with status {code} and left no record (see the worker's stderr)"}
+    return Ended(how="broken", rank=first, phase=_place(first, snap[first]).phase, error="exit",
+                 text=f"the rank exited with status {code} and left no record (see the worker's stderr)")
 
 
 def _record(d: str, rank: int) -> dict | None:
@@ -256,40 +258,39 @@ def _call_label(rank: int, call: int, n: int, dim: str, size: int) -> str:
     return f"rank {rank}, call {call + 1} of {n} ({dim}={size})"
 
 
-def _labels(ended: dict, sizes: list, dim: str) -> dict:
-    """The call a finding names: the raising or crashing rank's, or the most-behind rank's."""
+def _labelled(ended: Ended, sizes: list, dim: str) -> Ended:
+    """`ended` with the call a finding names: the raising or crashing rank's, or the most-behind
+    rank's (and, hung, each rank's message size)."""
     n = len(sizes)
-    if ended["how"] in ("raised", "died"):
-        c = ended.get("call", -1)
-        if c < 0:
-            return {"label": f"rank {ended['rank']}, setup"}
-        return {"label": _call_label(ended["rank"], c, n, dim, sizes[c])}
-    if ended["how"] == "hung":
-        behind = min(ended["ranks"], key=lambda p: (p["finished"], p["rank"]))
-        c = min(behind["finished"], n - 1)
-        for p in ended["ranks"]:
-            p["size"] = sizes[p["finished"]] if p["finished"] < n else None
-        return {"label": _call_label(behind["rank"], c, n, dim, sizes[c]), "queued": n, "dim": dim}
-    return {}
+    if ended.how in ("raised", "died"):
+        if ended.call < 0:
+            return dataclasses.replace(ended, label=f"rank {ended.rank}, setup")
+        return dataclasses.replace(ended, label=_call_label(ended.rank, ended.call, n, dim, sizes[ended.call]))
+    if ended.how == "hung":
+        behind = min(ended.ranks, key=lambda p: (p.finished, p.rank))
+        c = min(behind.finished, n - 1)
+        ranks = [dataclasses.replace(p, size=sizes[p.finished] if p.finished < n else None) for p in ended.ranks]
+        return dataclasses.replace(ended, ranks=ranks, label=_call_label(behind.rank, c, n, dim, sizes[c]), queued=n,
+                                   dim=dim)
+    return ended
 
 
-def _raise_unjudgeable(ended: dict) -> None:
+def _raise_unjudgeable(ended: Ended) -> None:
     """What is not the kernel's: kladder's side of a rank (or the spec's), memory, a hang
     outside the protocol's phases."""
-    how = ended["how"]
+    how = ended.how
     if how == "oom":
-        raise MemoryError(f"rank {ended['rank']} ({ended['phase']}): {ended.get('text', '')}")
-    if how == "raised" and ended.get("kind") == "oom":
-        raise KernelError(MemoryError(ended["text"]), f"rank {ended['rank']}, call {ended['call'] + 1}")
+        raise MemoryError(f"rank {ended.rank} ({ended.phase}): {ended.text}")
+    if how == "raised" and ended.kind == "oom":
+        raise KernelError(MemoryError(ended.text), f"rank {ended.rank}, call {ended.call + 1}")
     if how == "broken":
-        if "note" in ended:
-            raise SpecBroken(NoteKind(ended["note"]), **ended["facts"])
-        raise SpecBroken(NoteKind.RANK_FAILED, rank=ended["rank"], phase=ended["phase"],
-                         error=ended.get("error", ""), text=ended.get("text", ""))
-    if how == "hung" and not any(p["phase"] in KERNEL_PHASES for p in ended["ranks"]):
-        stuck = [p for p in ended["ranks"] if p["phase"] != "done"] or ended["ranks"]
-        raise SpecBroken(NoteKind.RANK_FAILED, rank=stuck[0]["rank"], phase=stuck[0]["phase"], error="hang",
-                         text=f"no rank moved for {ended['waited_s']} s outside the kernel's calls")
+        if ended.note is not None:
+            raise SpecBroken(ended.note.kind, **ended.note.facts.to_dict())
+        raise SpecBroken(NoteKind.RANK_FAILED, rank=ended.rank, phase=ended.phase, error=ended.error, text=ended.text)
+    if how == "hung" and not any(p.phase in KERNEL_PHASES for p in ended.ranks):
+        stuck = [p for p in ended.ranks if p.phase != "done"] or ended.ranks
+        raise SpecBroken(NoteKind.RANK_FAILED, rank=stuck[0].rank, phase=stuck[0].phase, error="hang",
+                         text=f"no rank moved for {ended.waited_s} s outside the kernel's calls")
 
 
 MODE = CollectiveMode()

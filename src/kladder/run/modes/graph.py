@@ -18,6 +18,7 @@ with the outputs: a backward that reads a host value frozen at capture, or leave
 unwritten on a replay, fails there."""
 from __future__ import annotations
 
+from ...core.facts import ErrorFacts
 from ...core.outcome import KernelError, error_facts
 from .base import Call, Mode, Uncaptured, call_raw, heal_failed_capture
 
@@ -53,7 +54,8 @@ class Graph(Mode):
                 if isinstance(e, KernelError):
                     raise
                 raise KernelError(e, "capture") from e
-            yield Uncaptured(error_facts(e.error if isinstance(e, KernelError) else e), skip=claimed is False)
+            yield Uncaptured(ErrorFacts(**error_facts(e.error if isinstance(e, KernelError) else e)),
+                             skip=claimed is False)
             if claimed is False:
                 return
             # kernels recorded by the failed capture never ran: the buffers hold the warm-up's results

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ...core.facts import PaddingFacts
 from ...core.notation import ZERO_PADDING
 from ...core.outcome import Cause
 from .base import Call, Mode, Same
@@ -30,7 +31,7 @@ class Padding(Mode):
         ret = h.call(prep, label)
         yield Call(prep, ret, label)
         yield Same(base_out, h.outputs(prep, ret), Cause.PADDING, label,
-                   {"arg": arg, "fill": fill.byte, "valid": h.spec.all_tensors[arg].valid})
+                   PaddingFacts(arg=arg, fill=fill.byte, valid=h.spec.all_tensors[arg].valid))
 
 
 MODE = Padding()

@@ -28,7 +28,7 @@ import tempfile
 from ...core.notation import Mode
 from ...core.outcome import KernelError, NoteKind, Skip, SpecBroken
 from . import base
-from .base import Sanitized
+from .base import SanitizerAccess, SanitizerError, Sanitized
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 CALLS = 2
@@ -122,7 +122,7 @@ SUMMARY = re.compile(r"^(?:ERROR SUMMARY|RACECHECK SUMMARY): (?P<n>[\d,]+) (?:er
 FILE_LINE = re.compile(r"^(?P<file>.+?\.\w+):(?P<line>\d+)(?::(?P<func>.+))?$")
 
 
-def parse(text: str, tool: str) -> tuple[list[dict], int | None]:
+def parse(text: str, tool: str) -> tuple[list[SanitizerError], int | None]:
     """compute-sanitizer's report as records; the count its summary line gives (None without one)."""
     errors, cur, summary = [], None, None
     for raw in text.splitlines():
@@ -147,53 +147,50 @@ def parse(text: str, tool: str) -> tuple[list[dict], int | None]:
     return errors, summary
 
 
-def _start(line: str, tool: str) -> dict | None:
+def _start(line: str, tool: str) -> SanitizerError | None:
     for kind, rx in STARTS:
         m = rx.match(line)
         if not m:
             continue
-        rec = {"tool": tool, "kind": kind, "text": line, "kernel": "", "file": "", "line": 0, "access": "",
-               "size": 0, "address": "", "detail": "", "thread": "", "block": "", "count": 1}
         g = m.groupdict()
-        rec["access"] = g.get("access") or ""
-        rec["size"] = int(g.get("size") or 0)
+        rec = SanitizerError(tool=tool, kind=kind, text=line, access=g.get("access") or "", size=int(g.get("size") or 0))
         if kind == "race":
-            rec["access"] = g["first"].lower()
-            rec["severity"] = g["severity"].lower()
+            rec.access = g["first"].lower()
+            rec.severity = g["severity"].lower()
             _at(rec, g["at"])
         return rec
     return None
 
 
-def _more(rec: dict, line: str) -> None:
+def _more(rec: SanitizerError, line: str) -> None:
     m = SECOND.match(line)
-    if m and rec["kind"] == "race":
-        second = {"access": m["second"].lower(), "kernel": "", "file": "", "line": 0}
+    if m and rec.kind == "race":
+        second = SanitizerAccess(access=m["second"].lower())
         _place(second, *_split_at(m["at"]))
-        rec["second"] = second
+        rec.second = second
         if m["hazards"]:
-            rec["count"] = int(m["hazards"].replace(",", ""))
+            rec.count = int(m["hazards"].replace(",", ""))
         return
     m = AT.match(line)
-    if m and not rec["kernel"] and not rec["file"]:
+    if m and not rec.kernel and not rec.file:
         _place(rec, m["where"], m["loc"])
         return
     m = BY.match(line)
     if m:
-        rec["thread"], rec["block"] = m["thread"].replace(" ", ""), m["block"].replace(" ", "")
+        rec.thread, rec.block = m["thread"].replace(" ", ""), m["block"].replace(" ", "")
         return
     m = ADDRESS.match(line)
     if m:
-        rec["address"] = m["address"]
+        rec.address = m["address"]
         rest = m["rest"].strip()
         if rest:
-            rec["detail"] = rest
+            rec.detail = rest
         return
-    if line.startswith("and is ") and rec["kind"] != "race":
-        rec["detail"] = (rec["detail"] + " " + line).strip()
+    if line.startswith("and is ") and rec.kind != "race":
+        rec.detail = (rec.detail + " " + line).strip()
 
 
-def _at(rec: dict, text: str) -> None:
+def _at(rec: SanitizerError, text: str) -> None:
     where, loc = _split_at(text)
     _place(rec, where, loc)
 
@@ -203,20 +200,20 @@ def _split_at(text: str) -> tuple[str, str | None]:
     return (m["where"], m["loc"]) if m else (text, None)
 
 
-def _place(rec: dict, where: str, loc: str | None) -> None:
+def _place(rec: SanitizerError | SanitizerAccess, where: str, loc: str | None) -> None:
     """Both layouts the tool has used: `at kernel+0x1b0 in file.py:35` (recent), and
     `at 0x1b0 in /path/file.py:35:kernel` or `at 0x150 in void kernel<...>(...)` (older)."""
     pc_only = re.fullmatch(r"0x[0-9a-fA-F]+", where) is not None
     if not pc_only:
-        rec["kernel"] = re.sub(r"\+0x[0-9a-fA-F]+$", "", where)
+        rec.kernel = re.sub(r"\+0x[0-9a-fA-F]+$", "", where)
     if loc:
         m = FILE_LINE.match(loc)
         if m:
-            rec["file"], rec["line"] = m["file"], int(m["line"])
-            if m["func"] and not rec["kernel"]:
-                rec["kernel"] = m["func"]
-        elif not rec["kernel"]:
-            rec["kernel"] = loc
+            rec.file, rec.line = m["file"], int(m["line"])
+            if m["func"] and not rec.kernel:
+                rec.kernel = m["func"]
+        elif not rec.kernel:
+            rec.kernel = loc
 
 
 # ---------------------------------------------------------------------------- the child
