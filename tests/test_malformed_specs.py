@@ -222,6 +222,16 @@ CASES = [
      ".kernel.links.0", "nothing provides 'scale'"),
     ("a link's outputs not names", lambda: spec(kernel=kl.chain(kl.Link(lambda x: x, outputs=("1y",)))),
      ".kernel.links.0.outputs", "identifiers"),
+    # sentinel ids (issue 34 item 2)
+    ("ignore not an int", lambda: spec(args=args(t=kl.Tensor("M", dtype="int64", range=(0, "N-1"), ignore="-100"))),
+     "args['t'].ignore", "as an int"),
+    ("ignore without a range", lambda: spec(args=args(t=kl.Tensor("M", dtype="int64", ignore=-100))),
+     "args['t'].ignore", "give the ids' range too"),
+    ("ignore on a float input", lambda: spec(args=args(t=kl.Tensor("M", dtype="float32", range=(0, 5), ignore=-100))),
+     "args['t'].ignore", "needs an integer input"),
+    ("ignore the dtype cannot hold", lambda: spec(args=args(t=kl.Tensor("M", dtype="uint8", range=(0, 5), ignore=-100))),
+     "args['t'].ignore", "uint8 holds no -100"),
+    ("ignore on an output", lambda: spec(returns=kl.Tensor("M N", like="x", ignore=-100)), ".ignore", "drop ignore="),
 ]
 
 

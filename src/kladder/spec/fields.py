@@ -146,7 +146,11 @@ class Tensor:
              it is given for this output (to save memory): after the call that buffer holds a
              gradient (the kernel's own bit for bit, or the reference's within its tolerance) or
              its values as passed. True, a dict of the launcher's keywords or a predicate, as
-             for `mutated`."""
+             for `mutated`.
+    ignore:  a sentinel id among an integer input's ids that the kernel must skip (cross entropy's
+             ignore_index=-100 beside targets in [0, V-1]): the input needs a range; rung 2 adds
+             the id kind `ids/ignored` (ids in the range, the sentinel at about a quarter of the
+             positions: the last always, the first never)."""
 
     shape: str
     dtype: str | tuple[str, ...] | list[str] | None = None
@@ -157,6 +161,7 @@ class Tensor:
     layouts: str | tuple[str, ...] | list[str] | None = None
     mutated: bool | str | Mapping | Callable[..., Any] = False
     grad_overwritten: bool | Mapping | Callable[..., Any] = False
+    ignore: int | None = None
 
     def __post_init__(self):
         dtypes = lambda v: tuple(map(dtype_name, v)) if isinstance(v, (list, tuple)) else as_tuple(dtype_name(v))

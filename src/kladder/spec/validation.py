@@ -182,6 +182,8 @@ TENSOR_FIELDS = {
     "grad_overwritten": [Rule(lambda v: _write_condition(v, ()), "give True on an output whose upstream gradient the "
                               "backward overwrites, a dict of the launcher's keywords under which it does "
                               "(grad_overwritten={'in_place': True}), a predicate of the point, or leave it out.")],
+    "ignore": [Rule(lambda v: v is None or _int(v), "give the sentinel id the kernel must skip as an int, e.g. ignore=-100 "
+                    "(cross entropy's ignore_index), or leave it out.")],
 }
 
 
@@ -449,6 +451,7 @@ def _tensor_rules(found: _Found, name: str, where: tuple, t: Tensor, tensors: di
         _dtype_rules(found, name, where, t, tensors)
     if not output:
         _kind_rules(found, where, t)
+        _ignore_rules(found, name, where, t, tensors)
     _write_rules(found, name, where, t, output)
 
 
@@ -457,7 +460,7 @@ def _output_rules(found: _Found, where: tuple, t: Tensor) -> None:
     if t.mutated is not False and found.clean(*where, "mutated"):
         found.add(where + ("mutated",), t.mutated, "mutated= marks an input the kernel also writes; an output (kl.Out or "
                   "returns=) is written anyway: drop mutated=.")
-    for f in ("values", "range", "layouts"):
+    for f in ("values", "range", "layouts", "ignore"):
         if getattr(t, f) is not None and found.clean(*where, f):
             found.add(where + (f,), getattr(t, f), f"an output holds what the kernel writes: kladder chooses no {f} for it; "
                       f"drop {f}=.")
@@ -525,6 +528,35 @@ def _write_rules(found: _Found, name: str, where: tuple, t: Tensor, output: bool
             if unknown:
                 found.add(where + (field_name,), dict(cond), f"{_mean(unknown[0], tuple(keys))}name the launcher's "
                           f"keywords its configs set ({', '.join(sorted(keys))}): {unknown} is in none of them.")
+
+
+INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
+
+
+def _ignore_rules(found: _Found, name: str, where: tuple, t: Tensor, tensors: dict) -> None:
+    """A sentinel id (ignore=-100) sits among ids: an integer input with a range, and a value its
+    dtype holds."""
+    if t.ignore is None or not found.clean(*where, "ignore"):
+        return
+    if t.range is None:
+        found.add(where + ("ignore",), t.ignore, "a sentinel is one id among the input's ids: give the ids' range too, "
+                  f"e.g. kl.Tensor({t.shape!r}, dtype='int64', range=(0, 'V-1'), ignore={t.ignore}).")
+        return
+    if not (found.clean(*where, "like") and found.clean(*where, "dtype")):
+        return
+    dtypes = _dtypes_of(found.spec, name, tensors)
+    bad = next((d for d in dtypes if d not in INT_DTYPES), None)
+    if bad is not None:
+        found.add(where + ("ignore",), t.ignore, f"a sentinel id needs an integer input ({bad} is not one): give an integer "
+                  f"dtype ({', '.join(INT_DTYPES)}), or drop ignore=.")
+        return
+    import torch
+    for d in dtypes:
+        info = torch.iinfo(getattr(torch, d))
+        if not info.min <= t.ignore <= info.max:
+            found.add(where + ("ignore",), t.ignore, f"{d} holds no {t.ignore} (its values are {info.min}..{info.max}): "
+                      "give a sentinel the dtype holds, or a wider integer dtype.")
+            return
 
 
 def _kind_rules(found: _Found, where: tuple, t: Tensor) -> None:
