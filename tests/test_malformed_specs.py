@@ -232,6 +232,13 @@ CASES = [
     ("ignore the dtype cannot hold", lambda: spec(args=args(t=kl.Tensor("M", dtype="uint8", range=(0, 5), ignore=-100))),
      "args['t'].ignore", "uint8 holds no -100"),
     ("ignore on an output", lambda: spec(returns=kl.Tensor("M N", like="x", ignore=-100)), ".ignore", "drop ignore="),
+    # a tolerance per output (issue 34 item 2)
+    ("tolerance by an unknown output", lambda: spec(tolerance={"lse": (1e-3, 1e-5)}), ".tolerance", "by output names (out)"),
+    ("an output's tolerance not a pair", lambda: spec(tolerance={"out": 1e-3}), ".tolerance", "'out': give the output's"),
+    ("an output's tolerance by an unknown dtype", lambda: spec(tolerance={"out": {"bf16": (1e-2, 1e-5)}}), ".tolerance",
+     "'out': key by dtype"),
+    ("a config's tolerance by an unknown output", lambda: spec(configs=[kl.Config({"BLOCK": 8}, tolerance={"lse": (1e-3, 0)})]),
+     ".configs.0.tolerance", "by output names"),
 ]
 
 

@@ -85,3 +85,60 @@ def test_filled_writes_the_sentinel_for_a_build():
     t = kl.filled((64,), "ids/ignored", dtype="int64", range=(0, 9), ignore=-100,
                   generator=torch.Generator().manual_seed(1))
     assert t[-1] == -100 and t[0] != -100 and bool(((t == -100) | ((t >= 0) & (t <= 9))).all())
+
+
+# ---------------------------------------------------------------------------- a tolerance per output, several outputs
+def softmax_lse(x):
+    lse = torch.logsumexp(x, -1)
+    return torch.exp(x - lse[..., None]), lse
+
+
+def lse_through_half(x):
+    """The lse rounded through float16 (documented: ~5e-4 relative), the probabilities exact."""
+    out, lse = softmax_lse(x)
+    return out, lse.half().float()
+
+
+def out_through_half(x):
+    out, lse = softmax_lse(x)
+    return out.half().float(), lse
+
+
+def _sm(kernel, **over):
+    kw = dict(args={"x": kl.Tensor("M N", dtype="float32")},
+              returns={"out": kl.Tensor("M N", like="x"), "lse": kl.Tensor("M", like="x")},
+              dims={"M": kl.Dim(1, 64), "N": kl.Dim(1, 256, tile=16)})
+    kw.update(over)
+    return kl.Spec("softmax_lse", kernel=kernel, reference=softmax_lse, **kw)
+
+
+SM_POINTS = [Point("softmax_lse", 1, (("M", 3), ("N", 17))), Point("softmax_lse", 1, (("M", 33), ("N", 200)))]
+
+
+def _statuses(spec):
+    return [run_point(spec, p, "cpu").outcome for p in SM_POINTS]
+
+
+def test_each_output_is_judged_at_its_own_tolerance():
+    own = {"lse": (2e-3, 1e-5)}
+    assert all(o.status == Status.PASSED for o in _statuses(_sm(softmax_lse)))
+    # without lse's own tolerance the documented rounding fails at float32's
+    found = _statuses(_sm(lse_through_half))
+    assert all(o.status == Status.FAILED and o.headline.output == "lse" for o in found)
+    assert all(o.status == Status.PASSED for o in _statuses(_sm(lse_through_half, tolerance=own)))
+    # lse's own tolerance leaves out's alone: the same rounding in `out` still fails
+    found = _statuses(_sm(out_through_half, tolerance=own))
+    assert all(o.status == Status.FAILED and o.headline.output == "out" for o in found)
+    # by dtype within the output's own, and through a kl.Config
+    assert all(o.status == Status.PASSED for o in _statuses(_sm(lse_through_half, tolerance={"lse": {"float32": (2e-3, 1e-5)}})))
+
+
+def test_an_outputs_tolerance_takes_precedence_over_its_dtypes_at_each_level():
+    spec = _sm(lambda x, fast=False: softmax_lse(x), tolerance={"float32": (1e-4, 1e-6), "lse": (2e-3, 1e-5)},
+               configs=[kl.Config({"fast": True}, tolerance={"out": (1e-2, 1e-4)}), {"fast": False}])
+    assert spec.tolerance_for("float32", output="lse") == kl.Tolerance(2e-3, 1e-5)
+    assert spec.tolerance_for("float32", output="out") == kl.Tolerance(1e-4, 1e-6)
+    assert spec.tolerance_for("float32") == kl.Tolerance(1e-4, 1e-6)
+    assert spec.tolerance_for("float32", {"fast": True}, "out") == kl.Tolerance(1e-2, 1e-4)
+    assert spec.tolerance_for("float32", {"fast": True}, "lse") == kl.Tolerance(2e-3, 1e-5)   # the config names only out
+    assert spec.tolerance_for("float32", {"fast": False}, "out") == kl.Tolerance(1e-4, 1e-6)

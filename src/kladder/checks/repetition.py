@@ -83,7 +83,7 @@ def _against(spec, point, outputs: dict, expected: values.Expected, peers=None) 
     for name, out in outputs.items():
         dtype = dtype_of(spec, name, point.dtype_of)
         about = {"dtype": dtype, "shape": list(shape_of(spec, name, point.sizes)), "mode": point.mode}
-        tol, where = spec.tolerance_for(dtype, point.config), where_of(spec, name)
+        tol, where = spec.tolerance_for(dtype, point.config, name), where_of(spec, name)
         bad_shape = values.shape_finding(name, out, refs[name])
         if bad_shape is not None:
             return bad_shape
@@ -163,7 +163,7 @@ class StreamTally:
             ref = b.refs[name]
             if tuple(ref.shape) != tuple(out.shape):
                 continue                         # the first call's contract finding says why
-            tol = self.spec.tolerance_for(dtype_of(self.spec, name, self.point.dtype_of), self.point.config)
+            tol = self.spec.tolerance_for(dtype_of(self.spec, name, self.point.dtype_of), self.point.config, name)
             o2, r2 = _per_call_rows(out, n), _per_call_rows(ref, n)
             m = values.mismatch(o2, r2.to(o2.device), tol, None)
             if m is None:
@@ -206,7 +206,7 @@ class StreamTally:
         got = peers(j, names)
         for name in names:
             out, ref = b.outputs[name][j], b.refs[name][j]
-            tol = self.spec.tolerance_for(dtype_of(self.spec, name, self.point.dtype_of), self.point.config)
+            tol = self.spec.tolerance_for(dtype_of(self.spec, name, self.point.dtype_of), self.point.config, name)
             m = values.mismatch(out, ref.to(out.device), tol, None)
             m = None if m is None else values.settle_with(m, out, ref.to(out.device), tol, got.get(name))
             if m is None:
@@ -224,7 +224,7 @@ class StreamTally:
             if tuple(o.shape) != tuple(ref.shape):
                 continue
             dtype = dtype_of(self.spec, name, self.point.dtype_of)
-            tol = self.spec.tolerance_for(dtype, self.point.config)
+            tol = self.spec.tolerance_for(dtype, self.point.config, name)
             about = {"dtype": dtype, "shape": list(shape_of(self.spec, name, self.point.sizes)), "mode": self.point.mode}
             m = values.mismatch(o, ref, tol, None)
             if m is not None:

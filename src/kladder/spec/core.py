@@ -180,15 +180,16 @@ class Spec:
         t = self.all_tensors[name]
         return () if t.like else t.dtypes
 
-    def tolerance_for(self, dtype: str, config=()) -> Tolerance:
-        """The tolerance of an output of `dtype` at a point whose call passes `config` (its
-        pairs or dict). Precedence, the first that names the dtype: the tolerance of the
-        kl.Config that config is (config_of), then Spec.tolerance, then DEFAULT_TOLERANCES.
-        (The honest peer may still widen it where a correct implementation cannot do better.)"""
+    def tolerance_for(self, dtype: str, config=(), output: str | None = None) -> Tolerance:
+        """The tolerance of `output` (an output's name: 'out', 'lse', 'grad of w'), of `dtype`, at a
+        point whose call passes `config` (its pairs or dict). Precedence, the first that names the
+        output or the dtype (the output before the dtype within each): the tolerance of the kl.Config
+        that config is (config_of), then Spec.tolerance, then DEFAULT_TOLERANCES. (The honest peer
+        may still widen it where a correct implementation cannot do better.)"""
         own = self.config_of(config)
-        found = _tolerance_in(getattr(own, "tolerance", None), dtype)
+        found = _tolerance_in(getattr(own, "tolerance", None), dtype, output)
         if found is None:
-            found = _tolerance_in(self.tolerance, dtype)
+            found = _tolerance_in(self.tolerance, dtype, output)
         return found if found is not None else DEFAULT_TOLERANCES.get(dtype, Tolerance(0.0, 0.0))
 
     def config_of(self, config=()) -> Mapping | None:
@@ -246,15 +247,22 @@ def _keywords_taken(fn, args: tuple) -> frozenset:
                      if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.VAR_KEYWORD) and p.name not in args)
 
 
-def _tolerance_in(tol, dtype: str) -> Tolerance | None:
-    """What a tolerance as a spec writes it (None, kl.Tolerance, (rtol, atol) or by dtype) says
-    for `dtype`, or None when it does not name it."""
+def _tolerance_in(tol, dtype: str, output: str | None = None) -> Tolerance | None:
+    """What a tolerance as a spec writes it (None, kl.Tolerance, (rtol, atol), by dtype, or by output:
+    {"lse": (rtol, atol)} or {"lse": {"float32": (rtol, atol)}}) says for `output` of `dtype`, or
+    None when it names neither."""
     if tol is None:
         return None
     if isinstance(tol, Tolerance):
         return tol
     if isinstance(tol, tuple):
         return Tolerance(*tol)
-    if isinstance(tol, Mapping) and dtype in tol:
+    if not isinstance(tol, Mapping):
+        return None
+    if output is not None and output in tol:
+        found = _tolerance_in(tol[output], dtype)
+        if found is not None:
+            return found
+    if dtype in tol:
         return Tolerance(*tol[dtype]) if isinstance(tol[dtype], (tuple, list)) else tol[dtype]
     return None

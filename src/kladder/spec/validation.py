@@ -61,16 +61,39 @@ def _shapes_fix(v, spec) -> str:
     return f"give a list of dicts over the dims, e.g. [{{{', '.join(repr(d) + ': 1' for d in dims)}}}]."
 
 
-def _tolerance_problem(tol, spec) -> tuple | None:
+def _output_names(spec) -> list[str]:
+    """The outputs a tolerance may name (Out args, returns, 'grad of w'); none while args or returns
+    cannot be read (their own rows name them)."""
+    if not isinstance(spec.args, Mapping) or not (spec.returns is None or isinstance(spec.returns, (Tensor, Mapping))):
+        return []
+    return [n for n in (*spec.outputs, *spec.grad_outputs) if isinstance(n, str)]
+
+
+TOLERANCE_FIX = "give (rtol, atol), kl.Tolerance(rtol, atol), {'bfloat16': (rtol, atol)} or, by output, {'lse': (rtol, atol)}."
+
+
+def _tolerance_problem(tol, spec, by_output: bool = True) -> tuple | None:
+    """A tolerance as a spec writes it: (rtol, atol), kl.Tolerance, a dict by dtype, and (not within
+    an output's own) by output: {'lse': (rtol, atol)} or {'lse': {'float32': (rtol, atol)}}."""
     if tol is None or isinstance(tol, Tolerance):
         pairs = [] if tol is None else [(tol.rtol, tol.atol)]
     elif isinstance(tol, (tuple, Mapping)):
-        bad = [k for k in tol if k not in DTYPES] if isinstance(tol, Mapping) else []
+        outputs = _output_names(spec) if by_output and isinstance(tol, Mapping) else []
+        bad = [k for k in tol if k not in DTYPES and k not in outputs] if isinstance(tol, Mapping) else []
         if bad:
-            return tol, f"key by dtype names from {DTYPES}; {bad} is not one."
-        pairs = [tol] if isinstance(tol, tuple) else list(tol.values())
+            meant = _mean(bad[0], list(DTYPES) + outputs, 0.8) if isinstance(bad[0], str) else ""
+            named = f" or by output names ({', '.join(outputs)})" if outputs else ""
+            return tol, f"{meant}key by dtype names from {DTYPES}{named}; {bad} is not one."
+        for k in [k for k in tol if k in outputs and k not in DTYPES] if isinstance(tol, Mapping) else []:
+            if not isinstance(tol[k], (tuple, Tolerance, Mapping)):
+                return tol, (f"{k!r}: give the output's tolerance as (rtol, atol), kl.Tolerance(rtol, atol) or by dtype, "
+                             "e.g. {'float32': (rtol, atol)}.")
+            found = _tolerance_problem(tol[k], spec, by_output=False)
+            if found is not None:
+                return tol, f"{k!r}: {found[1]}"
+        pairs = [tol] if isinstance(tol, tuple) else [v for k, v in tol.items() if k in DTYPES]
     else:
-        return tol, "give (rtol, atol), kl.Tolerance(rtol, atol), or {'bfloat16': (rtol, atol)}."
+        return tol, TOLERANCE_FIX
     pairs = [(p.rtol, p.atol) if isinstance(p, Tolerance) else p for p in pairs]
     if not all(isinstance(p, tuple) and len(p) == 2 and all(_number(v) and v >= 0 and math.isfinite(v) for v in p)
                for p in pairs):
