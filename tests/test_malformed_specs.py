@@ -239,6 +239,13 @@ CASES = [
      "'out': key by dtype"),
     ("a config's tolerance by an unknown output", lambda: spec(configs=[kl.Config({"BLOCK": 8}, tolerance={"lse": (1e-3, 0)})]),
      ".configs.0.tolerance", "by output names"),
+    # dims as products (issue 34 item 2)
+    ("a shape dim that is a sum", lambda: spec(args=args(x=kl.Tensor("M+N N", dtype="float32"))), "args['x'].shape",
+     "a product of them joined by '*'"),
+    ("a product with an empty factor", lambda: spec(args=args(x=kl.Tensor("M**N", dtype="float32"))), "args['x'].shape",
+     "a product of them joined by '*'"),
+    ("a product of an undeclared dim", lambda: spec(args=args(x=kl.Tensor("M*NN", dtype="float32"))), "args['x'].shape",
+     "'M*NN' is a product of dims: did you mean 'N'? declare 'NN'"),
 ]
 
 

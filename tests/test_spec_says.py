@@ -142,3 +142,39 @@ def test_an_outputs_tolerance_takes_precedence_over_its_dtypes_at_each_level():
     assert spec.tolerance_for("float32", {"fast": True}, "out") == kl.Tolerance(1e-2, 1e-4)
     assert spec.tolerance_for("float32", {"fast": True}, "lse") == kl.Tolerance(2e-3, 1e-5)   # the config names only out
     assert spec.tolerance_for("float32", {"fast": False}, "out") == kl.Tolerance(1e-4, 1e-6)
+
+
+# ---------------------------------------------------------------------------- dims as products: GroupNorm's C = G*K
+def group_norm(x, w, b, G):
+    return F.group_norm(x, G, w, b, eps=1e-5)
+
+
+def _gn(kernel=group_norm):
+    return kl.Spec("group_norm", kernel=kernel, reference=group_norm,
+                   args={"x": kl.Tensor("B G*K L", dtype="float32"), "w": kl.Tensor("G*K", like="x"),
+                         "b": kl.Tensor("G*K", like="x"), "G": kl.Size("G")},
+                   returns=kl.Tensor("B G*K L", like="x"),
+                   dims={"B": kl.Dim(1, 8), "G": kl.Dim(1, 32), "K": kl.Dim(2, 16, tile=4), "L": kl.Dim(1, 64, tile=16)})   # torch refuses one value a group
+
+
+def test_a_product_of_dims_keeps_its_relation_at_every_point():
+    from kladder.gaps import shapes
+    from kladder.sizes import shape_of
+    spec = _gn()
+    pts = list(shapes.points(spec, CPU_BUDGET))
+    assert len(pts) > 10 and {d for p in pts for d, _ in p.dims} == {"B", "G", "K", "L"}
+    for p in pts:
+        g, k = p.sizes["G"], p.sizes["K"]
+        assert shape_of(spec, "x", p.sizes)[1] == g * k and shape_of(spec, "w", p.sizes) == (g * k,)
+    small = [p for p in pts if p.needs != "cuda"][:6]
+    for p in small:
+        x, w, b, G = materialize(spec, p, "cpu").args
+        assert x.shape[1] == w.shape[0] == b.shape[0] == G * p.sizes["K"]
+        assert run_point(spec, p, "cpu").outcome.status == Status.PASSED, p.why
+
+
+def test_a_group_norm_over_the_wrong_groups_fails():
+    bad = _gn(lambda x, w, b, G: F.group_norm(x, max(G // 2, 1), w, b, eps=1e-5))      # half the groups
+    p = Point("group_norm", 1, (("B", 2), ("G", 4), ("K", 5), ("L", 17)))
+    out = run_point(bad, p, "cpu").outcome
+    assert out.status == Status.FAILED and out.headline.check == Check.VALUES

@@ -13,7 +13,7 @@ parts.py (the rung parts and a `when`'s predicates), validation.py (the tables a
 """
 from ..problems import Problem, SpecError, where_text
 from ..problems import shown as _shown  # noqa: F401  (read as kl.spec._shown)
-from .fields import (DTYPES, FLOAT_DTYPES, Dim, VALUE_KINDS, DEFAULT_FLOAT_VALUES, LAYOUTS, NONFINITE_POLICIES, Tensor,
+from .fields import (DTYPES, FLOAT_DTYPES, PRODUCT, symbol_dims, symbol_size, Dim, VALUE_KINDS, DEFAULT_FLOAT_VALUES, LAYOUTS, NONFINITE_POLICIES, Tensor,
                      Invariant, Size, Config, Out, Tolerance, DEFAULT_TOLERANCES, BACKWARD, declared_at, grad_name,
                      upstream_name)
 from .parts import (Expect, BOOLS, EDGE_SCAN, EDGES_KEPT, is_predicate, when_holds, PredicateError, predicate_edges,
@@ -25,7 +25,7 @@ from .validation import (Rule, REFERENCE_FIX, SPEC_FIELDS, MODES_FIELDS, REPETIT
                          WHEN_FORMS, specifier_problem, GRADS_FIX, POINT_TIMEOUT_S, representable_range)
 from .core import Spec
 
-__all__ = ["Problem", "SpecError", "where_text", "DTYPES", "FLOAT_DTYPES", "Dim", "VALUE_KINDS", "DEFAULT_FLOAT_VALUES",
+__all__ = ["Problem", "SpecError", "where_text", "DTYPES", "FLOAT_DTYPES", "PRODUCT", "symbol_dims", "symbol_size", "Dim", "VALUE_KINDS", "DEFAULT_FLOAT_VALUES",
            "LAYOUTS", "NONFINITE_POLICIES", "Tensor", "Invariant", "Size", "Config", "Out", "Tolerance",
            "DEFAULT_TOLERANCES", "BACKWARD", "declared_at", "grad_name", "upstream_name", "Expect", "BOOLS", "EDGE_SCAN",
            "EDGES_KEPT", "is_predicate", "when_holds", "PredicateError", "predicate_edges", "when_sizes", "when_text",

@@ -4,6 +4,7 @@ fields with, once, at construction; the names of what a point derives (gradients
 gradients) and a declared write's condition at a point."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -26,6 +27,22 @@ def dtype_name(v):
 
 def is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+# ---- a shape's symbols: a dim ('N'), a literal size ('64'), or a product of them ('G*K': GroupNorm's C)
+PRODUCT = "*"
+
+
+def symbol_dims(sym: str) -> tuple[str, ...]:
+    """The dims a shape symbol reads: 'N' -> ('N',), 'G*K' -> ('G', 'K'), '64' -> ()."""
+    return tuple(f for f in sym.split(PRODUCT) if not f.isdigit())
+
+
+def symbol_size(sym: str, sizes: Mapping[str, int]) -> int:
+    """A shape symbol's size at a point's sizes: a literal, a dim's size, or the product of its factors."""
+    if PRODUCT not in sym:
+        return int(sym) if sym.isdigit() else sizes[sym]
+    return math.prod(int(f) if f.isdigit() else sizes[f] for f in sym.split(PRODUCT))
 
 
 # ---- converters: each field normalised once, at construction (attrs' converters). A value of

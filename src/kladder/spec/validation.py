@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 from ..notation import EnvSet, ImportName, Needs
 from ..notation import Toolchain as ToolchainKey   # the `when` keys torch, triton, ...; kl.Toolchain is the rung-7 part
 from ..problems import Problem, SpecError, mean as _mean
+from .fields import PRODUCT, symbol_dims
 from .fields import is_int as _int
 from .fields import (BACKWARD, DTYPES, FLOAT_DTYPES, LAYOUTS, NONFINITE_POLICIES, VALUE_KINDS, Config, Dim, Invariant, Out,
                      Size, Tensor, Tolerance)
@@ -494,10 +495,9 @@ def _dim_name_rules(found: _Found, where: tuple, t: Tensor, output: bool) -> Non
     if not _named(found):
         return
     declared, clean = _declared(found), (lambda f: found.clean(*where, f))
-    bad = next((s for s in t.symbols if not (s.isdigit() or s in declared)), None) if clean("shape") else None
+    bad = next((why for why in (_symbol_problem(s, declared) for s in t.symbols) if why), None) if clean("shape") else None
     if bad is not None:
-        found.add(where + ("shape",), t.shape, f"{_mean(bad, declared)}declare {bad!r} in dims, e.g. dims={{{bad!r}: "
-                  "kl.Dim(1, 4096, tile=64)}, or use a literal size.")
+        found.add(where + ("shape",), t.shape, bad)
     if clean("range") and t.range is not None and not output:
         _range_rules(found, where, t, declared)
     if clean("valid") and t.valid is not None:
@@ -506,6 +506,21 @@ def _dim_name_rules(found: _Found, where: tuple, t: Tensor, output: bool) -> Non
                       "dim (an int or a dim name); the rest is padding.")
         elif clean("shape") and not t.symbols:
             found.add(where + ("valid",), t.valid, "a 0-d tensor has no rows to pad; drop `valid`.")
+
+
+def _symbol_problem(sym: str, declared: tuple) -> str | None:
+    """Why a shape's symbol is none of a declared dim, a literal size, or a product of them ('G*K'); None if it is one."""
+    if sym.isdigit() or sym in declared:
+        return None
+    factors = sym.split(PRODUCT)
+    if len(factors) > 1 and all(f.isdigit() or f.isidentifier() for f in factors):
+        bad = next((f for f in factors if not f.isdigit() and f not in declared), None)
+        return None if bad is None else (f"{sym!r} is a product of dims: {_mean(bad, declared)}declare {bad!r} in dims, "
+                                         f"e.g. dims={{{bad!r}: kl.Dim(1, 64)}}, or use a literal size.")
+    if sym.isidentifier():
+        return f"{_mean(sym, declared)}declare {sym!r} in dims, e.g. dims={{{sym!r}: kl.Dim(1, 4096, tile=64)}}, or use a literal size."
+    return (f"{sym!r}: a dim of a shape is a declared dim, a literal size, or a product of them joined by '*' without "
+            "spaces ('G*K': GroupNorm's C = G x K); declare any other size as a dim of its own.")
 
 
 def _range_rules(found: _Found, where: tuple, t: Tensor, declared: tuple) -> None:
@@ -682,7 +697,7 @@ def _dims_used(spec: AnySpec, tensors: dict) -> set:
     ceil(L / 16) columns)."""
     used = set(spec.row_dims) | {v.dim for v in spec.args.values() if isinstance(v, Size) and isinstance(v.dim, str)}
     for _, t in tensors.values():
-        used |= set(t.symbols) | _range_dims(t)
+        used |= {d for s in t.symbols for d in symbol_dims(s)} | _range_dims(t)
         if isinstance(t.valid, str):
             used.add(t.valid)
     return used
