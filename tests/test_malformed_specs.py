@@ -246,6 +246,13 @@ CASES = [
      "a product of them joined by '*'"),
     ("a product of an undeclared dim", lambda: spec(args=args(x=kl.Tensor("M*NN", dtype="float32"))), "args['x'].shape",
      "'M*NN' is a product of dims: did you mean 'N'? declare 'NN'"),
+    # configs bound to a stream's letters (issue 34 item 2)
+    ("calls configs a list", lambda: spec(configs=[{"BLOCK": 8}], repetition=kl.Repetition(calls=kl.Calls(pattern="AB", configs=[{"BLOCK": 8}]))),
+     ".repetition.calls.configs", "a dict of the pattern's letters"),
+    ("calls config on no letter", lambda: spec(configs=[{"BLOCK": 8}], repetition=kl.Repetition(calls=kl.Calls(pattern="AB", configs={"C": {"BLOCK": 8}}))),
+     ".repetition.calls.configs", "'C' is no letter of the pattern 'AB'"),
+    ("calls config not declared", lambda: spec(configs=[{"BLOCK": 8}], repetition=kl.Repetition(calls=kl.Calls(pattern="AB", configs={"B": {"BLOCK": 16}}))),
+     ".repetition.calls.configs.B", "a config the spec declares"),
 ]
 
 

@@ -178,3 +178,45 @@ def test_a_group_norm_over_the_wrong_groups_fails():
     p = Point("group_norm", 1, (("B", 2), ("G", 4), ("K", 5), ("L", 17)))
     out = run_point(bad, p, "cpu").outcome
     assert out.status == Status.FAILED and out.headline.check == Check.VALUES
+
+
+# ---------------------------------------------------------------------------- configs bound to a stream's letters
+def scaled_sum(x, scale=1.0):
+    return x.sum(-1) * scale
+
+
+class Planned:
+    """A launcher that makes its plan at its first call and keeps it whatever the config of a later call."""
+
+    def __init__(self):
+        self.plan = None
+
+    def __call__(self, x, scale=1.0):
+        if self.plan is None:
+            self.plan = scale
+        return x.sum(-1) * self.plan
+
+
+def _stream_spec(kernel, bound=True):
+    by_letter = {"A": {"scale": 1.0}, "B": {"scale": 2.0}} if bound else None
+    return kl.Spec("planned", kernel=kernel, reference=scaled_sum,
+                   args={"x": kl.Tensor("M N", dtype="float32")}, returns=kl.Tensor("M", like="x"),
+                   dims={"M": kl.Dim(1, 16), "N": kl.Dim(1, 64)}, configs=[{"scale": 1.0}, {"scale": 2.0}],
+                   repetition=kl.Repetition(calls=kl.Calls(pattern="AB", count=40, configs=by_letter)))
+
+
+def _stream(spec):
+    from kladder.gaps import repetition
+    p = repetition.stream(spec, {"M": 4, "N": 16}, (), "cpu")
+    return p, run_point(spec, p, "cpu").outcome
+
+
+def test_configs_bound_to_letters_reach_each_call_and_its_reference():
+    p, out = _stream(_stream_spec(scaled_sum))
+    assert p.config == (("scale", 1.0),) and "A: config scale=1.0; B: config scale=2.0" in p.why
+    assert out.status == Status.PASSED, out.findings
+    p, out = _stream(_stream_spec(Planned()))
+    assert out.status == Status.FAILED and out.headline.check == Check.STREAM
+    # without the letters' configs every call is the launcher's own: the kept plan never shows
+    p, out = _stream(_stream_spec(Planned(), bound=False))
+    assert out.status == Status.PASSED and p.config == ()

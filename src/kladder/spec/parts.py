@@ -190,17 +190,26 @@ class Calls:
     on new ones; "A": new inputs every call); `fresh=True`: every step brings new input sets
     (False: every step the same ones); `count`: how many calls a run of the model makes. Rung 5
     drives a stream of that many calls in that pattern (within its time budget, `seconds` to
-    widen it), each judged against the reference of its own inputs."""
+    widen it), each judged against the reference of its own inputs. `configs` binds letters to
+    declared configs, {"A": {"BLOCK": 64}, "B": {"BLOCK": 128}}: every call on that letter's input
+    sets passes that config (the kernel's keywords, the reference's where it takes them), so a
+    launcher whose state outlives a change of config (a plan, a workspace sized by the first
+    config) meets the model's interleaving; a letter left out runs the launcher's own call."""
 
     pattern: str = "A"
     fresh: bool = True
     count: int = 10_000
     seconds: float | None = None
+    configs: Mapping[str, Mapping] | None = None
 
     @property
     def letters(self) -> str:
         """The pattern's input sets in order of first use: "AABB" -> "AB"."""
         return "".join(dict.fromkeys(self.pattern))
+
+    def config_of(self, letter: str) -> tuple:
+        """The config (its pairs, as a point holds it) of the calls on `letter`'s input sets: () where none is bound."""
+        return tuple((self.configs or {}).get(letter, {}).items())
 
 
 COLLECTIVE_REFERENCES = {"all_reduce": ("sum", "max", "min", "product"), "all_gather": ("",)}

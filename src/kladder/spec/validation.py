@@ -311,6 +311,9 @@ CALLS_FIELDS = {
     "count": [Rule(lambda v: _int(v) and v >= 1, "give how many calls a run of the model makes, an int >= 1, e.g. 10000.")],
     "seconds": [Rule(lambda v: v is None or (_number(v) and v > 0), "give the seconds rung 5's stream may run, > 0, or "
                      "leave it out (the device's budget).")],
+    "configs": [Rule(lambda v: v is None or (isinstance(v, Mapping) and all(isinstance(c, Mapping) for c in v.values())),
+                     "give a dict of the pattern's letters -> a declared config, e.g. configs={'A': {'BLOCK': 64}, "
+                     "'B': {'BLOCK': 128}}, or leave it out (every call the launcher's own).")],
 }
 
 INVARIANT_FIELDS = {
@@ -368,6 +371,7 @@ def validate(spec: AnySpec) -> None:
     if isinstance(spec.repetition.calls, Calls):
         found.fields(spec.repetition.calls, CALLS_FIELDS, ("repetition", "calls"))
         _calls_budget(found)
+        _calls_configs(found)
     _blame(found, tensors, dims)
     if found.problems:
         raise SpecError("", problems=found.problems)
@@ -961,6 +965,25 @@ def _calls_budget(found: _Found) -> None:
     if found.clean("repetition", "calls", "seconds") and s is not None and s > timeout / 2:
         found.add(("repetition", "calls", "seconds"), s, f"give at most half the point's timeout ({timeout:g} s): {timeout / 2:g}, or "
                   f"raise Spec(timeout_s=...) to {2 * s:g} or more.")
+
+
+def _calls_configs(found: _Found) -> None:
+    """kl.Calls(configs=): each key a letter of the pattern, each config one the spec declares."""
+    calls, spec, where = found.spec.repetition.calls, found.spec, ("repetition", "calls", "configs")
+    if calls.configs is None or not found.clean(*where) or not found.clean("repetition", "calls", "pattern") \
+            or not found.clean("configs"):
+        return
+    declared = [dict(c) for c in spec.configs]
+    for letter, config in calls.configs.items():
+        if not (isinstance(letter, str) and letter in calls.letters):
+            found.add(where, {k: dict(v) for k, v in calls.configs.items()}, f"{letter!r} is no letter of the pattern "
+                      f"{calls.pattern!r}: key each config by one of its letters ({', '.join(calls.letters)}).")
+            return
+        if dict(config) not in declared:
+            shown = ", ".join(map(repr, declared)) or "none declared"
+            found.add(where + (letter,), dict(config), f"bind a letter to a config the spec declares (configs: {shown}): "
+                      "add it to Spec(configs=[...]) first.")
+            return
 
 
 # ---- a spec's mistakes found when it loads, never charged to the kernel at run time ----
