@@ -251,6 +251,10 @@ CASES = [
      ".repetition.calls.configs", "a dict of the pattern's letters"),
     ("calls config on no letter", lambda: spec(configs=[{"BLOCK": 8}], repetition=kl.Repetition(calls=kl.Calls(pattern="AB", configs={"C": {"BLOCK": 8}}))),
      ".repetition.calls.configs", "'C' is no letter of the pattern 'AB'"),
+    ("when on a dtype the tensor does not take", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"dtype": "float64"})])),
+     ".toolchain.expect[0].when", "x takes bfloat16, float16"),
+    ("when on the dtype of no tensor", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"dtype:q": "float32"})])),
+     ".toolchain.expect[0].when", "'dtype:NAME' (NAME one of x, w, out)"),
     ("calls config not declared", lambda: spec(configs=[{"BLOCK": 8}], repetition=kl.Repetition(calls=kl.Calls(pattern="AB", configs={"B": {"BLOCK": 16}}))),
      ".repetition.calls.configs.B", "a config the spec declares"),
 ]

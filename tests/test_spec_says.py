@@ -220,3 +220,24 @@ def test_configs_bound_to_letters_reach_each_call_and_its_reference():
     # without the letters' configs every call is the launcher's own: the kept plan never shows
     p, out = _stream(_stream_spec(Planned(), bound=False))
     assert out.status == Status.PASSED and p.config == ()
+
+
+# ---------------------------------------------------------------------------- `when` naming a dtype
+def test_a_when_on_a_dtype_gets_points_at_that_dtype_and_judges_what_ran_there():
+    import os
+    import sys
+    from kladder.gaps import toolchain
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "specs"))
+    import dtype_gated as dg
+    assert dg.WIDE.when == {"dtype": "float64"}                       # a torch dtype is taken as its name
+    pts = [p for p in toolchain.points(dg.routed, CPU_BUDGET) if p.mode == "dispatch"]
+    wide = [p for p in pts if "dispatch: the wide path must run at" in p.why]
+    assert wide and all(p.dtypes == (("x", "float64"),) for p in wide)
+    outside = [p for p in pts if "just outside where the wide path must run" in p.why]
+    assert outside and all(p.dtypes == (("x", "float32"),) for p in outside)
+    named = wide + outside
+    assert all(run_point(dg.routed, p, "cpu").outcome.status == Status.PASSED for p in named)
+    found = {p.dtypes: run_point(dg.one_path, p, "cpu").outcome for p in named}
+    assert found[(("x", "float64"),)].status == Status.FAILED
+    assert found[(("x", "float64"),)].headline.check == Check.DISPATCH
+    assert found[(("x", "float32"),)].status == Status.PASSED

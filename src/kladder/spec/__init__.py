@@ -16,7 +16,7 @@ from ..problems import shown as _shown  # noqa: F401  (read as kl.spec._shown)
 from .fields import (DTYPES, FLOAT_DTYPES, PRODUCT, symbol_dims, symbol_size, Dim, VALUE_KINDS, DEFAULT_FLOAT_VALUES, LAYOUTS, NONFINITE_POLICIES, Tensor,
                      Invariant, Size, Config, Out, Tolerance, DEFAULT_TOLERANCES, BACKWARD, declared_at, grad_name,
                      upstream_name)
-from .parts import (Expect, BOOLS, EDGE_SCAN, EDGES_KEPT, is_predicate, when_holds, PredicateError, predicate_edges,
+from .parts import (Expect, BOOLS, DTYPE_KEY, is_dtype_key, EDGE_SCAN, EDGES_KEPT, is_predicate, when_holds, PredicateError, predicate_edges,
                     when_sizes, when_text, Flag, Calls, COLLECTIVE_REFERENCES, Collective, Repetition, Toolchain, InModel,
                     Modes, PART_CLASSES, MOVED)
 from .validation import (Rule, REFERENCE_FIX, SPEC_FIELDS, MODES_FIELDS, REPETITION_FIELDS, TOOLCHAIN_FIELDS,
@@ -27,7 +27,7 @@ from .core import Spec
 
 __all__ = ["Problem", "SpecError", "where_text", "DTYPES", "FLOAT_DTYPES", "PRODUCT", "symbol_dims", "symbol_size", "Dim", "VALUE_KINDS", "DEFAULT_FLOAT_VALUES",
            "LAYOUTS", "NONFINITE_POLICIES", "Tensor", "Invariant", "Size", "Config", "Out", "Tolerance",
-           "DEFAULT_TOLERANCES", "BACKWARD", "declared_at", "grad_name", "upstream_name", "Expect", "BOOLS", "EDGE_SCAN",
+           "DEFAULT_TOLERANCES", "BACKWARD", "declared_at", "grad_name", "upstream_name", "Expect", "BOOLS", "DTYPE_KEY", "is_dtype_key", "EDGE_SCAN",
            "EDGES_KEPT", "is_predicate", "when_holds", "PredicateError", "predicate_edges", "when_sizes", "when_text",
            "Flag", "Calls", "COLLECTIVE_REFERENCES", "Collective", "Repetition", "Toolchain", "InModel", "Modes",
            "PART_CLASSES", "MOVED", "Rule", "REFERENCE_FIX", "SPEC_FIELDS", "MODES_FIELDS", "REPETITION_FIELDS",

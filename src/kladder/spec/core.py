@@ -11,7 +11,7 @@ from ..notation import Nonfinite
 from ..problems import friendly as _friendly
 from .fields import as_seq as _seq, as_tuple as _tuple, as_word as _word, convert as _convert
 from .fields import BACKWARD, DEFAULT_TOLERANCES, Dim, Out, Tensor, Tolerance, declared_at, grad_name, upstream_name
-from .parts import MOVED, PART_CLASSES, Expect
+from .parts import DTYPE_KEY, MOVED, PART_CLASSES, Expect, is_dtype_key
 from .validation import validate
 
 
@@ -83,6 +83,21 @@ class Spec:
     @property
     def expectations(self) -> tuple[Expect, ...]:
         return self.toolchain.expect
+
+    def when_dtype_of(self, key) -> str | None:
+        """The tensor whose dtype a `when` key names: 'dtype' the first input's, 'dtype:w' w's; None for
+        any other key (a dim named 'dtype' stays a dim)."""
+        if not is_dtype_key(key) or key in self.dims:
+            return None
+        return next(iter(self.input_args), None) if key == DTYPE_KEY else key[len(DTYPE_KEY) + 1:]
+
+    def dtype_at(self, name: str, chosen: Mapping[str, str]) -> str:
+        """A tensor's dtype at a point's chosen dtypes: its own choice, else its `like` model's, else its only one."""
+        t, seen = self.all_tensors[name], {name}
+        while t.like is not None and t.like in self.all_tensors and t.like not in seen:
+            name, t = t.like, self.all_tensors[t.like]
+            seen.add(name)
+        return chosen.get(name, t.dtypes[0] if t.dtypes else "")
 
     @property
     def when_variables(self) -> tuple[str, ...]:

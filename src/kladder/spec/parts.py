@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping
 from ..notation import EnvSet, Needs
 from ..problems import friendly as _friendly
 from .fields import as_seq as _seq, as_tuple as _tuple, as_word as _word, convert as _convert, is_int as _int
-from .fields import Dim
+from .fields import Dim, dtype_name
 
 
 @_friendly("kl.Expect")
@@ -35,6 +35,9 @@ class Expect:
       one does not hold, the expectation does not apply there, and the point's note says so.
     `launch` holds the constexpr and launch-option values that launch must have (the tuned
     config). `label` is what a report calls it: "the decode kernel", "the tuned config".
+    - a dtype: {"dtype": "bfloat16"} (the first input's), {"dtype:w": "float32"} (the tensor w's), a
+      list of dtypes or a callable dtype name -> bool; rung 7 puts points at the dtypes where it holds
+      and at one where it does not;
     `runs=False`: what `kernel` names must NOT run where `when` applies; `kernel="*"` with
     runs=False is a launcher documented to refuse there (a shape, a config): a call that raises
     (an exception of `raises`, a class or a tuple of them; any exception when None) passes at
@@ -48,12 +51,23 @@ class Expect:
     runs: bool = True
     raises: Any = None
 
+    def __post_init__(self):
+        if isinstance(self.when, Mapping) and any(map(is_dtype_key, self.when)):
+            names = lambda v: [dtype_name(x) for x in v] if isinstance(v, (list, tuple)) else dtype_name(v)
+            object.__setattr__(self, "when", {k: names(v) if is_dtype_key(k) else v for k, v in self.when.items()})
+
     def refuses(self, error: BaseException) -> bool:
         """A runs=False expectation's launcher refused with `error`: one of `raises` (any Exception when None)."""
         return not self.runs and isinstance(error, self.raises or Exception)
 
 
 BOOLS = (False, True)
+DTYPE_KEY = "dtype"          # Expect(when={"dtype": "bfloat16"}): the first input's dtype; "dtype:w": the tensor w's
+
+
+def is_dtype_key(key) -> bool:
+    """A `when` key that names a dtype: 'dtype' or 'dtype:NAME'."""
+    return isinstance(key, str) and (key == DTYPE_KEY or key.startswith(DTYPE_KEY + ":"))
 
 
 # ---- a `when` over a dim may be a predicate: a range of sizes or a callable size -> bool ----

@@ -19,7 +19,7 @@ from .fields import is_int as _int
 from .fields import (BACKWARD, DTYPES, FLOAT_DTYPES, LAYOUTS, NONFINITE_POLICIES, VALUE_KINDS, Config, Dim, Invariant, Out,
                      Size, Tensor, Tolerance)
 from .parts import (COLLECTIVE_REFERENCES, Calls, Collective, Expect, Flag, InModel, Modes, PredicateError, Repetition,
-                    Toolchain, is_predicate, predicate_edges, when_text)
+                    Toolchain, is_dtype_key, is_predicate, predicate_edges, when_text)
 
 AnySpec = Any       # a kl.Spec (core.py imports this module: annotations name it so)
 
@@ -807,9 +807,9 @@ def when_keys(spec: AnySpec) -> list[str]:
     return sorted(keys - set(spec.args) if isinstance(spec.args, Mapping) else keys)
 
 
-WHEN_FORMS = ("name an environment variable as '$NAME' ({'$MYLIB_FAST': '1'}, None for unset) or the toolchain as "
+WHEN_FORMS = ("name an environment variable as '$NAME' ({'$MYLIB_FAST': '1'}, None for unset), the toolchain as "
               "one of torch, triton, cuda, capability with a version specifier ({'torch': '>=2.6'}, "
-              "{'capability': '>=9.0'})")
+              "{'capability': '>=9.0'}), or a dtype as 'dtype' (the first input's) or 'dtype:NAME' ({'dtype': 'bfloat16'})")
 
 
 def specifier_problem(text) -> str | None:
@@ -829,6 +829,10 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
     keys = when_keys(spec) if found.clean("configs") and found.clean("toolchain", "flags") else []
     for k, v in when.items():
         listed = list(v) if isinstance(v, (list, tuple)) else [v]
+        if is_dtype_key(k) and k not in declared:
+            if found.clean("args") and found.clean("returns") and _when_dtype(found, where, when, k, v, listed):
+                return
+            continue
         if is_predicate(v):
             if k not in declared:
                 found.add(where, dict(when), f"{k!r}: a range or a predicate (a callable) is a condition on a dim's size "
@@ -860,6 +864,30 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
         if k in dims and not all(_int(x) and dims[k].allows(x) for x in listed):
             found.add(where, dict(when), f"{k} must be {_takes(dims[k])} (or a list of them).")
             return
+
+
+def _when_dtype(found: _Found, where: tuple, when: Mapping, k: str, v, listed: list) -> bool:
+    """A `when` on a dtype ('dtype': the first input's, 'dtype:w': w's) names a tensor, and dtypes it
+    takes (or a predicate over the dtype's name). True where it found a problem."""
+    spec, shown = found.spec, {key: when_text(x) for key, x in when.items()}
+    name = spec.when_dtype_of(k)
+    if name is None or name not in spec.all_tensors:
+        found.add(where, shown, f"{k!r}: name a tensor's dtype as 'dtype' (the first input's) or 'dtype:NAME' "
+                  f"(NAME one of {', '.join(spec.all_tensors)}), e.g. {{'dtype': 'bfloat16'}}.")
+        return True
+    if is_predicate(v):
+        return False
+    t, seen = spec.all_tensors[name], {name}
+    while t.like is not None and t.like in spec.all_tensors and t.like not in seen:
+        seen.add(t.like)
+        t = spec.all_tensors[t.like]
+    takes = list(t.dtypes)
+    bad = next((x for x in listed if x not in takes), None) if takes else None
+    if not listed or bad is not None:
+        found.add(where, shown, f"{k}={bad!r}: {name} takes {', '.join(takes)}; give one of those, a list of them, or a "
+                  "predicate over the dtype's name (lambda d: d != 'float32').")
+        return True
+    return False
 
 
 def _when_predicate(found: _Found, where: tuple, when: Mapping, k: str, v, dim: Dim) -> None:
