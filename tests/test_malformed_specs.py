@@ -255,6 +255,11 @@ CASES = [
      ".toolchain.expect[0].when", "x takes bfloat16, float16"),
     ("when on the dtype of no tensor", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"dtype:q": "float32"})])),
      ".toolchain.expect[0].when", "'dtype:NAME' (NAME one of x, w, out)"),
+    # an input the forward overwrites with its gradient (issue 34 item 2)
+    ("mutated gradient without grads", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", mutated="gradient"))),
+     "args['x'].mutated", "add 'x' to Spec(grads=[...])"),
+    ("mutated an unknown word", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", mutated="grad"))),
+     "args['x'].mutated", "'gradient' when the forward overwrites"),
     ("calls config not declared", lambda: spec(configs=[{"BLOCK": 8}], repetition=kl.Repetition(calls=kl.Calls(pattern="AB", configs={"B": {"BLOCK": 16}}))),
      ".repetition.calls.configs.B", "a config the spec declares"),
 ]

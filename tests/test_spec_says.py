@@ -241,3 +241,57 @@ def test_a_when_on_a_dtype_gets_points_at_that_dtype_and_judges_what_ran_there()
     assert found[(("x", "float64"),)].status == Status.FAILED
     assert found[(("x", "float64"),)].headline.check == Check.DISPATCH
     assert found[(("x", "float32"),)].status == Status.PASSED
+
+
+# ---------------------------------------------------------------------------- an input the forward overwrites with its gradient
+def _liger_like(scale_buffer=True):
+    """A fused cross entropy in liger's way: the forward writes the logits' gradient (for an upstream
+    gradient of 1) where the logits were; the backward scales it by grad_output. With
+    scale_buffer=False the backward returns a scaled copy and leaves the buffer unscaled."""
+    class InPlaceCE(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, target):
+            with torch.no_grad():
+                lf = logits.float()
+                loss = (torch.logsumexp(lf, -1) - lf.gather(-1, target[:, None])[:, 0]).mean()
+                grad = (torch.softmax(lf, -1) - F.one_hot(target, lf.shape[-1]).to(lf.dtype)) / lf.shape[0]
+                logits.copy_(grad.to(logits.dtype))
+            ctx.save_for_backward(logits.detach())
+            return loss.to(logits.dtype)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (g,) = ctx.saved_tensors
+            if not torch.equal(grad_output, torch.ones_like(grad_output)):
+                g = g.mul_(grad_output.to(g.dtype)) if scale_buffer else g * grad_output.to(g.dtype)
+            return g, None
+
+    return lambda logits, target: InPlaceCE.apply(logits, target)
+
+
+def _ce_in_place(kernel, mutated="gradient"):
+    return kl.Spec("ce_in_place", kernel=kernel, reference=lambda logits, target: F.cross_entropy(logits, target),
+                   args={"logits": kl.Tensor("M V", dtype="float32", mutated=mutated),
+                         "target": kl.Tensor("M", dtype="int64", range=(0, "V-1"))},
+                   returns=kl.Tensor("", like="logits"), dims={"M": kl.Dim(1, 64), "V": kl.Dim(2, 256, tile=16)},
+                   grads=["logits"])
+
+
+def _outcomes(spec, *gens):
+    return [(p, run_point(spec, p, "cpu").outcome) for g in gens for p in g.points(spec, CPU_BUDGET) if p.needs != "cuda"]
+
+
+def test_an_input_the_forward_overwrites_with_its_gradient_is_judged_against_the_references():
+    from kladder.gaps import contracts
+    good = _outcomes(_ce_in_place(_liger_like()), value_gap, contracts)
+    assert good and all(o.status in (Status.PASSED, Status.SKIPPED) for _, o in good), \
+        [(p.why, o.findings) for p, o in good if o.status not in (Status.PASSED, Status.SKIPPED)]
+    assert any(p.mode == "independence" and o.status == Status.PASSED for p, o in good)   # the forward alone
+    # undeclared, the write fails every point as the kernel's
+    blind = _outcomes(_ce_in_place(_liger_like(), mutated=False), value_gap)
+    assert all(o.status == Status.FAILED and o.headline.check == Check.INPUT_CHANGED for _, o in blind)
+    # a buffer left holding the gradient for an upstream gradient of 1 fails where kladder passes another
+    unscaled = _outcomes(_ce_in_place(_liger_like(scale_buffer=False)), value_gap)
+    failed = [(p, o) for p, o in unscaled if o.status == Status.FAILED]
+    assert failed and all(dict(p.values).get("upstream out") not in (None, "ones") for p, _ in failed)
+    assert all(o.headline.check == Check.INPUT_CHANGED and o.headline.output == "logits" for _, o in failed)

@@ -14,7 +14,7 @@ parts.py (the rung parts and a `when`'s predicates), validation.py (the tables a
 from ..problems import Problem, SpecError, where_text
 from ..problems import shown as _shown  # noqa: F401  (read as kl.spec._shown)
 from .fields import (DTYPES, FLOAT_DTYPES, PRODUCT, symbol_dims, symbol_size, Dim, VALUE_KINDS, DEFAULT_FLOAT_VALUES, LAYOUTS, NONFINITE_POLICIES, Tensor,
-                     Invariant, Size, Config, Out, Tolerance, DEFAULT_TOLERANCES, BACKWARD, declared_at, grad_name,
+                     Invariant, Size, Config, Out, Tolerance, DEFAULT_TOLERANCES, BACKWARD, GRADIENT, declared_at, grad_name,
                      upstream_name)
 from .parts import (Expect, BOOLS, DTYPE_KEY, is_dtype_key, EDGE_SCAN, EDGES_KEPT, is_predicate, when_holds, PredicateError, predicate_edges,
                     when_sizes, when_text, Flag, Calls, COLLECTIVE_REFERENCES, Collective, Repetition, Toolchain, InModel,
@@ -27,7 +27,7 @@ from .core import Spec
 
 __all__ = ["Problem", "SpecError", "where_text", "DTYPES", "FLOAT_DTYPES", "PRODUCT", "symbol_dims", "symbol_size", "Dim", "VALUE_KINDS", "DEFAULT_FLOAT_VALUES",
            "LAYOUTS", "NONFINITE_POLICIES", "Tensor", "Invariant", "Size", "Config", "Out", "Tolerance",
-           "DEFAULT_TOLERANCES", "BACKWARD", "declared_at", "grad_name", "upstream_name", "Expect", "BOOLS", "DTYPE_KEY", "is_dtype_key", "EDGE_SCAN",
+           "DEFAULT_TOLERANCES", "BACKWARD", "GRADIENT", "declared_at", "grad_name", "upstream_name", "Expect", "BOOLS", "DTYPE_KEY", "is_dtype_key", "EDGE_SCAN",
            "EDGES_KEPT", "is_predicate", "when_holds", "PredicateError", "predicate_edges", "when_sizes", "when_text",
            "Flag", "Calls", "COLLECTIVE_REFERENCES", "Collective", "Repetition", "Toolchain", "InModel", "Modes",
            "PART_CLASSES", "MOVED", "Rule", "REFERENCE_FIX", "SPEC_FIELDS", "MODES_FIELDS", "REPETITION_FIELDS",

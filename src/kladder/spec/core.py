@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping
 from ..notation import Nonfinite
 from ..problems import friendly as _friendly
 from .fields import as_seq as _seq, as_tuple as _tuple, as_word as _word, convert as _convert
-from .fields import BACKWARD, DEFAULT_TOLERANCES, Dim, Out, Tensor, Tolerance, declared_at, grad_name, upstream_name
+from .fields import BACKWARD, DEFAULT_TOLERANCES, GRADIENT, Dim, Out, Tensor, Tolerance, declared_at, grad_name, upstream_name
 from .parts import DTYPE_KEY, MOVED, PART_CLASSES, Expect, is_dtype_key
 from .validation import validate
 
@@ -131,8 +131,14 @@ class Spec:
         return tuple(n for n, t in self.input_args.items() if declared_at(t.mutated, point) is True)
 
     def written_in_backward(self, point) -> tuple[str, ...]:
-        """Inputs whose buffer the backward may write its gradient into at this point (mutated='backward')."""
-        return tuple(n for n, t in self.input_args.items() if declared_at(t.mutated, point) == BACKWARD)
+        """Inputs whose buffer holds their gradient after a forward and backward at this point: the backward
+        may write it there (mutated='backward'), or the forward did (mutated='gradient')."""
+        return tuple(n for n, t in self.input_args.items() if declared_at(t.mutated, point) in (BACKWARD, GRADIENT))
+
+    def written_in_forward(self, point) -> tuple[str, ...]:
+        """Inputs the forward overwrites with their gradient at this point (mutated='gradient'): a call of
+        the forward alone may leave anything there."""
+        return tuple(n for n, t in self.input_args.items() if declared_at(t.mutated, point) == GRADIENT)
 
     def overwritten_at(self, point) -> tuple[str, ...]:
         """Outputs whose upstream gradient the backward may overwrite at this point (grad_overwritten=)."""

@@ -159,6 +159,12 @@ class Tensor:
              in Spec.grads): after the call it holds that gradient (the kernel's own `grad of x`
              bit for bit, or the reference's within the gradient's tolerance) or, where the kernel
              did not write it, its data as passed; a predicate may answer "backward" too.
+             "gradient": the launcher overwrites this input with its gradient during the forward
+             (liger's fused cross entropy: the gradient for an upstream gradient of 1, scaled in
+             place by the backward; the input is in Spec.grads): after a forward and backward the
+             buffer must hold the reference's gradient for the upstream gradient kladder passed (or
+             the kernel's own `grad of x`, or its data as passed); a call of the forward alone may
+             leave anything there, and no point repeats a call on it.
     grad_overwritten: on an output, with Spec.grads: the backward overwrites the upstream gradient
              it is given for this output (to save memory): after the call that buffer holds a
              gradient (the kernel's own bit for bit, or the reference's within its tolerance) or
@@ -285,19 +291,20 @@ DEFAULT_TOLERANCES = {
 
 
 BACKWARD = "backward"         # kl.Tensor(mutated="backward"): the backward writes the input's gradient into it
+GRADIENT = "gradient"         # kl.Tensor(mutated="gradient"): the forward overwrites the input with its gradient
 
 
 def declared_at(condition, point) -> bool | str:
-    """A declared write's condition at a point: True, False or "backward" as given; a dict of the
-    launcher's keywords -> values: True where the point's call passes every one of them; a
-    predicate of the point: its answer (True, "backward", or false)."""
+    """A declared write's condition at a point: True, False, "backward" or "gradient" as given; a dict
+    of the launcher's keywords -> values: True where the point's call passes every one of them; a
+    predicate of the point: its answer (True, "backward", "gradient", or false)."""
     if isinstance(condition, (bool, str)):
         return condition
     if isinstance(condition, Mapping):
         kwargs = point.kwargs
         return all(k in kwargs and kwargs[k] == v for k, v in condition.items())
     answer = condition(point)
-    return BACKWARD if answer == BACKWARD else bool(answer)
+    return answer if answer in (BACKWARD, GRADIENT) else bool(answer)
 
 
 def grad_name(arg: str) -> str:

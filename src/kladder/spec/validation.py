@@ -16,7 +16,7 @@ from ..notation import Toolchain as ToolchainKey   # the `when` keys torch, trit
 from ..problems import Problem, SpecError, mean as _mean
 from .fields import PRODUCT, symbol_dims
 from .fields import is_int as _int
-from .fields import (BACKWARD, DTYPES, FLOAT_DTYPES, LAYOUTS, NONFINITE_POLICIES, VALUE_KINDS, Config, Dim, Invariant, Out,
+from .fields import (BACKWARD, DTYPES, GRADIENT, FLOAT_DTYPES, LAYOUTS, NONFINITE_POLICIES, VALUE_KINDS, Config, Dim, Invariant, Out,
                      Size, Tensor, Tolerance)
 from .parts import (COLLECTIVE_REFERENCES, Calls, Collective, Expect, Flag, InModel, Modes, PredicateError, Repetition,
                     Toolchain, is_dtype_key, is_predicate, predicate_edges, when_text)
@@ -199,10 +199,11 @@ TENSOR_FIELDS = {
     "valid": [Rule(lambda v: v is None or isinstance(v, str) or (_int(v) and v >= 0),
                    "give the number of valid elements of the last dim (an int or a dim name); the rest is padding.")],
     "layouts": [Rule(lambda v: v is None or _names(v), "give a list of layout names, e.g. layouts=['sliced'], or [] for none.")],
-    "mutated": [Rule(lambda v: _write_condition(v, (BACKWARD,)), "give True for an input the kernel writes in place by "
-                     "design, a dict of the launcher's keywords under which it does (mutated={'in_place': True}), a "
+    "mutated": [Rule(lambda v: _write_condition(v, (BACKWARD, GRADIENT)), "give True for an input the kernel writes in "
+                     "place by design, a dict of the launcher's keywords under which it does (mutated={'in_place': True}), a "
                      "predicate of the point (mutated=lambda p: ...), 'backward' when the backward writes the input's "
-                     "gradient into it, or leave it out.")],
+                     "gradient into it, 'gradient' when the forward overwrites the input with its gradient, or leave it "
+                     "out.")],
     "grad_overwritten": [Rule(lambda v: _write_condition(v, ()), "give True on an output whose upstream gradient the "
                               "backward overwrites, a dict of the launcher's keywords under which it does "
                               "(grad_overwritten={'in_place': True}), a predicate of the point, or leave it out.")],
@@ -558,9 +559,10 @@ def _write_rules(found: _Found, name: str, where: tuple, t: Tensor, output: bool
         elif not grads:
             found.add(where + ("grad_overwritten",), t.grad_overwritten, "a backward overwrites the upstream gradient: "
                       "declare the inputs whose gradients it computes (Spec(grads=['x', ...])), or drop grad_overwritten=.")
-    if t.mutated == BACKWARD and not output and found.clean(*where, "mutated") and name not in grads:
-        found.add(where + ("mutated",), t.mutated, f"mutated='backward' says the backward writes {name}'s gradient into "
-                  f"it: add {name!r} to Spec(grads=[...]), or give mutated=True for a write in the forward.")
+    if t.mutated in (BACKWARD, GRADIENT) and not output and found.clean(*where, "mutated") and name not in grads:
+        found.add(where + ("mutated",), t.mutated, f"mutated={t.mutated!r} says {name}'s buffer is given its gradient: add "
+                  f"{name!r} to Spec(grads=[...]) (kladder then runs the backward and judges that gradient), or give "
+                  "mutated=True for a write of something else in the forward.")
     keys = {k for c in (spec.configs if isinstance(spec.configs, (list, tuple)) else ()) if isinstance(c, Mapping)
             for k in c}
     for field_name in ("mutated", "grad_overwritten"):
