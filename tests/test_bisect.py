@@ -59,7 +59,7 @@ def _state(r):
 
 def kladder(*args, cwd):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
-    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+    return run_cli([sys.executable, "-m", "kladder.tools.cli", *args], capture_output=True, text=True,
                           timeout=600, cwd=cwd, env=env)
 
 
@@ -112,7 +112,7 @@ def test_ctrl_c_leaves_the_repository_as_it_was(repo, tmp_path):
     r, shas = repo
     before = _state(r)
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
-    proc = subprocess.Popen([sys.executable, "-m", "kladder.cli", "bisect", shas[0], shas[-1], str(r / "spec.py"),
+    proc = subprocess.Popen([sys.executable, "-m", "kladder.tools.cli", "bisect", shas[0], shas[-1], str(r / "spec.py"),
                              "--point", POINT, "--device", "cpu"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120

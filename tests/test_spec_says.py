@@ -8,13 +8,13 @@ import torch
 import torch.nn.functional as F
 
 import kladder as kl
-from kladder.gaps import values as value_gap
-from kladder.materialize import materialize
-from kladder.outcome import Check, Status
-from kladder.point import Point
+from kladder.gen.gaps import values as value_gap
+from kladder.gen.materialize import materialize
+from kladder.core.outcome import Check, Status
+from kladder.core.point import Point
 from kladder.run.trial import run_point
-from kladder.shrink import shrink
-from kladder.sizes import CPU_BUDGET
+from kladder.climbing.shrink import shrink
+from kladder.core.sizes import CPU_BUDGET
 
 
 # ---------------------------------------------------------------------------- sentinel ids: kl.Tensor(ignore=-100)
@@ -158,8 +158,8 @@ def _gn(kernel=group_norm):
 
 
 def test_a_product_of_dims_keeps_its_relation_at_every_point():
-    from kladder.gaps import shapes
-    from kladder.sizes import shape_of
+    from kladder.gen.gaps import shapes
+    from kladder.core.sizes import shape_of
     spec = _gn()
     pts = list(shapes.points(spec, CPU_BUDGET))
     assert len(pts) > 10 and {d for p in pts for d, _ in p.dims} == {"B", "G", "K", "L"}
@@ -206,7 +206,7 @@ def _stream_spec(kernel, bound=True):
 
 
 def _stream(spec):
-    from kladder.gaps import repetition
+    from kladder.gen.gaps import repetition
     p = repetition.stream(spec, {"M": 4, "N": 16}, (), "cpu")
     return p, run_point(spec, p, "cpu").outcome
 
@@ -226,7 +226,7 @@ def test_configs_bound_to_letters_reach_each_call_and_its_reference():
 def test_a_when_on_a_dtype_gets_points_at_that_dtype_and_judges_what_ran_there():
     import os
     import sys
-    from kladder.gaps import toolchain
+    from kladder.gen.gaps import toolchain
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "specs"))
     import dtype_gated as dg
     assert dg.WIDE.when == {"dtype": "float64"}                       # a torch dtype is taken as its name
@@ -282,7 +282,7 @@ def _outcomes(spec, *gens):
 
 
 def test_an_input_the_forward_overwrites_with_its_gradient_is_judged_against_the_references():
-    from kladder.gaps import contracts
+    from kladder.gen.gaps import contracts
     good = _outcomes(_ce_in_place(_liger_like()), value_gap, contracts)
     assert good and all(o.status in (Status.PASSED, Status.SKIPPED) for _, o in good), \
         [(p.why, o.findings) for p, o in good if o.status not in (Status.PASSED, Status.SKIPPED)]

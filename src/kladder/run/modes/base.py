@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator
 
-from ...notation import Inputs, Launch
-from ...outcome import Cause, Note
+from ...core.notation import Inputs, Launch
+from ...core.outcome import Cause, Note
 
 
 @dataclass
@@ -329,7 +329,7 @@ def declared_writes(h) -> list[str]:
     buffers: the inputs its forward writes, and with a backward the inputs its backward writes and
     the upstream gradients it overwrites ('upstream y'); an input the forward overwrites with its
     gradient (mutated='gradient') with a backward or without."""
-    from ...spec import upstream_name
+    from ...core.spec import upstream_name
     spec, p = h.spec, h.point
     writes = list(spec.mutated_at(p)) + [n for n in spec.written_in_forward(p) if not h.backward]
     if h.backward:
