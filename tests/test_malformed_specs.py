@@ -222,6 +222,46 @@ CASES = [
      ".kernel.links.0", "nothing provides 'scale'"),
     ("a link's outputs not names", lambda: spec(kernel=kl.chain(kl.Link(lambda x: x, outputs=("1y",)))),
      ".kernel.links.0.outputs", "identifiers"),
+    # sentinel ids (issue 34 item 2)
+    ("ignore not an int", lambda: spec(args=args(t=kl.Tensor("M", dtype="int64", range=(0, "N-1"), ignore="-100"))),
+     "args['t'].ignore", "as an int"),
+    ("ignore without a range", lambda: spec(args=args(t=kl.Tensor("M", dtype="int64", ignore=-100))),
+     "args['t'].ignore", "give the ids' range too"),
+    ("ignore on a float input", lambda: spec(args=args(t=kl.Tensor("M", dtype="float32", range=(0, 5), ignore=-100))),
+     "args['t'].ignore", "needs an integer input"),
+    ("ignore the dtype cannot hold", lambda: spec(args=args(t=kl.Tensor("M", dtype="uint8", range=(0, 5), ignore=-100))),
+     "args['t'].ignore", "uint8 holds no -100"),
+    ("ignore on an output", lambda: spec(returns=kl.Tensor("M N", like="x", ignore=-100)), ".ignore", "drop ignore="),
+    # a tolerance per output (issue 34 item 2)
+    ("tolerance by an unknown output", lambda: spec(tolerance={"lse": (1e-3, 1e-5)}), ".tolerance", "by output names (out)"),
+    ("an output's tolerance not a pair", lambda: spec(tolerance={"out": 1e-3}), ".tolerance", "'out': give the output's"),
+    ("an output's tolerance by an unknown dtype", lambda: spec(tolerance={"out": {"bf16": (1e-2, 1e-5)}}), ".tolerance",
+     "'out': key by dtype"),
+    ("a config's tolerance by an unknown output", lambda: spec(configs=[kl.Config({"BLOCK": 8}, tolerance={"lse": (1e-3, 0)})]),
+     ".configs.0.tolerance", "by output names"),
+    # dims as products (issue 34 item 2)
+    ("a shape dim that is a sum", lambda: spec(args=args(x=kl.Tensor("M+N N", dtype="float32"))), "args['x'].shape",
+     "a product of them joined by '*'"),
+    ("a product with an empty factor", lambda: spec(args=args(x=kl.Tensor("M**N", dtype="float32"))), "args['x'].shape",
+     "a product of them joined by '*'"),
+    ("a product of an undeclared dim", lambda: spec(args=args(x=kl.Tensor("M*NN", dtype="float32"))), "args['x'].shape",
+     "'M*NN' is a product of dims: did you mean 'N'? declare 'NN'"),
+    # configs bound to a stream's letters (issue 34 item 2)
+    ("calls configs a list", lambda: spec(configs=[{"BLOCK": 8}], repetition=kl.Repetition(calls=kl.Calls(pattern="AB", configs=[{"BLOCK": 8}]))),
+     ".repetition.calls.configs", "a dict of the pattern's letters"),
+    ("calls config on no letter", lambda: spec(configs=[{"BLOCK": 8}], repetition=kl.Repetition(calls=kl.Calls(pattern="AB", configs={"C": {"BLOCK": 8}}))),
+     ".repetition.calls.configs", "'C' is no letter of the pattern 'AB'"),
+    ("when on a dtype the tensor does not take", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"dtype": "float64"})])),
+     ".toolchain.expect[0].when", "x takes bfloat16, float16"),
+    ("when on the dtype of no tensor", lambda: spec(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"dtype:q": "float32"})])),
+     ".toolchain.expect[0].when", "'dtype:NAME' (NAME one of x, w, out)"),
+    # an input the forward overwrites with its gradient (issue 34 item 2)
+    ("mutated gradient without grads", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", mutated="gradient"))),
+     "args['x'].mutated", "add 'x' to Spec(grads=[...])"),
+    ("mutated an unknown word", lambda: spec(args=args(x=kl.Tensor("M N", dtype="float32", mutated="grad"))),
+     "args['x'].mutated", "'gradient' when the forward overwrites"),
+    ("calls config not declared", lambda: spec(configs=[{"BLOCK": 8}], repetition=kl.Repetition(calls=kl.Calls(pattern="AB", configs={"B": {"BLOCK": 16}}))),
+     ".repetition.calls.configs.B", "a config the spec declares"),
 ]
 
 

@@ -233,7 +233,7 @@ class Judge:
                 out = out.index_select(*sel)
             where = where_of(spec, name, {sel[0]: prep.row_ids} if sel is not None else {})
             about = {"dtype": dtype, "shape": list(shape), "mode": pt.mode}
-            tol = spec.tolerance_for(dtype, pt.config)
+            tol = spec.tolerance_for(dtype, pt.config, name)
             ref = refs[name]
             if tuple(ref.shape) != tuple(out.shape):
                 # the kernel's output passed the contract above: the declared shape is the kernel's

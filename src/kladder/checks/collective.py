@@ -58,7 +58,7 @@ def call_findings(spec, point, rc, device: str) -> list[Finding]:
             found.append(bad)
             continue
         about = {"dtype": dtype, "shape": list(shape), "mode": "collective"}
-        f = values.compare(name, out, rc.expected[name], spec.tolerance_for(dtype, point.config), where_of(spec, name), about)
+        f = values.compare(name, out, rc.expected[name], spec.tolerance_for(dtype, point.config, name), where_of(spec, name), about)
         if f:
             found.append(f)
     return found

@@ -25,17 +25,23 @@ def _listed(want) -> list:
     return list(want) if isinstance(want, (list, tuple)) else [want]
 
 
-def applies(expect, point, defaults=None, env=None) -> bool:
-    """Whether an expectation's `when` matches the point's dims, config and environment (a
+def applies(expect, point, defaults=None, env=None, spec=None) -> bool:
+    """Whether an expectation's `when` matches the point's dims, config, environment and dtypes (a
     config key the point does not set matches the launcher's default for it, `defaults`; a key
     with no default there does not match; `env`: the variables as the call had them, Ran.env,
-    else as the point sets them). Toolchain keys are judged apart (`unmet`)."""
+    else as the point sets them; a dtype key, 'dtype' or 'dtype:w', the point's dtype of that
+    tensor, read through `spec`). Toolchain keys are judged apart (`unmet`)."""
     if not expect.when:
         return True
     given = {**(defaults or {}), **point.sizes, **point.kwargs}
     env = {**{k: v for k, v in point.env}, **(env or {})}
     for key, want in expect.when.items():
         if Toolchain.has(key):
+            continue
+        tensor = spec.when_dtype_of(key) if spec is not None else None
+        if tensor is not None:
+            if tensor not in spec.all_tensors or not when_holds(want, spec.dtype_at(tensor, point.dtype_of)):
+                return False
             continue
         if key.startswith("$"):
             if env.get(key[1:]) not in _listed(want):
@@ -76,7 +82,7 @@ def refusal(spec, point, error: BaseException, device: str):
     `device`) and whose `raises` the kernel's exception is: the launcher refused as documented. Or None."""
     from ..core.spec import launcher_defaults
     for e in spec.expectations:
-        if e.refuses(error) and applies(e, point, launcher_defaults(spec.kernel)) \
+        if e.refuses(error) and applies(e, point, launcher_defaults(spec.kernel), spec=spec) \
                 and not (names_toolchain(spec) and unmet(e, toolchain_of(device))):
             return e
     return None
@@ -86,7 +92,7 @@ def refusing(spec, point) -> bool:
     """Some runs=False expectation with kernel '*' applies at this point: the launcher is documented
     to refuse there, so the call's values have nothing to be judged against."""
     from ..core.spec import launcher_defaults
-    return any(not e.runs and e.kernel == "*" and applies(e, point, launcher_defaults(spec.kernel))
+    return any(not e.runs and e.kernel == "*" and applies(e, point, launcher_defaults(spec.kernel), spec=spec)
                for e in spec.expectations)
 
 
@@ -142,7 +148,7 @@ def dispatch(spec, point, ran, have: dict | None = None) -> tuple[Finding | None
     have = have if have is not None else {}
     missing, forbidden, skipped = [], [], []
     for e in spec.expectations:
-        if not applies(e, point, defaults, getattr(ran, "env", None)):
+        if not applies(e, point, defaults, getattr(ran, "env", None), spec):
             continue
         off = unmet(e, have)
         if off:

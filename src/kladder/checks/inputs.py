@@ -90,13 +90,14 @@ def _hashes(view, slabs):
     return torch.stack([_hash(view[lo:hi]) for lo, hi in slabs]) if slabs else torch.zeros((0, 2), dtype=torch.int64)
 
 
-def snapshot(spec, inputs, point) -> list[Snapshot]:
-    """Every input the kernel must leave as it was, before the call (taken by the harness).
-    The copies of a point share SNAPSHOT_COPY_BYTES, smallest input first; the rest are hashed."""
+def snapshot(spec, inputs, point, skip=()) -> list[Snapshot]:
+    """Every input the kernel must leave as it was, before the call (taken by the harness), but
+    those in `skip`. The copies of a point share SNAPSHOT_COPY_BYTES, smallest input first; the rest
+    are hashed."""
     import torch
     shots, left = [], SNAPSHOT_COPY_BYTES
     given = [(n, v) for n, v in zip(spec.args, inputs.args, strict=True)
-             if n not in spec.out_args and n not in spec.mutated_at(point) and isinstance(v, torch.Tensor)]
+             if n not in spec.out_args and n not in spec.mutated_at(point) and n not in skip and isinstance(v, torch.Tensor)]
     for name, value in sorted(given, key=lambda nv: _nbytes(inputs.guarded.get(nv[0]), nv[1])):
         g = inputs.guarded.get(name)
         if g is None:

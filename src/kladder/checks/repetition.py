@@ -83,7 +83,7 @@ def _against(spec, point, outputs: dict, expected: values.Expected, peers=None) 
     for name, out in outputs.items():
         dtype = dtype_of(spec, name, point.dtype_of)
         about = {"dtype": dtype, "shape": list(shape_of(spec, name, point.sizes)), "mode": point.mode}
-        tol, where = spec.tolerance_for(dtype, point.config), where_of(spec, name)
+        tol, where = spec.tolerance_for(dtype, point.config, name), where_of(spec, name)
         bad_shape = values.shape_finding(name, out, refs[name])
         if bad_shape is not None:
             return bad_shape
@@ -136,7 +136,7 @@ PEER_SHARE = 0.25     # and while the peers took less than this share of the str
 
 class StreamTally:
     """Rung 5's stream (run/modes/calls.py), batch by batch: every call against the reference of
-    its own inputs, at the tolerance of the point's config (Spec.tolerance_for). A call is wrong
+    its own inputs, at the tolerance of its config (Spec.tolerance_for; kl.Calls(configs=) binds one a letter). A call is wrong
     when an output fails there and, where a peer may excuse it (finite against finite), fails the
     honest peer too (asked while the peers' time stays within PEER_SHARE of the stream's budget, for
     at most PEER_CALLS calls; later ones are undecided, as are bfloat16 calls that only the
@@ -163,16 +163,20 @@ class StreamTally:
             ref = b.refs[name]
             if tuple(ref.shape) != tuple(out.shape):
                 continue                         # the first call's contract finding says why
-            tol = self.spec.tolerance_for(dtype_of(self.spec, name, self.point.dtype_of), self.point.config)
             o2, r2 = _per_call_rows(out, n), _per_call_rows(ref, n)
-            m = values.mismatch(o2, r2.to(o2.device), tol, None)
-            if m is None:
-                continue
-            bad = m.bad.reshape(n, -1).cpu()
-            hard = (m.bad & ~(o2.isfinite() & r2.to(o2.device).isfinite())).reshape(n, -1).any(1).cpu()
-            wrong |= hard
-            for j in (bad.any(1) & ~hard).nonzero().flatten().tolist():
-                doubt.setdefault(j, []).append(name)
+            for config, calls in self._by_config(b, n).items():   # kl.Calls(configs=): each letter at its config's tolerance
+                tol = self.spec.tolerance_for(dtype_of(self.spec, name, self.point.dtype_of), config, name)
+                o, r = (o2, r2) if calls is None else (o2[calls], r2[calls])
+                m = values.mismatch(o, r.to(o.device), tol, None)
+                if m is None:
+                    continue
+                rows = len(o)
+                bad = m.bad.reshape(rows, -1).cpu()
+                hard = (m.bad & ~(o.isfinite() & r.to(o.device).isfinite())).reshape(rows, -1).any(1).cpu()
+                at = torch.arange(n) if calls is None else calls.cpu()
+                wrong[at[hard]] = True
+                for j in at[bad.any(1) & ~hard].tolist():
+                    doubt.setdefault(j, []).append(name)
         for j, names in sorted(doubt.items()):
             if wrong[j]:
                 continue
@@ -195,6 +199,21 @@ class StreamTally:
             self.first = self._located(b, j, peers)
             self.first_where = b.where[j]
 
+    def _by_config(self, b, n: int) -> dict:
+        """The batch's calls by the config they passed: {config: None} (every call, the point's) where
+        they are one config; else {config: the calls' indices} (kl.Calls(configs=) binds letters to configs)."""
+        import torch
+        configs = [getattr(getattr(p, "point", None), "config", self.point.config) for p in (b.preps or [])] or [self.point.config]
+        if len(set(configs)) == 1:
+            return {configs[0]: None}
+        out: dict = {}
+        for j, c in enumerate(configs[:n]):
+            out.setdefault(c, []).append(j)
+        return {c: torch.tensor(js) for c, js in out.items()}
+
+    def _config_of(self, b, j: int) -> tuple:
+        return getattr(getattr(b.preps[j], "point", None), "config", self.point.config) if b.preps else self.point.config
+
     def _settled(self, b, j: int, names: list, peers, rounding) -> bool | str | None:
         """Call j's outputs that failed the default with a peer that may excuse them: True
         (wrong), False (excused), None (not decided: past the peers' budget), "truncated" (not
@@ -206,7 +225,7 @@ class StreamTally:
         got = peers(j, names)
         for name in names:
             out, ref = b.outputs[name][j], b.refs[name][j]
-            tol = self.spec.tolerance_for(dtype_of(self.spec, name, self.point.dtype_of), self.point.config)
+            tol = self.spec.tolerance_for(dtype_of(self.spec, name, self.point.dtype_of), self._config_of(b, j), name)
             m = values.mismatch(out, ref.to(out.device), tol, None)
             m = None if m is None else values.settle_with(m, out, ref.to(out.device), tol, got.get(name))
             if m is None:
@@ -224,7 +243,7 @@ class StreamTally:
             if tuple(o.shape) != tuple(ref.shape):
                 continue
             dtype = dtype_of(self.spec, name, self.point.dtype_of)
-            tol = self.spec.tolerance_for(dtype, self.point.config)
+            tol = self.spec.tolerance_for(dtype, self._config_of(b, j), name)
             about = {"dtype": dtype, "shape": list(shape_of(self.spec, name, self.point.sizes)), "mode": self.point.mode}
             m = values.mismatch(o, ref, tol, None)
             if m is not None:

@@ -1,5 +1,5 @@
 """A spec's problems: where each is (a location tuple, rendered once), what was given and the
-fix; one SpecError carries them all. Shared by spec.py and chain.py (kl.Link), so that every
+fix; one SpecError carries them all. Shared by spec/ and chain.py (kl.Link), so that every
 public class answers a misspelt keyword the same way."""
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .spec import Spec
+from .spec import Spec, symbol_size
 
 ITEMSIZE = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
@@ -33,7 +33,8 @@ def output_cliffs(shape, dtype: str | None) -> list[list]:
 
 
 def shape_of(spec: Spec, name: str, sizes: dict[str, int]) -> tuple[int, ...]:
-    return tuple(int(s) if s.isdigit() else sizes[s] for s in spec.all_tensors[name].symbols)
+    """A tensor's shape at a point's sizes: each symbol a literal, a dim, or a product of them ('G*K')."""
+    return tuple(symbol_size(s, sizes) for s in spec.all_tensors[name].symbols)
 
 
 def dtype_of(spec: Spec, name: str, chosen: dict[str, str]) -> str:

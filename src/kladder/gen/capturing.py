@@ -173,11 +173,12 @@ def replay_points(spec, directory: str, rung: int):
     """One point per recorded call: dims read off the captured shapes, dtypes as captured."""
     from ..core.notation import PointKind
     from ..core.point import Point
+    from ..core.spec import PRODUCT, symbol_size
     doc = read_manifest(directory)
     for e in doc["entries"]:
         if "entry" not in e:
             continue
-        dims, dtypes, problem = {}, {}, ""
+        dims, dtypes, problem, products = {}, {}, "", []
         for name, t in spec.all_tensors.items():
             if name in spec.returned or name in spec.out_args:
                 continue
@@ -192,6 +193,8 @@ def replay_points(spec, directory: str, rung: int):
                 if sym.isdigit():
                     if int(sym) != n:
                         problem = f"{name} has {n} where the spec fixes {sym}"
+                elif PRODUCT in sym:
+                    products.append((name, sym, n))          # checked once every dim is read
                 elif dims.setdefault(sym, n) != n:
                     problem = f"{sym} is {dims[sym]} in one tensor and {n} in {name}"
             allowed = spec.dtype_choices(name) or (spec.dtype_choices(t.like) if t.like else ())
@@ -201,6 +204,9 @@ def replay_points(spec, directory: str, rung: int):
             if len(spec.dtype_choices(name)) > 1:
                 dtypes[name] = a["dtype"]
         missing = [d for d in spec.dims if d not in dims]
+        for name, sym, n in products:
+            if not problem and not missing and symbol_size(sym, dims) != n:
+                problem = f"{name} has {n} where the spec's {sym} is {symbol_size(sym, dims)}"
         if not problem and missing:
             problem = f"no captured tensor gives the size of {', '.join(missing)}"
         why = f"captured from a real call of {doc['target']} ({e['entry']}): " + ", ".join(

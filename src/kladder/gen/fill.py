@@ -28,14 +28,15 @@ PUBLIC_KINDS = tuple(v for v in Values if v not in (Values.SPARSE, Values.SCALED
 
 
 def filled(target, kind: ValueKind | str = "normal", *, dtype=None, generator=None, range: tuple | None = None,
-           device=None):
+           device=None, ignore: int | None = None):
     """kl.filled: a tensor holding one of rung 2's value kinds, for a spec's `build=` (the public
     face of what kladder writes into the inputs it makes). `target`: a shape (a tuple of ints or
     a torch.Size) for a new tensor, or a tensor to fill in place. `kind`: a value kind's name
     ("normal", "peaked/10", "ties", "identical", "distinct", "tiny", "huge", "ones", "ids/same",
     ...), or a point's own: point.kinds.get("x", "normal"). `dtype`: a name or a torch dtype (a
     new tensor's; default float32). `generator`: the torch.Generator build= is given (the values
-    are then the point's, seed for seed). `range`: (lo, hi), inclusive, as kl.Tensor(range=)."""
+    are then the point's, seed for seed). `range`: (lo, hi), inclusive, as kl.Tensor(range=).
+    `ignore`: the sentinel id of `ids/ignored`, as kl.Tensor(ignore=)."""
     torch = _torch()
     kind = _public_kind(kind)
     if isinstance(target, torch.Tensor):
@@ -51,7 +52,7 @@ def filled(target, kind: ValueKind | str = "normal", *, dtype=None, generator=No
         t = torch.empty(tuple(target), dtype=getattr(torch, name), device=where)
     gen = generator if generator is not None else torch.Generator(device=t.device).manual_seed(0)
     dense = t if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype, device=t.device)
-    fill_kind(dense, kind, name, gen, tuple(range) if range is not None else None)
+    fill_kind(dense, kind, name, gen, tuple(range) if range is not None else None, ignore=ignore)
     if dense is not t:
         t.copy_(dense)
     return t
@@ -70,9 +71,9 @@ def _public_kind(kind) -> ValueKind:
     return parsed
 
 
-def fill_kind(t, kind: ValueKind | str, dtype: str, gen, rng: tuple | None = None, chunks=()) -> None:
+def fill_kind(t, kind: ValueKind | str, dtype: str, gen, rng: tuple | None = None, chunks=(), ignore: int | None = None) -> None:
     """Write value kind `kind` (ValueKind("peaked", "10"), or its text "peaked/10") into the
-    contiguous tensor `t`."""
+    contiguous tensor `t`; `ignore`: an id input's sentinel (kl.Tensor(ignore=)), for `ids/ignored`."""
     torch = _torch()
     kind = ValueKind.parse(kind) if isinstance(kind, str) else kind
     base, arg = kind.kind, kind.arg
@@ -82,7 +83,7 @@ def fill_kind(t, kind: ValueKind | str, dtype: str, gen, rng: tuple | None = Non
         return
     if base == Values.IDS and not is_float:
         from .idfill import fill_ids
-        fill_ids(t, kind.format(), gen, rng)
+        fill_ids(t, kind.format(), gen, rng, ignore)
         return
     if base == "normal" or (not is_float and base not in ("lengths", "masked", "ones")):
         fill_normal(t, dtype, gen, rng)

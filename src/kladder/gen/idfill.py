@@ -16,15 +16,27 @@ WHY = {
     "reversed": "ids in descending order",
 }
 LABELS = tuple(f"{KIND}/{k}" for k in WHY)
+# an input with a sentinel id (kl.Tensor(ignore=-100)): one more kind, its own
+WHY["ignored"] = ("ids in the range with the sentinel {ignore} at about a quarter of the positions, the last always "
+                  "(the rows a loss must skip)")
+IGNORED = f"{KIND}/ignored"
+SENTINEL_SHARE = 0.25
 
 
-def why(label: str) -> str:
-    return WHY[label.partition("/")[2]]
+def labels(ignore: int | None = None) -> tuple[str, ...]:
+    """The id kinds of an input: every one, and `ids/ignored` where it declares a sentinel."""
+    return LABELS + ((IGNORED,) if ignore is not None else ())
 
 
-def fill_ids(t, label: str, gen, rng: tuple | None) -> None:
+def why(label: str, ignore: int | None = None) -> str:
+    return WHY[label.partition("/")[2]].format(ignore=ignore)
+
+
+def fill_ids(t, label: str, gen, rng: tuple | None, ignore: int | None = None) -> None:
     """Write id kind `label` ("ids/unused", ...) into the contiguous integer tensor `t`, over
-    the whole tensor (flattened), within `rng` = (lo, hi), both inclusive."""
+    the whole tensor (flattened), within `rng` = (lo, hi), both inclusive; `ids/ignored` also
+    writes the sentinel `ignore` at about a quarter of the positions (the last always, the first
+    never where there are two or more)."""
     import torch
     how = label.partition("/")[2]
     lo, hi = (int(rng[0]), int(rng[1])) if rng else (0, 63)
@@ -47,6 +59,15 @@ def fill_ids(t, label: str, gen, rng: tuple | None) -> None:
         vals = lo + draw(span)
     elif how in ("sorted", "reversed"):
         vals = (lo + draw(span)).sort(descending=how == "reversed").values
+    elif how == "ignored":
+        if ignore is None:
+            raise ValueError(f"id kind {label!r} needs the input's sentinel: kl.Tensor(..., ignore=-100)")
+        vals = lo + draw(span)
+        mask = torch.rand((n,), generator=gen, device=dev) < SENTINEL_SHARE
+        mask[-1] = True
+        if n > 1:
+            mask[0] = False                      # some rows count: a loss over only skipped rows is 0/0 both sides
+        vals = torch.where(mask, torch.full_like(vals, ignore), vals)
     else:
         raise ValueError(f"unknown id kind {label!r}")
     flat.copy_(vals.to(t.dtype))

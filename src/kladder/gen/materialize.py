@@ -214,7 +214,7 @@ def _write_input(spec: Spec, name: str, g: Guarded, dtype: str, shape, built, ki
         chunks = ()
         if t.range is not None and isinstance(t.range[1], str) and t.range[1] in spec.dims:
             chunks = tuple(spec.dims[t.range[1]].chunks)
-        fill_kind(vals, kind, dtype, gen, spec.range_of(name, sizes), chunks)
+        fill_kind(vals, kind, dtype, gen, spec.range_of(name, sizes), chunks, ignore=t.ignore)
     if in_place:
         pass
     elif any(st == 0 for st in view.stride()) and view.numel():

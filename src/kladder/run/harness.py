@@ -111,7 +111,8 @@ class Harness:
             where = reference_device(self.spec, pt, self.device, select)
             by_arg = {i: v for i, v in select.items() if isinstance(i, int)}
             ref_args = reference_args(self.spec, inputs, by_arg, where)
-            snapshot = input_check.snapshot(self.spec, inputs, pt)
+            # the forward alone may leave anything in an input it overwrites with its gradient (mutated='gradient')
+            snapshot = input_check.snapshot(self.spec, inputs, pt, () if self.backward else self.spec.written_in_forward(pt))
             backward = self._backward_inputs(pt, where) if self.backward else None
         except Exception as e:  # every failure here is kladder's or the spec's
             if is_oom(e):

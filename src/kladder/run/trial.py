@@ -80,7 +80,10 @@ def _judge_stream(h: Harness, judge: Judge, seen: StreamBatch) -> None:
     call's inputs asked only for a call that fails the default where a peer may excuse it."""
     def peers(j: int, names: list) -> dict:
         refs = {n: r[j] for n, r in seen.refs.items()}
-        return h.peers(seen.preps[j], {n: "values" for n in names}, refs)
+        prep = seen.preps[j]
+        # a call under its letter's config (kl.Calls(configs=)): its peers run the reference under that config too
+        own = h if prep.point.config == h.point.config else Harness(h.spec, prep.point, h.device, h.guard, h.interpreted)
+        return own.peers(prep, {n: "values" for n in names}, refs)
     judge.stream_batch(seen, peers, interpreter.rounding_touched(h.touched))
 
 

@@ -161,7 +161,7 @@ def value_choices(spec, dtypes) -> list[tuple[str, str]]:
     return [(n, lab) for n, t in spec.input_args.items()
             for k in t.value_kinds(dtype_of(spec, n, dict(dtypes)), spec.nonfinite)
             if not (k == "identical" and len(t.symbols) < 2 and t.values is None)
-            for lab in kind_labels(k)]
+            for lab in kind_labels(k, t)]
 
 
 def layout_choices(spec) -> list[tuple[str, str]]:

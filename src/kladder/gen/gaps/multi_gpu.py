@@ -24,7 +24,7 @@ from ...core.notation import Mode, Needs, PointKind
 from ...core.point import Point
 from ...core.rungs import number
 from ...core.sizes import ITEMSIZE, Budget, dtype_of, fits, human_bytes
-from ...core.spec import Spec
+from ...core.spec import Spec, symbol_size
 from .common import chosen_dtypes, dtype_rows
 
 RUNG = number("multi_gpu")
@@ -76,7 +76,7 @@ def fixed_dims(spec: Spec, world: int) -> dict[str, int]:
 def unit_bytes(spec: Spec, fixed: dict[str, int], chosen: dict[str, str]) -> int:
     """Bytes of one rank's message per unit of the message dim."""
     name, t = next(iter(spec.input_args.items()))
-    other = math.prod(int(s) if s.isdigit() else fixed[s] for s in t.symbols if s != spec.message_dim)
+    other = math.prod(symbol_size(s, fixed) for s in t.symbols if s != spec.message_dim)
     return other * ITEMSIZE[dtype_of(spec, name, chosen)]
 
 

@@ -88,9 +88,15 @@ def stream(spec: Spec, sizes: dict, dtypes: tuple, device: str, repeat: int | No
            "Spec(calls=kl.Calls(...)) says how the model calls it)")
     steps = "new input sets every step" if fresh else "the same input sets every step"
     where = "in a fresh process" if declared else "in a worker as it comes"
+    bound = spec.repetition.calls.configs if declared else None
+    if bound:                          # configs bound to letters: the point's own is the first letter's (call 1's)
+        how += ", " + "; ".join(f"{letter}: {config_text(spec.repetition.calls.config_of(letter))}"
+                                for letter in spec.repetition.calls.letters)
+    config = spec.repetition.calls.config_of(pattern[0]) if bound else ()
     why = (f"a stream of calls, {how}, {steps}, each call against the reference of its own inputs: {calls:,} calls or "
            f"{seconds:g} s, {where}; the smallest shape: {sizes_text(sizes)}")
-    return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, kind=PointKind.REPEAT, mode=Mode.CALLS, repeat=plan)
+    return Point(spec.name, RUNG, tuple(sizes.items()), dtypes, why, kind=PointKind.REPEAT, mode=Mode.CALLS, repeat=plan,
+                 config=config)
 
 
 def widest(spec: Spec, budget: Budget) -> dict[str, int]:

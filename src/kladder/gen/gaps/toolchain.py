@@ -64,11 +64,15 @@ def _dispatch(spec, sizes, dtypes, config, why, layouts=(), env=(), env_set="") 
                  mode=Mode.DISPATCH, layouts=layouts, env=env, env_set=env_set)
 
 
+def _dtypes_text(chosen: tuple) -> str:
+    return ", ".join(f"{n} {d}" for n, d in chosen) or "its only dtypes"
+
+
 def _dispatch_points(spec: Spec, budget: Budget, shapes: list[dict], dtypes: tuple, defaults: dict) -> Iterator[Point]:
-    seen = set()
+    seen, base_dtypes = set(), dtypes
 
     def once(p: Point):
-        key = (p.dims, resolved(spec, p.config, defaults), p.layouts, p.env, p.env_set)
+        key = (p.dims, p.dtypes, resolved(spec, p.config, defaults), p.layouts, p.env, p.env_set)
         if key not in seen:
             seen.add(key)
             yield p
@@ -82,8 +86,9 @@ def _dispatch_points(spec: Spec, budget: Budget, shapes: list[dict], dtypes: tup
         if fits(spec, sizes, budget):
             yield from once(_dispatch(spec, sizes, dtypes, (), f"which kernels ran at the production shape "
                                       f"{sizes_text(sizes)}"))
-    for sizes, config, env, env_set, label, inside, runs in _when_points(spec, shapes[0], budget, defaults):
-        where = f"{sizes_text(sizes)}, {config_text(config)}"
+    for sizes, config, env, env_set, label, inside, runs, chosen in _when_points(spec, shapes[0], budget, defaults):
+        where = f"{sizes_text(sizes)}, {config_text(config)}" + (f", {_dtypes_text(chosen)}" if chosen is not None else "")
+        dtypes = chosen if chosen is not None else base_dtypes
         verb = "must run" if runs else "must not run (a call that raises passes)"
         must = f"{label} {verb} at {where}" if inside else \
             f"just outside where {label} {verb.split(' (')[0]}: {where} (judged by what applies there)"
@@ -133,10 +138,12 @@ def _config_choices(spec: Spec, keys: dict, defaults: dict) -> list[tuple]:
 
 
 def _when_points(spec: Spec, base: dict, budget: Budget, defaults: dict) -> Iterator[tuple]:
-    """Every shape, config and environment an expectation's `when` names, the other dims at the
+    """Every shape, config, environment and dtype an expectation's `when` names, the other dims at the
     first base shape (at their least where the named shape does not fit so; still over the
-    budget, the point is a GPU point): (sizes, config, env, env_set, label, inside, runs). A predicate
-    over a dim names its edges (spec.when_sizes): `inside` is False at a size just outside it."""
+    budget, the point is a GPU point): (sizes, config, env, env_set, label, inside, runs, dtypes). A
+    predicate over a dim names its edges (spec.when_sizes): `inside` is False at a size just outside
+    it; a dtype key names the dtype rows where it holds and one where it does not (dtypes None: the
+    point's first row, where the `when` names no dtype)."""
     least = {d: dim.snap(1) for d, dim in spec.dims.items()}
     after = {f.env for f in spec.toolchain.flags if f.env is not None and f.set == EnvSet.AFTER_IMPORT}
     for e in spec.expectations:
@@ -144,7 +151,9 @@ def _when_points(spec: Spec, base: dict, budget: Budget, defaults: dict) -> Iter
             continue
         dims = {k: v for k, v in e.when.items() if k in spec.dims}
         envs = {k[1:]: v for k, v in e.when.items() if k.startswith("$")}
-        keys = {k: v for k, v in e.when.items() if k not in spec.dims and not k.startswith("$") and not Toolchain.has(k)}
+        typed = {spec.when_dtype_of(k): v for k, v in e.when.items() if spec.when_dtype_of(k) is not None}
+        keys = {k: v for k, v in e.when.items() if k not in spec.dims and not k.startswith("$") and not Toolchain.has(k)
+                and spec.when_dtype_of(k) is None}
         label = (e.label or f"`{e.kernel}`") + toolchain_text(e)
         env_choices = [tuple(combo) for combo in itertools.product(*[[(k, w) for w in _listed(v)] for k, v in envs.items()])]
         for combo in itertools.product(*[[(k, x) for x in when_sizes(spec.dims[k], v)] for k, v in dims.items()]):
@@ -152,11 +161,22 @@ def _when_points(spec: Spec, base: dict, budget: Budget, defaults: dict) -> Iter
             sizes = {**base, **dict(combo)}
             if not fits(spec, sizes, budget):
                 sizes = {**least, **dict(combo)}          # the budget decides the other dims, not whether the shape is tried
-            for config in _config_choices(spec, keys, defaults):
-                for env in env_choices:
-                    yield sizes, config, env, "", label, inside, e.runs
-                    if env and all(k in after for k, _ in env):
-                        yield sizes, config, env, EnvSet.AFTER_IMPORT, label, inside, e.runs
+            for chosen, holds in _dtype_choices(spec, typed):
+                for config in _config_choices(spec, keys, defaults):
+                    for env in env_choices:
+                        yield sizes, config, env, "", label, inside and holds, e.runs, chosen
+                        if env and all(k in after for k, _ in env):
+                            yield sizes, config, env, EnvSet.AFTER_IMPORT, label, inside and holds, e.runs, chosen
+
+
+def _dtype_choices(spec: Spec, typed: dict) -> list[tuple]:
+    """(the point's dtypes, whether the `when`'s dtype conditions hold there): every dtype row where they
+    hold, and the first where they do not; [(None, True)] where the `when` names no dtype."""
+    if not typed:
+        return [(None, True)]
+    rows = list(dict.fromkeys(chosen_dtypes(spec, row) for row in dtype_rows(spec)))
+    marked = [(r, all(when_holds(v, spec.dtype_at(n, dict(r))) for n, v in typed.items())) for r in rows]
+    return [m for m in marked if m[1]] + [m for m in marked if not m[1]][:1]
 
 
 def toolchain_text(e) -> str:

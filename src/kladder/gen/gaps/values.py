@@ -37,11 +37,11 @@ WHY = {
 }
 
 
-def kind_labels(kind: str) -> list[str]:
-    """A value kind's points (as Point.values holds them): peaked at each temperature, ids at each id kind,
-    the others once."""
+def kind_labels(kind: str, t=None) -> list[str]:
+    """A value kind's points (as Point.values holds them): peaked at each temperature, ids at each id kind
+    (`ids/ignored` too where the input `t` declares a sentinel), the others once."""
     if kind == idfill.KIND:
-        return list(idfill.LABELS)
+        return list(idfill.labels(getattr(t, "ignore", None)))
     kinds = [ValueKind(Values.PEAKED, str(t)) for t in TEMPERATURES] if kind == Values.PEAKED else [ValueKind(kind)]
     return [k.format() for k in kinds]
 
@@ -49,7 +49,7 @@ def kind_labels(kind: str) -> list[str]:
 def why_of(spec: Spec, name: str, label: str) -> str:
     kind = ValueKind.parse(label)
     if kind.kind == idfill.KIND:
-        return f"{name}: {kind.format()}, {idfill.why(label)}"
+        return f"{name}: {kind.format()}, {idfill.why(label, spec.all_tensors[name].ignore)}"
     text = WHY.get(kind.kind, kind.kind).format(t=kind.arg, policy=spec.nonfinite)
     return f"{name}: {kind.format()}, {text}"
 
@@ -104,7 +104,7 @@ def value_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dict]) 
         for kind in t.value_kinds(dtype_of(spec, name, chosen), spec.nonfinite):
             if kind == "identical" and len(t.symbols) < 2 and t.values is None:
                 continue                                   # one row: nothing to repeat
-            for label in kind_labels(kind):
+            for label in kind_labels(kind, t):
                 for sizes in shapes:
                     yield Point(spec.name, RUNG, tuple(sizes.items()), dtypes,
                                 f"{why_of(spec, name, label)}; {sizes_text(sizes)}",
@@ -144,7 +144,7 @@ def invariant_points(spec: Spec, budget: Budget, dtypes: tuple, shapes: list[dic
                 continue
             for kind in t.value_kinds(dtype_of(spec, name, chosen), spec.nonfinite):
                 if kind != "nonfinite":
-                    combos += [((name, label),) for label in kind_labels(kind)]
+                    combos += [((name, label),) for label in kind_labels(kind, t)]
         for extra in combos:
             for sizes in shapes:
                 what = ", ".join(f"{n}: {k}" for n, k in fixed + extra)

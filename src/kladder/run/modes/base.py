@@ -400,10 +400,11 @@ def heal_failed_capture() -> None:
 def declared_writes(h) -> list[str]:
     """What the spec declares the kernel writes at the harness's point, as findings name the
     buffers: the inputs its forward writes, and with a backward the inputs its backward writes and
-    the upstream gradients it overwrites ('upstream y')."""
+    the upstream gradients it overwrites ('upstream y'); an input the forward overwrites with its
+    gradient (mutated='gradient') with a backward or without."""
     from ...core.spec import upstream_name
     spec, p = h.spec, h.point
-    writes = list(spec.mutated_at(p))
+    writes = list(spec.mutated_at(p)) + [n for n in spec.written_in_forward(p) if not h.backward]
     if h.backward:
         writes += [*spec.written_in_backward(p), *(upstream_name(n) for n in spec.overwritten_at(p))]
     return writes

@@ -120,6 +120,18 @@ class Stream:
         # set) and referenced one at a time: torch.func.vmap does not map the reference's autograd
         self.stackable = (spec.build is None and not h.point.replay and not h.point.values and not h.point.layouts
                           and not h.backward)
+        # kl.Calls(configs=): each letter's input sets prepared, called and referenced under its own config
+        self.lites = {}
+        calls = spec.repetition.calls if plan.declared else None
+        if calls is not None and calls.configs:
+            import dataclasses
+            for letter in plan.letters:
+                pt = dataclasses.replace(h.point, config=calls.config_of(letter))
+                self.lites[letter] = Harness(spec, pt, h.device, guard=0, interpreted=h.interpreted)
+
+    def _lite(self, s: int):
+        """The harness of input set s: its letter's (kl.Calls(configs=)), else the point's."""
+        return self.lites.get(self.plan.letters[s % len(self.plan.letters)], self.lite)
 
     def run(self):
         import torch
@@ -178,7 +190,7 @@ class Stream:
             self._make(new)
         else:
             for s in new:
-                self.sets[s] = self.lite.prepare(seed=seed_of(self.h.point.seed, s))
+                self.sets[s] = self._lite(s).prepare(seed=seed_of(self.h.point.seed, s))
 
     @timed(Stage.INPUTS)
     def _make(self, new: list[int]) -> None:
@@ -215,7 +227,8 @@ class Stream:
         for j, s in enumerate(new):
             inputs = Inputs(self._args(views, j), outs={})
             ref_args = [a[j] if isinstance(a, torch.Tensor) else a for a in stacked]
-            self.sets[s] = Prepared(pt, inputs, ref_args, {}, [], None, reference_dtypes(spec, inputs), h.device)
+            self.sets[s] = Prepared(self._lite(s).point, inputs, ref_args, {}, [], None, reference_dtypes(spec, inputs),
+                                    h.device)
             self.stacks[s] = (stacked, j)
 
     def _args(self, views: dict, j: int | None) -> list:
@@ -270,7 +283,7 @@ class Stream:
         found, groups = {}, {}
         for s in need:
             if s in self.stacks and self.batched is not False:
-                groups.setdefault(id(self.stacks[s][0]), []).append(s)
+                groups.setdefault((id(self.stacks[s][0]), self._lite(s).point.config), []).append(s)
         for group in groups.values():
             if len(group) > 1:
                 found.update(self._vmapped(group) or {})
@@ -280,7 +293,7 @@ class Stream:
         return found
 
     def _plain(self, s: int) -> dict:
-        return self.lite.expected(self.sets[s]).refs
+        return self._lite(s).expected(self.sets[s]).refs
 
     def _vmapped(self, group: list[int]) -> dict | None:
         """The reference once over the group's stacked inputs, or None (the stream then calls it
@@ -293,7 +306,7 @@ class Stream:
         args = [a.index_select(0, at.to(a.device)) if isinstance(a, torch.Tensor) else a for a in stacked]
         dims = tuple(0 if isinstance(a, torch.Tensor) else None for a in args)
         try:
-            kw = self.h.spec.reference_keywords(self.h.point.config)
+            kw = self.h.spec.reference_keywords(self._lite(group[0]).point.config)
             out = torch.func.vmap(lambda *a: self.h._split(self.h.spec.reference(*a, **kw)), in_dims=dims)(*args)
         except Exception:  # noqa: BLE001 - a reference vmap cannot map is called once a set
             return self._refuse()

@@ -36,7 +36,7 @@ class Differ:
             self.base[name] = base
             if base.is_floating_point():
                 work = torch.float64 if base.dtype == torch.float64 else torch.float32
-                tol = spec.tolerance_for(dtype_of(spec, name, point.dtype_of), point.config)
+                tol = spec.tolerance_for(dtype_of(spec, name, point.dtype_of), point.config, name)
                 self.allowed[name] = (FAR * allowed_of(base.to(work), tol)).contiguous()
 
     def compare(self, ring: dict) -> tuple[dict, dict]:

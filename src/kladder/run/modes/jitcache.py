@@ -32,7 +32,7 @@ from .base import Call, Measured, Same
 
 CACHE_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 KEEP = "--keep="
-SEP = "|"                   # a later kept point's outputs: 'i|name' (output names hold no '|': spec.py)
+SEP = "|"                   # a later kept point's outputs: 'i|name' (output names hold no '|': spec/)
 
 
 @dataclass

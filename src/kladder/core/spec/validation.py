@@ -1,869 +1,27 @@
-"""What a kernel's author knows: argument shapes as symbols, dtypes, dim ranges and tiles,
-the widths real models use, accepted configs, production shapes, tolerances.
-
-A Spec never holds a failing point. Every field is normalised once, at construction (a str
-or a list becomes a tuple, a torch dtype its name), then validated: each field by its row of a
-table (SPEC_FIELDS, TENSOR_FIELDS, ...), then the rules that relate fields. Every problem is
-collected, and one SpecError lists them all, each naming the field, what was given and the fix.
-"""
+"""A spec's validation, Pydantic's way: every field checked by its row of a table (the field ->
+its checks, each a test and the fix), then the rules that relate fields, each run only on parts
+well-formed enough to read, then the mistakes that would otherwise be charged to the kernel at run
+time (ranges that cannot hold, signatures, links, configs that are not JSON); every problem is
+collected and one SpecError lists them all. It reads a kl.Spec (core.py) as an object: core.py
+imports this module, never the other way."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .notation import UPSTREAM_ONLY, EnvSet, ImportName, Layout, Needs, Nonfinite, Values, Word
-from .notation import Toolchain as ToolchainKey   # the `when` keys torch, triton, ...; kl.Toolchain is the rung-7 part below
-from .problems import Problem, SpecError, friendly as _friendly, mean as _mean, shown as _shown, where_text  # noqa: F401
-
-DTYPES = (
-    "float64", "float32", "float16", "bfloat16",
-    "int64", "int32", "int16", "int8", "uint8", "bool",
-)
-FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
-
-
-def _dtype_name(v):
-    """torch.float32 -> 'float32': a spec may name a dtype either way."""
-    if type(v).__name__ == "dtype" and type(v).__module__ == "torch":
-        return str(v).removeprefix("torch.")
-    return v
-
-
-# ---- converters: each field normalised once, at construction (attrs' converters). A value of
-# a kind they do not know is left as given, for its validator to name.
-def _tuple(v, one=str):
-    """A single value of type `one` -> (v,); a list or tuple -> a tuple; anything else as given."""
-    if isinstance(v, one):
-        return (v,)
-    return tuple(v) if isinstance(v, (list, tuple)) else v
-
-
-def _seq(v):
-    """A list -> a tuple; anything else as given."""
-    return tuple(v) if isinstance(v, list) else v
-
-
-def _word(words: type[Word]):
-    """A converter to a closed set's member; a value outside the set (or None) stays as given."""
-    def convert(v):
-        return words(v) if words.has(v) else v
-    return convert
-
-
-def _words(words: type[Word]):
-    """`_tuple`, then each name a member of the closed set; a tuple with one outside it stays as given."""
-    def convert(v):
-        v = _tuple(v)
-        ok = isinstance(v, tuple) and all(map(words.has, v))
-        return tuple(map(words, v)) if ok else v
-    return convert
-
-
-def _convert(obj, **converters) -> None:
-    for name, convert in converters.items():
-        object.__setattr__(obj, name, convert(getattr(obj, name)))
-
-
-def _sized(dim) -> None:
-    """Dim(sizes=[...]): sorted and deduplicated; min and max left at their defaults become
-    the least and the largest size (a min or max given as well is validated against them)."""
-    if not isinstance(dim.sizes, (list, tuple)) or not all(_int(v) and v >= 1 for v in dim.sizes):
-        return                                                   # left as given: DIM_FIELDS["sizes"] names it
-    object.__setattr__(dim, "sizes", tuple(sorted(set(dim.sizes))))
-    object.__setattr__(dim, "_range", (dim.min, dim.max))       # as given, for the conflict rule (_dims)
-    if dim.sizes:
-        object.__setattr__(dim, "min", dim.sizes[0])
-        object.__setattr__(dim, "max", dim.sizes[-1])
-
-
-@_friendly("kl.Dim")
-@dataclass(frozen=True)
-class Dim:
-    """A symbolic dimension: its range, the tile(s) the kernel cuts it into, and the widths
-    real models use (the sizes a tile most often fails to divide)."""
-
-    min: int = 1
-    max: int = 1 << 16
-    tile: int | tuple[int, ...] | list[int] | None = None
-    widths: tuple[int, ...] | list[int] = ()
-    chunks: tuple[int, ...] | list[int] = ()   # chunk / top-k sizes: rung 2 puts lengths at c-1, c, c+1
-    sizes: tuple[int, ...] | list[int] = ()    # the only sizes the dim takes (experts in {8, 16, 64}); () = any in range
-
-    def __post_init__(self):
-        _convert(self, tile=lambda v: () if v is None else _tuple(v, int), widths=_seq, chunks=_seq, sizes=_seq)
-        _sized(self)
-
-    @property
-    def tiles(self) -> tuple[int, ...]:
-        return self.tile
-
-    # ---- a dim with a set of sizes (sizes=[8, 16, 64]): every generator asks these
-    def allows(self, v: int) -> bool:
-        """v is a size this dim takes: within [min, max] and, with `sizes`, one of them."""
-        return self.min <= v <= self.max and (not self.sizes or v in self.sizes)
-
-    def snap(self, v: int) -> int:
-        """The largest size this dim takes that is <= v (its least above it when none is): a
-        generator's target size made one the dim takes, never larger than the target (so a
-        size that fitted the budget still fits)."""
-        v = min(self.max, max(self.min, v))
-        if not self.sizes:
-            return v
-        below = [s for s in self.sizes if s <= v]
-        return below[-1] if below else self.sizes[0]
-
-
-VALUE_KINDS = tuple(v for v in Values if v not in UPSTREAM_ONLY)
-DEFAULT_FLOAT_VALUES = (Values.PEAKED, Values.TIES, Values.IDENTICAL, Values.DISTINCT, Values.TINY, Values.HUGE)
-LAYOUTS = tuple(Layout)
-NONFINITE_POLICIES = tuple(Nonfinite)
-
-
-@_friendly("kl.Tensor")
-@dataclass(frozen=True)
-class Tensor:
-    """A tensor argument or output: shape as symbols ("M N"), and a dtype list or `like`.
-
-    values:  the rung-2 value kinds this input admits (VALUE_KINDS); None = by dtype.
-    range:   (lo, hi), both inclusive; each a number or an expression over dims with + - * // and
-             integers: range=(0, "E-1") for expert ids, (1, "2*S"). Values are drawn within it at
-             every rung; an integer tensor with a range also gets rung 2's id kinds ("ids").
-    valid:   packed rows: only the first `valid` elements of the last dim are data (int or dim).
-    layouts: the rung-3 layouts this input accepts (LAYOUTS); None = all that its rank allows.
-    mutated: the kernel writes this input in place, as production means it to (an in-place
-             epilogue, a cache the kernel appends to). Without it every input must hold, after
-             each call, the bytes it was passed (checks/inputs.py). With it the reference must
-             do the same to its own copy (it is called on copies: mutate the copy in place),
-             and the kernel's buffer after the call is judged against the reference's copy
-             after the reference's call, at the tolerance of the input's dtype. Only under some
-             configs: a dict of the launcher's keywords, mutated={"in_place": True} (a point
-             whose config holds every one of them); only at some points: a predicate of the
-             point, mutated=lambda p: "x" not in dict(p.layouts) (x written only when contiguous).
-             "backward": the backward writes this input's gradient into its buffer (the input is
-             in Spec.grads): after the call it holds that gradient (the kernel's own `grad of x`
-             bit for bit, or the reference's within the gradient's tolerance) or, where the kernel
-             did not write it, its data as passed; a predicate may answer "backward" too.
-    grad_overwritten: on an output, with Spec.grads: the backward overwrites the upstream gradient
-             it is given for this output (to save memory): after the call that buffer holds a
-             gradient (the kernel's own bit for bit, or the reference's within its tolerance) or
-             its values as passed. True, a dict of the launcher's keywords or a predicate, as
-             for `mutated`."""
-
-    shape: str
-    dtype: str | tuple[str, ...] | list[str] | None = None
-    like: str | None = None
-    values: str | tuple[str, ...] | list[str] | None = None
-    range: tuple | list | None = None
-    valid: int | str | None = None
-    layouts: str | tuple[str, ...] | list[str] | None = None
-    mutated: bool | str | Mapping | Callable[..., Any] = False
-    grad_overwritten: bool | Mapping | Callable[..., Any] = False
-
-    def __post_init__(self):
-        dtypes = lambda v: tuple(map(_dtype_name, v)) if isinstance(v, (list, tuple)) else _tuple(_dtype_name(v))
-        _convert(self, dtype=dtypes, values=_words(Values), layouts=_words(Layout), range=_seq)
-
-    @property
-    def symbols(self) -> tuple[str, ...]:
-        return tuple(self.shape.split())
-
-    @property
-    def dtypes(self) -> tuple[str, ...]:
-        return () if self.dtype is None else self.dtype
-
-    def value_kinds(self, dtype: str, nonfinite: str | None) -> tuple[str, ...]:
-        """The rung-2 value kinds of this input: as declared, or by dtype."""
-        if self.values is not None:
-            return self.values
-        if dtype in FLOAT_DTYPES:
-            return DEFAULT_FLOAT_VALUES + ((Values.NONFINITE,) if nonfinite else ())
-        return (Values.LENGTHS, Values.IDS) if self.range is not None and dtype != "bool" else ()
-
-    def layout_list(self) -> tuple[str, ...]:
-        """The rung-3 layouts of this input: as declared, or every one its rank allows."""
-        rank = len(self.symbols)
-        chosen = LAYOUTS if self.layouts is None else self.layouts
-        need = {"sliced": 2, "every_other": 1, "transposed": 2, "offset": 1, "shifted": 1,
-                "broadcast": 2, "channels_last": 4}
-        return tuple(lay for lay in chosen if rank >= need[lay] and (lay != "channels_last" or rank == 4))
-
-
-@_friendly("kl.Invariant")
-@dataclass(frozen=True)
-class Invariant:
-    """A property the outputs must have, with or without a reference: `check(inputs, outputs)`
-    (dicts name -> tensor) returns a bool or a bool tensor (True where it holds). Without
-    `values` it is checked on every point of rungs 1-3; with values={"v": "ones"} kladder
-    adds rung-2 points with those value kinds and checks it there."""
-
-    name: str
-    check: Callable[..., Any]
-    values: Mapping[str, str] | None = None
-
-
-@_friendly("kl.Expect")
-@dataclass(frozen=True)
-class Expect:
-    """A kernel that must run (rung 7's dispatch check). `kernel` is a glob (fnmatch, case
-    sensitive) over the names of what a call ran: the Triton kernels it launched, the GPU
-    kernels the profiler records on CUDA, the Python functions it called. `when` says where it
-    applies (None: every rung-7 point), each key -> a value or a list of values:
-    - a dim: {"S": 1}; rung 7 puts a point at every shape it names, contiguous and not. A gate
-      over many sizes is a predicate: a range ({"N": range(1, 257)}: N <= 256; range(64, 8193, 64):
-      the multiples of 64 up to 8192) or a callable size -> bool ({"N": lambda n: n % 16 == 0});
-      rung 7 then puts points at its edges only (each size where it holds beside one where it does
-      not, both sizes the dim takes: the least and largest edges of a periodic one), never at
-      every size; a point just outside is judged by the expectations that apply there;
-    - a config key or launcher keyword: {"precise": True}; a call that leaves the keyword at the
-      launcher's default matches its default;
-    - an environment variable as "$NAME": {"$MYLIB_FAST": "1"} (None: unset), matched against the
-      point's own environment; rung 7 runs a point with the variable set that way;
-    - the toolchain, with a version specifier: {"torch": ">=2.6"}, "triton", "cuda", or the device's
-      "capability" (">=9.0"), read from the environment fingerprint where the point runs: where
-      one does not hold, the expectation does not apply there, and the point's note says so.
-    `launch` holds the constexpr and launch-option values that launch must have (the tuned
-    config). `label` is what a report calls it: "the decode kernel", "the tuned config".
-    `runs=False`: what `kernel` names must NOT run where `when` applies; `kernel="*"` with
-    runs=False is a launcher documented to refuse there (a shape, a config): a call that raises
-    (an exception of `raises`, a class or a tuple of them; any exception when None) passes at
-    every rung, with a note; at rung 7 a call that returns having run what `kernel` names (with
-    "*", any call that returns) fails, its values not judged (the reference need not take it)."""
-
-    kernel: str
-    when: Mapping[str, Any] | None = None
-    launch: Mapping[str, Any] | None = None
-    label: str = ""
-    runs: bool = True
-    raises: Any = None
-
-    def refuses(self, error: BaseException) -> bool:
-        """A runs=False expectation's launcher refused with `error`: one of `raises` (any Exception when None)."""
-        return not self.runs and isinstance(error, self.raises or Exception)
-
-
-BOOLS = (False, True)
-
-
-# ---- a `when` over a dim may be a predicate: a range of sizes or a callable size -> bool ----
-EDGE_SCAN = 1 << 17       # a predicate is asked at every size of a dim up to this many; past it near powers of two, bisected
-EDGES_KEPT = 4            # a predicate with more edges (multiples of 64): its first and its last this many
-
-
-def is_predicate(v) -> bool:
-    """A `when` value that is a set of sizes: a range, or a callable size -> bool."""
-    return isinstance(v, range) or (callable(v) and not isinstance(v, type))
-
-
-def when_holds(want, have) -> bool:
-    """Whether a `when` value holds for what a point has: a predicate's answer, else equal to one
-    of the values listed (a bool only equals a bool: True is not the 1 of a block size)."""
-    if isinstance(want, range):
-        return _int(have) and have in want
-    if is_predicate(want):
-        return bool(want(have))
-    listed = want if isinstance(want, (list, tuple)) else [want]
-    return any(have == w and isinstance(have, bool) == isinstance(w, bool) for w in listed)
-
-
-class PredicateError(Exception):
-    """A predicate in a `when` raised at a size: (size, its exception)."""
-
-
-def predicate_edges(dim: Dim, pred) -> tuple[int, ...]:
-    """The sizes rung 7 tries for a predicate over a dim: both sides of every edge (a size where
-    it holds beside the next size the dim takes where it does not), and the dim's least and largest
-    size where it holds there; of a predicate with more than 2 * EDGES_KEPT edges (multiples), the
-    first and the last EDGES_KEPT. () where it holds at no size the dim takes."""
-    try:
-        return _edges(dim, pred)
-    except TypeError as e:                      # an unhashable callable: asked without the cache
-        if "unhashable" not in str(e):
-            raise
-        return _edges.__wrapped__(dim, pred)
-
-
-def _ask(pred, size: int) -> bool:
-    try:
-        return size in pred if isinstance(pred, range) else bool(pred(size))
-    except Exception as e:
-        raise PredicateError(size, e) from e
-
-
-@functools.lru_cache(maxsize=256)
-def _edges(dim: Dim, pred) -> tuple[int, ...]:
-    if dim.sizes or dim.max - dim.min <= EDGE_SCAN:
-        sizes = dim.sizes or range(dim.min, dim.max + 1)
-    else:
-        near = {(1 << k) + d for k in range(64) for d in (-1, 0, 1)}
-        sizes = sorted({*range(dim.min, dim.min + EDGE_SCAN), *(s for s in near if dim.min <= s <= dim.max), dim.max})
-    edges, prev, before = [], None, False
-    for s in sizes:
-        now = _ask(pred, s)
-        if prev is None and now:
-            edges.append((s,))                  # the dim's least size: nothing below it to be outside
-        elif prev is not None and now != before:
-            lo, hi = prev, s
-            while not dim.sizes and hi - lo > 1:   # sampled past the scan: bisect to the edge
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if _ask(pred, mid) == before else (lo, mid)
-            edges.append((lo, hi))
-        prev, before = s, now
-    if prev is not None and before:
-        edges.append((prev,))                   # the dim's largest size
-    if not edges:
-        return ()
-    if len(edges) > 2 * EDGES_KEPT:
-        edges = edges[:EDGES_KEPT] + edges[-EDGES_KEPT:]
-    return tuple(sorted({s for e in edges for s in e}))
-
-
-def when_sizes(dim: Dim, want) -> list:
-    """The sizes of a dim rung 7 puts points at for a `when` value: a predicate's edges, else the
-    sizes listed."""
-    if is_predicate(want):
-        return list(predicate_edges(dim, want))
-    return list(want) if isinstance(want, (list, tuple)) else [want]
-
-
-def when_text(want):
-    """A `when` value as facts hold it (JSON): a predicate as its text ('range(1, 257)', the
-    callable's name), lists as lists."""
-    if isinstance(want, range):
-        return repr(want)
-    if is_predicate(want):
-        return f"a predicate ({getattr(want, '__qualname__', type(want).__name__)})"
-    return list(want) if isinstance(want, tuple) else want
-
-
-@_friendly("kl.Flag")
-@dataclass(frozen=True)
-class Flag:
-    """A flag that must change the code (rung 7): a keyword the launcher takes (`name`), or an
-    environment variable the kernel's library reads (`env`), and the values to compare.
-    kladder runs the kernel once per value and fails a flag whose values all launch the same
-    code (on CUDA the compiled binaries; under Triton's interpreter the kernel's source and the
-    constexprs it reads). A variable's value None means unset for that run. `set` says when the
-    program sets a variable: "at_start" (in the environment the process starts with) or
-    "after_import" (a serving launcher sets it from its config after importing the library):
-    rung 7 then runs it both ways, at start and after the kernel's module was imported and the
-    kernel called once, and each must change the code and dispatch as the spec's `expect` says."""
-
-    name: str | None = None
-    env: str | None = None
-    values: tuple | list = BOOLS
-    set: str = EnvSet.AT_START
-
-    def __post_init__(self):
-        if self.env is not None and self.values is BOOLS:
-            object.__setattr__(self, "values", ("0", "1"))     # the default for a variable: an environment holds strings
-        _convert(self, values=_seq, set=_word(EnvSet))
-
-    def before(self, value):
-        """What the variable holds when the process starts, for a run that sets `value` after
-        import: the first of the values that is not `value`."""
-        return next(v for v in self.values if v != value)
-
-    @property
-    def key(self) -> str:
-        """How points and reports name it: the keyword, or $VAR for an environment variable."""
-        return self.name if self.name is not None else f"${self.env}"
-
-
-@_friendly("kl.Size")
-@dataclass(frozen=True)
-class Size:
-    """An argument that is a dim's size at the point, passed as a Python int to the kernel and
-    to the reference: `expert_counts(ids, E)` is args={"ids": kl.Tensor("T", ...), "E": kl.Size("E")}."""
-
-    dim: str
-
-
-class Config(dict):
-    """One config the launcher accepts (its keyword arguments), with what its author documents
-    about its accuracy: `kl.Config({"precise": False}, tolerance={"float32": (1e-3, 1e-5)})`.
-    It is the dict of its keywords (a point, a report and `kladder repro` hold only those), and
-    `tolerance` (optional, as Spec.tolerance is written) replaces the spec's tolerance, for the
-    dtypes it names, at every point whose call is this config (Spec.tolerance_for). A plain dict
-    in `configs` is a Config without a tolerance."""
-
-    __slots__ = ("tolerance", "_given")
-    FIELDS = ("values", "tolerance")
-
-    def __init__(self, *args, **kwargs):
-        from .problems import call_problems
-        problems = call_problems("kl.Config", list(self.FIELDS), ["values"], args, kwargs)
-        if problems:
-            raise SpecError("", problems=problems)
-        bound = {**dict(zip(self.FIELDS, args, strict=False)), **kwargs}
-        given = bound["values"]
-        super().__init__(given if isinstance(given, Mapping) else {})
-        self.tolerance = bound.get("tolerance")
-        self._given = given                  # as given: CONFIG_FIELDS names a values= that is not a dict
-
-    def __repr__(self) -> str:
-        tol = "" if self.tolerance is None else f", tolerance={self.tolerance!r}"
-        return f"kl.Config({dict(self)!r}{tol})"
-
-    def __reduce__(self):
-        return (type(self), (dict(self), self.tolerance))
-
-
-@_friendly("kl.Calls")
-@dataclass(frozen=True)
-class Calls:
-    """How the model calls the kernel, for a launcher with state (a workspace, a ring of slots,
-    counters, a cache of recent results): `pattern` is one step of the model, each letter an
-    input set in the order the model passes them ("AABB": twice on the same logits, then twice
-    on new ones; "A": new inputs every call); `fresh=True`: every step brings new input sets
-    (False: every step the same ones); `count`: how many calls a run of the model makes. Rung 5
-    drives a stream of that many calls in that pattern (within its time budget, `seconds` to
-    widen it), each judged against the reference of its own inputs."""
-
-    pattern: str = "A"
-    fresh: bool = True
-    count: int = 10_000
-    seconds: float | None = None
-
-    @property
-    def letters(self) -> str:
-        """The pattern's input sets in order of first use: "AABB" -> "AB"."""
-        return "".join(dict.fromkeys(self.pattern))
-
-
-@_friendly("kl.Out")
-@dataclass(frozen=True)
-class Out(Tensor):
-    """An out-argument: allocated and poisoned by kladder, written by the kernel."""
-
-
-COLLECTIVE_REFERENCES = {"all_reduce": ("sum", "max", "min", "product"), "all_gather": ("",)}
-
-
-@_friendly("kl.Collective")
-@dataclass(frozen=True)
-class Collective:
-    """A kernel that runs across ranks, one process each (rung 6): a custom all-reduce, an
-    all-gather, a peer-to-peer exchange. The kernel is called `kernel(comm, *args)` on every
-    rank, where `comm` is what `setup(group, device)` returned (the library's communicator,
-    built once per rank), or the torch.distributed group when there is no setup. Its outputs
-    must equal the torch.distributed collective named by `reference` (gloo on the CPU, NCCL on
-    GPUs) on float64 copies of every rank's inputs.
-
-    world:      the world sizes to run (ranks).
-    switches:   the bytes of one rank's message where the protocol changes (a one-shot ->
-                two-shot switch, the end of a registered buffer): each round of calls takes
-                three sizes, below, between and above them.
-    dim:        the dim that sets the message size (default: the input's last dim).
-    queued:     calls queued before one synchronisation, each on new inputs.
-    needs:      "cuda" when the protocol runs only on CUDA ranks.
-    share_device: on fewer GPUs than ranks, ranks may share a GPU (CUDA IPC between processes).
-    world_dim:  a dim that is the world size (an all-gather's output "W N").
-    lag_us:     how long the lagging rank waits before each call (default 2000 on the CPU,
-                200 on CUDA, as a busy kernel).
-    watchdog_s: no rank making progress for this long is a hang (default 10 on the CPU; 20 on CUDA,
-                counted once every call is queued)."""
-
-    world: int | tuple[int, ...] | list[int] = 2
-    switches: tuple[int, ...] | list[int] = ()
-    dim: str | None = None
-    reference: str = "all_reduce"
-    op: str = "sum"
-    queued: int = 64
-    setup: Callable[..., Any] | None = None
-    needs: Needs = Needs.NOTHING
-    share_device: bool = False
-    world_dim: str | None = None
-    lag_us: int | None = None
-    watchdog_s: float | None = None
-
-    def __post_init__(self):
-        _convert(self, world=lambda v: _tuple(v, int), switches=_seq, needs=_word(Needs))
-
-    @property
-    def worlds(self) -> tuple[int, ...]:
-        return self.world
-
-
-# ---- the parts: what one rung needs, apart from the core every kernel has. Each is optional
-# (Spec(..., repetition=None) is the part's defaults), validated with the spec (its table in
-# PARTS) and reported in the spec's one SpecError at its path (Spec('x').repetition.calls).
-
-@_friendly("kl.Repetition")
-@dataclass(frozen=True, kw_only=True)
-class Repetition:
-    """Rung 5 (repetition): what repeated calls must show.
-
-    deterministic: the same inputs give the same bits on every call (no float atomics, no order
-                   that depends on timing); without it a difference within the tolerance is a
-                   warning (nondeterminism), beyond it a failure.
-    calls:         a kl.Calls(pattern="AABB", fresh=True, count=10000): how the model calls a
-                   launcher with state; rung 5 drives a stream of distinct inputs so."""
-
-    deterministic: bool = False
-    calls: Any = None
-
-
-@_friendly("kl.Toolchain")
-@dataclass(frozen=True, kw_only=True)
-class Toolchain:
-    """Rung 7 (toolchain): what the build and the environment must do.
-
-    expect:  kernels that must run: name globs or kl.Expect(kernel, when=, launch=, label=).
-    flags:   kl.Flag(name) / kl.Flag(env=...) that must change the code.
-    imports: "pkg.mod:name" that downstream code imports: must resolve to what is tested."""
-
-    expect: tuple | list = ()
-    flags: tuple | list = ()
-    imports: tuple | list = ()
-
-    def __post_init__(self):
-        expect = lambda v: tuple(Expect(e) if isinstance(e, str) else e for e in v) if isinstance(v, (list, tuple)) else v
-        _convert(self, expect=expect, flags=_seq, imports=_seq)
-
-
-@_friendly("kl.InModel")
-@dataclass(frozen=True, kw_only=True)
-class InModel:
-    """Rung 8 (in a model): the kernel inside kladder's small model, or an adapter's.
-
-    slot:          a slot of kladder's model ("rmsnorm", or ("rmsnorm", fn) when the slot takes
-                   another callable than `kernel`), or a kladder.model.Adapter.
-    tolerance:     the largest exact-match drop that passes.
-    nll_tolerance: the largest relative rise of the answers' NLL that passes (correct kernels: +-0.6%)."""
-
-    slot: Any = None
-    tolerance: float = 0.02
-    nll_tolerance: float = 0.03
-
-
-@_friendly("kl.Modes")
-@dataclass(frozen=True, kw_only=True)
-class Modes:
-    """Rung 4 (execution modes): how production runs the kernel.
-
-    graphs: production runs the kernel captured in CUDA graphs. True (claimed): a kernel that
-            cannot be captured fails; False (not claimed): a graph point whose capture fails is
-            skipped with a note; None (not said): a failed capture is a warning. A capture that
-            replays wrong fails whatever it says."""
-
-    graphs: bool | None = None
-
-
-# Spec's field -> its part's class (the table of its fields is PARTS, with the validation).
-PART_CLASSES = {"repetition": Repetition, "toolchain": Toolchain, "model": InModel, "modes": Modes}
-
-# The flat fields the parts replaced: a Spec given one is told where it went (problems.friendly).
-MOVED = {
-    "deterministic": ("repetition", "kl.Repetition", "deterministic", "True"),
-    "calls": ("repetition", "kl.Repetition", "calls", "kl.Calls(pattern='AABB')"),
-    "expect": ("toolchain", "kl.Toolchain", "expect", "['*decode*']"),
-    "flags": ("toolchain", "kl.Toolchain", "flags", "[kl.Flag('USE_TMA')]"),
-    "imports": ("toolchain", "kl.Toolchain", "imports", "['mylib.ops:rmsnorm']"),
-    "slot": ("model", "kl.InModel", "slot", "'rmsnorm'"),
-    "model_tolerance": ("model", "kl.InModel", "tolerance", "0.02"),
-    "model_nll_tolerance": ("model", "kl.InModel", "nll_tolerance", "0.03"),
-    "graphs": ("modes", "kl.Modes", "graphs", "True"),
-}
-
-
-@_friendly("kl.Tolerance")
-@dataclass(frozen=True)
-class Tolerance:
-    rtol: float
-    atol: float
-
-
-# torch.testing's defaults, by output dtype. The absolute part is scaled by the reference
-# row's RMS in checks/values.py, so that elements near zero are not flagged for rounding noise.
-DEFAULT_TOLERANCES = {
-    "float64": Tolerance(1e-7, 1e-7),
-    "float32": Tolerance(1.3e-6, 1e-5),
-    "float16": Tolerance(1e-3, 1e-5),
-    "bfloat16": Tolerance(1.6e-2, 1e-5),
-}
-
-
-@_friendly("kl.Spec", moved=MOVED)
-@dataclass(frozen=True, eq=False)
-class Spec:
-    name: str
-    kernel: Callable[..., Any]
-    reference: Callable[..., Any]
-    args: Mapping[str, Any]
-    dims: Mapping[str, Dim]
-    returns: Tensor | Mapping[str, Tensor] | None = None
-    configs: tuple[dict, ...] | list[dict] = ()
-    production: tuple[dict, ...] | list[dict] = ()
-    tuned: tuple[dict, ...] | list[dict] = ()
-    tolerance: Any = None
-    rows: str | tuple[str, ...] | list[str] | None = None
-    build: Callable[..., Any] | None = None
-    reference_dtype: str = "float64"
-    timeout_s: float | None = None
-    nonfinite: str | None = None          # NaN/Inf policy: None, "propagate", "ignore", "raise"
-    invariants: tuple | list = ()         # kl.Invariant(...)
-    collective: Any = None                # rung 6: a kl.Collective; the kernel then runs on every rank, and `reference` is None
-    modes: Any = None                     # rung 4: kl.Modes(graphs=); None = its defaults
-    repetition: Any = None                # rung 5: kl.Repetition(deterministic=, calls=); None = its defaults
-    toolchain: Any = None                 # rung 7: kl.Toolchain(expect=, flags=, imports=); None = its defaults
-    model: Any = None                     # rung 8: kl.InModel(slot=, tolerance=, nll_tolerance=); None = its defaults
-    grads: str | tuple[str, ...] | list[str] = ()   # the inputs whose gradients the kernel computes (its launcher is
-                                          # differentiable: a torch.autograd.Function); each point then runs forward
-                                          # and backward, and judges every listed input's gradient ("grad of w")
-                                          # against the float64 reference's autograd
-
-    def __post_init__(self):
-        _convert(self, configs=_seq, production=_seq, tuned=_seq, rows=_tuple, invariants=_seq,
-                 nonfinite=_word(Nonfinite), grads=_tuple)
-        _convert(self, **{f: (lambda v, part=part: part() if v is None else v) for f, part in PART_CLASSES.items()})
-        validate(self)
-        from .chain import Chain
-        if isinstance(self.kernel, Chain):       # chains are called positionally: give them the names
-            object.__setattr__(self, "kernel", self.kernel.bound(self.args))
-        if isinstance(self.reference, Chain):
-            object.__setattr__(self, "reference", self.reference.bound(n for n in self.args if n not in self.out_args))
-
-    def derive(self, **changes) -> Spec:
-        """This spec with `changes` (any of Spec's keywords, parts included), validated as a new
-        spec is: one base spec, its variants derived from it, e.g.
-        `base.derive(name="rmsnorm_graphs", modes=kl.Modes(graphs=True))`."""
-        import dataclasses
-        return dataclasses.replace(self, **changes)
-
-    def slot_target(self) -> tuple[Any, Callable]:
-        """(slot name or adapter, the callable that goes into it)."""
-        slot = self.model.slot
-        if isinstance(slot, tuple):
-            return slot[0], slot[1]
-        return slot, self.kernel
-
-    def range_of(self, name: str, sizes: dict[str, int]) -> tuple | None:
-        r = self.all_tensors[name].range
-        if r is None:
-            return None
-        from .dimexpr import evaluate
-        return tuple(evaluate(v, sizes) if isinstance(v, str) else v for v in r)
-
-    def valid_of(self, name: str, sizes: dict[str, int]) -> int | None:
-        v = self.all_tensors[name].valid
-        return sizes[v] if isinstance(v, str) else v
-
-    @property
-    def expectations(self) -> tuple[Expect, ...]:
-        return self.toolchain.expect
-
-    @property
-    def when_variables(self) -> tuple[str, ...]:
-        """The environment variables the expectations' `when`s name ("$NAME" keys), without the $."""
-        return tuple(sorted({k[1:] for e in self.expectations for k in (e.when or {}) if k.startswith("$")}))
-
-    @property
-    def config_keys(self) -> set[str]:
-        return {k for c in self.configs for k in c}
-
-    # ---- derived views, used by generators and the materialiser ----
-    @property
-    def tensor_args(self) -> dict[str, Tensor]:
-        return {k: v for k, v in self.args.items() if isinstance(v, Tensor)}
-
-    @property
-    def out_args(self) -> dict[str, Out]:
-        return {k: v for k, v in self.args.items() if isinstance(v, Out)}
-
-    @property
-    def input_args(self) -> dict[str, Tensor]:
-        return {k: v for k, v in self.tensor_args.items() if not isinstance(v, Out)}
-
-    @property
-    def mutated_args(self) -> dict[str, Tensor]:
-        """Inputs the kernel may write in place by design at some point (kl.Tensor(mutated=...))."""
-        return {k: v for k, v in self.input_args.items() if v.mutated is not False}
-
-    def mutated_at(self, point) -> tuple[str, ...]:
-        """Inputs the forward writes in place at this point (mutated=True, or its condition holds)."""
-        return tuple(n for n, t in self.input_args.items() if declared_at(t.mutated, point) is True)
-
-    def written_in_backward(self, point) -> tuple[str, ...]:
-        """Inputs whose buffer the backward may write its gradient into at this point (mutated='backward')."""
-        return tuple(n for n, t in self.input_args.items() if declared_at(t.mutated, point) == BACKWARD)
-
-    def overwritten_at(self, point) -> tuple[str, ...]:
-        """Outputs whose upstream gradient the backward may overwrite at this point (grad_overwritten=)."""
-        return tuple(n for n, t in self.outputs.items() if self.grads and declared_at(t.grad_overwritten, point) is True)
-
-    def declared_writes(self, point) -> list[str]:
-        """Every write the spec declares at this point, as findings name the buffers: inputs,
-        then the upstream gradients ('upstream y') the backward overwrites."""
-        return [*self.mutated_at(point), *self.written_in_backward(point),
-                *(upstream_name(n) for n in self.overwritten_at(point))]
-
-    @property
-    def returned(self) -> dict[str, Tensor]:
-        if self.returns is None:
-            return {}
-        if isinstance(self.returns, Tensor):
-            return {"out": self.returns}
-        return dict(self.returns)
-
-    @property
-    def outputs(self) -> dict[str, Tensor]:
-        """Every output, in the order the reference returns them: Out args, then returns."""
-        return {**self.out_args, **self.returned}
-
-    @property
-    def all_tensors(self) -> dict[str, Tensor]:
-        return {**self.tensor_args, **self.returned, **self.grad_outputs}
-
-    # ---- gradients (Spec.grads): each listed input's gradient is one more output ----
-    @property
-    def grad_outputs(self) -> dict[str, Tensor]:
-        """'grad of w' -> a tensor of w's shape and dtype, for each input in `grads`."""
-        if not isinstance(self.grads, tuple) or not isinstance(self.args, Mapping):
-            return {}
-        return {grad_name(n): Tensor(self.args[n].shape, like=n) for n in self.grads if isinstance(self.args.get(n), Tensor)}
-
-    @property
-    def upstream(self) -> dict[str, str]:
-        """The upstream gradient of each output, by the name points give it ('upstream y' -> 'y'):
-        an input of the backward like any other (rung 2 chooses its values, rung 3 its layout)."""
-        return {upstream_name(n): n for n in self.outputs} if self.grads else {}
-
-    @property
-    def row_dims(self) -> tuple[str, ...]:
-        return () if self.rows is None else self.rows
-
-    @property
-    def message_dim(self) -> str | None:
-        """Rung 6: the dim that sets a collective's message size (declared, or the input's last)."""
-        c = self.collective
-        if c is None:
-            return None
-        if c.dim is not None:
-            return c.dim
-        symbols = [s for s in next(iter(self.input_args.values())).symbols if s in self.dims]
-        return symbols[-1] if symbols else None
-
-    def dtype_choices(self, name: str) -> tuple[str, ...]:
-        """The dtypes a tensor may take; a `like` tensor follows its model (empty tuple)."""
-        t = self.all_tensors[name]
-        return () if t.like else t.dtypes
-
-    def tolerance_for(self, dtype: str, config=()) -> Tolerance:
-        """The tolerance of an output of `dtype` at a point whose call passes `config` (its
-        pairs or dict). Precedence, the first that names the dtype: the tolerance of the
-        kl.Config that config is (config_of), then Spec.tolerance, then DEFAULT_TOLERANCES.
-        (The honest peer may still widen it where a correct implementation cannot do better.)"""
-        own = self.config_of(config)
-        found = _tolerance_in(getattr(own, "tolerance", None), dtype)
-        if found is None:
-            found = _tolerance_in(self.tolerance, dtype)
-        return found if found is not None else DEFAULT_TOLERANCES.get(dtype, Tolerance(0.0, 0.0))
-
-    def config_of(self, config=()) -> Mapping | None:
-        """The declared config a call with these keyword arguments is: the one whose every key
-        the call sets to the same value (or leaves at the launcher's default, when that is the
-        value); with several, the one with the most keys, the first declared among equals."""
-        given = dict(config)
-        if not self.configs or not isinstance(self.configs, tuple):
-            return None
-        defaults = self.launcher_defaults
-        best = None
-        for c in self.configs:
-            if not isinstance(c, Mapping):
-                continue
-            if all((given[k] == v) if k in given else (k in defaults and defaults[k] == v) for k, v in c.items()) \
-                    and (best is None or len(c) > len(best)):
-                best = c
-        return best
-
-    def reference_keywords(self, config=()) -> dict:
-        """The config values a call with `config` (its pairs or dict) passes the reference: each
-        config key (the call's, else the launcher's default for a declared config key) that the
-        reference's signature takes as a keyword, every one where it takes **kwargs; {} for a
-        reference whose signature cannot be read (a builtin) or a chain."""
-        accepted = _keywords_taken(self.reference, tuple(self.args))
-        if not accepted:
-            return {}
-        call = {**{k: v for k, v in self.launcher_defaults.items() if k in self.config_keys}, **dict(config)}
-        return {k: v for k, v in call.items() if "**" in accepted or k in accepted}
-
-    @property
-    def launcher_defaults(self) -> dict:
-        """The kernel's keyword defaults ({"precise": True} for rowsum(x, precise=True)); {}
-        where its signature cannot be read."""
-        import inspect
-        try:
-            params = inspect.signature(self.kernel).parameters.values()
-        except (TypeError, ValueError):
-            return {}
-        return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
-
-
-def _keywords_taken(fn, args: tuple) -> frozenset:
-    """The names `fn` takes as keywords, not counting `args` (passed positionally); '**' among
-    them where it takes **kwargs. Empty for a chain or a callable without a readable signature."""
-    import inspect
-    from .chain import Chain
-    if isinstance(fn, Chain) or not callable(fn):
-        return frozenset()
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return frozenset()
-    return frozenset("**" if p.kind == p.VAR_KEYWORD else p.name for p in params
-                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.VAR_KEYWORD) and p.name not in args)
-
-
-def _tolerance_in(tol, dtype: str) -> Tolerance | None:
-    """What a tolerance as a spec writes it (None, kl.Tolerance, (rtol, atol) or by dtype) says
-    for `dtype`, or None when it does not name it."""
-    if tol is None:
-        return None
-    if isinstance(tol, Tolerance):
-        return tol
-    if isinstance(tol, tuple):
-        return Tolerance(*tol)
-    if isinstance(tol, Mapping) and dtype in tol:
-        return Tolerance(*tol[dtype]) if isinstance(tol[dtype], (tuple, list)) else tol[dtype]
-    return None
-
-
-BACKWARD = "backward"         # kl.Tensor(mutated="backward"): the backward writes the input's gradient into it
-
-
-def declared_at(condition, point) -> bool | str:
-    """A declared write's condition at a point: True, False or "backward" as given; a dict of the
-    launcher's keywords -> values: True where the point's call passes every one of them; a
-    predicate of the point: its answer (True, "backward", or false)."""
-    if isinstance(condition, (bool, str)):
-        return condition
-    if isinstance(condition, Mapping):
-        kwargs = point.kwargs
-        return all(k in kwargs and kwargs[k] == v for k, v in condition.items())
-    answer = condition(point)
-    return BACKWARD if answer == BACKWARD else bool(answer)
-
-
-def grad_name(arg: str) -> str:
-    """How outputs and reports name an input's gradient: 'grad of w'."""
-    return f"grad of {arg}"
-
-
-def upstream_name(output: str) -> str:
-    """How points name an output's upstream gradient (the backward's grad_output): 'upstream y'."""
-    return f"upstream {output}"
-
-
-# --------------------------------------------------------------------------- validation
-# Pydantic's way: every field checked by its row of a table (the field -> its checks, each a
-# test and the fix), then the rules that relate fields, each run only on parts well-formed
-# enough to read; every problem is collected and one SpecError lists them all.
-
-def _int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+from ..notation import EnvSet, ImportName, Needs
+from ..notation import Toolchain as ToolchainKey   # the `when` keys torch, triton, ...; kl.Toolchain is the rung-7 part
+from ..problems import Problem, SpecError, mean as _mean
+from .fields import PRODUCT, symbol_dims
+from .fields import is_int as _int
+from .fields import (BACKWARD, DTYPES, GRADIENT, FLOAT_DTYPES, LAYOUTS, NONFINITE_POLICIES, VALUE_KINDS, Config, Dim, Invariant, Out,
+                     Size, Tensor, Tolerance)
+from .parts import (COLLECTIVE_REFERENCES, Calls, Collective, Expect, Flag, InModel, Modes, PredicateError, Repetition,
+                    Toolchain, is_dtype_key, is_predicate, predicate_edges, when_text)
+
+AnySpec = Any       # a kl.Spec (core.py imports this module: annotations name it so)
 
 
 def _number(v) -> bool:
@@ -904,16 +62,39 @@ def _shapes_fix(v, spec) -> str:
     return f"give a list of dicts over the dims, e.g. [{{{', '.join(repr(d) + ': 1' for d in dims)}}}]."
 
 
-def _tolerance_problem(tol, spec) -> tuple | None:
+def _output_names(spec) -> list[str]:
+    """The outputs a tolerance may name (Out args, returns, 'grad of w'); none while args or returns
+    cannot be read (their own rows name them)."""
+    if not isinstance(spec.args, Mapping) or not (spec.returns is None or isinstance(spec.returns, (Tensor, Mapping))):
+        return []
+    return [n for n in (*spec.outputs, *spec.grad_outputs) if isinstance(n, str)]
+
+
+TOLERANCE_FIX = "give (rtol, atol), kl.Tolerance(rtol, atol), {'bfloat16': (rtol, atol)} or, by output, {'lse': (rtol, atol)}."
+
+
+def _tolerance_problem(tol, spec, by_output: bool = True) -> tuple | None:
+    """A tolerance as a spec writes it: (rtol, atol), kl.Tolerance, a dict by dtype, and (not within
+    an output's own) by output: {'lse': (rtol, atol)} or {'lse': {'float32': (rtol, atol)}}."""
     if tol is None or isinstance(tol, Tolerance):
         pairs = [] if tol is None else [(tol.rtol, tol.atol)]
     elif isinstance(tol, (tuple, Mapping)):
-        bad = [k for k in tol if k not in DTYPES] if isinstance(tol, Mapping) else []
+        outputs = _output_names(spec) if by_output and isinstance(tol, Mapping) else []
+        bad = [k for k in tol if k not in DTYPES and k not in outputs] if isinstance(tol, Mapping) else []
         if bad:
-            return tol, f"key by dtype names from {DTYPES}; {bad} is not one."
-        pairs = [tol] if isinstance(tol, tuple) else list(tol.values())
+            meant = _mean(bad[0], list(DTYPES) + outputs, 0.8) if isinstance(bad[0], str) else ""
+            named = f" or by output names ({', '.join(outputs)})" if outputs else ""
+            return tol, f"{meant}key by dtype names from {DTYPES}{named}; {bad} is not one."
+        for k in [k for k in tol if k in outputs and k not in DTYPES] if isinstance(tol, Mapping) else []:
+            if not isinstance(tol[k], (tuple, Tolerance, Mapping)):
+                return tol, (f"{k!r}: give the output's tolerance as (rtol, atol), kl.Tolerance(rtol, atol) or by dtype, "
+                             "e.g. {'float32': (rtol, atol)}.")
+            found = _tolerance_problem(tol[k], spec, by_output=False)
+            if found is not None:
+                return tol, f"{k!r}: {found[1]}"
+        pairs = [tol] if isinstance(tol, tuple) else [v for k, v in tol.items() if k in DTYPES]
     else:
-        return tol, "give (rtol, atol), kl.Tolerance(rtol, atol), or {'bfloat16': (rtol, atol)}."
+        return tol, TOLERANCE_FIX
     pairs = [(p.rtol, p.atol) if isinstance(p, Tolerance) else p for p in pairs]
     if not all(isinstance(p, tuple) and len(p) == 2 and all(_number(v) and v >= 0 and math.isfinite(v) for v in p)
                for p in pairs):
@@ -1018,13 +199,16 @@ TENSOR_FIELDS = {
     "valid": [Rule(lambda v: v is None or isinstance(v, str) or (_int(v) and v >= 0),
                    "give the number of valid elements of the last dim (an int or a dim name); the rest is padding.")],
     "layouts": [Rule(lambda v: v is None or _names(v), "give a list of layout names, e.g. layouts=['sliced'], or [] for none.")],
-    "mutated": [Rule(lambda v: _write_condition(v, (BACKWARD,)), "give True for an input the kernel writes in place by "
-                     "design, a dict of the launcher's keywords under which it does (mutated={'in_place': True}), a "
+    "mutated": [Rule(lambda v: _write_condition(v, (BACKWARD, GRADIENT)), "give True for an input the kernel writes in "
+                     "place by design, a dict of the launcher's keywords under which it does (mutated={'in_place': True}), a "
                      "predicate of the point (mutated=lambda p: ...), 'backward' when the backward writes the input's "
-                     "gradient into it, or leave it out.")],
+                     "gradient into it, 'gradient' when the forward overwrites the input with its gradient, or leave it "
+                     "out.")],
     "grad_overwritten": [Rule(lambda v: _write_condition(v, ()), "give True on an output whose upstream gradient the "
                               "backward overwrites, a dict of the launcher's keywords under which it does "
                               "(grad_overwritten={'in_place': True}), a predicate of the point, or leave it out.")],
+    "ignore": [Rule(lambda v: v is None or _int(v), "give the sentinel id the kernel must skip as an int, e.g. ignore=-100 "
+                    "(cross entropy's ignore_index), or leave it out.")],
 }
 
 
@@ -1128,6 +312,9 @@ CALLS_FIELDS = {
     "count": [Rule(lambda v: _int(v) and v >= 1, "give how many calls a run of the model makes, an int >= 1, e.g. 10000.")],
     "seconds": [Rule(lambda v: v is None or (_number(v) and v > 0), "give the seconds rung 5's stream may run, > 0, or "
                      "leave it out (the device's budget).")],
+    "configs": [Rule(lambda v: v is None or (isinstance(v, Mapping) and all(isinstance(c, Mapping) for c in v.values())),
+                     "give a dict of the pattern's letters -> a declared config, e.g. configs={'A': {'BLOCK': 64}, "
+                     "'B': {'BLOCK': 128}}, or leave it out (every call the launcher's own).")],
 }
 
 INVARIANT_FIELDS = {
@@ -1140,7 +327,7 @@ INVARIANT_FIELDS = {
 class _Found:
     """The problems of one spec so far, each at a location under the spec's head."""
 
-    def __init__(self, spec: Spec):
+    def __init__(self, spec: AnySpec):
         self.spec, self.problems = spec, []
         ok = isinstance(spec.name, str) and spec.name.isidentifier()
         self.head = ("Spec", spec.name if ok else None)
@@ -1164,7 +351,7 @@ class _Found:
                     break
 
 
-def validate(spec: Spec) -> None:
+def validate(spec: AnySpec) -> None:
     found = _Found(spec)
     found.fields(spec, SPEC_FIELDS)
     if not all(found.clean(part) for part in PARTS):
@@ -1185,6 +372,7 @@ def validate(spec: Spec) -> None:
     if isinstance(spec.repetition.calls, Calls):
         found.fields(spec.repetition.calls, CALLS_FIELDS, ("repetition", "calls"))
         _calls_budget(found)
+        _calls_configs(found)
     _blame(found, tensors, dims)
     if found.problems:
         raise SpecError("", problems=found.problems)
@@ -1229,7 +417,7 @@ def _size_arg(found: _Found, key: str, v) -> None:
                   f"declared in dims ({', '.join(declared) or 'none declared'}).")
 
 
-def _returned_problem(spec: Spec, key, t) -> tuple | None:
+def _returned_problem(spec: AnySpec, key, t) -> tuple | None:
     """(where, given, fix) for one returned output, or None."""
     if not isinstance(key, str) or not key.isidentifier():
         return ("returns",), key, "name every returned output with an identifier."
@@ -1292,6 +480,7 @@ def _tensor_rules(found: _Found, name: str, where: tuple, t: Tensor, tensors: di
         _dtype_rules(found, name, where, t, tensors)
     if not output:
         _kind_rules(found, where, t)
+        _ignore_rules(found, name, where, t, tensors)
     _write_rules(found, name, where, t, output)
 
 
@@ -1300,7 +489,7 @@ def _output_rules(found: _Found, where: tuple, t: Tensor) -> None:
     if t.mutated is not False and found.clean(*where, "mutated"):
         found.add(where + ("mutated",), t.mutated, "mutated= marks an input the kernel also writes; an output (kl.Out or "
                   "returns=) is written anyway: drop mutated=.")
-    for f in ("values", "range", "layouts"):
+    for f in ("values", "range", "layouts", "ignore"):
         if getattr(t, f) is not None and found.clean(*where, f):
             found.add(where + (f,), getattr(t, f), f"an output holds what the kernel writes: kladder chooses no {f} for it; "
                       f"drop {f}=.")
@@ -1311,10 +500,9 @@ def _dim_name_rules(found: _Found, where: tuple, t: Tensor, output: bool) -> Non
     if not _named(found):
         return
     declared, clean = _declared(found), (lambda f: found.clean(*where, f))
-    bad = next((s for s in t.symbols if not (s.isdigit() or s in declared)), None) if clean("shape") else None
+    bad = next((why for why in (_symbol_problem(s, declared) for s in t.symbols) if why), None) if clean("shape") else None
     if bad is not None:
-        found.add(where + ("shape",), t.shape, f"{_mean(bad, declared)}declare {bad!r} in dims, e.g. dims={{{bad!r}: "
-                  "kl.Dim(1, 4096, tile=64)}, or use a literal size.")
+        found.add(where + ("shape",), t.shape, bad)
     if clean("range") and t.range is not None and not output:
         _range_rules(found, where, t, declared)
     if clean("valid") and t.valid is not None:
@@ -1325,9 +513,24 @@ def _dim_name_rules(found: _Found, where: tuple, t: Tensor, output: bool) -> Non
             found.add(where + ("valid",), t.valid, "a 0-d tensor has no rows to pad; drop `valid`.")
 
 
+def _symbol_problem(sym: str, declared: tuple) -> str | None:
+    """Why a shape's symbol is none of a declared dim, a literal size, or a product of them ('G*K'); None if it is one."""
+    if sym.isdigit() or sym in declared:
+        return None
+    factors = sym.split(PRODUCT)
+    if len(factors) > 1 and all(f.isdigit() or f.isidentifier() for f in factors):
+        bad = next((f for f in factors if not f.isdigit() and f not in declared), None)
+        return None if bad is None else (f"{sym!r} is a product of dims: {_mean(bad, declared)}declare {bad!r} in dims, "
+                                         f"e.g. dims={{{bad!r}: kl.Dim(1, 64)}}, or use a literal size.")
+    if sym.isidentifier():
+        return f"{_mean(sym, declared)}declare {sym!r} in dims, e.g. dims={{{sym!r}: kl.Dim(1, 4096, tile=64)}}, or use a literal size."
+    return (f"{sym!r}: a dim of a shape is a declared dim, a literal size, or a product of them joined by '*' without "
+            "spaces ('G*K': GroupNorm's C = G x K); declare any other size as a dim of its own.")
+
+
 def _range_rules(found: _Found, where: tuple, t: Tensor, declared: tuple) -> None:
     """A range's bounds: numbers, or dim expressions over declared dims ("E-1", "2*S")."""
-    from .dimexpr import DimExprError, names
+    from ..dimexpr import DimExprError, names
     for v in t.range:
         if not isinstance(v, str):
             continue
@@ -1356,9 +559,10 @@ def _write_rules(found: _Found, name: str, where: tuple, t: Tensor, output: bool
         elif not grads:
             found.add(where + ("grad_overwritten",), t.grad_overwritten, "a backward overwrites the upstream gradient: "
                       "declare the inputs whose gradients it computes (Spec(grads=['x', ...])), or drop grad_overwritten=.")
-    if t.mutated == BACKWARD and not output and found.clean(*where, "mutated") and name not in grads:
-        found.add(where + ("mutated",), t.mutated, f"mutated='backward' says the backward writes {name}'s gradient into "
-                  f"it: add {name!r} to Spec(grads=[...]), or give mutated=True for a write in the forward.")
+    if t.mutated in (BACKWARD, GRADIENT) and not output and found.clean(*where, "mutated") and name not in grads:
+        found.add(where + ("mutated",), t.mutated, f"mutated={t.mutated!r} says {name}'s buffer is given its gradient: add "
+                  f"{name!r} to Spec(grads=[...]) (kladder then runs the backward and judges that gradient), or give "
+                  "mutated=True for a write of something else in the forward.")
     keys = {k for c in (spec.configs if isinstance(spec.configs, (list, tuple)) else ()) if isinstance(c, Mapping)
             for k in c}
     for field_name in ("mutated", "grad_overwritten"):
@@ -1368,6 +572,35 @@ def _write_rules(found: _Found, name: str, where: tuple, t: Tensor, output: bool
             if unknown:
                 found.add(where + (field_name,), dict(cond), f"{_mean(unknown[0], tuple(keys))}name the launcher's "
                           f"keywords its configs set ({', '.join(sorted(keys))}): {unknown} is in none of them.")
+
+
+INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
+
+
+def _ignore_rules(found: _Found, name: str, where: tuple, t: Tensor, tensors: dict) -> None:
+    """A sentinel id (ignore=-100) sits among ids: an integer input with a range, and a value its
+    dtype holds."""
+    if t.ignore is None or not found.clean(*where, "ignore"):
+        return
+    if t.range is None:
+        found.add(where + ("ignore",), t.ignore, "a sentinel is one id among the input's ids: give the ids' range too, "
+                  f"e.g. kl.Tensor({t.shape!r}, dtype='int64', range=(0, 'V-1'), ignore={t.ignore}).")
+        return
+    if not (found.clean(*where, "like") and found.clean(*where, "dtype")):
+        return
+    dtypes = _dtypes_of(found.spec, name, tensors)
+    bad = next((d for d in dtypes if d not in INT_DTYPES), None)
+    if bad is not None:
+        found.add(where + ("ignore",), t.ignore, f"a sentinel id needs an integer input ({bad} is not one): give an integer "
+                  f"dtype ({', '.join(INT_DTYPES)}), or drop ignore=.")
+        return
+    import torch
+    for d in dtypes:
+        info = torch.iinfo(getattr(torch, d))
+        if not info.min <= t.ignore <= info.max:
+            found.add(where + ("ignore",), t.ignore, f"{d} holds no {t.ignore} (its values are {info.min}..{info.max}): "
+                      "give a sentinel the dtype holds, or a wider integer dtype.")
+            return
 
 
 def _kind_rules(found: _Found, where: tuple, t: Tensor) -> None:
@@ -1463,14 +696,14 @@ def _invariants(found: _Found) -> None:
             found.add(where + ("values",), dict(inv.values), f"use value kinds from {VALUE_KINDS}.")
 
 
-def _dims_used(spec: Spec, tensors: dict) -> set:
+def _dims_used(spec: AnySpec, tensors: dict) -> set:
     """The dims something reads: a tensor's shape, a value range (range=(1, "L")), a valid length
     (valid="V"), or `rows`. A dim no shape uses is a size the points choose and that the spec's
     values or its build= function read (a paged cache's max_len: lens in 1..L, a page table of
     ceil(L / 16) columns)."""
     used = set(spec.row_dims) | {v.dim for v in spec.args.values() if isinstance(v, Size) and isinstance(v.dim, str)}
     for _, t in tensors.values():
-        used |= set(t.symbols) | _range_dims(t)
+        used |= {d for s in t.symbols for d in symbol_dims(s)} | _range_dims(t)
         if isinstance(t.valid, str):
             used.add(t.valid)
     return used
@@ -1478,7 +711,7 @@ def _dims_used(spec: Spec, tensors: dict) -> set:
 
 def _range_dims(t: Tensor) -> set:
     """The dims a tensor's range reads (range=(0, "E-1") reads E); none of a malformed one."""
-    from .dimexpr import DimExprError, names
+    from ..dimexpr import DimExprError, names
     out = set()
     for v in t.range or ():
         if isinstance(v, str):
@@ -1567,7 +800,7 @@ def launcher_defaults(kernel) -> dict[str, Any]:
             and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
-def when_keys(spec: Spec) -> list[str]:
+def when_keys(spec: AnySpec) -> list[str]:
     """The config keys a `when` may name: the configs' keys, the keyword flags, the launcher's
     keywords with a default."""
     keys = {k for c in spec.configs if isinstance(c, Mapping) for k in c}
@@ -1576,14 +809,14 @@ def when_keys(spec: Spec) -> list[str]:
     return sorted(keys - set(spec.args) if isinstance(spec.args, Mapping) else keys)
 
 
-WHEN_FORMS = ("name an environment variable as '$NAME' ({'$MYLIB_FAST': '1'}, None for unset) or the toolchain as "
+WHEN_FORMS = ("name an environment variable as '$NAME' ({'$MYLIB_FAST': '1'}, None for unset), the toolchain as "
               "one of torch, triton, cuda, capability with a version specifier ({'torch': '>=2.6'}, "
-              "{'capability': '>=9.0'})")
+              "{'capability': '>=9.0'}), or a dtype as 'dtype' (the first input's) or 'dtype:NAME' ({'dtype': 'bfloat16'})")
 
 
 def specifier_problem(text) -> str | None:
     """Why `text` is no version specifier (">=2.6", ">=2.4,<2.7"), or None."""
-    from .versions import parse_specifier
+    from ..versions import parse_specifier
     if not isinstance(text, str) or not text.strip():
         return "give a version specifier string"
     try:
@@ -1598,6 +831,10 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
     keys = when_keys(spec) if found.clean("configs") and found.clean("toolchain", "flags") else []
     for k, v in when.items():
         listed = list(v) if isinstance(v, (list, tuple)) else [v]
+        if is_dtype_key(k) and k not in declared:
+            if found.clean("args") and found.clean("returns") and _when_dtype(found, where, when, k, v, listed):
+                return
+            continue
         if is_predicate(v):
             if k not in declared:
                 found.add(where, dict(when), f"{k!r}: a range or a predicate (a callable) is a condition on a dim's size "
@@ -1629,6 +866,30 @@ def _when(found: _Found, where: tuple, when: Mapping, dims: dict) -> None:
         if k in dims and not all(_int(x) and dims[k].allows(x) for x in listed):
             found.add(where, dict(when), f"{k} must be {_takes(dims[k])} (or a list of them).")
             return
+
+
+def _when_dtype(found: _Found, where: tuple, when: Mapping, k: str, v, listed: list) -> bool:
+    """A `when` on a dtype ('dtype': the first input's, 'dtype:w': w's) names a tensor, and dtypes it
+    takes (or a predicate over the dtype's name). True where it found a problem."""
+    spec, shown = found.spec, {key: when_text(x) for key, x in when.items()}
+    name = spec.when_dtype_of(k)
+    if name is None or name not in spec.all_tensors:
+        found.add(where, shown, f"{k!r}: name a tensor's dtype as 'dtype' (the first input's) or 'dtype:NAME' "
+                  f"(NAME one of {', '.join(spec.all_tensors)}), e.g. {{'dtype': 'bfloat16'}}.")
+        return True
+    if is_predicate(v):
+        return False
+    t, seen = spec.all_tensors[name], {name}
+    while t.like is not None and t.like in spec.all_tensors and t.like not in seen:
+        seen.add(t.like)
+        t = spec.all_tensors[t.like]
+    takes = list(t.dtypes)
+    bad = next((x for x in listed if x not in takes), None) if takes else None
+    if not listed or bad is not None:
+        found.add(where, shown, f"{k}={bad!r}: {name} takes {', '.join(takes)}; give one of those, a list of them, or a "
+                  "predicate over the dtype's name (lambda d: d != 'float32').")
+        return True
+    return False
 
 
 def _when_predicate(found: _Found, where: tuple, when: Mapping, k: str, v, dim: Dim) -> None:
@@ -1699,7 +960,7 @@ def _grads(found: _Found, tensors: dict) -> None:
         found.add(("grads",), list(g), "name each input once.")
 
 
-def _floating(spec: Spec, name: str) -> bool:
+def _floating(spec: AnySpec, name: str) -> bool:
     t, seen = spec.args[name], {name}
     while t.like is not None and t.like in spec.all_tensors and t.like not in seen:
         seen.add(t.like)
@@ -1734,6 +995,25 @@ def _calls_budget(found: _Found) -> None:
     if found.clean("repetition", "calls", "seconds") and s is not None and s > timeout / 2:
         found.add(("repetition", "calls", "seconds"), s, f"give at most half the point's timeout ({timeout:g} s): {timeout / 2:g}, or "
                   f"raise Spec(timeout_s=...) to {2 * s:g} or more.")
+
+
+def _calls_configs(found: _Found) -> None:
+    """kl.Calls(configs=): each key a letter of the pattern, each config one the spec declares."""
+    calls, spec, where = found.spec.repetition.calls, found.spec, ("repetition", "calls", "configs")
+    if calls.configs is None or not found.clean(*where) or not found.clean("repetition", "calls", "pattern") \
+            or not found.clean("configs"):
+        return
+    declared = [dict(c) for c in spec.configs]
+    for letter, config in calls.configs.items():
+        if not (isinstance(letter, str) and letter in calls.letters):
+            found.add(where, {k: dict(v) for k, v in calls.configs.items()}, f"{letter!r} is no letter of the pattern "
+                      f"{calls.pattern!r}: key each config by one of its letters ({', '.join(calls.letters)}).")
+            return
+        if dict(config) not in declared:
+            shown = ", ".join(map(repr, declared)) or "none declared"
+            found.add(where + (letter,), dict(config), f"bind a letter to a config the spec declares (configs: {shown}): "
+                      "add it to Spec(configs=[...]) first.")
+            return
 
 
 # ---- a spec's mistakes found when it loads, never charged to the kernel at run time ----
@@ -1796,7 +1076,7 @@ def _corners(names: list[str], dims: dict) -> list[dict[str, int]]:
 def _range_values(found: _Found, tensors: dict, dims: dict) -> None:
     """A range holds a value of its tensor's dtype at every size its dims take: lo <= hi, finite,
     no division by zero, and (floats) some value of the dtype inside it."""
-    from .dimexpr import evaluate, names
+    from ..dimexpr import evaluate, names
     for name, (where, t) in tensors.items():
         if t.range is None or not found.clean(*where) or where[0] == "returns" or isinstance(t, Out):
             continue
@@ -1827,7 +1107,7 @@ def _range_values(found: _Found, tensors: dict, dims: dict) -> None:
                 break
 
 
-def _dtypes_of(spec: Spec, name: str, tensors: dict) -> tuple[str, ...]:
+def _dtypes_of(spec: AnySpec, name: str, tensors: dict) -> tuple[str, ...]:
     t, seen = tensors[name][1], {name}
     while t.like is not None and t.like in tensors and t.like not in seen:
         seen.add(t.like)
@@ -1847,7 +1127,7 @@ def _signatures(found: _Found) -> None:
     """The launcher takes the declared args in order and each config's keywords; the reference
     takes the non-Out args in order (a launcher that does not would fail every point as the
     kernel's TypeError)."""
-    from .chain import Chain
+    from ..chain import Chain
     spec = found.spec
     if not (found.clean("args") and found.clean("configs") and found.clean("toolchain", "flags")) or spec.collective is not None:
         return
@@ -1907,7 +1187,7 @@ def _defined_at(fn) -> str:
 def _links(found: _Found) -> None:
     """A chain's links: each a kl.Link of a callable with outputs named, and every parameter
     without a default provided by the spec's args, a config key or an earlier link's outputs."""
-    from .chain import Chain, Link
+    from ..chain import Chain, Link
     spec = found.spec
     if not found.clean("args"):
         return
