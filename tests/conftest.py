@@ -428,18 +428,32 @@ def _durations() -> dict[str, float]:
 
 
 # Per-test cost, for measuring the suite (docs/results/2026-12-02-cpu-suite-session6): with
-# KLADDER_TEST_CPU=DIR set, each test's wall seconds and CPU seconds (this process's user+sys
-# and that of every child it reaped meanwhile: the CLI climbs, their workers) across its setup,
-# call and teardown are appended to DIR/<worker>.jsonl. CPU time is what a loaded machine
-# does not inflate much; wall time is what an idle one would show.
+# KLADDER_TEST_CPU=DIR set, each test's wall seconds and CPU seconds (this process's user+sys,
+# that of every child it reaped meanwhile, and that of this process's fork server with every
+# process it forked and reaped: the CLI calls, the climbs' workers and modes' processes) across
+# its setup, call and teardown are appended to DIR/<worker>.jsonl. CPU time is what a loaded
+# machine does not inflate much; wall time is what an idle one would show.
 if os.environ.get("KLADDER_TEST_CPU"):
     import json as _json
     import resource as _resource
     import time as _time
 
+    def _server_cpu_s() -> float:
+        """The fork server's user+sys and its reaped children's (/proc/PID/stat fields 14-17): what
+        RUSAGE_CHILDREN misses while the server lives (it reaps the processes it forks, not us)."""
+        total = 0.0
+        for server in _SERVER:
+            try:
+                with open(f"/proc/{server.proc.pid}/stat") as f:
+                    fields = f.read().rpartition(")")[2].split()
+            except OSError:
+                continue
+            total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        return total
+
     def _cpu_s():
         me, kids = _resource.getrusage(_resource.RUSAGE_SELF), _resource.getrusage(_resource.RUSAGE_CHILDREN)
-        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime + _server_cpu_s()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item, nextitem):
