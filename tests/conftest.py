@@ -119,6 +119,12 @@ ZOO_BATCHES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+# Each batch's CPU seconds, for the order the batches go out in (the dearest first; nothing is
+# judged by it): its climbs' seconds in `make zoo`'s run of 2026-12-06 (docs/results/2026-12-06-cpu-zoo-time,
+# scaled by that run's 1,211 CPU s over its climbs' 2,938 s), r4t1's measured on its own (2026-12-07).
+ZOO_SECONDS = {"r1a": 60, "r1b": 118, "r1c": 131, "r2a": 170, "r2b": 126, "r3": 81, "r4a": 33, "r4b": 13,
+               "r4t1": 37, "r6": 16, "r8": 226}
+
 # Batches whose tests read only the twins: climbed as `kladder climb kladder.zoo.CASE::fixed ...`
 # (several specs in one CLI process, many.py; the options of the batch as `kladder zoo climb` passes
 # them to each climb), no buggy kernel climbed. The r4t1 buggy kernels' rung-1 climbs were most of
@@ -454,9 +460,12 @@ def pytest_xdist_make_scheduler(config, log):
                 self.ordered = True
                 cost = _durations()
                 # the zoo's batches first (each climbs several cases: minutes, the suite's longest
-                # units), then by measured cost; a long unit sent last leaves the other worker idle
-                units = sorted(self.workqueue.items(), key=lambda kv: (not str(kv[0]).startswith("mark::zoo:"),
-                                                                       -sum(cost.get(n, 0.0) for n in kv[1])))
+                # units), the dearest first (ZOO_SECONDS), then by measured cost; a long unit sent
+                # last leaves the other worker idle
+                def key(kv):
+                    zoo = str(kv[0]).removeprefix("mark::zoo:") if str(kv[0]).startswith("mark::zoo:") else None
+                    return (zoo is None, -(ZOO_SECONDS.get(zoo, 0.0) if zoo else sum(cost.get(n, 0.0) for n in kv[1])))
+                units = sorted(self.workqueue.items(), key=key)
                 self.workqueue.clear()
                 self.workqueue.update(units)
             super()._assign_work_unit(node)
