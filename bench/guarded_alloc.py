@@ -17,11 +17,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 import torch
 
-from kladder.ladder import rung_points
+from kladder.climbing.ladder import rung_points
 from kladder.run import harness
 from kladder.run.guarded_alloc import guarding
 from kladder.run.trial import run_point
-from kladder.sizes import budget_for, is_big
+from kladder.core.sizes import budget_for, is_big
 from kladder.zoo import empty_like_overrun, rmsnorm_n_tail
 
 from specs.torch_ops import SPECS

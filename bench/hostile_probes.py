@@ -108,7 +108,7 @@ class Probes:
         return {**os.environ, "PYTHONPATH": os.pathsep.join([self.site, self.src]), **extra}
 
     def kladder(self, *args, cwd=None, timeout=600, **env) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "kladder.tools.cli", *args], capture_output=True, text=True,
                               cwd=cwd or self.work, timeout=timeout, env=self.env(**env))
 
     def row(self, family: str, name: str, p, lost: bool = False, code_ran: bool = False, traceback=None, **facts):
@@ -309,7 +309,7 @@ def _catches_sigterm(pid: int) -> bool:
 def _signal_run(pr: Probes, folder: str) -> tuple[subprocess.Popen, str, str]:
     os.makedirs(folder, exist_ok=True)
     out, log = os.path.join(folder, "r.json"), os.path.join(folder, "l.jsonl")
-    p = subprocess.Popen([sys.executable, "-m", "kladder.cli", "climb", SLOW, "--rungs", "1", "--device", "cpu", "-j",
+    p = subprocess.Popen([sys.executable, "-m", "kladder.tools.cli", "climb", SLOW, "--rungs", "1", "--device", "cpu", "-j",
                           "1", "--json", out, "--log", log, "--no-history", "--color", "never"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=folder, env=pr.env(),
                          start_new_session=True)
@@ -520,7 +520,7 @@ def family_procs(pr: Probes) -> None:
     for how in ("to its end", "SIGINT mid-climb", "SIGKILL mid-climb"):
         d = tempfile.mkdtemp(dir=pr.work, prefix="procs-")
         pids = os.path.join(d, "pids")
-        cmd = [sys.executable, "-m", "kladder.cli", "climb", pr.forking, "--device", "cpu", "--rungs", "1", "-j", "1",
+        cmd = [sys.executable, "-m", "kladder.tools.cli", "climb", pr.forking, "--device", "cpu", "--rungs", "1", "-j", "1",
                "--no-history", "--color", "never", "--json", os.path.join(d, "r.json")]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=d,
                              env=pr.env(KLT_PIDS=pids), start_new_session=True)

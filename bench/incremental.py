@@ -64,7 +64,7 @@ def _edit_twin(path: str, old: str, new: str) -> None:
 
 def climb(args, folder: str, ref: str, name: str) -> dict:
     out = os.path.join(folder, f"{name}.json")
-    cmd = [sys.executable, "-m", "kladder.cli", "climb", ref, "--device", args.device, "--json", out,
+    cmd = [sys.executable, "-m", "kladder.tools.cli", "climb", ref, "--device", args.device, "--json", out,
            "--log", out + ".jsonl", "--quiet"] + (["--rungs", args.rungs] if args.rungs else [])
     t0 = time.perf_counter()
     p = subprocess.run(cmd, env=_env(folder), cwd=folder, capture_output=True, text=True)
@@ -79,7 +79,7 @@ def climb(args, folder: str, ref: str, name: str) -> dict:
 
 
 def cli_start(args, folder: str, ref: str) -> float:
-    cmd = [sys.executable, "-m", "kladder.cli", "points", ref, "--device", args.device, "--rungs", "1"]
+    cmd = [sys.executable, "-m", "kladder.tools.cli", "points", ref, "--device", args.device, "--rungs", "1"]
     t0 = time.perf_counter()
     subprocess.run(cmd, env=_env(folder), cwd=folder, capture_output=True, text=True, check=True)
     return round(time.perf_counter() - t0, 2)

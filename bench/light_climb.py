@@ -71,7 +71,7 @@ def child_env(extra: dict | None = None) -> dict:
 
 
 def kladder(*args: str) -> list[str]:
-    return [sys.executable, "-m", "kladder.cli", *args]
+    return [sys.executable, "-m", "kladder.tools.cli", *args]
 
 
 class Clock:

@@ -27,9 +27,9 @@ import time
 import torch
 
 import kladder as kl
-from kladder.point import Point
+from kladder.core.point import Point
 from kladder.run.trial import run_point
-from kladder.sizes import human_bytes, total_bytes
+from kladder.core.sizes import human_bytes, total_bytes
 import triton
 import triton.language as tl
 

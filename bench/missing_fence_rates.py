@@ -1,7 +1,7 @@
 """The rate of missing_fence's stale reads by shape, without kladder's machinery: how often a row
 comes out wrong (its leader read a partial before it landed), per row and per call, on fresh
 inputs from a pool of 8 (a stale partial is then the last call's, never equal by chance), for
-the buggy kernel and its twin, with Clopper-Pearson intervals (kladder.stats).
+the buggy kernel and its twin, with Clopper-Pearson intervals (kladder.core.stats).
 
 usage: python bench/missing_fence_rates.py OUT.json [SECONDS_PER_SHAPE]"""
 import json
@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from kladder import stats
+from kladder.core import stats
 from kladder.zoo import missing_fence as mf
 
 SHAPES = [(8, 65536), (64, 65536), (256, 16384), (64, 8192)]      # the last: one split, no race possible

@@ -33,8 +33,8 @@ import torch
 from kladder.checks.contract import contract
 from kladder.checks.pattern import Where
 from kladder.checks import values
-from kladder.materialize import any_damaged, materialize, poison, reference_args
-from kladder.point import Point
+from kladder.gen.materialize import any_damaged, materialize, poison, reference_args
+from kladder.core.point import Point
 from kladder.zoo import rmsnorm_n_tail as case
 
 SIZES = {"cuda": {"small": (64, 4096), "large": (16384, 8192)},

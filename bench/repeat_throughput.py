@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 import kladder as kl
-from kladder.point import Point
+from kladder.core.point import Point
 from kladder.run.trial import run_point
 
 N = 1 << 16

@@ -59,7 +59,7 @@ def main() -> None:
     args = ap.parse_args()
     trees = {"new": SRC, **({"old": os.path.abspath(args.old)} if args.old else {})}
     torch_cmd = [sys.executable, "-c", "import torch"]
-    cmds = {name: [sys.executable, "-m", "kladder.cli", "repro", ref, json.dumps(pt), "--device", "cpu", "--no-history"]
+    cmds = {name: [sys.executable, "-m", "kladder.tools.cli", "repro", ref, json.dumps(pt), "--device", "cpu", "--no-history"]
             for name, (ref, pt) in POINTS.items()}
     samples: dict[str, list[tuple[float, float]]] = {"import torch": []}
     timed(torch_cmd, None)                                      # warm the page cache

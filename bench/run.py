@@ -5,7 +5,7 @@ names them. What it adds to each bench:
 - its printed table passes through as it comes, and is kept;
 - one JSON document at --out (default bench-NAME.json in the current folder), strict JSON
   (kladder.report.jsonout.dumps): the bench's name and command, its exit status and wall time,
-  the environment fingerprint (kladder.fingerprint: python, torch, Triton, driver, device,
+  the environment fingerprint (kladder.core.fingerprint: python, torch, Triton, driver, device,
   kladder, git, the variables that steer compilation), the bench's own JSON result (each bench
   is asked for it where it writes it: --json PATH, a leading OUT.json, or $OUT), and what it
   printed.
@@ -155,7 +155,7 @@ def fingerprint_for(device: str) -> dict:
     """The environment as kladder's reports give it, with the device's details where it is CUDA
     (torch imported and CUDA initialised here only now, after the bench has ended)."""
     sys.path.insert(0, SRC)
-    from kladder.fingerprint import fingerprint
+    from kladder.core.fingerprint import fingerprint
     if device.startswith("cuda") or device == "auto":
         try:
             import torch

@@ -9,12 +9,12 @@ import json
 import os
 import sys
 
-from kladder.ladder import Runner
-from kladder.load import load_spec
+from kladder.climbing.ladder import Runner
+from kladder.gen.load import load_spec
 from kladder.report.jsonout import outcome_dict
 from kladder.report.terminal import render_outcome
-from kladder.rungs import BY_NUMBER
-from kladder.sizes import budget_for
+from kladder.core.rungs import BY_NUMBER
+from kladder.core.sizes import budget_for
 
 
 def line(o) -> str:

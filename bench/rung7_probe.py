@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "specs"))
 
-from kladder.fingerprint import fingerprint
+from kladder.core.fingerprint import fingerprint
 from kladder.run.modes.tracing import Launches, Tracer, gpu_kernels
 from kladder.zoo import flag_no_effect as fe
 from kladder.zoo import float_config_cells as fc

@@ -13,7 +13,7 @@ import torch
 sys.path.insert(0, "tests")
 from specs.torch_ops import sdpa
 
-from kladder.point import Point
+from kladder.core.point import Point
 from kladder.run.harness import Harness
 
 

@@ -37,7 +37,7 @@ def strict_json(path: str):
 
 def watch(stop: threading.Event, seen: dict) -> None:
     """The device's busiest moment while the climbs run: least free memory, most processes."""
-    from kladder.devicestart import device_state
+    from kladder.run.devicestart import device_state
     while not stop.is_set():
         s = device_state()
         if s["free_bytes"] is not None and (seen.get("min_free_bytes") is None or s["free_bytes"] < seen["min_free_bytes"]):
@@ -76,7 +76,7 @@ def main() -> int:
     ap.add_argument("--keep", help="folder for the reports and logs (default: a temporary one)")
     ap.add_argument("--json", help="write the result here")
     args = ap.parse_args()
-    from kladder.fingerprint import fingerprint
+    from kladder.core.fingerprint import fingerprint
     folder = args.keep or tempfile.mkdtemp(prefix="kladder-shared-")
     os.makedirs(folder, exist_ok=True)
     seen: dict = {}
@@ -87,7 +87,7 @@ def main() -> int:
     t0 = time.perf_counter()
     for name in NAMES:
         out, log = os.path.join(folder, f"{name}.json"), os.path.join(folder, f"{name}.jsonl")
-        cmd = [sys.executable, "-m", "kladder.cli", "climb", f"{SPECS}::{name}", "--rungs", args.rungs, "--device",
+        cmd = [sys.executable, "-m", "kladder.tools.cli", "climb", f"{SPECS}::{name}", "--rungs", args.rungs, "--device",
                "cuda", "--json", out, "--log", log, "-q"] + (["--timeout", str(args.timeout)] if args.timeout else [])
         runs.append((name, out, time.perf_counter(), subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                                                        stderr=subprocess.PIPE, text=True)))

@@ -39,7 +39,7 @@ def strict_json(path: str):
 
 
 def climb(args: list[str], out: str) -> tuple[int, dict, str]:
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", *args, "--device", "cuda", "--json", out, "--no-history"],
+    p = subprocess.run([sys.executable, "-m", "kladder.tools.cli", *args, "--device", "cuda", "--json", out, "--no-history"],
                        capture_output=True, text=True, timeout=3600)
     doc = strict_json(out) if os.path.exists(out) else {}
     return p.returncode, doc, p.stdout[-4000:] + p.stderr[-2000:]
@@ -91,9 +91,9 @@ def torch_op() -> dict:
     import torch
 
     import kladder as kl
-    from kladder.gaps import contracts
+    from kladder.gen.gaps import contracts
     from kladder.run.trial import run_point
-    from kladder.sizes import GPU_BUDGET
+    from kladder.core.sizes import GPU_BUDGET
 
     def spec(reference):
         return kl.Spec("sin", kernel=torch.sin, reference=reference, args={"x": kl.Tensor("N", dtype="float32")},

@@ -17,7 +17,7 @@ import timeit
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
 import kladder as kl
-from kladder.fingerprint import fingerprint
+from kladder.core.fingerprint import fingerprint
 
 
 def _k(x, w, out=None, **config):

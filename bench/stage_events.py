@@ -27,7 +27,7 @@ SRC = os.path.join(HERE, "..", "src")
 def climb(src: str, spec: str, out: str) -> dict:
     env = {**os.environ, "PYTHONPATH": os.path.abspath(src)}
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", spec, "--rungs", "1", "--device", "cpu",
+    p = subprocess.run([sys.executable, "-m", "kladder.tools.cli", "climb", spec, "--rungs", "1", "--device", "cpu",
                         "--json", out, "--log", out + ".jsonl", "--quiet"], env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
@@ -40,7 +40,7 @@ def climb(src: str, spec: str, out: str) -> dict:
 def per_event_us(n: int) -> float:
     """Microseconds a stage change costs the worker: the clock and one line on a drained pipe."""
     sys.path.insert(0, SRC)
-    from kladder.outcome import Stage
+    from kladder.core.outcome import Stage
     from kladder.run.stages import CLOCK
     r, w = os.pipe()
     drain = subprocess.Popen([sys.executable, "-c", "import os,sys\nwhile os.read(0, 1 << 16): pass"], stdin=r)

@@ -19,7 +19,7 @@ CASES = "router_tie_pack,assumes_contiguous,silent_fallback,wrong_path_dispatch"
 DRIVER = """
 import sys
 from kladder import cases
-from kladder.cli import main
+from kladder.tools.cli import main
 keep = sys.argv[1].split(",")
 every = cases.case_modules
 cases.case_modules = lambda: {k: v for k, v in every().items() if k in keep}

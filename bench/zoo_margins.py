@@ -22,11 +22,11 @@ def main() -> int:
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     from kladder.checks.peer import SETTLE_MARGIN
-    from kladder.fingerprint import fingerprint
-    from kladder.ladder import rung_points
+    from kladder.core.fingerprint import fingerprint
+    from kladder.climbing.ladder import rung_points
     from kladder.report.jsonout import dumps
     from kladder.run.trial import run_point
-    from kladder.sizes import CPU_BUDGET, is_big
+    from kladder.core.sizes import CPU_BUDGET, is_big
     spec = importlib.import_module(f"kladder.zoo.{args.case}").spec
     t0, n, margins = time.time(), 0, []
     for p in rung_points(spec, args.rung, CPU_BUDGET, 0):

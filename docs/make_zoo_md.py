@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from kladder.cases import case_modules  # noqa: E402
+from kladder.tools.cases import case_modules  # noqa: E402
 
 HEAD = """# The zoo
 

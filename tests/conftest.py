@@ -82,7 +82,7 @@ def good_climb(tmp_path_factory):
     here = os.path.dirname(__file__)
     d = tmp_path_factory.mktemp("good-climb")
     out, log = d / "r.json", d / "l.jsonl"
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", os.path.join(here, "specs", "good.py"),
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", os.path.join(here, "specs", "good.py"),
                         "--device", "cpu", "--json", str(out), "--log", str(log)],
                        capture_output=True, text=True, timeout=1800, cwd=here)
     return p, report_json(out), log
@@ -172,7 +172,7 @@ class ZooRun:
             return
         # --shrink-s 0: no test of a batch asserts a shrink (test_shrink.py and test_zoo_run.py do);
         # one climb at a time: the other xdist worker has the other core
-        self.proc = run_cli([sys.executable, "-m", "kladder.cli", "zoo", "climb", *cases, "--device", "cpu",
+        self.proc = run_cli([sys.executable, "-m", "kladder.tools.cli", "zoo", "climb", *cases, "--device", "cpu",
                                     "--shrink-s", "0", "--cases-at-once", "1", "--json", str(out), "--log", str(log), *extra],
                                    capture_output=True, text=True, timeout=3000, cwd=str(where))
         assert out.exists(), self.proc.stdout[-3000:] + self.proc.stderr[-3000:]
@@ -196,9 +196,9 @@ class ZooRun:
         holds its twin's report (`fixed`) and no buggy one."""
         import sys
 
-        from kladder.cases import case_ref
+        from kladder.tools.cases import case_ref
         refs = [case_ref(c, fixed=True) for c in cases]
-        self.proc = run_cli([sys.executable, "-m", "kladder.cli", "climb", *refs, "--device", "cpu", "--shrink-s", "0",
+        self.proc = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", *refs, "--device", "cpu", "--shrink-s", "0",
                              "--json", str(out), "--log", str(log), *extra],
                             capture_output=True, text=True, timeout=3000, cwd=str(where))
         assert out.exists(), self.proc.stdout[-3000:] + self.proc.stderr[-3000:]

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from conftest import report_json, run_cli
-from kladder.outcome import Check, Load, Note, NoteKind, Outcome, Stage, Status
-from kladder.point import Point
-from kladder.results import ClimbReport, RungReport
+from kladder.core.outcome import Check, Load, Note, NoteKind, Outcome, Stage, Status
+from kladder.core.point import Point
+from kladder.core.results import ClimbReport, RungReport
 from kladder.run import faults
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -29,7 +29,7 @@ def _points(path):
 @pytest.fixture(scope="module")
 def slow(tmp_path_factory):
     out = tmp_path_factory.mktemp("slow") / "r.json"
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", os.path.join(SPECS, "slow_stages.py"), "--rungs",
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", os.path.join(SPECS, "slow_stages.py"), "--rungs",
                         "1", "--device", "cpu", "--timeout", "1", "--json", str(out), "--log", str(out) + "l"],
                        capture_output=True, text=True, timeout=300)
     return p, _points(out)
@@ -90,9 +90,9 @@ def _under_lock(tmp_path, monkeypatch, device: str, gib: int = 0):
     """The lock-waiting point run as a climb runs it, while another process holds the lock and
     keeps the host busy (and, with `gib`, holds that much device memory); the holder lets go
     `timeout` + 0.5 s after the point began to wait, so the run alone passes."""
-    from kladder.ladder import Runner, rung_points
-    from kladder.load import load_spec
-    from kladder.sizes import budget_for
+    from kladder.climbing.ladder import Runner, rung_points
+    from kladder.gen.load import load_spec
+    from kladder.core.sizes import budget_for
     ref = os.path.join(SPECS, "lock_wait.py")
     spec = load_spec(ref)
     (point,) = [p for p in rung_points(spec, 1, budget_for(device)) if p.id == "r1-N=4"]
@@ -149,7 +149,7 @@ def test_on_cuda_a_hang_while_another_process_holds_the_device_passes_alone(tmp_
 @NO_CUDA
 def test_on_cuda_a_slow_reference_is_not_judged_and_a_slow_kernel_hangs(tmp_path):
     out = tmp_path / "r.json"
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", os.path.join(SPECS, "slow_stages.py"), "--rungs",
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", os.path.join(SPECS, "slow_stages.py"), "--rungs",
                         "1", "--device", "cuda", "--timeout", "2", "--json", str(out), "--log", str(out) + "l"],
                        capture_output=True, text=True, timeout=600)
     points = _points(out)
@@ -222,7 +222,7 @@ def test_rung5s_own_watchdog_is_not_re_run():
 def test_a_run_alone_waits_for_the_points_in_flight_and_holds_the_others_back():
     import threading
 
-    from kladder.ladder import Gate
+    from kladder.climbing.ladder import Gate
     gate, order = Gate(), []
     in_flight, go = threading.Event(), threading.Event()
 
@@ -258,7 +258,7 @@ def test_points_in_flight_are_told_apart_by_identity_not_by_their_counts():
     """Two points in flight may hold equal counts of other busy lanes: ending one must not end
     the other (list.remove compares by value: on the H200, with four lanes, a climb ended in
     'list.remove(x): x not in list')."""
-    from kladder.ladder import Runner
+    from kladder.climbing.ladder import Runner
     from kladder.run.isolation import Pool
     runner = Runner(os.path.join(SPECS, "lock_wait.py"), None, "cpu", pool=Pool("unused", "cpu"))
     a = runner._began()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from kladder.bench import BenchProblem, compare, flops_of, min_rounds_for, roofline
+from kladder.tools.bench import BenchProblem, compare, flops_of, min_rounds_for, roofline
 
 HERE = os.path.dirname(__file__)
 TRIVIAL = os.path.join(HERE, "specs", "trivial.py")
@@ -68,7 +68,7 @@ def test_roofline_is_the_floor_time_over_the_time_taken():
 
 def kladder(*args, cwd):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(HERE), "src"))
-    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True, timeout=300,
+    return run_cli([sys.executable, "-m", "kladder.tools.cli", *args], capture_output=True, text=True, timeout=300,
                           cwd=cwd, env=env)
 
 

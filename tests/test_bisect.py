@@ -25,7 +25,7 @@ NO_IMPORT = "def double(x)\n    return 2 * x\n"                          # a syn
 REGRESSION, BROKEN, GOOD = 14, 10, 1
 POINT = json.dumps({"spec": "double", "rung": 1, "dims": [["N", 3]]})
 # in the repository's tree, so on each step's PYTHONPATH: every Python started there notes itself
-# (when KLT_STARTS names a file): each is a step (python -m kladder.bisect step), its workers forks of it
+# (when KLT_STARTS names a file): each is a step (python -m kladder.tools.bisect step), its workers forks of it
 STARTS = '''import os
 if os.environ.get("KLT_STARTS"):
     import sys
@@ -68,7 +68,7 @@ def _state(r):
 
 def kladder(*args, cwd, **env):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"), **env)
-    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+    return run_cli([sys.executable, "-m", "kladder.tools.cli", *args], capture_output=True, text=True,
                           timeout=600, cwd=cwd, env=env)
 
 
@@ -127,7 +127,7 @@ def test_ctrl_c_leaves_the_repository_as_it_was(repo, tmp_path):
     r, shas = repo
     before = _state(r)
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
-    proc = subprocess.Popen([sys.executable, "-m", "kladder.cli", "bisect", shas[0], shas[-1], str(r / "spec.py"),
+    proc = subprocess.Popen([sys.executable, "-m", "kladder.tools.cli", "bisect", shas[0], shas[-1], str(r / "spec.py"),
                              "--point", POINT, "--device", "cpu"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120

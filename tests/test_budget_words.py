@@ -12,7 +12,7 @@ from kladder.checks.pattern import Where
 from kladder.checks.values import compare
 from kladder.report.jsonout import finding_dict
 from kladder.report.words import budget_headline, budget_text, message
-from kladder.spec import DEFAULT_TOLERANCES, Tolerance
+from kladder.core.spec import DEFAULT_TOLERANCES, Tolerance
 
 F32 = DEFAULT_TOLERANCES["float32"]
 
@@ -94,10 +94,10 @@ def test_a_zoo_climbs_failures_read_at_once_in_the_terminal_and_derive_with_v():
     """layernorm_dw_half_accum's float16 dweight at rung 2 on the CPU (a zoo point as a climb ran it)."""
     import json
 
-    from kladder.cases import case_ref
-    from kladder.load import load_spec
-    from kladder.outcome import Status
-    from kladder.point import Point
+    from kladder.tools.cases import case_ref
+    from kladder.gen.load import load_spec
+    from kladder.core.outcome import Status
+    from kladder.core.point import Point
     from kladder.report.terminal import render_outcome
     from kladder.run.trial import run_point
     point = Point.parse(json.dumps({"spec": "layer_norm", "rung": 2, "dims": [["M", 17], ["N", 17]],
@@ -114,7 +114,7 @@ def test_a_zoo_climbs_failures_read_at_once_in_the_terminal_and_derive_with_v():
 
 
 def test_a_finding_of_another_check_has_no_budget_in_the_json():
-    from kladder.facts import GuardFacts
-    from kladder.outcome import Check, Finding
+    from kladder.core.facts import GuardFacts
+    from kladder.core.outcome import Check, Finding
     d = finding_dict(Finding(Check.GUARD, "y", facts=GuardFacts(itemsize=4, n_after=4, n_before=0, after_lo=0, after_hi=3)))
     assert d["budget"] is None and d["budget_details"] is None

@@ -8,12 +8,12 @@ import sys
 import pytest
 from conftest import run_cli
 
-from kladder.budgets import COMMIT, RELEASE, call_budget, even_odds_rate, longer, named, summary
-from kladder.facts import RepeatsCleanFacts, StreamCleanFacts
-from kladder.outcome import Note, NoteKind, Outcome, Status
-from kladder.point import Point
+from kladder.core.budgets import COMMIT, RELEASE, call_budget, even_odds_rate, longer, named, summary
+from kladder.core.facts import RepeatsCleanFacts, StreamCleanFacts
+from kladder.core.outcome import Note, NoteKind, Outcome, Status
+from kladder.core.point import Point
 from kladder.report.words import time_budget_text
-from kladder.stats import calls_to_see
+from kladder.core.stats import calls_to_see
 
 TRIVIAL = os.path.join(os.path.dirname(__file__), "specs", "trivial.py")
 
@@ -68,7 +68,7 @@ def test_the_words_of_the_summary():
 
 def _climb(tmp_path, *extra):
     out = tmp_path / "r.json"
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", TRIVIAL, "--device", "cpu", "--rungs", "5",
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", TRIVIAL, "--device", "cpu", "--rungs", "5",
                         "--quiet", "--json", str(out), "--log", str(tmp_path / "l.jsonl"), *extra],
                        capture_output=True, text=True, timeout=600)
     return p, (json.loads(out.read_text()) if out.exists() else None)
@@ -92,6 +92,6 @@ def test_a_climb_runs_the_named_budget_and_says_so(tmp_path):
 def test_an_unknown_budget_is_a_usage_error(tmp_path):
     p, doc = _climb(tmp_path, "--budget", "weekly")
     assert p.returncode == 2 and "--budget" in p.stderr and "commit" in p.stderr and doc is None
-    pts = run_cli([sys.executable, "-m", "kladder.cli", "points", TRIVIAL, "--device", "cpu", "--rungs", "5",
+    pts = run_cli([sys.executable, "-m", "kladder.tools.cli", "points", TRIVIAL, "--device", "cpu", "--rungs", "5",
                           "--budget", "release"], capture_output=True, text=True, timeout=600)
     assert pts.returncode == 0 and "10,000 calls or 3 s" in pts.stdout and "racecheck" not in pts.stdout.split("r5-")[0]

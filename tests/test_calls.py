@@ -9,15 +9,15 @@ import os
 import pytest
 
 import kladder as kl
-from kladder.budgets import COMMIT
-from kladder.gaps import repetition
-from kladder.outcome import Check, NoteKind
-from kladder.point import Point
+from kladder.core.budgets import COMMIT
+from kladder.gen.gaps import repetition
+from kladder.core.outcome import Check, NoteKind
+from kladder.core.point import Point
 from kladder.report.jsonout import outcome_dict
 from kladder.report.words import message, note_text, pattern_label
 from kladder.run.modes.calls import Plan, seed_of
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET, GPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET, GPU_BUDGET
 
 HERE = os.path.dirname(__file__)
 SPECS = os.path.join(HERE, "specs", "stream_state.py")
@@ -44,7 +44,7 @@ def test_a_config_is_the_dict_of_its_keywords_in_points_reports_and_json():
     assert repr(FAST) == "kl.Config({'precise': False}, tolerance={'float32': (0.001, 1e-05)})"
     spec = _spec(configs=[FAST, {"precise": True}])
     pts = [p for p in repetition.points(spec, CPU_BUDGET)]            # any generator reads configs as dicts
-    from kladder.gaps import shapes
+    from kladder.gen.gaps import shapes
     cfg = [p for p in shapes.points(spec, CPU_BUDGET) if p.config == (("precise", False),)]
     assert cfg and pts
     assert Point.parse(repr(cfg[0])) == cfg[0] and "Config" not in cfg[0].to_json()

@@ -14,7 +14,7 @@ OVERRUN = os.path.join(HERE, "specs", "overrun.py")
 
 
 def kladder(*args, timeout=300):
-    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+    return run_cli([sys.executable, "-m", "kladder.tools.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=HERE)
 
 
@@ -23,7 +23,7 @@ def test_help_answers_at_once():
     p = kladder("--help")
     assert p.returncode == 0 and "climb" in p.stdout
     assert time.perf_counter() - t0 < 5          # no torch import for --help
-    assert "torch" not in subprocess.run([sys.executable, "-c", "import kladder.cli, sys; print(sorted(sys.modules))"],
+    assert "torch" not in subprocess.run([sys.executable, "-c", "import kladder.tools.cli, sys; print(sorted(sys.modules))"],
                                          capture_output=True, text=True).stdout
 
 
@@ -72,7 +72,7 @@ def test_failing_spec_exits_1_and_its_repro_reproduces(tmp_path):
 
 
 def test_a_reader_that_leaves_early_is_no_traceback():
-    p = subprocess.run(f"{sys.executable} -m kladder.cli zoo list | head -1", shell=True, capture_output=True, text=True,
+    p = subprocess.run(f"{sys.executable} -m kladder.tools.cli zoo list | head -1", shell=True, capture_output=True, text=True,
                        timeout=120, cwd=HERE)
     assert p.stdout.count("\n") == 1 and "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr, p.stderr
 
@@ -99,7 +99,7 @@ def _on_a_terminal(args):
 
 def test_progress_shows_on_a_terminal_and_nowhere_else(tmp_path, good_climb):
     trivial = os.path.join(HERE, "specs", "trivial.py")
-    args = [sys.executable, "-m", "kladder.cli", "climb", trivial, "--rungs", "1", "--device", "cpu",
+    args = [sys.executable, "-m", "kladder.tools.cli", "climb", trivial, "--rungs", "1", "--device", "cpu",
             "--log", str(tmp_path / "l.jsonl")]
     code, seen = _on_a_terminal(args)
     assert code == 0 and "rung 1 shapes: 3 points, 3 passed, 0 failed" in seen, seen[-2000:]
@@ -117,7 +117,7 @@ def test_devices_map_to_the_visible_cuda_devices(monkeypatch):
 
     import torch
 
-    from kladder import session
+    from kladder.climbing import session
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5,7")
     args = argparse.Namespace(devices=None)
@@ -137,7 +137,8 @@ def test_repro_on_the_cpu_loads_the_spec_here_and_starts_no_worker_afresh(device
     # (run/forked.py): no worker is started afresh (a worker's start was most of a small repro's
     # time). The point reads as a point (a text that does not is refused before any import: the
     # next test) and names another spec, which only the loaded spec can tell: refused after it
-    from kladder import cli, load
+    from kladder.tools import cli
+    from kladder.gen import load
     from kladder.run import isolation
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)       # the CPU repro hides CUDA from itself
     seen = []
@@ -160,7 +161,7 @@ def test_a_usage_error_needs_no_torch_and_no_worker(args, monkeypatch, capsys):
     # what needs neither (the spec's file, --rungs, --shard, --device's word, the point's text)
     # is checked before either: such an error is a fraction of a second, not torch's import
     # and a worker's start (~4 CPU s each, many tests of the suite)
-    from kladder import cli
+    from kladder.tools import cli
     from kladder.run import isolation
 
     def no(*a, **k):

@@ -7,7 +7,7 @@ from kladder.checks.pattern import Where, describe
 from kladder.checks import peer
 from kladder.checks.values import compare
 from kladder.report.words import budget_text, message, pattern_text
-from kladder.spec import DEFAULT_TOLERANCES, Tolerance
+from kladder.core.spec import DEFAULT_TOLERANCES, Tolerance
 
 
 def describe_pattern(bad, where):

@@ -11,17 +11,17 @@ import pytest
 import kladder as kl
 from kladder.checks import dispatch as dispatch_check
 from kladder.checks import flags as flags_check
-from kladder.facts import RanFacts
-from kladder.gaps import toolchain
-from kladder.notation import EnvSet
-from kladder.outcome import Check, Note, NoteKind, Status
-from kladder.point import Point
+from kladder.core.facts import RanFacts
+from kladder.gen.gaps import toolchain
+from kladder.core.notation import EnvSet
+from kladder.core.outcome import Check, Note, NoteKind, Status
+from kladder.core.point import Point
 from kladder.report.words import message, note_text
 from kladder.run.modes.base import Flagged, Ran
 from kladder.run.modes.envset import with_env
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET
-from kladder.versions import holds
+from kladder.core.sizes import CPU_BUDGET
+from kladder.core.versions import holds
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "specs"))
@@ -206,7 +206,7 @@ def test_an_after_import_flag_point_catches_a_launcher_that_reads_at_import(monk
 
 
 def test_every_rung_7_point_of_these_specs_fits_its_spec_for_repro():
-    from kladder.pointcheck import check_point
+    from kladder.climbing.pointcheck import check_point
     for spec in (cx.read_at_call, cx.precise_default, cx.gated):
         for p in toolchain.points(spec, CPU_BUDGET):
             check_point(spec, Point.parse(repr(p)))

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 import kladder as kl
-from kladder.dimexpr import DimExprError, evaluate, names
-from kladder.fill import fill_kind
-from kladder.ladder import rung_points
-from kladder.sizes import CPU_BUDGET, GPU_BUDGET
+from kladder.core.dimexpr import DimExprError, evaluate, names
+from kladder.gen.fill import fill_kind
+from kladder.climbing.ladder import rung_points
+from kladder.core.sizes import CPU_BUDGET, GPU_BUDGET
 
 
 def counts(ids, E):
@@ -85,8 +85,8 @@ def test_every_rung_keeps_to_the_declared_sizes(rung):
 
 
 def test_a_point_off_the_sizes_is_refused():
-    from kladder.point import Point
-    from kladder.pointcheck import PointError, check_point
+    from kladder.core.point import Point
+    from kladder.climbing.pointcheck import PointError, check_point
     p = Point("expert_counts", 1, (("T", 4), ("K", 2), ("E", 12)), ())
     with pytest.raises(PointError, match=r"not one of the spec's sizes \[8, 16, 64\]"):
         check_point(routing(), p)
@@ -94,7 +94,7 @@ def test_a_point_off_the_sizes_is_refused():
 
 # ---------------------------------------------------------------------------- kl.Size
 def test_a_size_reaches_kernel_and_reference_as_an_int():
-    from kladder.materialize import materialize, reference_args
+    from kladder.gen.materialize import materialize, reference_args
     spec = routing()
     p = next(iter(rung_points(spec, 1, CPU_BUDGET)))
     inputs = materialize(spec, p, "cpu")
@@ -140,7 +140,7 @@ def test_bad_range_expressions_are_refused(rng, fix):
 
 def test_a_range_over_an_expression_bounds_every_rung():
     spec = routing()
-    from kladder.materialize import materialize
+    from kladder.gen.materialize import materialize
     for rung in (1, 2, 3):
         for p in rung_points(spec, rung, CPU_BUDGET):
             ids = materialize(spec, p, "cpu").args[0]
@@ -174,7 +174,7 @@ def test_each_id_kind_holds_what_it_says(n):
 
 def test_a_correct_torch_kernel_passes_rungs_1_to_4_with_the_new_fields():
     from kladder.run.trial import run_point
-    from kladder.sizes import is_big
+    from kladder.core.sizes import is_big
     spec, outcomes = routing(), []
     for rung in (1, 2, 3, 4):
         for p in rung_points(spec, rung, CPU_BUDGET):
@@ -194,7 +194,7 @@ def _rung1(spec):
 
 
 def test_a_kernel_right_only_below_the_top_tail_fails_rung_1_and_its_twin_passes(monkeypatch):
-    from kladder.gaps import shapes
+    from kladder.gen.gaps import shapes
     from specs.top_tail import fixed, spec
     n = {p.sizes["N"] for p in rung_points(spec, 1, CPU_BUDGET)}
     assert {4095, 4089} <= n                       # the largest size with a tail, max - tile + 1
@@ -214,7 +214,7 @@ def test_a_kernel_right_only_below_the_top_tail_fails_rung_1_and_its_twin_passes
     (kl.Dim(sizes=[64, 100, 127, 128], tile=32), {127}),
 ])
 def test_top_tails(dim, want):
-    from kladder.gaps.shapes import edge_values, top_tails
+    from kladder.gen.gaps.shapes import edge_values, top_tails
     assert set(top_tails("N", dim)) == want
     assert want <= set(edge_values("N", dim))
     assert all(v % max(dim.tiles) for v in want)
@@ -231,7 +231,7 @@ def test_top_tails_stay_inside_the_budget():
 
 # ---------------------------------------------------------------------------- rung 4's integer poison
 def test_the_poison_is_stated_and_no_integer_a_kernel_computes():
-    from kladder.materialize import poison, poison_word
+    from kladder.gen.materialize import poison, poison_word
     from kladder.run.modes.graph import replay_label
     t = torch.zeros(4, dtype=torch.int32)
     poison(t, "int32")
@@ -246,10 +246,10 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUD
 
 @needs_cuda
 def test_a_replay_that_writes_nothing_to_an_int32_output_fails_rung_4():
-    from kladder.gaps import modes
+    from kladder.gen.gaps import modes
     from kladder.run.trial import run_point
     from specs.graph_int import fixed, spec
-    from kladder.sizes import GPU_BUDGET
+    from kladder.core.sizes import GPU_BUDGET
     pts = [p for p in modes.points(spec, GPU_BUDGET) if p.mode == "graph"]
     assert pts
     for p in pts:

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 import kladder as kl
-from kladder.gaps import contracts, shapes, values
-from kladder.problems import SpecError
+from kladder.gen.gaps import contracts, shapes, values
+from kladder.core.problems import SpecError
 from kladder.report.words import message
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET
 
 
 def _run(spec, rungs=(1, 2, 3), keep=lambda p: True):

@@ -23,7 +23,7 @@ def climb(spec: str, rungs: str, tmp_path) -> dict:
     """`kladder climb SPEC --rungs R --device cpu`, from the repository root as the examples'
     README gives it; the report read back (and checked against the schema)."""
     out = tmp_path / "report.json"
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", spec, "--rungs", rungs, "--device", "cpu",
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", spec, "--rungs", rungs, "--device", "cpu",
                         "--json", str(out), "--log", str(tmp_path / "log.jsonl"), "--quiet", "--no-history"],
                        cwd=ROOT, capture_output=True, text=True, timeout=900,
                        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])})
@@ -124,7 +124,7 @@ CAUGHT = {"store_mask": (1, "r1-M=1-N=1-bfloat16", "guard:    510 guard bytes af
 
 
 def _kladder(*args) -> subprocess.CompletedProcess:
-    return run_cli([sys.executable, "-m", "kladder.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return run_cli([sys.executable, "-m", "kladder.tools.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=900, env={**os.environ, "PYTHONPATH": os.pathsep.join(
                               [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])})
 

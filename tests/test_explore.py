@@ -14,7 +14,7 @@ BAND = os.path.join(HERE, "specs", "band.py")
 
 def kladder(*args, cwd, timeout=600):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(HERE), "src"))
-    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+    return run_cli([sys.executable, "-m", "kladder.tools.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env=env)
 
 

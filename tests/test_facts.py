@@ -1,4 +1,4 @@
-"""The typed facts (src/kladder/facts.py): the JSON they write is the JSON main wrote, key for
+"""The typed facts (src/kladder/core/facts.py): the JSON they write is the JSON main wrote, key for
 key; they go through a worker's JSON and back unchanged; a dict or a misspelt key is refused
 where the facts are made; the generated schema types each check's facts."""
 import json
@@ -8,9 +8,9 @@ import re
 import jsonschema
 import pytest
 
-from kladder.facts import CHECK_FACTS, NOTE_FACTS, CrashedFacts, RaisedFacts, SanitizerFacts, ValuesFacts
-from kladder.outcome import Check, Finding, Largest, Note, NoteKind, Outcome, Pattern, Status
-from kladder.point import Point
+from kladder.core.facts import CHECK_FACTS, NOTE_FACTS, CrashedFacts, RaisedFacts, SanitizerFacts, ValuesFacts
+from kladder.core.outcome import Check, Finding, Largest, Note, NoteKind, Outcome, Pattern, Status
+from kladder.core.point import Point
 from kladder.report.jsonout import outcome_dict
 from kladder.report.words import message, note_text
 
@@ -127,7 +127,7 @@ def test_a_facts_piece_is_typed_from_its_json_and_written_back_key_for_key():
     """ValuesFacts.spread and .peer (the honest-peer budget's derivation) are facts classes: made
     from a worker's JSON they are typed, the peer's three shapes each its own class, and the JSON
     written back is the JSON read."""
-    from kladder.facts import PeerFacts, PeerFailedFacts, PeerSkippedFacts, SpreadFacts
+    from kladder.core.facts import PeerFacts, PeerFailedFacts, PeerSkippedFacts, SpreadFacts
     spread = {"draws": 16, "at": 1.03e-07, "terms": 1.73}
     for peer, cls in (({"dtype": "float32", "factor": 0.5, "capped": False, "cap": 8.0, "half_digits": 0.5}, PeerFacts),
                       ({"error": "RuntimeError", "text": "no kernel for Half"}, PeerFailedFacts),
@@ -146,7 +146,7 @@ def test_a_facts_piece_is_typed_from_its_json_and_written_back_key_for_key():
 
 
 def test_the_golden_check_is_typed_and_says_whether_it_fails_the_climb():
-    from kladder.facts import GoldenChangedFacts, GoldenFacts
+    from kladder.core.facts import GoldenChangedFacts, GoldenFacts
     d = {"recorded": "2026-12-01T09:00:00", "target": {"torch": "2.13"}, "toolchain": {}, "strict": True, "fails": True,
          "equal": ["a"], "changed": [{"id": "b", "outputs": ["out"]}], "not_kept": [], "nondeterministic": ["c"]}
     g = GoldenFacts.from_dict(d)

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from kladder.ladder import rung_points
+from kladder.climbing.ladder import rung_points
 from kladder.report.terminal import render_outcome
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET, is_big
+from kladder.core.sizes import CPU_BUDGET, is_big
 
 from specs.torch_ops import SPECS
 
@@ -120,7 +120,7 @@ MEASURED = {
 
 @pytest.mark.parametrize("name", list(MEASURED))
 def test_the_false_alarms_measured_on_the_old_budget_pass(name):
-    from kladder.point import Point
+    from kladder.core.point import Point
     dims, dtypes, seeds = MEASURED[name]
     spec = SPECS[name]
     wrong = []

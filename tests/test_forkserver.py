@@ -37,7 +37,7 @@ if sys.argv[1] == "fresh":                     # what the import-tracing child i
     import importlib
     for heavy in ("torch", "triton"):
         importlib.import_module(heavy)
-    import kladder.load, kladder.run.modes.imports  # noqa: F401
+    import kladder.gen.load, kladder.run.modes.imports  # noqa: F401
 print(json.dumps(sorted(m for m, v in list(sys.modules.items())
                         if getattr(v, "__file__", None) and not is_machinery(v.__file__))))
 """
@@ -114,16 +114,16 @@ def test_the_suites_cli_calls_are_forked_processes_as_asked(tmp_path, monkeypatc
     real = fs.spawn
     monkeypatch.setattr(fs, "spawn", lambda *a, **k: calls.append(real(*a, **k)) or calls[-1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    p = conftest.run_cli([sys.executable, "-m", "kladder.cli", "climb", "nope.py", "--device", "cpu"], cwd=tmp_path,
+    p = conftest.run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", "nope.py", "--device", "cpu"], cwd=tmp_path,
                          env=env, timeout=120)
     assert calls and calls[-1] is not None and p.returncode == 2 and "nope.py" in p.stderr, p.stderr
     (tmp_path / "here_only.py").write_bytes(pathlib.Path(HERE, "specs", "trivial.py").read_bytes())
-    p = conftest.run_cli([sys.executable, "-m", "kladder.cli", "points", "here_only.py", "--device", "cpu", "--rungs",
+    p = conftest.run_cli([sys.executable, "-m", "kladder.tools.cli", "points", "here_only.py", "--device", "cpu", "--rungs",
                           "1"], cwd=tmp_path, env=env, timeout=120)          # found from its cwd
     assert calls[-1] is not None and p.returncode == 0 and "r1-" in p.stdout, p.stdout + p.stderr
-    p = conftest.run_cli([sys.executable, "-m", "kladder.cli", "nosuchcommand"], timeout=120)
+    p = conftest.run_cli([sys.executable, "-m", "kladder.tools.cli", "nosuchcommand"], timeout=120)
     assert calls[-1] is not None and p.returncode == 2 and p.stderr
-    p = conftest.run_cli([sys.executable, "-m", "kladder.cli", "climb", "nope.py"], env={**os.environ, "TRITON_DEBUG": "1"},
+    p = conftest.run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", "nope.py"], env={**os.environ, "TRITON_DEBUG": "1"},
                          cwd=tmp_path, timeout=300)
     assert calls[-1] is None and p.returncode == 2 and "nope.py" in p.stderr       # refused: afresh, same answer
 

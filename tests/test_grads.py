@@ -6,10 +6,10 @@ import torch
 import torch.nn.functional as F
 
 import kladder as kl
-from kladder.gaps import backward as backward_gaps
-from kladder.point import Point
+from kladder.gen.gaps import backward as backward_gaps
+from kladder.core.point import Point
 from kladder.run.trial import run_point
-from kladder.upstream import laid_out, upstream
+from kladder.gen.upstream import laid_out, upstream
 
 
 def ln_ref(x, w, b):

@@ -7,11 +7,11 @@ import sys
 
 import torch
 
-from kladder.point import Point
+from kladder.core.point import Point
 from kladder.run.harness import Harness
 from kladder.run.modes.calls import Plan, Stream
 from kladder.run.trial import run_point
-from kladder.spec import upstream_name
+from kladder.core.spec import upstream_name
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "specs"))
 import grads_modes as gm

@@ -12,12 +12,12 @@ import pytest
 import torch
 
 import kladder as kl
-from kladder.facts import CaptureFacts, UncapturedFacts
-from kladder.gaps import modes as mode_points
-from kladder.outcome import Check, Finding, Note, NoteKind
+from kladder.core.facts import CaptureFacts, UncapturedFacts
+from kladder.gen.gaps import modes as mode_points
+from kladder.core.outcome import Check, Finding, Note, NoteKind
 from kladder.report.words import message, note_text
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: graph capture has no CPU equivalent")
 IGNORE = -1

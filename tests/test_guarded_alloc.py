@@ -9,13 +9,13 @@ import torch
 
 import kladder as kl
 from kladder.checks import _allocation_findings
-from kladder.ladder import rung_points
-from kladder.point import Point
+from kladder.climbing.ladder import rung_points
+from kladder.core.point import Point
 from kladder.report.words import message
 from kladder.run import harness
 from kladder.run.guarded_alloc import KERNEL_GUARD_BYTES, guarding
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET, is_big
+from kladder.core.sizes import CPU_BUDGET, is_big
 from kladder.zoo import empty_like_overrun
 
 from specs.torch_ops import SPECS

@@ -33,7 +33,7 @@ NUDGE_BITS = "    if tuple(x.shape) == (4, 8):\n        y = y * (1 + 2 ** -23)\n
 
 
 def kladder(cwd, *args, timeout=300):
-    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+    return run_cli([sys.executable, "-m", "kladder.tools.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd)
 
 
@@ -169,7 +169,7 @@ def test_history_survives_a_climb_killed_with_sigkill(tmp_path):
     h.point(before, {"id": "r1-a", "rung": 1, "status": "passed", "hashes": {"out": "ab"}})
     h.end(before, "2026-01-01T00:01:00", "passed", 0, None, "cpu", [])
     (tmp_path / "slow.py").write_text(SLOW)
-    proc = subprocess.Popen([sys.executable, "-m", "kladder.cli", "climb", "slow.py", "--device", "cpu", "--rungs", "1",
+    proc = subprocess.Popen([sys.executable, "-m", "kladder.tools.cli", "climb", "slow.py", "--device", "cpu", "--rungs", "1",
                              "-j", "1", "--history", path, "--log", os.devnull, "-q"], cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:

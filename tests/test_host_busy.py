@@ -9,9 +9,9 @@ import os
 import subprocess
 import sys
 
-from kladder.facts import HostBusyFacts
-from kladder.outcome import Check, Load, NoteKind, Status
-from kladder.point import Point
+from kladder.core.facts import HostBusyFacts
+from kladder.core.outcome import Check, Load, NoteKind, Status
+from kladder.core.point import Point
 from kladder.report.words.notes import note_text
 from kladder.run import faults
 from kladder.run.isolation import HostSample

@@ -53,7 +53,7 @@ def climbed(tmp_path_factory):
     path = d / "]x.py"
     path.write_text(SPEC.format(hostile=HOSTILE))
     out, log = d.parent / "r.json", d.parent / "l.jsonl"
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", str(path), "--device", "cpu", "--rungs", "1",
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", str(path), "--device", "cpu", "--rungs", "1",
                         "--json", str(out), "--log", str(log), "--color", "never"],
                        capture_output=True, text=True, timeout=600)
     return p, path, out, log
@@ -95,7 +95,7 @@ def test_strict_writes_non_finite_floats_as_strings():
 
 
 def test_the_schema_knows_every_status():
-    from kladder.outcome import Status
+    from kladder.core.outcome import Status
     assert set(SCHEMA["$defs"]["status"]["enum"]) == {str(s) for s in Status}
 
 

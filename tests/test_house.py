@@ -408,13 +408,13 @@ def test_no_dict_typed_facts_in_outcomes_classes():
     """Finding.facts and Note.facts are facts.py's dataclasses, never a dict: a misspelt key
     then fails where the facts are made, not when a rare message renders."""
     typed = []
-    for node in ast.walk(ast.parse((SRC / "outcome.py").read_text())):
+    for node in ast.walk(ast.parse((SRC / "core" / "outcome.py").read_text())):
         if isinstance(node, ast.ClassDef):
             for item in node.body:
                 if isinstance(item, ast.AnnAssign) and getattr(item.target, "id", None) == "facts":
                     typed.append((node.name, ast.unparse(item.annotation)))
     assert sorted(typed) == [("Finding", "Facts"), ("Note", "Facts")]
-    from kladder.outcome import Check, Finding, Note, NoteKind
+    from kladder.core.outcome import Check, Finding, Note, NoteKind
     with pytest.raises(TypeError):
         Finding(Check.RAISED, facts={"error": "E", "text": ""})
     with pytest.raises(TypeError):
@@ -422,8 +422,8 @@ def test_no_dict_typed_facts_in_outcomes_classes():
 
 
 def test_every_check_and_note_kind_has_its_facts_and_its_words():
-    from kladder.facts import CHECK_FACTS, NOTE_FACTS
-    from kladder.outcome import Check, NoteKind
+    from kladder.core.facts import CHECK_FACTS, NOTE_FACTS
+    from kladder.core.outcome import Check, NoteKind
     from kladder.report.words import MESSAGES, NOTES
     assert list(CHECK_FACTS) == [str(c) for c in Check] and list(NOTE_FACTS) == [str(k) for k in NoteKind]
     classes = [*CHECK_FACTS.values(), *NOTE_FACTS.values()]

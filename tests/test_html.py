@@ -13,8 +13,8 @@ import sys
 import pytest
 from conftest import run_cli
 
-from kladder.outcome import Status
-from kladder.results import ClimbReport, RungReport
+from kladder.core.outcome import Status
+from kladder.core.results import ClimbReport, RungReport
 from kladder.report.html import report_html
 from kladder.report.jsonout import report_dict, strict
 from kladder.report.terminal import render_text
@@ -137,7 +137,7 @@ def test_the_map_draws_an_even_sample_of_scattered_wrong_elements_at_their_own_r
 
     from kladder.checks.pattern import SAMPLE, Where, describe
     from kladder.report.maps import WRONG, grid
-    from kladder.outcome import _pattern_dict
+    from kladder.core.outcome import _pattern_dict
     g = torch.Generator().manual_seed(0)
     bad = torch.rand(400, 1000, generator=g) < 0.01                    # ~4,000 wrong of the 400 rows checked
     bad[:50] = False                                                   # none in the first 50 checked rows
@@ -185,11 +185,11 @@ def test_rung5_s_stream_shows_its_first_wrong_call_and_its_rate(stream_report):
 def test_kladder_report_renders_a_json_file(tmp_path):
     src, out = tmp_path / "r.json", tmp_path / "r.html"
     src.write_text(json.dumps(golden_doc("flaky")))
-    p = run_cli([sys.executable, "-m", "kladder.cli", "report", str(src), "--html", str(out)],
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "report", str(src), "--html", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "FLAKY" in out.read_text()
-    bad = run_cli([sys.executable, "-m", "kladder.cli", "report", str(tmp_path / "none.json"), "--html", str(out)],
+    bad = run_cli([sys.executable, "-m", "kladder.tools.cli", "report", str(tmp_path / "none.json"), "--html", str(out)],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "REPORT.json" in bad.stderr
 
@@ -260,7 +260,7 @@ def test_in_chromium_a_rung5_rate(tmp_path):
 def test_golden_bits_are_typed_in_the_json_and_shown_with_the_nondeterministic_apart():
     from make import report_of
 
-    from kladder.facts import GoldenFacts
+    from kladder.core.facts import GoldenFacts
     with open(os.path.join(HERE, "golden", "rmsnorm_n_tail.json")) as f:
         report = report_of(json.load(f))
     ids = [o.point.id for o in report.outcomes]
@@ -288,7 +288,7 @@ def test_the_map_marks_the_first_row_past_a_size_cliff_from_the_typed_fact():
     from kladder.checks.values import compare
     from kladder.report.jsonout import finding_dict
     from kladder.report.maps import cliff_marks, error_map
-    from kladder.spec import DEFAULT_TOLERANCES
+    from kladder.core.spec import DEFAULT_TOLERANCES
     M, N = 14134, 151936
     first_past = -(-(1 << 29) // N)                                       # 2^31 bytes = 2^29 float32 elements
     rows = [0, 1, first_past - 2, first_past - 1, first_past, first_past + 1, M - 1]
@@ -321,7 +321,7 @@ def test_the_budget_is_one_line_and_its_derivation_a_details_element():
     from kladder.checks.pattern import Where
     from kladder.checks.values import compare
     from kladder.report.jsonout import finding_dict
-    from kladder.spec import DEFAULT_TOLERANCES
+    from kladder.core.spec import DEFAULT_TOLERANCES
     g = torch.Generator().manual_seed(3)
     ref = 100 * torch.randn(8, 256, generator=g, dtype=torch.float64)
     wrong = ref.to(torch.float32)
@@ -378,9 +378,9 @@ def test_the_page_groups_the_failures_exactly_as_the_terminal_does(name):
 def test_two_pattern_shapes_of_one_kind_are_two_groups_on_the_page():
     """Two block failures of one check and output, one in the last columns (a tile's remainder) and
     one in the first: two groups in the terminal, two on the page."""
-    from kladder.facts import ValuesFacts
-    from kladder.outcome import Check, Finding, Largest, Outcome, Pattern, Span
-    from kladder.point import Point
+    from kladder.core.facts import ValuesFacts
+    from kladder.core.outcome import Check, Finding, Largest, Outcome, Pattern, Span
+    from kladder.core.point import Point
     from kladder.report.data import failure_groups
 
     def failed(n, cols):
@@ -402,9 +402,9 @@ def test_two_pattern_shapes_of_one_kind_are_two_groups_on_the_page():
 def test_similar_points_fold_into_one_card_that_opens():
     """Forty near-identical cards made a 14,000-pixel page: a group's first point is shown, the rest
     folded in a <details> that opens to them (every repro still in the page)."""
-    from kladder.facts import ValuesFacts
-    from kladder.outcome import Check, Finding, Largest, Outcome, Pattern, Span
-    from kladder.point import Point
+    from kladder.core.facts import ValuesFacts
+    from kladder.core.outcome import Check, Finding, Largest, Outcome, Pattern, Span
+    from kladder.core.point import Point
     outs = []
     for n in range(9, 9 + 8 * 20, 8):
         f = Finding(Check.VALUES, "y", pattern=Pattern("block", cols=Span(n - 1, n - 1, n, ("N", 8, 1)), rows=("every",)),
@@ -426,7 +426,7 @@ def test_a_dense_failure_is_drawn_as_a_density_not_a_samples_stripes():
     import torch
 
     from kladder.checks.pattern import Where, describe
-    from kladder.outcome import _pattern_dict
+    from kladder.core.outcome import _pattern_dict
     from kladder.report.maps import density, error_map, grid
     g = torch.Generator().manual_seed(0)
     bad = torch.rand(17, 2880, generator=g) < 0.94

@@ -16,10 +16,10 @@ import pytest
 
 from kladder.history import key as keymod
 from kladder.history.outcomes import OutcomeStore
-from kladder.ladder import Options, climb
-from kladder.load import load_spec
-from kladder.outcome import Note, NoteKind, Outcome, Status
-from kladder.point import Point
+from kladder.climbing.ladder import Options, climb
+from kladder.gen.load import load_spec
+from kladder.core.outcome import Note, NoteKind, Outcome, Status
+from kladder.core.point import Point
 from kladder.run.isolation import Pool
 
 KERN = '''
@@ -287,11 +287,11 @@ def test_the_key_is_the_same_in_another_process(tmp_path):
     code = textwrap.dedent(f'''
         import json, os
         os.environ["TRITON_INTERPRET"] = "1"
-        from kladder.fingerprint import fingerprint
+        from kladder.core.fingerprint import fingerprint
         from kladder.history.key import climb_key
-        from kladder.ladder import rung_points
-        from kladder.load import load_spec
-        from kladder.sizes import budget_for
+        from kladder.climbing.ladder import rung_points
+        from kladder.gen.load import load_spec
+        from kladder.core.sizes import budget_for
         spec = load_spec({str(tmp_path / "spec_double.py")!r})
         k = climb_key(spec, "cpu", fingerprint(None, "cpu"))
         print(json.dumps([k.parts, [k.point(p) for p in rung_points(spec, 1, budget_for("cpu"))]]))
@@ -313,7 +313,7 @@ def test_a_kernel_known_only_by_its_address_is_not_keyed_and_nothing_is_reused()
     k = keymod.climb_key(spec, "cpu", {"torch": "x"})
     assert k.why_not and "the kernel" in k.why_not and "cannot be keyed" in k.why_not
     assert k.point(Point("opaque", 1, (("N", 1),))) is None
-    from kladder.facts import ReuseFacts
+    from kladder.core.facts import ReuseFacts
     from kladder.report.words import reuse_text
     assert reuse_text(ReuseFacts(points=3, reused=0, ran=3, climbs=[], run_ids=[], fresh=False, accumulate=False,
                                  why_not=k.why_not)).startswith("no point reused: the kernel")
@@ -370,7 +370,7 @@ def test_a_kernel_from_a_string_at_import_is_keyed_by_its_code(tmp_path):
 
 # ---------------------------------------------------------------------------- the store itself
 def _clean(point, calls):
-    from kladder.facts import RepeatsCleanFacts
+    from kladder.core.facts import RepeatsCleanFacts
     facts = RepeatsCleanFacts(calls=calls + 1, compared=calls, firsts=1, differ=0, wrong=0, deterministic=False,
                               launch="eager", inputs="same", load=False, seconds=0.1, stopped="calls", bound=3 / calls,
                               conf=0.95)
@@ -488,7 +488,7 @@ def test_a_module_the_launcher_imports_only_when_called_is_in_its_code(tmp_path)
 def test_a_device_others_hold_ends_the_climb_as_without_the_store(tmp_path):
     # on CUDA the key asks a worker which device it runs on: a device that refuses is the climb's
     # start error (ladder.climb reports it), never swallowed into "nothing reused"
-    from kladder.devicestart import DeviceStartError
+    from kladder.run.devicestart import DeviceStartError
 
     class Pool:
         def free_bytes(self):

@@ -11,12 +11,12 @@ import triton.language as tl
 
 import kladder as kl
 from kladder.checks.independence import shared_code
-from kladder.gaps import contracts
+from kladder.gen.gaps import contracts
 from kladder.report.words import note_text
 from kladder.run.modes.base import Traces
 from kladder.run.modes.tracing import torch_op_name
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET
 from conftest import run_cli
 
 
@@ -137,7 +137,7 @@ def test_the_rest_of_the_climb_is_judged_when_the_reference_is_broken():
     from conftest import report_json
     path = os.path.join(os.path.dirname(__file__), "specs", "shared_reference.py")
     out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"shared-{os.getpid()}.json")
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", f"{path}::spec", "--rungs", "3", "--device", "cpu",
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", f"{path}::spec", "--rungs", "3", "--device", "cpu",
                         "--json", out, "--no-history"], capture_output=True, text=True, timeout=600)
     doc = report_json(out)
     pts = doc["rungs"][2]["points"]

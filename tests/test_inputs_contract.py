@@ -12,11 +12,11 @@ import torch
 
 import kladder as kl
 from kladder.checks import inputs as input_check
-from kladder.gaps import contracts, shapes, values
-from kladder.outcome import Check
+from kladder.gen.gaps import contracts, shapes, values
+from kladder.core.outcome import Check
 from kladder.report.words import message
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET
 
 DIMS = {"M": kl.Dim(1, 64), "N": kl.Dim(1, 256, tile=16)}
 
@@ -255,8 +255,8 @@ def test_the_copies_of_a_point_share_one_budget_and_the_rest_is_hashed(monkeypat
 def test_rung_5_does_not_repeat_a_kernel_with_a_declared_mutated_input():
     """A pool's inputs are reused call after call: a right in-place kernel would differ from its
     first call at every repetition. Rung 5 skips it, naming the input, instead of failing it."""
-    from kladder.gaps import repetition
-    from kladder.outcome import NoteKind
+    from kladder.gen.gaps import repetition
+    from kladder.core.outcome import NoteKind
     from kladder.report.words import note_text
     outcomes = run(mutated(add_into_a), repetition, 2)
     assert outcomes and all(o.status == "skipped" and o.note.kind == NoteKind.INPUTS_MUTATED for o in outcomes)

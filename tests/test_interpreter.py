@@ -4,12 +4,12 @@ import os
 
 import pytest
 
-from kladder.gaps import shapes
-from kladder.load import load_spec
+from kladder.gen.gaps import shapes
+from kladder.gen.load import load_spec
 from kladder.report.words import reason
 from kladder.run import interpreter
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET
 
 pytest.importorskip("triton")
 SPECS = os.path.join(os.path.dirname(__file__), "specs", "interp_kernels.py")

@@ -59,7 +59,7 @@ def _climb_into_the_hang(tmp_path, spec=FAULTY, before=('"r1-N=6"',)):
     import sys
     import time
     log = tmp_path / "l.jsonl"
-    p = subprocess.Popen([sys.executable, "-m", "kladder.cli", "climb", spec, "--device", "cpu", "--timeout", "60",
+    p = subprocess.Popen([sys.executable, "-m", "kladder.tools.cli", "climb", spec, "--device", "cpu", "--timeout", "60",
                           "--log", str(log), "--json", str(tmp_path / "r.json")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
@@ -167,7 +167,7 @@ def test_a_flaky_point_is_flaky_in_climb_repro_and_pytest_alike(tmp_path, pytest
     first = rep.outcomes[0]
     assert first.status == "flaky"
     cmd = shlex.split(first.repro)[1:]                      # drop the leading 'kladder'
-    p = run_cli([sys.executable, "-m", "kladder.cli", *cmd], capture_output=True, text=True, timeout=300)
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", *cmd], capture_output=True, text=True, timeout=300)
     assert p.returncode == 1 and f"FLAKY {first.point.id}" in p.stdout, p.stdout + p.stderr
     assert "flaky:    failed 1 of 2 runs" in p.stdout
     pytester.makepyfile(test_flaky_kernel=pathlib.Path(flaky).read_text().replace('spec = kl.Spec(', 'test_sometimes = kl.Spec('))

@@ -35,7 +35,7 @@ def _alive(pids: list[int]) -> list[int]:
 
 def _climb(tmp_path, tag: str) -> tuple[subprocess.Popen, str]:
     pids = str(tmp_path / f"{tag}.pids")
-    p = subprocess.Popen([sys.executable, "-m", "kladder.cli", "climb", FORKING, "--device", "cpu", "--rungs", "1",
+    p = subprocess.Popen([sys.executable, "-m", "kladder.tools.cli", "climb", FORKING, "--device", "cpu", "--rungs", "1",
                           "-j", "1", "--no-history", "--color", "never", "--json", str(tmp_path / f"{tag}.json")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
                          env={**{k: v for k, v in os.environ.items() if k != "KLADDER_FORKSERVER"}, "KLT_PIDS": pids},

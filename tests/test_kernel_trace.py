@@ -17,8 +17,8 @@ RAISING = os.path.join(HERE, "specs", "raising.py")
 
 
 def _run(name: str, dims=(("M", 3), ("N", 5))):
-    from kladder.load import load_spec
-    from kladder.point import Point
+    from kladder.gen.load import load_spec
+    from kladder.core.point import Point
     from kladder.run.trial import run_point
     spec = load_spec(f"{RAISING}::{name}")
     point = Point.parse(json.dumps({"spec": name, "rung": 1, "dims": [list(d) for d in dims],
@@ -84,9 +84,9 @@ def test_a_triton_body_that_raises_under_the_interpreter_names_its_line_and_the_
 
 
 def test_the_trace_survives_a_workers_json_and_reaches_the_terminal_the_json_and_the_html():
-    from kladder.fingerprint import fingerprint
-    from kladder.outcome import Outcome
-    from kladder.results import ClimbReport, RungReport
+    from kladder.core.fingerprint import fingerprint
+    from kladder.core.outcome import Outcome
+    from kladder.core.results import ClimbReport, RungReport
     from kladder.report.html import report_html
     from kladder.report.jsonout import report_dict, strict
     from kladder.report.terminal import render_outcome, render_text
@@ -110,8 +110,8 @@ def test_the_trace_survives_a_workers_json_and_reaches_the_terminal_the_json_and
 
 
 def test_a_finding_without_a_traceback_writes_none_and_renders_nothing():
-    from kladder.facts import RaisedFacts
-    from kladder.outcome import Check, Finding
+    from kladder.core.facts import RaisedFacts
+    from kladder.core.outcome import Check, Finding
     from kladder.report import words
     from kladder.report.jsonout import finding_dict
     f = Finding(Check.RAISED, facts=RaisedFacts(error="ValueError", text="x"))

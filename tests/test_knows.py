@@ -8,11 +8,11 @@ import torch
 
 import kladder as kl
 from kladder.checks import dispatch as dispatch_check
-from kladder.gaps import toolchain
-from kladder.outcome import Check, Status
+from kladder.gen.gaps import toolchain
+from kladder.core.outcome import Check, Status
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET
-from kladder.spec import predicate_edges
+from kladder.core.sizes import CPU_BUDGET
+from kladder.core.spec import predicate_edges
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "specs"))
@@ -112,7 +112,7 @@ def test_a_config_value_reaches_a_reference_that_takes_the_keyword():
     assert spec.reference_keywords(()) == {"factor": 2.0}           # the launcher's own call: its default
     assert _scaled(_scale_ref_kw).reference_keywords((("factor", 3.0),)) == {"factor": 3.0}
     assert _scaled(lambda x: 2 * x).reference_keywords((("factor", 3.0),)) == {}
-    from kladder.gaps import shapes
+    from kladder.gen.gaps import shapes
     pts = [p for p in shapes.points(spec, CPU_BUDGET) if p.config][:3] + \
           [p for p in shapes.points(spec, CPU_BUDGET) if not p.config][:2]
     assert {p.config for p in pts} == {(("factor", 3.0),), ()}
@@ -128,7 +128,7 @@ def _add_one(x, fast=False):
 
 
 def test_rungs_2_and_3_run_each_config_at_least_once_and_catch_a_config_only_bug():
-    from kladder.gaps import contracts, values
+    from kladder.gen.gaps import contracts, values
     spec = kl.Spec("add_one", kernel=_add_one, reference=lambda x: x + 1, args={"x": kl.Tensor("M N", dtype="float32")},
                    returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 64), "N": kl.Dim(1, 256, tile=16)},
                    configs=[{"fast": False}, {"fast": True}])
@@ -142,7 +142,7 @@ def test_rungs_2_and_3_run_each_config_at_least_once_and_catch_a_config_only_bug
 
 # ---------------------------------------------------------------------------- kl.filled: value kinds for build=
 def test_filled_writes_the_value_kinds_kladder_writes_and_names_a_bad_kind():
-    from kladder.fill import fill_kind
+    from kladder.gen.fill import fill_kind
     want = torch.empty(4, 64)
     fill_kind(want, "ties", "float32", torch.Generator().manual_seed(5))
     assert torch.equal(kl.filled((4, 64), "ties", generator=torch.Generator().manual_seed(5)), want)
@@ -162,8 +162,8 @@ def _built_logits(point, gen):
 
 
 def test_a_build_with_filled_gets_the_points_value_kind():
-    from kladder.gaps import values
-    from kladder.materialize import materialize
+    from kladder.gen.gaps import values
+    from kladder.gen.materialize import materialize
     spec = kl.Spec("softmax", kernel=lambda logits: logits.softmax(-1), reference=lambda logits: logits.softmax(-1),
                    args={"logits": kl.Tensor("M V", dtype="float32")}, returns=kl.Tensor("M V", like="logits"),
                    dims={"M": kl.Dim(1, 16), "V": kl.Dim(1, 512)}, build=_built_logits)

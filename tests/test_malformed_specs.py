@@ -387,7 +387,7 @@ def test_a_spec_module_that_does_not_load_is_one_line_and_exit_2(name, tmp_path)
     text, words, where = BAD_MODULES[name]
     path = tmp_path / name
     path.write_text(text)
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", str(path), "--device", "cpu", "--rungs", "1",
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", str(path), "--device", "cpu", "--rungs", "1",
                         "--log", str(tmp_path / "l.jsonl")], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, p.stderr
     assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1, p.stderr
@@ -404,7 +404,7 @@ def test_a_spec_module_that_does_not_load_is_one_line_and_exit_2(name, tmp_path)
 ])
 def test_bad_options_are_usage_errors(argv, words, tmp_path):
     good = os.path.join(HERE, "specs", "good.py")
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", good, "--device", "cpu", *argv,
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", good, "--device", "cpu", *argv,
                         "--log", str(tmp_path / "l.jsonl")], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and words in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
@@ -412,7 +412,7 @@ def test_bad_options_are_usage_errors(argv, words, tmp_path):
 
 def test_a_directory_with_no_spec_as_the_spec_path_is_a_usage_error(tmp_path):
     # a folder climbs every spec under it (tests/test_many.py); one that holds none is a usage error
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", str(tmp_path), "--device", "cpu"],
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", str(tmp_path), "--device", "cpu"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "no kl.Spec found under" in p.stderr and "Traceback" not in p.stderr
 
@@ -422,7 +422,7 @@ def test_output_folders_are_made_before_the_climb(tmp_path):
     trivial = os.path.join(HERE, "specs", "trivial.py")
     out = tmp_path / "new" / "deeper" / "r.json"
     log = tmp_path / "logs" / "l.jsonl"
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", trivial, "--device", "cpu", "--rungs", "1",
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", trivial, "--device", "cpu", "--rungs", "1",
                         "--json", str(out), "--log", str(log)], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr
     assert out.exists() and log.exists()
@@ -438,7 +438,7 @@ def test_a_spec_error_survives_pickling_with_all_its_problems():
 
 def test_two_spec_files_of_one_name_load_as_two_modules(tmp_path):
     """Two folders' spec.py files in one process stay two modules: neither replaces the other."""
-    from kladder.load import load_module
+    from kladder.gen.load import load_module
     mods = []
     for sub, value in (("a", 1), ("b", 2)):
         (tmp_path / sub).mkdir()

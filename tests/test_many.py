@@ -39,7 +39,7 @@ b = kl.Spec("halve", kernel=lambda x: x / 2, reference=lambda x: x * 0.5, args={
 
 def _climb(folder, *args):
     env = {**os.environ, "KLADDER_STORE": "1", "KLADDER_HISTORY": str(folder / "history.sqlite")}
-    return run_cli([sys.executable, "-m", "kladder.cli", "climb", *args, "--device", "cpu", "--quiet",
+    return run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", *args, "--device", "cpu", "--quiet",
                            "--shrink-s", "0"], cwd=folder, env=env, capture_output=True, text=True, timeout=1800)
 
 
@@ -122,14 +122,14 @@ def test_a_path_that_holds_no_spec_is_a_usage_error(tmp_path):
 
 
 def test_html_paths_are_one_a_spec():
-    from kladder.many import html_paths
-    from kladder.results import ClimbReport
+    from kladder.tools.many import html_paths
+    from kladder.core.results import ClimbReport
     reports = [ClimbReport("rms norm", "a.py::spec", "cpu"), ClimbReport("gemm", "b.py::spec", "cpu")]
     assert html_paths("out/r.html", reports) == ["out/r-1-rms_norm.html", "out/r-2-gemm.html"]
 
 
 def test_the_exit_status_of_many_specs():
-    from kladder.many import Many
+    from kladder.tools.many import Many
 
     class R:
         def __init__(self, code):

@@ -2,8 +2,8 @@
 import torch
 
 import kladder as kl
-from kladder.materialize import GUARD_BYTES, SNAN_BITS, guarded_empty, materialize, poison, reference_args
-from kladder.point import Point
+from kladder.gen.materialize import GUARD_BYTES, SNAN_BITS, guarded_empty, materialize, poison, reference_args
+from kladder.core.point import Point
 
 
 def test_guards_see_a_write_one_past_the_end_and_one_before():
@@ -61,7 +61,7 @@ def test_reference_args_can_take_selected_rows_only():
 
 
 def test_one_fused_compare_sees_a_hit_on_any_guard_of_a_point():
-    from kladder.materialize import any_damaged
+    from kladder.gen.materialize import any_damaged
     gs = [guarded_empty(n, (7, 3), "float16", "cpu") for n in "abc"]
     assert not any_damaged(gs)
     gs[1].buf[GUARD_BYTES + 7 * 3 * 2 + 5] ^= 0xFF        # a byte past the end of the second
@@ -73,7 +73,7 @@ def test_one_fused_compare_sees_a_hit_on_any_guard_of_a_point():
 
 def test_a_contiguous_input_is_filled_in_place_with_the_same_values():
     import kladder as kl
-    from kladder.point import Point
+    from kladder.core.point import Point
     spec = kl.Spec("t", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("M N", dtype="float32")},
                    returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 8), "N": kl.Dim(1, 8)})
     p = Point("t", 2, (("M", 4), ("N", 6)), values=(("x", "ties"),))
@@ -81,14 +81,14 @@ def test_a_contiguous_input_is_filled_in_place_with_the_same_values():
     moved = materialize(spec, Point("t", 3, (("M", 4), ("N", 6)), layouts=(("x", "offset"),), seed=p.seed), "cpu").args[0]
     g = torch.Generator().manual_seed(p.seed)
     want = torch.empty(4, 6)
-    from kladder.fill import fill_kind
+    from kladder.gen.fill import fill_kind
     fill_kind(want, "ties", "float32", g)
     assert torch.equal(plain, want)
     assert moved.storage_offset() > 0 and torch.equal(moved, materialize(spec, Point("t", 3, (("M", 4), ("N", 6)), seed=p.seed), "cpu").args[0])
 
 
 def test_the_reference_leaves_the_device_only_when_short_or_at_a_big_point_that_would_crowd_it(monkeypatch):
-    from kladder.rows import plan_rows
+    from kladder.gen.rows import plan_rows
     from kladder.run import harness
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (140 << 30, 141 << 30))
     gemm = kl.Spec("g", kernel=torch.matmul, reference=torch.matmul,

@@ -4,14 +4,14 @@ spec is measured and, scaled by the elements, sizes the points after it; a point
 hold is skipped with the estimate before any worker dies."""
 import os
 
-from kladder.ladder import Runner, skip_note
-from kladder.load import load_spec
-from kladder.outcome import NoteKind, Status
-from kladder.point import Point
+from kladder.climbing.ladder import Runner, skip_note
+from kladder.gen.load import load_spec
+from kladder.core.outcome import NoteKind, Status
+from kladder.core.point import Point
 from kladder.report.words import note_text
 from kladder.run import isolation
 from kladder.run.isolation import Lane, Pool
-from kladder.sizes import MEASURE_MIN_BYTES, Peak, elements_of, peak_of
+from kladder.core.sizes import MEASURE_MIN_BYTES, Peak, elements_of, peak_of
 
 SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "specs", "wide_reference.py")
 MIB = 1 << 20

@@ -8,18 +8,18 @@ import os
 
 import pytest
 
-from kladder.devicestart import DeviceStartError
-from kladder.gaps import contracts
-from kladder.ladder import Runner
-from kladder.load import load_spec
-from kladder.outcome import Check, Finding, Load, Note, NoteKind, Outcome, Status
-from kladder.point import Point
-from kladder.results import ClimbReport, RungReport
+from kladder.run.devicestart import DeviceStartError
+from kladder.gen.gaps import contracts
+from kladder.climbing.ladder import Runner
+from kladder.gen.load import load_spec
+from kladder.core.outcome import Check, Finding, Load, Note, NoteKind, Outcome, Status
+from kladder.core.point import Point
+from kladder.core.results import ClimbReport, RungReport
 from kladder.report.terminal import render_text
 from kladder.report.words import note_text
 from kladder.run import faults, isolation
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET
 
 SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "specs", "memory_kill.py")
 GIB = 1 << 30

@@ -6,14 +6,14 @@ import torch
 
 import kladder as kl
 from kladder.checks import Judge
-from kladder.gaps import modes
-from kladder.gaps.common import base_shapes
-from kladder.point import Point
+from kladder.gen.gaps import modes
+from kladder.gen.gaps.common import base_shapes
+from kladder.core.point import Point
 from kladder.report.words import reason
 from kladder.run.harness import Harness
 from kladder.run.modes.base import Call
 from kladder.run.trial import judge_call
-from kladder.sizes import CPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET
 
 HERE = os.path.dirname(__file__)
 
@@ -94,7 +94,7 @@ def test_a_rung_1_failure_that_passes_alone_says_it_depends_on_state(tmp_path):
 def test_every_mode_declares_its_traits_and_they_are_the_old_tables():
     """One class a notation.Mode member (run/modes/), its traits the climb, the pool, the harness
     and the trial read: the values the nine tables held before the modes declared them."""
-    from kladder.notation import Mode as Name
+    from kladder.core.notation import Mode as Name
     from kladder.run import modes as run_modes
     reg = run_modes.registry()
     assert set(reg) == {str(m) for m in Name}

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from kladder.notation import (
+from kladder.core.notation import (
     DtypeFactor, ImportName, Inputs, Launch, Layout, Mode, Needs, Nonfinite, Padding, PointKind, SpecRef, ValueKind, Values,
     input_kind,
 )
-from kladder.point import Point
+from kladder.core.point import Point
 from kladder.run.modes.base import PostGraph
 
 

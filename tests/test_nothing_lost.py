@@ -16,7 +16,7 @@ import sys
 
 from conftest import report_json
 
-KLADDER = [sys.executable, "-m", "kladder.cli"]
+KLADDER = [sys.executable, "-m", "kladder.tools.cli"]
 
 SITECUSTOMIZE = (pathlib.Path(__file__).parent / "data" / "full_disk" / "sitecustomize.py").read_text()
 
@@ -104,7 +104,8 @@ def test_a_damaged_golden_row_is_a_warning_naming_it_and_the_climb_reports(tmp_p
 
 def test_a_rung_that_did_not_run_its_points_is_never_passed(tmp_path, monkeypatch):
     """kladder's own error after 2 of a rung's points: the rung is incomplete, not passed."""
-    from kladder import cli, ladder
+    from kladder.tools import cli
+    from kladder.climbing import ladder
     real, calls = ladder.Runner._finish, []
 
     def finish_then_break(self, outcome):
@@ -121,6 +122,6 @@ def test_a_rung_that_did_not_run_its_points_is_never_passed(tmp_path, monkeypatc
                      "--no-history", "--log", str(tmp_path / "l.jsonl")]) == 1
     rung = report_json(out)["rungs"][0]
     assert [p["status"] for p in rung["points"]] == ["passed", "passed"] and rung["verdict"] == "incomplete"
-    from kladder.results import RungReport
+    from kladder.core.results import RungReport
     assert RungReport(2, "values", planned=14).verdict == "incomplete"
     assert RungReport(2, "values", planned=0).verdict == "nothing ran"

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from kladder.ladder import Gate, Runner, early_points, own_process
-from kladder.outcome import Check, Finding, Load, Outcome, Replay, Status, Wait, Waited
-from kladder.point import Point
+from kladder.climbing.ladder import Gate, Runner, early_points, own_process
+from kladder.core.outcome import Check, Finding, Load, Outcome, Replay, Status, Wait, Waited
+from kladder.core.point import Point
 from kladder.run.waits import Waits
 
 
@@ -37,8 +37,8 @@ class _Runner(Runner):
 
 @pytest.fixture(autouse=True)
 def _no_skip(monkeypatch):
-    monkeypatch.setattr("kladder.ladder.skip_note", lambda *a: None)
-    monkeypatch.setattr("kladder.ladder.worker_timeout", lambda *a, **k: 60.0)
+    monkeypatch.setattr("kladder.climbing.ladder.skip_note", lambda *a: None)
+    monkeypatch.setattr("kladder.climbing.ladder.worker_timeout", lambda *a, **k: 60.0)
 
 
 def test_an_own_process_point_runs_beside_rung_1_and_its_rung_takes_its_outcome():
@@ -113,10 +113,10 @@ def test_which_points_start_early():
 def test_early_points_come_from_the_rungs_climbed_from_4_on_and_none_with_a_shard():
     import os
 
-    from kladder.ladder import Options, plan_rungs
-    from kladder.load import load_spec
-    from kladder.results import ClimbReport
-    from kladder.sizes import budget_for
+    from kladder.climbing.ladder import Options, plan_rungs
+    from kladder.gen.load import load_spec
+    from kladder.core.results import ClimbReport
+    from kladder.core.sizes import budget_for
     ref = os.path.join(os.path.dirname(__file__), "specs", "trivial.py")
     spec = load_spec(ref)
     runner = _Runner(lambda p, a: Status.PASSED)
@@ -183,7 +183,7 @@ def test_a_lane_that_waits_for_the_fork_server_says_so(tmp_path, monkeypatch):
 def test_waits_are_in_the_progress_line_the_terminal_and_the_json():
     from rich.console import Console
 
-    from kladder.results import ClimbReport, RungReport
+    from kladder.core.results import ClimbReport, RungReport
     from kladder.report.jsonout import report_dict
     from kladder.report.progress import Progress
     from kladder.report.terminal import render_text
@@ -208,10 +208,10 @@ def test_a_rung_whose_points_cannot_be_made_starts_nothing_early_and_raises_at_i
     its rung raises when its turn comes, as before the overlap."""
     import os
 
-    import kladder.ladder as ladder
-    from kladder.load import load_spec
-    from kladder.results import ClimbReport
-    from kladder.sizes import budget_for
+    import kladder.climbing.ladder as ladder
+    from kladder.gen.load import load_spec
+    from kladder.core.results import ClimbReport
+    from kladder.core.sizes import budget_for
     ref = os.path.join(os.path.dirname(__file__), "specs", "trivial.py")
     spec = load_spec(ref)
     made = ladder.rung_points

@@ -8,8 +8,8 @@ import sys
 import torch
 
 import kladder as kl
-from kladder.gaps import repetition, shapes
-from kladder.sizes import CPU_BUDGET, GPU_BUDGET
+from kladder.gen.gaps import repetition, shapes
+from kladder.core.sizes import CPU_BUDGET, GPU_BUDGET
 from conftest import run_cli
 
 SPECS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "specs")
@@ -20,7 +20,7 @@ def _eager_repeats(points):
 
 
 def test_rung_5_repeats_eagerly_past_the_chunk_on_every_device():
-    from kladder.load import load_spec
+    from kladder.gen.load import load_spec
     spec = load_spec(os.path.join(SPECS, "splitk_gemv.py"))
     for budget in (CPU_BUDGET, GPU_BUDGET):
         past = [p for p in _eager_repeats(repetition.points(spec, budget)) if p.sizes["K"] > 8192]
@@ -30,7 +30,7 @@ def test_rung_5_repeats_eagerly_past_the_chunk_on_every_device():
 
 def test_kladder_points_lists_a_gpus_points_on_a_machine_without_one(tmp_path):
     out = tmp_path / "p.json"
-    p = run_cli([sys.executable, "-m", "kladder.cli", "points", os.path.join(SPECS, "splitk_gemv.py"),
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "points", os.path.join(SPECS, "splitk_gemv.py"),
                         "--device", "cuda", "--rungs", "5", "--json", str(out)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())

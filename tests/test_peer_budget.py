@@ -9,15 +9,15 @@ import torch
 
 import kladder as kl
 from kladder.checks import Judge, peer, values
-from kladder.ladder import rung_points
-from kladder.outcome import NoteKind
-from kladder.point import Point
+from kladder.climbing.ladder import rung_points
+from kladder.core.outcome import NoteKind
+from kladder.core.point import Point
 from kladder.report.words import note_text
 from kladder.run import harness as harness_mod
 from kladder.run.harness import Harness
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET, is_big
-from kladder.spec import DEFAULT_TOLERANCES
+from kladder.core.sizes import CPU_BUDGET, is_big
+from kladder.core.spec import DEFAULT_TOLERANCES
 
 from specs.gemv import gemv
 

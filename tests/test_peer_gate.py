@@ -6,12 +6,12 @@ import torch
 
 import kladder as kl
 from kladder.checks import values
-from kladder.facts import PeerNotNeededFacts
-from kladder.outcome import Stage, Status
-from kladder.point import Point
+from kladder.core.facts import PeerNotNeededFacts
+from kladder.core.outcome import Stage, Status
+from kladder.core.point import Point
 from kladder.report.words import budget_headline, budget_text
 from kladder.run.trial import run_point
-from kladder.spec import DEFAULT_TOLERANCES
+from kladder.core.spec import DEFAULT_TOLERANCES
 
 
 def _gemv(off: float) -> kl.Spec:

@@ -57,8 +57,8 @@ def test_bad_point_text_is_a_clear_error(text):
 
 
 def test_a_seed_shift_moves_the_seed_and_only_the_seed():
-    from kladder.ladder import rung_points
-    from kladder.sizes import CPU_BUDGET
+    from kladder.climbing.ladder import rung_points
+    from kladder.core.sizes import CPU_BUDGET
     import kladder as kl
     s = kl.Spec("t", kernel=lambda x: x, reference=lambda x: x, args={"x": kl.Tensor("M N", dtype="float32")},
                 returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 64), "N": kl.Dim(1, 64, tile=8)})

@@ -13,7 +13,7 @@ import pytest
 HERE = os.path.dirname(__file__)
 TRIVIAL = os.path.join(HERE, "specs", "trivial.py")
 CONDITIONS = os.path.join(HERE, "specs", "conditions.py")
-KLADDER = [sys.executable, "-m", "kladder.cli"]
+KLADDER = [sys.executable, "-m", "kladder.tools.cli"]
 
 
 def _evil(tmp_path) -> tuple[str, str]:
@@ -57,13 +57,13 @@ def test_a_declared_variable_with_an_undeclared_value_is_refused(tmp_path):
 
 
 def _spec(ref: str):
-    from kladder.load import load_spec
+    from kladder.gen.load import load_spec
     return load_spec(ref)
 
 
 def _check(ref: str, **fields):
-    from kladder.point import Point
-    from kladder.pointcheck import check_point
+    from kladder.core.point import Point
+    from kladder.climbing.pointcheck import check_point
     spec = _spec(ref)
     d = {"spec": spec.name, "rung": 1, "dims": [[d, dim.min] for d, dim in spec.dims.items()], **fields}
     check_point(spec, Point.from_dict(d))
@@ -95,14 +95,14 @@ def test_a_declared_variable_with_a_declared_value_is_accepted():
     ({"rung": 1, "env": [["N", "1"]]}, "POINT env: a eager point sets no variables"),
 ])
 def test_every_field_is_checked_against_the_spec(fields, words):
-    from kladder.pointcheck import PointError
+    from kladder.climbing.pointcheck import PointError
     with pytest.raises(PointError) as e:
         _check(TRIVIAL, **fields)
     assert words in str(e.value)
 
 
 def test_a_config_value_the_spec_never_gives_is_refused():
-    from kladder.pointcheck import PointError
+    from kladder.climbing.pointcheck import PointError
     ref = "kladder.zoo.gemm_k_tail::spec"
     spec = _spec(ref)
     key, value = next(iter(spec.configs[0].items()))
@@ -115,7 +115,7 @@ def test_a_config_value_the_spec_never_gives_is_refused():
 
 @pytest.mark.parametrize("depth", [50_000, 20])
 def test_a_deeply_nested_point_is_a_usage_error_not_a_recursion_error(depth):
-    from kladder.point import Point
+    from kladder.core.point import Point
     text = '{"spec": "double", "rung": 1, "dims": ' + "[" * depth + "]" * depth + "}"
     with pytest.raises(ValueError, match="nests|characters"):
         Point.parse(text)
@@ -136,12 +136,12 @@ def test_the_cli_refuses_a_50000_deep_point_with_exit_2():
 def test_every_point_the_rungs_make_for_the_conditions_specs_fits_its_spec():
     """The checks refuse only what is wrong: rung 7's env, env_set and variant points, each spec of
     tests/specs/conditions.py, and the toolchain spec, pass them (tests/test_reports.py covers others)."""
-    from kladder.ladder import BUILT, rung_points
-    from kladder.load import load_module
-    from kladder.point import Point
-    from kladder.pointcheck import check_point
-    from kladder.sizes import budget_for
-    from kladder.spec import Spec
+    from kladder.climbing.ladder import BUILT, rung_points
+    from kladder.gen.load import load_module
+    from kladder.core.point import Point
+    from kladder.climbing.pointcheck import check_point
+    from kladder.core.sizes import budget_for
+    from kladder.core.spec import Spec
     n = envs = 0
     for path in (CONDITIONS, os.path.join(HERE, "specs", "toolchain.py")):
         for spec in {id(v): v for v in vars(load_module(path)).values() if isinstance(v, Spec)}.values():

@@ -5,7 +5,7 @@ docs/results/2026-12-02-h200-session7)."""
 import pytest
 import torch
 
-from kladder.materialize import poison, poison_word
+from kladder.gen.materialize import poison, poison_word
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int64", "int16", "int8", "uint8", "float32", "float16", "bfloat16"])

@@ -63,7 +63,7 @@ def test_items_spread_over_two_xdist_workers(pytester):
     assert "[gw0]" in text and "[gw1]" in text
     assert "created: 2/2 workers" in text
 def test_a_seed_shift_reaches_the_items_and_a_bad_one_is_a_usage_error(pytester):
-    from kladder.point import Point
+    from kladder.core.point import Point
     pytester.makepyfile(test_kernels=SPEC_FILE)
     result = runpytest_forked(pytester, "--kladder-device", "cpu", "--kladder-seed", "7", "-k", "double and 9-bfloat16",
                                            "-p", "no:cacheprovider")
@@ -98,7 +98,7 @@ def test_pytest_runs_of_a_spec_are_recorded_in_the_history_like_climbs(pytester)
         result = runpytest_forked(pytester, "--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider",
                                                "--kladder-history", history)
         assert result.parseoutcomes()["failed"] >= 2
-    listed = run_cli([sys.executable, "-m", "kladder.cli", "history", "--history", history], capture_output=True,
+    listed = run_cli([sys.executable, "-m", "kladder.tools.cli", "history", "--history", history], capture_output=True,
                             text=True, timeout=120)
     lines = listed.stdout.splitlines()
     assert listed.returncode == 0 and len(lines) == 2, listed.stdout + listed.stderr
@@ -113,7 +113,7 @@ def test_pytest_runs_of_a_spec_are_recorded_in_the_history_like_climbs(pytester)
     assert newest["ended"] and newest["device"] == "cpu" and newest["toolchain"].get("torch")
     assert points and all(p["load"] is not None and p["seconds"] > 0 for p in points)
     assert any(p["status"] == "failed" for p in points)
-    d = run_cli([sys.executable, "-m", "kladder.cli", "diff", "--history", history, "--json",
+    d = run_cli([sys.executable, "-m", "kladder.tools.cli", "diff", "--history", history, "--json",
                         str(pytester.path / "d.json")], capture_output=True, text=True, timeout=120)
     assert d.returncode == 0, d.stdout + d.stderr                   # the same failures both times: nothing new
     doc = json.loads((pytester.path / "d.json").read_text())
@@ -121,5 +121,5 @@ def test_pytest_runs_of_a_spec_are_recorded_in_the_history_like_climbs(pytester)
     none = runpytest_forked(pytester, "--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider",
                                          "--kladder-history", history, "--kladder-no-history", "-k", "8-float32")
     none.assert_outcomes(passed=1)
-    assert len(run_cli([sys.executable, "-m", "kladder.cli", "history", "--history", history],
+    assert len(run_cli([sys.executable, "-m", "kladder.tools.cli", "history", "--history", history],
                               capture_output=True, text=True, timeout=120).stdout.splitlines()) == 2

@@ -16,7 +16,7 @@ SPEC = os.path.join("specs", "crash_and_tail.py")     # 9 rung-1 points: a crash
 
 
 def climb(json_path, *extra):
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", SPEC, "--rungs", "1", "--device", "cpu", "-j", "2",
+    p = subprocess.run([sys.executable, "-m", "kladder.tools.cli", "climb", SPEC, "--rungs", "1", "--device", "cpu", "-j", "2",
                         "-q", "--log", os.devnull, "--json", str(json_path), *extra],
                        capture_output=True, text=True, timeout=600, cwd=HERE)
     if p.returncode == 2 and "Ray did not start" in p.stderr:
@@ -46,7 +46,7 @@ def test_a_climb_on_local_ray_gives_the_local_climbs_report(tmp_path):
 
 
 def test_ray_with_a_cuda_device_on_a_cpu_cluster_is_a_usage_error(monkeypatch):
-    from kladder.ladder import UsageError
+    from kladder.climbing.ladder import UsageError
     from kladder.run import ray_lanes
 
     class CpuCluster:                   # what ray.cluster_resources() says of a cluster without GPUs

@@ -2,10 +2,10 @@
 RepeatsFacts): on the H200 a failing repeat point ended the climb with AttributeError
 ('RepeatsFacts' object has no attribute 'get') in history/record.py, where the CPU's tests
 never had a failing repetition with the history on (docs/results/2026-12-02-h200-session7)."""
-from kladder.facts import RepeatsFacts
+from kladder.core.facts import RepeatsFacts
 from kladder.history.record import nondeterministic, point_row
-from kladder.outcome import Check, Finding, Outcome, Status
-from kladder.point import Point
+from kladder.core.outcome import Check, Finding, Outcome, Status
+from kladder.core.point import Point
 
 
 def repeats(bitwise: bool) -> Outcome:

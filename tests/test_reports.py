@@ -15,7 +15,7 @@ HERE = os.path.dirname(__file__)
 TRIVIAL = os.path.join(HERE, "specs", "trivial.py")
 SLOW = os.path.join(HERE, "specs", "slow.py")
 GOOD = os.path.join(HERE, "specs", "good.py")
-KLADDER = [sys.executable, "-m", "kladder.cli"]
+KLADDER = [sys.executable, "-m", "kladder.tools.cli"]
 
 
 def _climb(tmp_path, tag: str, *extra, spec=TRIVIAL) -> tuple[subprocess.Popen, str, str]:
@@ -141,9 +141,9 @@ def test_sigint_before_the_climb_starts_leaves_no_partial_file(tmp_path):
 
 
 def test_an_interrupted_climb_keeps_its_lowest_failing_rung():
-    from kladder.outcome import Finding, Outcome, Status, Check
-    from kladder.point import Point
-    from kladder.results import ClimbReport, RungReport
+    from kladder.core.outcome import Finding, Outcome, Status, Check
+    from kladder.core.point import Point
+    from kladder.core.results import ClimbReport, RungReport
     rr = RungReport(1, "shapes", interrupted=True)
     rr.outcomes.append(Outcome(Point("s", 1, (("N", 1),)), Status.FAILED, findings=[Finding(Check.VALUES, "out")]))
     report = ClimbReport("s", "s.py", "cpu", rungs=[rr, RungReport(2, "values", climbed=False)], interrupted=True)
@@ -187,8 +187,8 @@ def test_the_fallback_is_taken_where_the_log_folder_cannot_be_made(tmp_path, mon
     should be does."""
     import argparse
 
-    from kladder import session
-    from kladder.ladder import LOG_FOLDER
+    from kladder.climbing import session
+    from kladder.climbing.ladder import LOG_FOLDER
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".kladder").write_text("a file, not a folder")
     monkeypatch.setitem(session._SAID, "log_fallback", False)
@@ -235,7 +235,7 @@ def test_a_report_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
 
 
 def test_a_device_that_refuses_is_retried_then_named(monkeypatch):
-    from kladder import devicestart
+    from kladder.run import devicestart
     calls = []
 
     def refuse():
@@ -266,10 +266,10 @@ def test_a_worker_refused_by_the_device_ends_the_climb_with_a_report(tmp_path, m
     """The worker's hello says the device refused its context (another process holds the
     memory): the pool starts new workers for the retry budget, then the climb ends with
     start_error, the log closed, exit 2; no point is blamed."""
-    from kladder import devicestart
-    from kladder.devicestart import DeviceStartError
-    from kladder.ladder import Options, climb
-    from kladder.load import load_spec
+    from kladder.run import devicestart
+    from kladder.run.devicestart import DeviceStartError
+    from kladder.climbing.ladder import Options, climb
+    from kladder.gen.load import load_spec
     from kladder.run import isolation
     starts = []
 
@@ -293,8 +293,8 @@ def test_a_worker_refused_by_the_device_ends_the_climb_with_a_report(tmp_path, m
 
 # ---------------------------------------------------------------------------- kladder's own inputs
 def test_two_specs_with_one_name_in_a_module_are_a_spec_error(tmp_path):
-    from kladder.load import load_spec
-    from kladder.spec import SpecError
+    from kladder.gen.load import load_spec
+    from kladder.core.spec import SpecError
     f = tmp_path / "twins.py"
     f.write_text('''import kladder as kl
 def ref(x):
@@ -332,10 +332,10 @@ def test_repro_refuses_a_point_that_does_not_fit_its_spec(point, words):
 
 def test_every_point_a_climb_makes_fits_its_spec():
     """The check refuses only what is wrong: every point the rungs generate for these specs passes it."""
-    from kladder.ladder import BUILT, rung_points
-    from kladder.load import load_spec
-    from kladder.pointcheck import check_point
-    from kladder.sizes import budget_for
+    from kladder.climbing.ladder import BUILT, rung_points
+    from kladder.gen.load import load_spec
+    from kladder.climbing.pointcheck import check_point
+    from kladder.core.sizes import budget_for
     refs = [GOOD, TRIVIAL, "kladder.zoo.gemm_k_tail::spec", "kladder.zoo.decode_group16::spec",
             "kladder.zoo.rows_int32_offset::spec", "kladder.zoo.allreduce_size_stride::spec"]
     n = 0
@@ -355,7 +355,9 @@ def test_a_cuda_call_of_the_climbing_process_that_fails_is_retried_then_exit_2_w
     device raises): tried again for the retry budget, then one line and a report that says so."""
     import torch
 
-    from kladder import cli, devicestart, ladder
+    from kladder.tools import cli
+    from kladder.run import devicestart
+    from kladder.climbing import ladder
     calls = []
 
     def busy():
@@ -384,7 +386,8 @@ def test_a_cuda_call_of_the_climbing_process_that_fails_is_retried_then_exit_2_w
 def test_kladders_own_error_mid_climb_still_writes_the_report_with_the_points_so_far(tmp_path, monkeypatch, capsys):
     """A bug of kladder's that ends a climb early (on the H200 a lane's bookkeeping raised) is
     said as kladder's, exit 1, and the report holds every point judged before it."""
-    from kladder import cli, ladder
+    from kladder.tools import cli
+    from kladder.climbing import ladder
     real, calls = ladder.Runner._finish, []
 
     def finish_then_break(self, outcome):

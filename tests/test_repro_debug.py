@@ -22,7 +22,7 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), o
 
 
 def repro(*args, stdin: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return run_cli([sys.executable, "-m", "kladder.cli", "repro", *args, "--no-history"], input=stdin,
+    return run_cli([sys.executable, "-m", "kladder.tools.cli", "repro", *args, "--no-history"], input=stdin,
                           capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=timeout)
 
 
@@ -121,7 +121,7 @@ def test_a_small_points_repro_costs_at_most_two_cpu_seconds_over_importing_torch
     # worker started afresh for the run and another for the run alone, 7-9 CPU s over torch's import
     point = '{"spec":"rmsnorm","rung":1,"dims":[["M",1],["N",4095]],"dtypes":[["x","bfloat16"]],"seed":3432004626}'
     torch_s = min(_cpu_s([sys.executable, "-c", "import torch"])[1] for _ in range(2))
-    wall, cpu = _cpu_s([sys.executable, "-m", "kladder.cli", "repro", "kladder.zoo.rmsnorm_n_tail::spec", point,
+    wall, cpu = _cpu_s([sys.executable, "-m", "kladder.tools.cli", "repro", "kladder.zoo.rmsnorm_n_tail::spec", point,
                         "--device", "cpu", "--no-history"])
     assert cpu - torch_s <= 2.0, (cpu, torch_s, wall)
 

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 import kladder as kl
-from kladder.fill import SLICE_PAD, fill_kind, layout_plan
-from kladder.gaps import contracts, values
+from kladder.gen.fill import SLICE_PAD, fill_kind, layout_plan
+from kladder.gen.gaps import contracts, values
 from kladder.report.words import message, reason
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET
 
 
 def outcomes(spec, gen_points):
@@ -79,7 +79,7 @@ def test_ints_stay_in_their_declared_range_at_every_rung():
     spec = make(lambda x, lens: x.clone(), reference=lambda x, lens: x,
                 args={"x": kl.Tensor("M N", dtype="float32"), "lens": kl.Tensor("M", dtype="int32", range=(3, "N"))},
                 returns=kl.Tensor("M N", like="x"), dims={"M": kl.Dim(1, 64, tile=16), "N": kl.Dim(3, 256, tile=32)})
-    from kladder.materialize import materialize
+    from kladder.gen.materialize import materialize
     for p in list(values.points(spec, CPU_BUDGET))[:6]:
         lens = materialize(spec, p, "cpu").args[1]
         assert lens.min() >= 3 and lens.max() <= p.sizes["N"]
@@ -129,7 +129,7 @@ def test_a_tie_breaking_bug_is_caught_by_ties_and_missed_by_normal_values():
     # "huge" repeats a few magnitudes: exact ties, where the packing picks the last index and
     # argmax the first; peaked, distinct and tiny values are all distinct within 64 ulps
     assert not any(k in i for i in failed for k in ("peaked", "distinct", "identical"))
-    from kladder.gaps import shapes
+    from kladder.gen.gaps import shapes
     assert all(o.status == "passed" for o in outcomes(spec, shapes.points(spec, CPU_BUDGET)).values())
 
 
@@ -192,7 +192,7 @@ def test_a_bias_inside_the_tolerance_is_a_warning_not_a_failure():
 
     def with_dtype(kernel, dtype):
         return make(kernel, args={"x": kl.Tensor("M N", dtype=dtype), "w": kl.Tensor("N", dtype="float32")})
-    from kladder.gaps import shapes
+    from kladder.gen.gaps import shapes
     biased = with_dtype(biased_kernel, "float16")
     # the sign test counts rows (a row's elements share its roundings): 64 rows at least
     res = outcomes(biased, [p for p in shapes.points(biased, CPU_BUDGET) if p.sizes["M"] == 64][:6])
@@ -275,7 +275,7 @@ def test_padding_poison_catches_a_read_past_the_valid_bytes():
     assert {i for i, o in res.items() if o.status == "failed"} >= {p.id for p in pts if "0xFF" in p.id}
     assert any(f.check == "padding" for o in res.values() for f in o.findings)
     # rungs 1 and 2 fill padding with zeros, as a unit test does: the bug does not show there
-    from kladder.gaps import shapes
+    from kladder.gen.gaps import shapes
     assert all(o.status == "passed" for o in outcomes(bad, list(shapes.points(bad, CPU_BUDGET))[:8]).values())
     assert all(o.status == "passed" for o in outcomes(good, pts).values())
 
@@ -301,7 +301,7 @@ def test_a_chain_feeds_each_link_the_real_output_of_the_link_before():
         return kl.Spec("qchain", kernel=kl.chain(kl.Link(quant_interleaved, outputs=("q", "s")), kl.Link(consumer, outputs=("y",))),
                        reference=lambda x: x.round().clamp(-127, 127), args={"x": kl.Tensor("M N", dtype="float32")},
                        returns=kl.Tensor("M N", dtype="float32"), dims={"M": kl.Dim(2, 32, tile=8), "N": kl.Dim(1, 32)})
-    from kladder.gaps import shapes
+    from kladder.gen.gaps import shapes
     bad, good = mk(consume_rowmajor), mk(consume_colmajor)
     assert any(o.status == "failed" for o in outcomes(bad, list(shapes.points(bad, CPU_BUDGET))[:6]).values())
     assert all(o.status == "passed" for o in outcomes(good, list(shapes.points(good, CPU_BUDGET))[:6]).values())
@@ -342,7 +342,7 @@ def test_capture_dedups_keeps_layout_and_replays_as_points(tmp_path):
     assert mod.rowscale is rowscale                      # restored
     assert rec.calls == 5 and len(rec.entries) == 3
     spec = make(assumes_contiguous)
-    from kladder.capturing import read_manifest, replay_points
+    from kladder.gen.capturing import read_manifest, replay_points
     assert read_manifest(str(tmp_path))["recorded"] == 3
     with pytest.raises(ValueError, match="float32; the spec declares bfloat16, float16"):
         list(replay_points(spec, str(tmp_path), 2))
@@ -354,8 +354,8 @@ def test_replayed_points_keep_strides_and_catch_a_layout_bug(tmp_path):
     x = torch.randn(8, 48).bfloat16()[:, :40]
     with kl.capture((mod, "rowscale"), to=str(tmp_path)):
         mod.rowscale(x, torch.randn(40))
-    from kladder.capturing import replay_points
-    from kladder.materialize import materialize
+    from kladder.gen.capturing import replay_points
+    from kladder.gen.materialize import materialize
     bad, good = make(assumes_contiguous), make(rowscale)
     (p,) = replay_points(bad, str(tmp_path), 2)
     assert p.sizes == {"M": 8, "N": 40} and p.kind == "captured"

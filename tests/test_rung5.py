@@ -10,18 +10,18 @@ import pytest
 import torch
 
 import kladder as kl
-from kladder import stats
+from kladder.core import stats
 from kladder.checks import sanitizer as sanitizer_check
-from kladder.gaps import repetition
-from kladder.outcome import Check, NoteKind, Skip
-from kladder.point import Point
+from kladder.gen.gaps import repetition
+from kladder.core.outcome import Check, NoteKind, Skip
+from kladder.core.point import Point
 from kladder.report.jsonout import outcome_dict
 from kladder.report.words import message, note_text, pattern_label
 from kladder.run.harness import Harness
 from kladder.run.modes import sanitize
 from kladder.run.modes.base import Sanitized
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET, GPU_BUDGET, call_budget
+from kladder.core.sizes import CPU_BUDGET, GPU_BUDGET, call_budget
 from conftest import run_cli
 
 HERE = os.path.dirname(__file__)
@@ -316,7 +316,7 @@ def test_no_sanitizer_on_the_path_is_a_skip_with_where_it_looked(monkeypatch):
 # ---------------------------------------------------------------------------- the CPU zoo case
 def _zoo(tmp_path, *extra):
     out = tmp_path / "r.json"
-    p = run_cli([sys.executable, "-m", "kladder.cli", "zoo", "climb", "sampled_timing", "--rungs", "5",
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "zoo", "climb", "sampled_timing", "--rungs", "5",
                         "--device", "cpu", "--repeat", "24", "--json", str(out), "--log", str(tmp_path / "l.jsonl"),
                         *extra], capture_output=True, text=True, timeout=600)
     return p, json.loads(out.read_text(), parse_constant=_no_constant)
@@ -530,7 +530,7 @@ def test_the_fused_triton_pass_counts_what_the_torch_ops_count(dtype):
 
 
 def test_a_batch_past_its_watchdog_is_a_hang_that_names_its_calls():
-    from kladder.outcome import KernelError
+    from kladder.core.outcome import KernelError
     from kladder.run import faults
     from kladder.run.modes.repeat import _wait
 

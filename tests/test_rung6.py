@@ -12,12 +12,12 @@ import pytest
 from conftest import zoo_param
 
 import kladder as kl
-from kladder.gaps import multi_gpu
-from kladder.point import Point
+from kladder.gen.gaps import multi_gpu
+from kladder.core.point import Point
 from kladder.report.words import message, reason
-from kladder.rungs import BY_NUMBER
+from kladder.core.rungs import BY_NUMBER
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET, GPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET, GPU_BUDGET
 
 HERE = os.path.dirname(__file__)
 FIXTURES = os.path.join(HERE, "specs", "collectives.py")
@@ -37,7 +37,7 @@ def as_in_a_worker():
 
 
 def load(name):
-    from kladder.load import load_spec
+    from kladder.gen.load import load_spec
     return load_spec(f"{FIXTURES}::{name}")
 
 
@@ -191,7 +191,7 @@ def test_zoo_case_is_caught_by_rung_6_alone(case, zoo_case):
 def test_zoo_twin_is_clean_on_every_rung(case):
     # in this process, point by point (a climb's worker start costs more than the points):
     # every rung's points, which for a collective are rung 6's alone
-    from kladder.load import load_spec
+    from kladder.gen.load import load_spec
     twin = load_spec(f"kladder.zoo.{case}::fixed")
     pts = [p for r in BY_NUMBER.values() if r.built for p in r.points(twin, CPU_BUDGET)]
     assert len(pts) == 2 and {p.rung for p in pts} == {6}
@@ -205,7 +205,7 @@ def test_the_repro_line_carries_the_calls_and_reruns_them():
     # calls to the same failure (the CLI's repro wiring is every rung's: tests/test_cli.py)
     import shlex
 
-    from kladder.ladder import repro_command
+    from kladder.climbing.ladder import repro_command
     spec = load("local")
     point = first_point(spec)
     argv = shlex.split(repro_command(f"{FIXTURES}::local", "cpu", point))

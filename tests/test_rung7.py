@@ -16,18 +16,18 @@ import kladder as kl
 from kladder.checks import dispatch as dispatch_check
 from kladder.checks import flags as flags_check
 from kladder.checks import imports as imports_check
-from kladder.fingerprint import fingerprint, git_of, steering_env, target_warnings
-from kladder.gaps import toolchain
-from kladder.outcome import Check, Note, NoteKind, Outcome, Status
-from kladder.point import Point
-from kladder.results import NOTHING_RAN, ClimbReport, RungReport
+from kladder.core.fingerprint import fingerprint, git_of, steering_env, target_warnings
+from kladder.gen.gaps import toolchain
+from kladder.core.outcome import Check, Note, NoteKind, Outcome, Status
+from kladder.core.point import Point
+from kladder.core.results import NOTHING_RAN, ClimbReport, RungReport
 from kladder.report.terminal import render_text
 from kladder.report.words import fingerprint_text, message, note_text
 from kladder.run.modes.base import Flagged, Imported, Ran
 from kladder.run.modes.imports import ImportErrorTracer
 from kladder.run.modes.tracing import Launches, launch_of
 from kladder.run.trial import run_point
-from kladder.sizes import CPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "specs"))
@@ -304,7 +304,7 @@ def test_a_climb_in_which_no_point_ran_exits_5(statuses, code):
 
 def test_the_cli_exits_5_when_every_point_is_skipped(tmp_path):
     ref = os.path.join(HERE, "specs", "toolchain.py") + "::everything_skipped"
-    p = run_cli([sys.executable, "-m", "kladder.cli", "climb", ref, "--rungs", "1", "--device", "cpu",
+    p = run_cli([sys.executable, "-m", "kladder.tools.cli", "climb", ref, "--rungs", "1", "--device", "cpu",
                         "--json", str(tmp_path / "r.json"), "--log", str(tmp_path / "l.jsonl")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == NOTHING_RAN, p.stdout + p.stderr
@@ -394,7 +394,7 @@ def test_a_big_named_shape_shrinks_the_other_dims_and_past_the_budget_is_a_gpu_p
     assert set(pts) == {4096, 1 << 20}
     assert pts[4096].sizes == {"M": 1, "N": 4096} and pts[4096].needs == ""       # M at its least: it fits
     assert pts[1 << 20].needs == "cuda"                     # listed, and skipped on the CPU with its bytes
-    from kladder.ladder import skip_note
+    from kladder.climbing.ladder import skip_note
     note = skip_note(spec, pts[1 << 20], "cpu", None)
     assert note.kind == NoteKind.GPU_POINT and note.facts.need_bytes == 2 * 4 << 20
 

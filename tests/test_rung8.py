@@ -6,10 +6,10 @@ import pytest
 from conftest import zoo_param
 
 import kladder as kl
-from kladder.gaps import end_to_end as model_gap
+from kladder.gen.gaps import end_to_end as model_gap
 from kladder.model import minilm
 from kladder.report.words import message
-from kladder.sizes import CPU_BUDGET
+from kladder.core.sizes import CPU_BUDGET
 
 HERE = os.path.dirname(__file__)
 

@@ -4,10 +4,10 @@ from itertools import combinations
 import pytest
 
 import kladder as kl
-from kladder import sizes
-from kladder.gaps import shapes
-from kladder.gaps.pairwise import all_pairs
-from kladder.sizes import nbytes_of
+from kladder.core import sizes
+from kladder.gen.gaps import shapes
+from kladder.gen.gaps.pairwise import all_pairs
+from kladder.core.sizes import nbytes_of
 
 
 def k(*a, **kw):
@@ -153,7 +153,7 @@ def test_kladder_points_lists_a_point_past_and_a_point_below_every_reachable_cli
     import sys
     here = os.path.dirname(__file__)
     out = tmp_path / "points.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "points", os.path.join(here, "specs", "big_rows.py"),
+    p = subprocess.run([sys.executable, "-m", "kladder.tools.cli", "points", os.path.join(here, "specs", "big_rows.py"),
                         "--rungs", "1", "--device", "cpu", "--json", str(out)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     listed = json.loads(out.read_text())["points"]
@@ -175,9 +175,9 @@ def test_kladder_points_lists_a_point_past_and_a_point_below_every_reachable_cli
 
 def test_the_rows_checked_on_a_big_point_include_the_rows_past_every_cliff():
     import os
-    from kladder.load import load_spec
-    from kladder.point import Point
-    from kladder.rows import plan_rows
+    from kladder.gen.load import load_spec
+    from kladder.core.point import Point
+    from kladder.gen.rows import plan_rows
     s = load_spec(os.path.join(os.path.dirname(__file__), "specs", "big_rows.py"))
     # a hand-written point, without kind="big": the sizes alone make it big
     pt = Point("double_rows", 1, (("M", 262145), ("N", 16384)))

@@ -9,11 +9,11 @@ import sys
 import pytest
 from conftest import report_json, run_cli
 
-from kladder.ladder import rung_points
-from kladder.load import load_spec
-from kladder.merge import MergeError, merge
-from kladder.shard import Costs, Shard, ShardError, Slicer, deal, parse_shard
-from kladder.sizes import budget_for
+from kladder.climbing.ladder import rung_points
+from kladder.gen.load import load_spec
+from kladder.climbing.merge import MergeError, merge
+from kladder.climbing.shard import Costs, Shard, ShardError, Slicer, deal, parse_shard
+from kladder.core.sizes import budget_for
 
 HERE = os.path.dirname(__file__)
 # fails at rung 1 (its last partial tile is never written) and passes elsewhere; plain torch, so
@@ -22,7 +22,7 @@ CASE = os.path.join(os.path.dirname(__file__), "specs", "tile_tail.py")
 
 
 def kladder(*args, timeout=900):
-    return run_cli([sys.executable, "-m", "kladder.cli", *args], capture_output=True, text=True,
+    return run_cli([sys.executable, "-m", "kladder.tools.cli", *args], capture_output=True, text=True,
                    timeout=timeout, cwd=HERE)
 
 

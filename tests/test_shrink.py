@@ -1,14 +1,14 @@
-"""kladder.shrink: a failing point shrunk to the smallest that fails the same way, each
+"""kladder.climbing.shrink: a failing point shrunk to the smallest that fails the same way, each
 candidate a real run through the Runner; against a hand-computed minimum."""
 import dataclasses
 import os
 
 import pytest
 
-from kladder.ladder import Runner
-from kladder.load import load_spec
-from kladder.point import Point
-from kladder.shrink import cannot_shrink, shrink
+from kladder.climbing.ladder import Runner
+from kladder.gen.load import load_spec
+from kladder.core.point import Point
+from kladder.climbing.shrink import cannot_shrink, shrink
 
 HERE = os.path.dirname(__file__)
 TAIL = os.path.join(HERE, "specs", "tile_tail.py")
@@ -47,8 +47,8 @@ def test_a_point_that_passes_is_not_shrunk(runner):
 
 
 def test_a_hang_is_not_shrunk_and_says_why():
-    from kladder.facts import HangFacts
-    from kladder.outcome import Check, Finding, Outcome, Status
+    from kladder.core.facts import HangFacts
+    from kladder.core.outcome import Check, Finding, Outcome, Status
     start = Point("tile_tail", 1, (("M", 3), ("N", 2817)))
     hung = Outcome(start, Status.FAILED, findings=[Finding(Check.HANG, facts=HangFacts(timeout_s=3.0))])
     facts = shrink(start, hung, lambda p: pytest.fail("a hang's candidates must not run"), None)
@@ -70,7 +70,7 @@ def test_a_climb_shrinks_each_rungs_first_failure_in_its_report(tmp_path):
     import subprocess
     import sys
     out = tmp_path / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", TAIL, "--rungs", "1-2", "--device", "cpu", "-q",
+    p = subprocess.run([sys.executable, "-m", "kladder.tools.cli", "climb", TAIL, "--rungs", "1-2", "--device", "cpu", "-q",
                         "--shrink-s", "300", "--json", str(out)], capture_output=True, text=True, timeout=900)
     assert p.returncode == 1, p.stderr
     doc = json.loads(out.read_text())
@@ -97,11 +97,11 @@ def test_shrink_s_zero_shrinks_nothing_and_a_bad_value_is_a_usage_error(tmp_path
     import subprocess
     import sys
     out = tmp_path / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", TAIL, "--rungs", "1", "--device", "cpu", "-q",
+    p = subprocess.run([sys.executable, "-m", "kladder.tools.cli", "climb", TAIL, "--rungs", "1", "--device", "cpu", "-q",
                         "--shrink-s", "0", "--json", str(out)], capture_output=True, text=True, timeout=600)
     assert p.returncode == 1 and json.loads(out.read_text())["shrunk"] == []
     assert "Smallest failing points" not in p.stdout
-    bad = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", TAIL, "--shrink-s", "-1"],
+    bad = subprocess.run([sys.executable, "-m", "kladder.tools.cli", "climb", TAIL, "--shrink-s", "-1"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--shrink-s" in bad.stderr and "0 or more" in bad.stderr
 
@@ -109,8 +109,8 @@ def test_shrink_s_zero_shrinks_nothing_and_a_bad_value_is_a_usage_error(tmp_path
 # ---------------------------------------------------------------------------- what decides it (a kernel's verdicts faked)
 def _fake(fails):
     """A `run` whose verdict is fails(point): a values failure, else a pass (no worker, no kernel)."""
-    from kladder.facts import ValuesFacts
-    from kladder.outcome import Check, Finding, Outcome, Status
+    from kladder.core.facts import ValuesFacts
+    from kladder.core.outcome import Check, Finding, Outcome, Status
 
     def run(p):
         if fails(p):

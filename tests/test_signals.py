@@ -16,7 +16,7 @@ from conftest import report_json
 
 HERE = os.path.dirname(__file__)
 SLOW = os.path.join(HERE, "specs", "slow.py")
-KLADDER = [sys.executable, "-m", "kladder.cli"]
+KLADDER = [sys.executable, "-m", "kladder.tools.cli"]
 MOMENTS = 20
 AT_ONCE = 4                     # climbs signalled side by side: the suite's wall time
 

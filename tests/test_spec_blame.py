@@ -11,7 +11,7 @@ HERE = os.path.dirname(__file__)
 
 def test_a_reference_of_the_wrong_shape_is_broken_not_the_kernels_failure(tmp_path):
     out = tmp_path / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", os.path.join(HERE, "specs", "ref_shape.py"),
+    p = subprocess.run([sys.executable, "-m", "kladder.tools.cli", "climb", os.path.join(HERE, "specs", "ref_shape.py"),
                         "--rungs", "1", "--device", "cpu", "--json", str(out), "--no-history", "--shrink-s", "0"],
                        capture_output=True, text=True, cwd=tmp_path, timeout=300)
     report = json.loads(out.read_text())

@@ -6,7 +6,7 @@ import torch
 
 import kladder as kl
 from kladder.checks import Judge
-from kladder.point import Point
+from kladder.core.point import Point
 from kladder.run import interpreter, trial
 from kladder.run.settings import SETTINGS, torch_setting
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from kladder import cli
+from kladder.tools import cli
 from kladder.history.store import History
 
 
@@ -80,10 +80,10 @@ def test_garbage_inside_a_page_is_refused_with_the_path_and_what_to_do(tmp_path,
 
 
 def _report(tmp_path) -> dict:
-    from kladder.results import ClimbReport, RungReport
+    from kladder.core.results import ClimbReport, RungReport
     from kladder.report.jsonout import report_dict, strict
-    from kladder.outcome import Outcome, Status
-    from kladder.point import Point
+    from kladder.core.outcome import Outcome, Status
+    from kladder.core.point import Point
     r = ClimbReport("double", "spec.py", "cpu")
     r.rungs.append(RungReport(1, "shapes", [Outcome(Point("double", 1, (("N", n),)), Status.PASSED) for n in (1, 2)]))
     return json.loads(json.dumps(strict(report_dict(r))))

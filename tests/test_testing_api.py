@@ -136,13 +136,13 @@ def test_a_peer_in_the_kernels_precision_widens_the_budget_as_the_honest_peer_do
 
 
 def test_inputs_are_the_ones_a_climb_gives_the_kernel_layout_and_all():
-    from kladder.load import load_spec
-    from kladder.point import Point
+    from kladder.gen.load import load_spec
+    from kladder.core.point import Point
     from kladder.run.trial import run_point
     ref = os.path.join(HERE, "specs", "good.py")
     spec = load_spec(ref)
-    from kladder.ladder import rung_points
-    from kladder.sizes import budget_for
+    from kladder.climbing.ladder import rung_points
+    from kladder.core.sizes import budget_for
     point = next(p for p in rung_points(spec, 3, budget_for("cpu")) if p.layouts)       # a strided view of x
     seen = []
     real = spec.kernel

@@ -103,7 +103,7 @@ import importlib.util, json, sys
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from kladder.outcome import error_facts
+from kladder.core.outcome import error_facts
 spec = importlib.util.spec_from_file_location("kladder_globals_probe", sys.argv[1])
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)

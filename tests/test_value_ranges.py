@@ -9,9 +9,9 @@ import sys
 import pytest
 import torch
 
-from kladder.fill import fill_kind, range_problem, representable_range
-from kladder.notation import ValueKind
-from kladder.spec import VALUE_KINDS
+from kladder.gen.fill import fill_kind, range_problem, representable_range
+from kladder.core.notation import ValueKind
+from kladder.core.spec import VALUE_KINDS
 
 FLOATS = ("float64", "float32", "float16", "bfloat16")
 RANGES = ((0.5, 9), (1e-3, 1), (0, 1), (-3, -2), (2.0, 2.0), (1, 1.0078125))
@@ -71,7 +71,7 @@ def test_without_a_range_the_kinds_are_unchanged():
 def _climb(tmp_path, ref):
     out = tmp_path / "r.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(HERE, "..", "src"), os.environ.get("PYTHONPATH", "")])}
-    p = subprocess.run([sys.executable, "-m", "kladder.cli", "climb", ref, "--rungs", "2", "--device", "cpu",
+    p = subprocess.run([sys.executable, "-m", "kladder.tools.cli", "climb", ref, "--rungs", "2", "--device", "cpu",
                         "--json", str(out), "--no-history", "--shrink-s", "0"], capture_output=True, text=True,
                        env=env, cwd=tmp_path, timeout=600)
     return p, json.loads(out.read_text())

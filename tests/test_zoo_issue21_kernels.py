@@ -100,10 +100,10 @@ def test_embedding_chunk_tail(D, bites, dtype):
 def test_embedding_chunk_tail_is_caught_only_by_rung_1s_top_tails(monkeypatch):
     """The model widths, their neighbours, the low tails and the maximum all pass; the top tails
     (16383, 14337) fail, and without them (rung 1 before issue 21) rung 1 passes."""
-    from kladder.gaps import shapes
-    from kladder.ladder import rung_points
+    from kladder.gen.gaps import shapes
+    from kladder.climbing.ladder import rung_points
     from kladder.run.trial import run_point
-    from kladder.sizes import CPU_BUDGET
+    from kladder.core.sizes import CPU_BUDGET
 
     def rung1(spec):
         return [run_point(spec, p, "cpu").outcome for p in rung_points(spec, 1, CPU_BUDGET) if p.needs != "cuda"]

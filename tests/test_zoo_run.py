@@ -6,10 +6,10 @@ import types
 
 import pytest
 
-from kladder import cases, zoo_run
-from kladder.cli import build_parser
+from kladder.tools import cases, zoo_run
+from kladder.tools.cli import build_parser
 from kladder.report.zoo import row_text, summary_text
-from kladder.zoo_rows import CaseRow, Verdict, judge_case, tally
+from kladder.core.zoo_rows import CaseRow, Verdict, judge_case, tally
 
 TINY = os.path.join(os.path.dirname(__file__), "specs", "zoo_tiny.py")
 CASE = {"rung": 1, "gap": "shapes", "mirrors": "a test fixture", "needs": ""}
@@ -22,8 +22,8 @@ def report(lowest=None, failures=0, exit_code=0, nothing_ran=False, outcomes=())
 
 def test_a_reference_found_not_independent_is_the_catch_of_a_case_whose_bug_is_its_reference():
     # shared_kernel_reference (issue 38): the climb flags the reference itself, a BROKEN point, no failure
-    from kladder.outcome import Note, NoteKind, Outcome, Status
-    from kladder.point import Point
+    from kladder.core.outcome import Note, NoteKind, Outcome, Status
+    from kladder.core.point import Point
     broken = Outcome(Point("s", 3, (("N", 4),)), Status.BROKEN, note=Note.of(
         NoteKind.REFERENCE_NOT_INDEPENDENT, reference="ref_via_library", jit_kernels=["_k (lib.py:3)"]))
     row = judge_case("c", {**CASE, "rung": 3}, report(exit_code=1, outcomes=[broken]), report(), "cpu", 1.0)
@@ -101,7 +101,7 @@ def test_the_rows_are_typed():
 
 
 def test_a_cases_text_names_the_smallest_failing_point_of_its_lowest_failing_rung(monkeypatch):
-    from kladder.results import ClimbReport
+    from kladder.core.results import ClimbReport
     from kladder.report.terminal import render_case_text
     point = {"spec": "s", "rung": 2, "dims": [["M", 1], ["N", 257]], "dtypes": []}
     bug, twin = ClimbReport("s", "s.py", "cpu"), ClimbReport("s", "s.py", "cpu")
@@ -211,7 +211,7 @@ def test_every_climb_forks_from_one_server_of_the_zoos(tiny_zoo, capsys, monkeyp
 
 
 def test_several_cases_by_name_are_a_table_and_bad_names_are_usage_errors(tiny_zoo, capsys):
-    from kladder.cli import main
+    from kladder.tools.cli import main
     assert main(["zoo", "climb", "missed", "caught", "--device", "cpu", "-q"]) == 1
     out = capsys.readouterr().out
     assert table(out) == ["caught                   rung 1  buggy: caught   (1 failed point, lowest failing rung 1); twin clean",

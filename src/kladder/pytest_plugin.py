@@ -31,8 +31,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     """Bad option values are usage errors at start-up, naming the option and the fix."""
-    from .errors import UsageError
-    from .ladder import parse_rungs
+    from .core.errors import UsageError
+    from .climbing.ladder import parse_rungs
     device = _option(config, "device") or "auto"
     if device not in ("auto", "cpu", "cuda"):
         raise pytest.UsageError(f"kladder: --kladder-device {device!r}: use auto, cpu or cuda.")
@@ -53,7 +53,7 @@ def _option(config, name: str) -> str:
 
 
 def pytest_pycollect_makeitem(collector, name, obj):
-    from .spec import Spec
+    from .core.spec import Spec
     if isinstance(obj, Spec) and collector.funcnamefilter(name):
         return SpecCollector.from_parent(collector, name=name, spec=obj)
     return None
@@ -69,9 +69,9 @@ class SpecCollector(pytest.Collector):
         self.spec = spec
 
     def collect(self):
-        from .errors import UsageError
-        from .ladder import parse_rungs, resolve_device, rung_points
-        from .sizes import budget_for
+        from .core.errors import UsageError
+        from .climbing.ladder import parse_rungs, resolve_device, rung_points
+        from .core.sizes import budget_for
         config = self.config
         try:
             device = resolve_device(_option(config, "device") or "auto")
@@ -116,7 +116,7 @@ _RECORDS_KEY = pytest.StashKey[dict]()   # ref -> (the ClimbReport its points fi
 
 def _runner(config, ref: str, spec, device: str):
     """One Runner per spec for the session: its points run as `kladder climb` runs them."""
-    from .ladder import Runner
+    from .climbing.ladder import Runner
     runners = config.stash.setdefault(_RUNNERS_KEY, {})
     if ref not in runners:
         # nothing set in the user's process: the device goes to the Runner, and its workers start
@@ -141,7 +141,7 @@ def _record(config, ref: str, outcome) -> None:
         import datetime
 
         from .history.record import Recorder
-        from .results import ClimbReport
+        from .core.results import ClimbReport
         from .version import __version__
         runner = config.stash[_RUNNERS_KEY][ref]
         report = ClimbReport(runner.spec.name, ref, runner.device, kladder_version=__version__,
@@ -151,8 +151,8 @@ def _record(config, ref: str, outcome) -> None:
         recorder.begin(report, kind="pytest")
         records[ref] = (report, recorder)
     report, recorder = records[ref]
-    from .results import RungReport
-    from .rungs import title
+    from .core.results import RungReport
+    from .core.rungs import title
     rung = next((r for r in report.rungs if r.rung == outcome.point.rung), None)
     if rung is None:
         rung = RungReport(outcome.point.rung, title(outcome.point.rung))

@@ -5,7 +5,7 @@
 set -u
 src=$1; out=$2; mkdir -p "$out"
 while read -r case rung extra; do
-  PYTHONPATH=$src timeout 600 python -c 'from kladder.cli import main; main()' zoo climb "$case" --device cpu \
+  PYTHONPATH=$src timeout 600 python -c 'from kladder.tools.cli import main; main()' zoo climb "$case" --device cpu \
       --rungs "$rung" $extra --json "$out/$case-$rung.json" > "$out/$case-$rung.txt" 2>&1
   echo "$case $rung exit $?"
 done <<'CASES'

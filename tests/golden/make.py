@@ -46,8 +46,8 @@ def typed(report) -> dict:
 
 
 def report_of(doc: dict):
-    from kladder.outcome import Outcome
-    from kladder.results import ClimbReport, RungReport
+    from kladder.core.outcome import Outcome
+    from kladder.core.results import ClimbReport, RungReport
     rungs = [RungReport(r["rung"], r["title"], [Outcome.from_dict(o) for o in r["outcomes"]], r["seconds"], r["climbed"],
                         r["note"], r["interrupted"]) for r in doc["rungs"]]
     return ClimbReport(doc["spec"], doc["ref"], doc["device"], doc["device_name"], rungs, doc["seconds"],

@@ -1,4 +1,4 @@
-"""An RMSNorm whose sum of squares accumulates in float16 (kladder.shrink's and kladder explore's
+"""An RMSNorm whose sum of squares accumulates in float16 (kladder.climbing.shrink's and kladder explore's
 tests of a failure the values cause, issue 33).
 
 One program per row walks it in fixed BLOCK-wide chunks and adds each chunk's sum of squares

@@ -1,4 +1,4 @@
-"""A tile-tail bug for kladder.shrink's tests: the launcher runs max(1, N // 256) tiles, so the
+"""A tile-tail bug for kladder.climbing.shrink's tests: the launcher runs max(1, N // 256) tiles, so the
 last partial tile is never written once there is a full one. Its smallest failing point is one
 tile plus one (M = 1, N = 257); N = 256 and every N < 256 pass."""
 import torch

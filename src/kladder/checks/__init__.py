@@ -10,10 +10,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..notation import ValueKind, Values
-from ..outcome import Cause, Check, Finding, Note, NoteKind, SpecBroken
-from ..facts import RanFacts, UncapturedFacts, ValuesFacts
-from ..sizes import ITEMSIZE, dtype_of, shape_of
+from ..core.notation import ValueKind, Values
+from ..core.outcome import Cause, Check, Finding, Note, NoteKind, SpecBroken
+from ..core.facts import RanFacts, UncapturedFacts, ValuesFacts
+from ..core.sizes import ITEMSIZE, dtype_of, shape_of
 from . import (
     bias,
     bitwise,
@@ -261,7 +261,7 @@ class Judge:
         outputs' upstream gradients): a changed buffer passes where it now holds a gradient, the
         kernel's own gradient output bit for bit (judged as that output) or the reference's within
         the gradient's tolerance; otherwise its change stays a finding, marked declared."""
-        from ..spec import grad_name, upstream_name
+        from ..core.spec import grad_name, upstream_name
         pt, backward = prep.point, getattr(prep, "backward", None)
         if backward is None:
             return found
@@ -386,7 +386,7 @@ def _reference_nan(name: str, m, ref, prep, where: Where) -> None:
 
 
 def _guard_findings(spec, inputs, point) -> list[Finding]:
-    from ..materialize import any_damaged
+    from ..gen.materialize import any_damaged
     out = []
     if not any_damaged(inputs.guarded.values()):
         return out
@@ -401,7 +401,7 @@ def _guard_findings(spec, inputs, point) -> list[Finding]:
 def _backward_guard_findings(spec, backward, point) -> list[Finding]:
     """Guard bytes around kladder's own gradient buffers (Spec.grads): each upstream gradient
     ('upstream y') and, at an accumulation point, what each `.grad` held ('grad of w')."""
-    from ..materialize import any_damaged
+    from ..gen.materialize import any_damaged
     if not backward.guarded or not any_damaged(backward.guarded.values()):
         return []
     out = []
@@ -417,7 +417,7 @@ def _allocation_findings(allocated: list, outputs: dict) -> list[Finding]:
     """Guard bytes around the tensors the kernel allocated itself during the call
     (run/guarded_alloc.py): one it returned is named as that output, any other as the kernel's
     scratch allocation (its op, shape and dtype)."""
-    from ..materialize import any_damaged
+    from ..gen.materialize import any_damaged
     if not allocated or not any_damaged([a.g for a in allocated]):
         return []
     out = []

@@ -11,8 +11,8 @@ in the kernel's precision) the kernel must lean against the reference AND agains
 the same way."""
 from __future__ import annotations
 
-from ..outcome import Check, Finding
-from ..facts import BiasFacts
+from ..core.outcome import Check, Finding
+from ..core.facts import BiasFacts
 
 BIAS_P = 1e-6              # the sign test's threshold: chance would lean this way once in a million
 BIAS_ULPS = 0.1            # and the mean error must be at least a tenth of the output's rounding unit

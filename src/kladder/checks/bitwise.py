@@ -2,8 +2,8 @@
 warm cache; zero and poisoned padding). One comparison and one finding for every mode."""
 from __future__ import annotations
 
-from ..facts import NotBitwiseFacts, PaddingFacts
-from ..outcome import Cause, Check, Finding
+from ..core.facts import NotBitwiseFacts, PaddingFacts
+from ..core.outcome import Cause, Check, Finding
 from .pattern import Where, describe
 
 

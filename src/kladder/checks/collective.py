@@ -9,9 +9,9 @@ A hang (the watchdog's), a raise, a crash and a device fault in a rank are findi
 naming the rank and the call."""
 from __future__ import annotations
 
-from ..outcome import Check, Finding
-from ..facts import CollectiveFacts, ContractFacts, CrashedFacts, DeviceFaultFacts, RaisedFacts, RanksHungFacts
-from ..sizes import ITEMSIZE, dtype_of, shape_of
+from ..core.outcome import Check, Finding
+from ..core.facts import CollectiveFacts, ContractFacts, CrashedFacts, DeviceFaultFacts, RaisedFacts, RanksHungFacts
+from ..core.sizes import ITEMSIZE, dtype_of, shape_of
 from . import contract, guards, values
 from .pattern import where_of
 

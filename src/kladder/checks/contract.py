@@ -3,8 +3,8 @@
 contract failure with its own message, not a tolerance miss."""
 from __future__ import annotations
 
-from ..outcome import Check, Finding
-from ..facts import ContractFacts
+from ..core.outcome import Check, Finding
+from ..core.facts import ContractFacts
 
 
 def contract(name: str, out, expect_shape, expect_dtype: str, expect_device: str) -> Finding | None:

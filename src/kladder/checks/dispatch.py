@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from ..facts import DispatchFacts
-from ..notation import EnvSet, Toolchain
-from ..outcome import Check, Finding
-from ..spec import when_holds, when_text
-from ..versions import holds as version_holds
+from ..core.facts import DispatchFacts
+from ..core.notation import EnvSet, Toolchain
+from ..core.outcome import Check, Finding
+from ..core.spec import when_holds, when_text
+from ..core.versions import holds as version_holds
 
 SHOWN = 12          # names of each kind kept in a finding or a note
 
@@ -48,7 +48,7 @@ def applies(expect, point, defaults=None, env=None) -> bool:
 def toolchain_of(device: str) -> dict:
     """The toolchain a `when` may name, as the fingerprint of this process reads it: torch,
     triton and CUDA versions, the live device's capability (None on the CPU)."""
-    from ..fingerprint import fingerprint
+    from ..core.fingerprint import fingerprint
     fp = fingerprint(None, device, env={})          # versions and the device only: the judge reads no environment
     return {Toolchain.TORCH: fp["torch"], Toolchain.TRITON: fp["triton"], Toolchain.CUDA: fp["cuda"],
             Toolchain.CAPABILITY: (fp["device"] or {}).get("capability")}
@@ -74,7 +74,7 @@ def _same(a, b) -> bool:
 def refusal(spec, point, error: BaseException, device: str):
     """The runs=False expectation that applies at this point (its toolchain condition holding on
     `device`) and whose `raises` the kernel's exception is: the launcher refused as documented. Or None."""
-    from ..spec import launcher_defaults
+    from ..core.spec import launcher_defaults
     for e in spec.expectations:
         if e.refuses(error) and applies(e, point, launcher_defaults(spec.kernel)) \
                 and not (names_toolchain(spec) and unmet(e, toolchain_of(device))):
@@ -85,7 +85,7 @@ def refusal(spec, point, error: BaseException, device: str):
 def refusing(spec, point) -> bool:
     """Some runs=False expectation with kernel '*' applies at this point: the launcher is documented
     to refuse there, so the call's values have nothing to be judged against."""
-    from ..spec import launcher_defaults
+    from ..core.spec import launcher_defaults
     return any(not e.runs and e.kernel == "*" and applies(e, point, launcher_defaults(spec.kernel))
                for e in spec.expectations)
 
@@ -137,7 +137,7 @@ def env_facts(spec, point) -> dict:
 def dispatch(spec, point, ran, have: dict | None = None) -> tuple[Finding | None, list[dict]]:
     """(the finding for the expectations that applied and did not hold, the expectations not
     judged because a toolchain condition does not hold here: [{kernel, label, unmet}])."""
-    from ..spec import launcher_defaults
+    from ..core.spec import launcher_defaults
     defaults = launcher_defaults(spec.kernel)
     have = have if have is not None else {}
     missing, forbidden, skipped = [], [], []

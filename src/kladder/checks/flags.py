@@ -4,8 +4,8 @@ decides the binary on the CPU) and, on CUDA, some GPU kernels; a flag whose valu
 the same code never reached code generation (FlyDSL #1153, #1177)."""
 from __future__ import annotations
 
-from ..outcome import Check, Finding, Note, NoteKind
-from ..facts import FlagChangedFacts, FlagNoEffectFacts
+from ..core.outcome import Check, Finding, Note, NoteKind
+from ..core.facts import FlagChangedFacts, FlagNoEffectFacts
 
 
 def code_of(ran) -> tuple:

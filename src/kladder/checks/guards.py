@@ -3,8 +3,8 @@ start). A store a few elements past the end lands inside the caching allocator's
 compute-sanitizer's memcheck sees nothing; the sentinels see it, bit for bit."""
 from __future__ import annotations
 
-from ..outcome import Check, Finding
-from ..facts import GuardFacts
+from ..core.outcome import Check, Finding
+from ..core.facts import GuardFacts
 
 
 def guards(name: str, damaged_before: list[int], damaged_after: list[int], itemsize: int,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import inspect
 
-from ..outcome import Check, Finding
-from ..facts import CaughtImportFacts, ImportContractFacts
+from ..core.outcome import Check, Finding
+from ..core.facts import CaughtImportFacts, ImportContractFacts
 
 
 def _kernels(spec) -> list:
-    from ..chain import Chain
+    from ..core.chain import Chain
     return spec.kernel.functions() if isinstance(spec.kernel, Chain) else [spec.kernel]
 
 

@@ -12,7 +12,7 @@ torch.bincount in the launcher and in the reference) are torch's and say nothing
 kernel under test is itself a torch op: then a reference that calls that op runs the kernel."""
 from __future__ import annotations
 
-from ..outcome import Note, NoteKind
+from ..core.outcome import Note, NoteKind
 
 # The operator library torch ships: a GPU kernel launched inside one of its ops (ATen's own
 # kernels, and the cuBLAS / cuDNN / cuFFT kernels its ops call) is torch's, not the launcher's.

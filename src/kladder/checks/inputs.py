@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..outcome import Check, Finding
-from ..facts import InputChangedFacts
+from ..core.outcome import Check, Finding
+from ..core.facts import InputChangedFacts
 from .bitwise import bits_differ
 from .pattern import Where, describe
 
@@ -193,7 +193,7 @@ def upstream_changed(spec, upstream: dict, shots: dict) -> list[Finding]:
     """Spec.grads: a backward must leave its grad_output as it was passed (autograd may hand the
     same buffer to another consumer's backward). A finding per upstream gradient ('upstream y')
     whose values changed bit for bit, located as its output's elements."""
-    from ..spec import upstream_name
+    from ..core.spec import upstream_name
     found = []
     for out, then in shots.items():
         now = upstream.get(out)

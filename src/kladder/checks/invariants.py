@@ -2,9 +2,9 @@
 sum to one; V = 1 gives 1), checked where they apply."""
 from __future__ import annotations
 
-from ..notation import ValueKind
-from ..outcome import Check, Finding, NoteKind, SpecBroken, error_facts
-from ..facts import InvariantFacts
+from ..core.notation import ValueKind
+from ..core.outcome import Check, Finding, NoteKind, SpecBroken, error_facts
+from ..core.facts import InvariantFacts
 from .pattern import Where, describe
 
 

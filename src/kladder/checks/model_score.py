@@ -4,8 +4,8 @@ does the right answers' likelihood rising beyond Spec.model_nll_tolerance while 
 holds (errors that lean one way and compound through the layers)."""
 from __future__ import annotations
 
-from ..outcome import Check, Finding, Note, NoteKind
-from ..facts import ModelFacts
+from ..core.outcome import Check, Finding, Note, NoteKind
+from ..core.facts import ModelFacts
 
 
 def judge(spec, scores: dict) -> tuple[list[Finding], Note]:

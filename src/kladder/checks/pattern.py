@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..outcome import Pattern, Span
+from ..core.outcome import Pattern, Span
 
 
 @dataclass

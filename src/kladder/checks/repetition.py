@@ -12,10 +12,10 @@ run proves.
   50% and 95% chance and the curve 1 - (1 - p)^N; a clean run says the bound it proves."""
 from __future__ import annotations
 
-from ..outcome import Check, Finding, Note, NoteKind
-from ..facts import CHECK_FACTS
-from ..sizes import dtype_of, shape_of
-from ..stats import summary
+from ..core.outcome import Check, Finding, Note, NoteKind
+from ..core.facts import CHECK_FACTS
+from ..core.sizes import dtype_of, shape_of
+from ..core.stats import summary
 from . import bitwise, values
 from .pattern import describe, where_of
 
@@ -256,6 +256,6 @@ class StreamTally:
 def _per_call_rows(t, n: int):
     """[calls, ...] -> the rows each call's own comparison has (as_rows of one call's output),
     stacked: each row's scale stays its own call's."""
-    from ..sizes import as_rows
+    from ..core.sizes import as_rows
     one = as_rows(t[0])
     return t.reshape(n * one.shape[0], one.shape[1])

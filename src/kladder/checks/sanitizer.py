@@ -4,8 +4,8 @@ reported. racecheck's warnings (hazards the tool itself rates as possibly benign
 threads writing the same value) are warnings here too; every other error fails the point."""
 from __future__ import annotations
 
-from ..outcome import Check, Finding, Note, NoteKind
-from ..facts import SanitizerFacts
+from ..core.outcome import Check, Finding, Note, NoteKind
+from ..core.facts import SanitizerFacts
 
 KEYS = ("tool", "kind", "text", "kernel", "file", "line", "access", "size", "address", "detail", "thread", "block",
         "severity")

@@ -15,10 +15,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..outcome import Check, Finding, Largest
-from ..facts import ContractFacts, ValuesFacts
-from ..sizes import as_rows, output_cliffs
-from ..spec import Tolerance
+from ..core.outcome import Check, Finding, Largest
+from ..core.facts import ContractFacts, ValuesFacts
+from ..core.sizes import as_rows, output_cliffs
+from ..core.spec import Tolerance
 from . import fast
 from . import peer as peers
 from .pattern import Where, describe, original_index, unravel
@@ -234,7 +234,7 @@ def beyond_peers(m: Mismatch, out, ref, tol: Tolerance) -> float | None:
 
 def not_needed(m: Mismatch, times: float) -> Mismatch:
     """`m` judged at once: the default is its budget, and the facts say why no peer was asked."""
-    from ..facts import PeerNotNeededFacts
+    from ..core.facts import PeerNotNeededFacts
     return dataclasses.replace(m, facts={**m.facts, "budget": "default",
                                          "peer": PeerNotNeededFacts(times=times, decides=PEER_DECIDES)})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from ..errors import UsageProblem
+from ..core.errors import UsageProblem
 
 HISTORY_HELP = "the history file (default .kladder/history.sqlite, or $KLADDER_HISTORY)"
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..facts import (
+from ..core.facts import (
     ClimbLoadFacts,
     DiffBitsFacts,
     DiffClimbFacts,

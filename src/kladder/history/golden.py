@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 
-from ..facts import GoldenChangedFacts, GoldenFacts, GoldenRecordFacts
+from ..core.facts import GoldenChangedFacts, GoldenFacts, GoldenRecordFacts
 from .store import toolchain
 
 

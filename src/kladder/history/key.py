@@ -77,7 +77,7 @@ def _digest(*parts: Any) -> str:
 
 # ---------------------------------------------------------------------------- the toolchain
 def toolchain_of(fp: dict) -> dict:
-    """What compiles and runs the kernel, from a fingerprint (kladder.fingerprint)."""
+    """What compiles and runs the kernel, from a fingerprint (kladder.core.fingerprint)."""
     dev = fp.get("device") if isinstance(fp.get("device"), dict) else {}
     return {"torch": fp.get("torch"), "triton": fp.get("triton"), "cuda": fp.get("cuda"), "rocm": fp.get("rocm"),
             "driver": fp.get("driver"), "python": fp.get("python"), "device": dev.get("name"),
@@ -654,7 +654,7 @@ def climb_key(spec, device: str, fingerprint: dict, timeout_s: float | None = No
               env: Mapping[str, str] | None = None) -> ClimbKey:
     """The key of every point of `spec` climbed on `device` in the environment `fingerprint`
     describes (a worker's, with the device, on CUDA)."""
-    from ..fingerprint import steering_env
+    from ..core.fingerprint import steering_env
     env = os.environ if env is None else env
     closure = Closure()
     canon = Canon(closure)

@@ -32,9 +32,9 @@ import sys
 import time
 from typing import Callable, Iterable, Iterator
 
-from ..facts import AccumulatedFacts, ReusedFacts, ReuseFacts
-from ..outcome import NoteKind, Outcome, Status
-from ..point import Point
+from ..core.facts import AccumulatedFacts, ReusedFacts, ReuseFacts
+from ..core.outcome import NoteKind, Outcome, Status
+from ..core.point import Point
 from .key import PART_WORDS, ClimbKey, climb_key
 from .store import STORE_SIZE, History, HistoryError
 
@@ -135,7 +135,7 @@ def smi_fingerprint(env=None, smi=None) -> dict | None:
     import shutil
     import subprocess
 
-    from ..fingerprint import driver_version, fingerprint
+    from ..core.fingerprint import driver_version, fingerprint
     env = os.environ if env is None else env
     smi = smi or shutil.which("nvidia-smi")
     if smi is None:
@@ -188,7 +188,7 @@ class ClimbStore:
     # ------------------------------------------------------------------ the key
     def _fingerprint(self) -> dict:
         if self.device != "cuda":
-            from ..fingerprint import fingerprint
+            from ..core.fingerprint import fingerprint
             return fingerprint(None, self.device)
         if self.store.device_fingerprint is None:
             fp = smi_fingerprint()                            # the driver's word, without waiting for a worker
@@ -337,6 +337,6 @@ class ClimbStore:
 
 
 def _accumulated(o: Outcome, climbs: int, calls: int, since: str) -> None:
-    from ..stats import CONFIDENCE, upper_bound
+    from ..core.stats import CONFIDENCE, upper_bound
     acc = AccumulatedFacts(climbs=climbs, calls=calls, bound=upper_bound(0, calls), conf=CONFIDENCE, since=since)
     o.note = dataclasses.replace(o.note, facts=dataclasses.replace(o.note.facts, accumulated=acc))

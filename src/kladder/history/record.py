@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import sys
 
-from ..outcome import Check, Outcome
+from ..core.outcome import Check, Outcome
 from .store import History, HistoryError, default_path
 
 VERDICTS = {0: "passed", 1: "failed", 2: "not started", 5: "nothing ran", 130: "interrupted"}
@@ -63,7 +63,7 @@ class Recorder:
             return None
 
     def begin(self, report, kind: str = "climb") -> None:
-        from ..fingerprint import fingerprint, source_file
+        from ..core.fingerprint import fingerprint, source_file
         if self.climb_id is not None or self.h is None:
             return
         fp = report.fingerprint or fingerprint(source_file(report.ref), None)
@@ -103,7 +103,7 @@ def recorded(args, spec_name: str, ref: str, device: str, opts):
     report made here and a Recorder that writes it into the history as it runs (--history PATH,
     --no-history), as `kladder climb` records. Returns (report, recorder); the caller passes the
     report to ladder.climb and calls recorder.end(report) once it returns."""
-    from ..results import ClimbReport
+    from ..core.results import ClimbReport
     report = ClimbReport(spec_name, ref, device, started=datetime.datetime.now().isoformat(timespec="seconds"))
     recorder = Recorder.from_args(args)
     recorder.report = report

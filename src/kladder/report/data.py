@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-from ..facts import BiasFacts, ContractFacts, GpuPointFacts, GuardFacts, NondeterministicFacts
-from ..outcome import Check, Finding, Note, Outcome
+from ..core.facts import BiasFacts, ContractFacts, GpuPointFacts, GuardFacts, NondeterministicFacts
+from ..core.outcome import Check, Finding, Note, Outcome
 
 
 # ---------------------------------------------------------------------------- grouping keys (from the facts' data)

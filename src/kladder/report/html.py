@@ -49,8 +49,8 @@ def _outcome(p: dict):
     """A point of the JSON report as the Outcome that report/data.py's grouping reads (its point,
     status and findings with their patterns and facts), or None where the record cannot be read
     back as one (a report from another kladder): such a point is a group of its own."""
-    from ..outcome import Finding, Outcome, Status
-    from ..point import Point
+    from ..core.outcome import Finding, Outcome, Status
+    from ..core.point import Point
     try:
         findings = [Finding.from_dict({"check": f["check"], "output": f.get("output", ""), "call": f.get("call", ""),
                                        "pattern": f.get("where"), "mismatched": f.get("mismatched", 0),

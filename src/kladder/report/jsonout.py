@@ -17,9 +17,9 @@ import secrets
 from collections import Counter
 from typing import Any
 
-from ..outcome import Finding, Outcome
+from ..core.outcome import Finding, Outcome
 from . import words
-from ..results import ClimbReport, RungReport
+from ..core.results import ClimbReport, RungReport
 
 FORMAT = 1
 

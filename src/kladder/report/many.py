@@ -2,8 +2,8 @@
 as it ends, the failing specs' reports, the totals. Returns text; the CLI prints it."""
 from __future__ import annotations
 
-from ..outcome import Status
-from ..results import ClimbReport
+from ..core.outcome import Status
+from ..core.results import ClimbReport
 from .terminal import literal, render_text
 
 VERDICTS = {0: "PASSED", 1: "FAILED", 2: "NOT STARTED", 5: "NOTHING RAN", 130: "INTERRUPTED"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..point import Point
-from ..sizes import dtype_of, human_bytes, nbytes_of, shape_of
+from ..core.point import Point
+from ..core.sizes import dtype_of, human_bytes, nbytes_of, shape_of
 
 
 def point_record(spec, point: Point) -> dict[str, Any]:

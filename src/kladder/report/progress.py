@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from ..outcome import Outcome, Status
-from ..results import RungReport
+from ..core.outcome import Outcome, Status
+from ..core.results import RungReport
 
 
 class Progress:

@@ -16,7 +16,7 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from .. import facts as F
+from ..core import facts as F
 
 def part_name(cls: type) -> str:
     """The definition of a facts class one facts class holds in a field (facts.SpreadFacts ...)."""

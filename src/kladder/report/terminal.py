@@ -10,9 +10,9 @@ from __future__ import annotations
 import io
 from collections import defaultdict
 
-from ..outcome import Check, NoteKind, Outcome, Replay, Status
+from ..core.outcome import Check, NoteKind, Outcome, Replay, Status
 from . import words
-from ..results import ClimbReport, RungReport
+from ..core.results import ClimbReport, RungReport
 from .data import bias_group, failure_groups, note_group, note_key, reason_group
 from .history_text import golden_check_text, golden_summary_text
 

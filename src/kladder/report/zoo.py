@@ -2,7 +2,7 @@
 (the rows and the tally are data: zoo_rows.py)."""
 from __future__ import annotations
 
-from ..zoo_rows import CaseRow, Tally, Verdict
+from ..core.zoo_rows import CaseRow, Tally, Verdict
 from .words import fingerprint_text
 
 VERDICT = {Verdict.CAUGHT: "caught", Verdict.NEEDS_GPU: "needs a GPU (skipped, or a race the CPU cannot run)",

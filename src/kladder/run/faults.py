@@ -9,7 +9,7 @@ import os
 import signal
 from dataclasses import dataclass
 
-from ..facts import (
+from ..core.facts import (
     CaptureFacts,
     CrashedFacts,
     CrashedNotAloneFacts,
@@ -18,7 +18,7 @@ from ..facts import (
     RaisedFacts,
     UnderLoadFacts,
 )
-from ..outcome import (
+from ..core.outcome import (
     Check,
     Finding,
     Hung,
@@ -32,8 +32,8 @@ from ..outcome import (
     Status,
     error_facts,
 )
-from ..notation import ValueKind, Values
-from ..point import Point
+from ..core.notation import ValueKind, Values
+from ..core.point import Point
 from ..checks.dispatch import refusal
 from . import interpreter
 

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 
-from ..outcome import Load
+from ..core.outcome import Load
 from .isolation import LIFELINE_ENV, Pool, Worker, hold_lifeline
 
 
@@ -141,7 +141,7 @@ class ForkPool(Pool):
         if device != "cpu":
             raise ValueError("forked workers are for the CPU: a CUDA context does not survive a fork")
         super().__init__(ref, device, spares=1)
-        from ..fingerprint import fingerprint, source_file
+        from ..core.fingerprint import fingerprint, source_file
         from .interpreter import probe
         self.spec = spec
         self.hello_facts = {**hello, "fingerprint": fingerprint(source_file(ref), device)}

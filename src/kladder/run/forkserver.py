@@ -53,8 +53,8 @@ EAGER_PREFIXES = ("PYTHON", "LD_", "MALLOC", "GLIBC", "TORCH", "PYTORCH", "TRITO
 # What the server imports before it serves: each machinery (run/modes/tracing.is_machinery), so
 # that the import-tracing child records what a fresh process records. (Triton imports its gluon
 # package at a kernel's first call: 50 modules, 1.4 of a first call's 3.6 s on the CPU.)
-PRELOAD = ("numpy", "torch", "triton", "triton.experimental.gluon", "kladder.run.worker", "kladder.run.trial", "kladder.load",
-           "kladder.fingerprint", "kladder.run.interpreter", "kladder.run.modes.jitcache",
+PRELOAD = ("numpy", "torch", "triton", "triton.experimental.gluon", "kladder.run.worker", "kladder.run.trial", "kladder.gen.load",
+           "kladder.core.fingerprint", "kladder.run.interpreter", "kladder.run.modes.jitcache",
            "kladder.run.modes.envset", "kladder.run.modes.imports")
 
 ADDRESS: str | None = None      # in a worker: the climb's server's socket (set with each point's request)

@@ -46,7 +46,7 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..materialize import Guarded, sentinel_ends, sentinel_pattern
+from ..gen.materialize import Guarded, sentinel_ends, sentinel_pattern
 from .settings import dynamo_disable_when_imported, torch_setting
 
 # 4 KiB each side: a 1024-wide float32 block (Triton's tutorial add) whose store lost its mask

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from ..checks import inputs as input_check
 from ..checks import peer as peer_math
 from ..checks.values import Expected
-from ..materialize import GUARD_BYTES, Inputs, materialize, reference_args, reference_dtypes
-from ..outcome import KernelError, NoteKind, RowsChecked, SpecBroken, error_facts
-from ..point import Point
-from ..rows import plan_rows
-from ..sizes import ITEMSIZE, dtype_of, is_big, numel_of, shape_of, total_bytes
-from ..spec import FLOAT_DTYPES, Spec, grad_name, upstream_name
-from .. import upstream as upstream_mod
+from ..gen.materialize import GUARD_BYTES, Inputs, materialize, reference_args, reference_dtypes
+from ..core.outcome import KernelError, NoteKind, RowsChecked, SpecBroken, error_facts
+from ..core.point import Point
+from ..gen.rows import plan_rows
+from ..core.sizes import ITEMSIZE, dtype_of, is_big, numel_of, shape_of, total_bytes
+from ..core.spec import FLOAT_DTYPES, Spec, grad_name, upstream_name
+from ..gen import upstream as upstream_mod
 from . import interpreter, modes
 from .faults import is_oom
 from .guarded_alloc import KERNEL_GUARD_BYTES, guarding
@@ -432,7 +432,7 @@ def _guarded_copy(name: str, t, device, guard: int):
     """`t` (an upstream gradient in its layout, or what `.grad` holds) copied into guarded storage
     (materialize.guarded_like), keeping its strides; a broadcast one (stride 0) as its one stored
     row, expand-ed again."""
-    from ..materialize import Guarded, guarded_like
+    from ..gen.materialize import Guarded, guarded_like
     if not any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride(), strict=True)):
         return guarded_like(name, t, device, guard)
     stored = t[tuple(slice(0, 1) if st == 0 else slice(None) for st in t.stride())]

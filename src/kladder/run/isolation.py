@@ -25,9 +25,9 @@ import tempfile
 import threading
 import time
 
-from ..errors import WorkerError
-from ..outcome import Load, Outcome, Stage, Wait
-from ..point import Point
+from ..core.errors import WorkerError
+from ..core.outcome import Load, Outcome, Stage, Wait
+from ..core.point import Point
 from . import faults, modes
 from .reaper import end_descendants
 from .waits import waiting
@@ -179,7 +179,7 @@ class Worker:
                 err = (hello or {}).get("error") or self.stderr_tail() or "the worker exited before it was ready"
                 self.kill()
                 if (hello or {}).get("device_error"):      # the device refused a context: others may hold it
-                    from ..devicestart import DeviceStartError
+                    from .devicestart import DeviceStartError
                     raise DeviceStartError("starting a worker's CUDA context", err, self.gpu)
                 raise WorkerError(err)
             self._hello = hello
@@ -424,7 +424,7 @@ class Pool:
         memory), a new worker every few seconds for devicestart.DEVICE_RETRY_S, then
         DeviceStartError with the device's state. The wait is said (run/waits.py): for a
         worker's start, or for the device once it refused."""
-        from ..devicestart import DeviceStartError, retrying
+        from .devicestart import DeviceStartError, retrying
         box = [w]
         with waiting(self.waits if w._hello is None else None, Wait.WORKER) as wait:
             def attempt() -> dict:
@@ -475,7 +475,7 @@ class Pool:
 
     @property
     def fingerprint(self) -> dict:
-        """The environment as the first worker saw it (kladder.fingerprint), or {} before one started."""
+        """The environment as the first worker saw it (kladder.core.fingerprint), or {} before one started."""
         return self.hello.get("fingerprint") or {}
 
     def close(self) -> None:
@@ -791,7 +791,7 @@ def _nvml(gpu: str | None):
 def _nvidia_smi(gpu: str | None):
     """The same from `nvidia-smi`, through devicestart.device_state (one parser of its output):
     used memory is total less free."""
-    from ..devicestart import device_state
+    from .devicestart import device_state
     state = device_state(_index(gpu))
     if state["total_bytes"] is None or state["holders"] is None:
         return None

@@ -22,9 +22,9 @@ import os
 import sys
 import time
 
-from ..outcome import SpecBroken, error_facts
-from ..point import Point
-from ..sizes import shape_of
+from ..core.outcome import SpecBroken, error_facts
+from ..core.point import Point
+from ..core.sizes import shape_of
 from .faults import is_device_fault, is_oom
 from .harness import Harness
 from .modes.base import call_raw
@@ -266,7 +266,7 @@ def main(argv: list[str]) -> int:
     ref, device, d, rank, text = argv
     if device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
-    from ..load import load_spec
+    from ..gen.load import load_spec
     return run(load_spec(ref), Point.from_dict(json.loads(text)), device, int(rank), d)
 
 

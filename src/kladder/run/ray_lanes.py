@@ -21,8 +21,8 @@ import logging
 import os
 import threading
 
-from ..outcome import Load, Outcome
-from ..point import Point
+from ..core.outcome import Load, Outcome
+from ..core.point import Point
 from . import faults
 from .isolation import Lane, Pool, WorkerError, device_load
 
@@ -35,7 +35,7 @@ class RayLost(RuntimeError):
 
 
 def _ray():
-    from ..errors import UsageError
+    from ..core.errors import UsageError
     try:
         import ray
     except ImportError:
@@ -52,7 +52,7 @@ def connect(address: str):
     ray = _ray()
     if ray.is_initialized():
         return ray
-    from ..errors import UsageError
+    from ..core.errors import UsageError
     extra = {"include_dashboard": False} if address == "local" else {}
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING, **extra)
@@ -68,7 +68,7 @@ def connect(address: str):
 
 def cluster_device(address: str, device: str) -> str:
     """The device a climb on the cluster uses: auto is cuda when the cluster has GPUs."""
-    from ..errors import UsageError
+    from ..core.errors import UsageError
     if device not in ("auto", "cpu", "cuda"):
         raise UsageError(f"--device {device!r}: use auto, cpu or cuda.")
     gpus = int(connect(address).cluster_resources().get("GPU", 0))
@@ -104,7 +104,7 @@ class LaneHost:
 
 def absolute(ref: str) -> str:
     """A spec file's reference made absolute: a Ray worker's working folder is not this process's."""
-    from ..load import split_ref
+    from ..gen.load import split_ref
     target, name = split_ref(ref)
     if not (target.endswith(".py") and os.path.isfile(target)):
         return ref                       # a module: imported from the node's installed packages
@@ -116,7 +116,7 @@ class RayPool:
     CPU slot), at most what the cluster has."""
 
     def __init__(self, ref: str, device: str, address: str, jobs: int | None = None):
-        from ..errors import UsageError
+        from ..core.errors import UsageError
         ray = self.ray = connect(address)
         resource = "GPU" if device == "cuda" else "CPU"
         have = int(ray.cluster_resources().get(resource, 0))

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Callable, Iterator
 
-from ..outcome import Stage
+from ..core.outcome import Stage
 
 
 class Clock:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 
 from ..checks import Judge
-from ..outcome import KernelError, Note, NoteKind, Outcome, Skip, SpecBroken, Status
-from ..point import Point
-from ..spec import Spec
+from ..core.outcome import KernelError, Note, NoteKind, Outcome, Skip, SpecBroken, Status
+from ..core.point import Point
+from ..core.spec import Spec
 from . import faults, interpreter, modes
 from .faults import Result
 from .harness import Harness

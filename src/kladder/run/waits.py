@@ -13,7 +13,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..outcome import Wait, Waited
+from ..core.outcome import Wait, Waited
 
 MIN_S = 0.1
 

@@ -42,8 +42,8 @@ def setup_torch(device: str) -> dict:
 def prepare(ref: str, device: str, info: dict):
     """After setup_torch: the spec loaded, the environment's fingerprint taken (into `info`, the
     hello's facts), and on the CPU Triton's interpreter probed. Returns the spec; raises what failed."""
-    from ..fingerprint import fingerprint, source_file
-    from ..load import load_spec
+    from ..core.fingerprint import fingerprint, source_file
+    from ..gen.load import load_spec
     spec = load_spec(ref)
     info["fingerprint"] = fingerprint(source_file(ref), device)
     if device == "cpu":
@@ -56,7 +56,7 @@ def serve(spec, device: str, lines, proto) -> None:
     """Run each point that arrives on `lines` (one JSON line each), its outcome a JSON line on
     `proto`; returns when `lines` ends. A point after which the process must not go on (a device
     fault) ends it with exit status 3 once its answer is written."""
-    from ..point import Point
+    from ..core.point import Point
     from .faults import Result, kladder_error
     from .stages import CLOCK
     from .trial import run_point

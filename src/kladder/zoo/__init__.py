@@ -6,7 +6,7 @@ torch reference its author would write, a ``CASE`` record (gap, rung expected to
 the public bug it mirrors, what it needs, the story), and the kladder specs ``spec`` (the
 buggy kernel) and ``fixed`` (the twin), identical except for the kernel.
 
-Cases are found by walking this package (kladder.cases).
+Cases are found by walking this package (kladder.tools.cases).
 `kladder climb` must catch every ``spec`` at the case's rung and pass every ``fixed``.
 """
 from __future__ import annotations

@@ -8,8 +8,8 @@ model), contracts (outputs, guards, inputs, the reference), modes (raised, crash
 captures, bitwise, the sanitizer), repetition (rung 5), toolchain (rungs 6 and 7), notes."""
 from __future__ import annotations
 
-from ...facts import NondeterministicFacts, RepeatsFacts, StreamFacts
-from ...outcome import Cause, Check, Finding, Outcome, Replay, RowsChecked
+from ...core.facts import NondeterministicFacts, RepeatsFacts, StreamFacts
+from ...core.outcome import Cause, Check, Finding, Outcome, Replay, RowsChecked
 from . import contracts, modes, notes, repetition, toolchain, values  # noqa: F401  (each fills the tables)
 from .base import MESSAGES, NOTES, load_text, pattern_text, rows_words, status_word
 from .environment import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...outcome import Pattern, Span
-from ...sizes import human_bytes
+from ...core.outcome import Pattern, Span
+from ...core.sizes import human_bytes
 
 # facts class -> its words: (finding, facts) -> str for findings, (facts, sized) -> str for notes
 MESSAGES: dict[type, Callable] = {}

@@ -2,7 +2,7 @@
 bytes overwritten, inputs changed, a reference that runs the kernel."""
 from __future__ import annotations
 
-from ...facts import AllocatedFacts, ContractFacts, GuardFacts, InputChangedFacts, InvalidReferenceFacts
+from ...core.facts import AllocatedFacts, ContractFacts, GuardFacts, InputChangedFacts, InvalidReferenceFacts
 from .base import pattern_text, says
 
 

@@ -1,7 +1,7 @@
 """The words for a climb's environment, and for a climb that could not start or ran nothing."""
 from __future__ import annotations
 
-from ...sizes import human_bytes
+from ...core.sizes import human_bytes
 
 ENV_SHOWN = 4
 

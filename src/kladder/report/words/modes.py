@@ -3,7 +3,7 @@ the kernel raised, how it crashed or hung, a capture that failed, two results th
 same bits, compute-sanitizer's errors, a failure that was the load's or an earlier point's."""
 from __future__ import annotations
 
-from ...facts import (
+from ...core.facts import (
     CaptureFacts,
     CrashedFacts,
     CrashedNotAloneFacts,
@@ -17,7 +17,7 @@ from ...facts import (
     UncapturedFacts,
     UnderLoadFacts,
 )
-from ...outcome import Cause
+from ...core.outcome import Cause
 from .base import during, load_text, pattern_text, says
 
 FIRST_WORDS = {"hang": "hung", "crashed": "crashed", "device_fault": "faulted the device", "oom": "ran out of memory"}

@@ -2,9 +2,9 @@
 what a passing mode measured (model scores and repeats have theirs beside their checks)."""
 from __future__ import annotations
 
-from ... import facts as F
-from ...outcome import Wait
-from ...sizes import human_bytes
+from ...core import facts as F
+from ...core.outcome import Wait
+from ...core.sizes import human_bytes
 from .base import NOTES, ints, load_text, notes, status_word
 from .modes import CANNOT_SEE
 from .toolchain import ran_text

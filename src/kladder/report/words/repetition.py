@@ -2,7 +2,7 @@
 reference), with the rate's statistics."""
 from __future__ import annotations
 
-from ...facts import NondeterministicFacts, RepeatsCleanFacts, RepeatsFacts, StreamCleanFacts, StreamFacts
+from ...core.facts import NondeterministicFacts, RepeatsCleanFacts, RepeatsFacts, StreamCleanFacts, StreamFacts
 from .base import cap, notes, pattern_text, says
 from .reuse import accumulated_text
 

@@ -3,7 +3,7 @@ climb reused and from which climbs, what ran and why, rung 5's evidence kept acr
 and the one line a spec of a climb of many specs."""
 from __future__ import annotations
 
-from ...facts import AccumulatedFacts, ReusedFacts, ReuseFacts
+from ...core.facts import AccumulatedFacts, ReusedFacts, ReuseFacts
 
 PART_NAMES = {"kernel": "the kernel's code", "reference": "the reference's code", "spec": "the spec's declarations",
               "toolchain": "the toolchain or the device", "kladder": "kladder", "env": "the environment",

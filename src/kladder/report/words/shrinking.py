@@ -3,7 +3,7 @@ smallest failing point, the size below it that passed, and what decides the fail
 values, a shape edge, the inputs, or nothing a shrink can name."""
 from __future__ import annotations
 
-from ...facts import EdgeFacts, ShrinkCauseFacts
+from ...core.facts import EdgeFacts, ShrinkCauseFacts
 
 
 def dims_text(dims) -> str:

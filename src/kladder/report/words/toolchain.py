@@ -1,7 +1,7 @@
 """The words of rung 7 (what ran, flags, imports) and rung 6 (collectives)."""
 from __future__ import annotations
 
-from ...facts import (
+from ...core.facts import (
     CaughtImportFacts,
     CollectiveFacts,
     DispatchFacts,

@@ -2,7 +2,7 @@
 invariant, NaN/Inf accepted, the model's score (rungs 1-3 and 8)."""
 from __future__ import annotations
 
-from ...facts import (BiasFacts, InvariantFacts, ModelFacts, ModelScoresFacts, NonfiniteFacts, PeerFacts, PeerFailedFacts,
+from ...core.facts import (BiasFacts, InvariantFacts, ModelFacts, ModelScoresFacts, NonfiniteFacts, PeerFacts, PeerFailedFacts,
                       PeerNotNeededFacts, PeerSkippedFacts, SpreadFacts, ValuesFacts)
 from .base import notes, pattern_text, says
 
@@ -41,7 +41,7 @@ def _values(f, x: ValuesFacts) -> str:
 def _default_name(x: ValuesFacts) -> str:
     """"float32 default" where the tolerance is the dtype's default, else "the spec's tolerance"
     ("the tolerance" where the output's dtype is not known)."""
-    from ...spec import DEFAULT_TOLERANCES
+    from ...core.spec import DEFAULT_TOLERANCES
     if x.dtype is None:
         return "the tolerance"
     d = DEFAULT_TOLERANCES.get(x.dtype)

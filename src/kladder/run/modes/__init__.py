@@ -24,7 +24,7 @@ import functools
 import importlib
 import pkgutil
 
-from ...notation import Mode as Name
+from ...core.notation import Mode as Name
 from .base import Mode
 
 

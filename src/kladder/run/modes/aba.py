@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...outcome import Cause, Note, NoteKind
+from ...core.outcome import Cause, Note, NoteKind
 from .base import Call, Measured, Mode, Same
 
 REPEAT_LABEL = "call 1 of 3 repeated (A again, before B: A's own run-to-run variation)"

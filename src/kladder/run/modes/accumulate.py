@@ -5,7 +5,7 @@ held + 2 x the reference's. A backward that assigns instead of adding, or that o
 saved for backward during its first call, fails here and nowhere else."""
 from __future__ import annotations
 
-from ...outcome import NoteKind, Skip
+from ...core.outcome import NoteKind, Skip
 from .base import Call, Mode
 
 

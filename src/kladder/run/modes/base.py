@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator
 
-from ...notation import Inputs, Launch
-from ...outcome import Cause, Note
+from ...core.notation import Inputs, Launch
+from ...core.outcome import Cause, Note
 
 
 @dataclass
@@ -328,7 +328,7 @@ def declared_writes(h) -> list[str]:
     """What the spec declares the kernel writes at the harness's point, as findings name the
     buffers: the inputs its forward writes, and with a backward the inputs its backward writes and
     the upstream gradients it overwrites ('upstream y')."""
-    from ...spec import upstream_name
+    from ...core.spec import upstream_name
     spec, p = h.spec, h.point
     writes = list(spec.mutated_at(p))
     if h.backward:

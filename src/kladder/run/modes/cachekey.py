@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...notation import Mode
-from ...outcome import Cause, Note, NoteKind, Skip
+from ...core.notation import Mode
+from ...core.outcome import Cause, Note, NoteKind, Skip
 from . import base
 from .base import Call, Measured, Same
 from .flags import declared_flag

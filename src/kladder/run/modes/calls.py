@@ -22,7 +22,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from ...outcome import KernelError, NoteKind, Skip
+from ...core.outcome import KernelError, NoteKind, Skip
 from ..stages import Stage, timed
 from .base import Call, Mode, StreamBatch, Streamed
 from .base import declared_writes as _declared_writes
@@ -158,7 +158,7 @@ class Stream:
 
     def _room(self) -> int:
         """Calls a batch may hold: its outputs (and their references, in float64) within RING_BYTES."""
-        from ...sizes import nbytes_of, numel_of
+        from ...core.sizes import nbytes_of, numel_of
         h = self.h
         per_call = sum(nbytes_of(h.spec, n, h.point.sizes, h.point.dtype_of) + 8 * numel_of(h.spec, n, h.point.sizes)
                        for n in self.names) or 1
@@ -186,9 +186,9 @@ class Stream:
         filled from its own generator (seed_of); their float64 copies for the reference, stacked."""
         import torch
 
-        from ...fill import fill_normal
-        from ...materialize import Inputs, reference_args, reference_dtypes, torch_dtype
-        from ...sizes import dtype_of, shape_of
+        from ...gen.fill import fill_normal
+        from ...gen.materialize import Inputs, reference_args, reference_dtypes, torch_dtype
+        from ...core.sizes import dtype_of, shape_of
         from ..harness import Prepared
         h, spec, pt, b = self.h, self.h.spec, self.h.point, len(new)
         sizes = pt.sizes
@@ -221,7 +221,7 @@ class Stream:
     def _args(self, views: dict, j: int | None) -> list:
         """The kernel's arguments of set j (None: the stacked tensors), in declared order; an Out
         argument is None (the ring hands each call its slot)."""
-        from ...spec import Size
+        from ...core.spec import Size
         spec, sizes, args = self.h.spec, self.h.point.sizes, []
         for name, decl in spec.args.items():
             if name in views:

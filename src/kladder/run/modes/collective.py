@@ -20,7 +20,7 @@ import tempfile
 import time
 import traceback
 
-from ...outcome import KernelError, Note, NoteKind, Skip, SpecBroken
+from ...core.outcome import KernelError, Note, NoteKind, Skip, SpecBroken
 from ..settings import torch_setting
 from .base import Measured, Mode, RankCall, Ranks
 

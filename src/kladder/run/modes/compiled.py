@@ -9,7 +9,7 @@ backward graph, the op's registered autograd formula traced into it), every list
 gradient judged against the reference's autograd as at an eager point."""
 from __future__ import annotations
 
-from ...outcome import KernelError, NoteKind, Skip
+from ...core.outcome import KernelError, NoteKind, Skip
 from .base import Call, Mode
 
 

@@ -27,7 +27,7 @@ class Differ:
         import torch
 
         from ...checks.values import allowed_of
-        from ...sizes import dtype_of
+        from ...core.sizes import dtype_of
         self.sets = len(firsts)
         self.fused = not interpreted       # interpreted, the fused kernel is slower than torch's ops
         self.base, self.allowed = {}, {}

@@ -13,7 +13,7 @@ import dataclasses
 import os
 
 from ...checks.dispatch import refusing
-from ...notation import EnvSet, Mode
+from ...core.notation import EnvSet, Mode
 from . import base
 from .base import Call
 from .envset import EnvRun, run_env

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from ...outcome import NoteKind, Skip
+from ...core.outcome import NoteKind, Skip
 from .base import Ran
 from .jitcache import CACHE_VARS, REF_ENV, child_raised, run_child, with_env
 
@@ -63,8 +63,8 @@ def child(argv: list[str]) -> int:
     import torch
     from safetensors.torch import save_file
 
-    from ...load import load_spec
-    from ...point import Point
+    from ...gen.load import load_spec
+    from ...core.point import Point
     from ..harness import Harness
     from .tracing import traced_call
     ref, device, out, job = argv[:4]

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...notation import EnvSet, Mode
-from ...outcome import NoteKind, Skip, SpecBroken
+from ...core.notation import EnvSet, Mode
+from ...core.outcome import NoteKind, Skip, SpecBroken
 from . import base
 from .base import Call, Flagged
 from .envset import EnvRun, run_env

@@ -18,7 +18,7 @@ with the outputs: a backward that reads a host value frozen at capture, or leave
 unwritten on a replay, fails there."""
 from __future__ import annotations
 
-from ...outcome import KernelError, error_facts
+from ...core.outcome import KernelError, error_facts
 from .base import Call, Mode, Uncaptured, call_raw, heal_failed_capture
 
 REPLAYS = 3
@@ -33,7 +33,7 @@ class Graph(Mode):
     def observe(self, h):
         import torch
 
-        from ...materialize import poison, poison_word
+        from ...gen.materialize import poison, poison_word
         claimed = h.spec.modes.graphs
         static = h.prepare()
         side = torch.cuda.Stream()

@@ -17,8 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-from ...notation import ImportName
-from ...outcome import NoteKind, SpecBroken, error_facts
+from ...core.notation import ImportName
+from ...core.outcome import NoteKind, SpecBroken, error_facts
 from .base import Call, Imported, Mode
 from .tracing import Launches, Tracer, is_machinery
 
@@ -38,7 +38,7 @@ def resolve(name: str) -> tuple:
 def kernel_modules(spec) -> list[str]:
     """The modules to import afresh: those that define the kernel (a chain's links) and those
     the declared imports name, by module name, or by file for a spec loaded from a path."""
-    from ...chain import Chain
+    from ...core.chain import Chain
     fns = spec.kernel.functions() if isinstance(spec.kernel, Chain) else [spec.kernel]
     names = [getattr(f, "__module__", None) for f in fns] + [ImportName.parse(i).module for i in spec.toolchain.imports]
     out = []
@@ -126,7 +126,7 @@ def child(argv: list[str]) -> int:
     for heavy in ("torch", "triton"):        # their own optional imports are not the kernel's
         if importlib.util.find_spec(heavy):
             importlib.import_module(heavy)
-    from ...load import load_module
+    from ...gen.load import load_module
     out, targets = argv[0], argv[1:]
     tracer = ImportErrorTracer()
     for target in targets:

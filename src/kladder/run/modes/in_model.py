@@ -2,7 +2,7 @@
 same fixed problems; checks/model_score.py judges the two scores."""
 from __future__ import annotations
 
-from ...outcome import KernelError, NoteKind, SpecBroken, error_facts
+from ...core.outcome import KernelError, NoteKind, SpecBroken, error_facts
 from .base import Mode, Scores
 
 SHOWN = 4

@@ -10,14 +10,14 @@ each run once under a tracer, which records what each ran of what the launcher o
 checks/independence.py judges what the two share; the point is then checked as an eager call."""
 from __future__ import annotations
 
-from ...outcome import NoteKind, SpecBroken, error_facts
+from ...core.outcome import NoteKind, SpecBroken, error_facts
 from ..faults import is_oom
 from .base import Call, Mode, Traces
 from .tracing import Launches, Tracer, gpu_kernels, torch_op_name
 
 
 def _launchers(spec) -> set:
-    from ...chain import Chain
+    from ...core.chain import Chain
     fns = spec.kernel.functions() if isinstance(spec.kernel, Chain) else [spec.kernel]
     return {getattr(f, "__code__", None) for f in fns} - {None}
 

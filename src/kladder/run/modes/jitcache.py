@@ -24,8 +24,8 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from ...notation import Mode
-from ...outcome import Cause, KernelError, Note, NoteKind, Skip, SpecBroken
+from ...core.notation import Mode
+from ...core.outcome import Cause, KernelError, Note, NoteKind, Skip, SpecBroken
 from .aba import run_to_run
 from . import base
 from .base import Call, Measured, Same
@@ -202,8 +202,8 @@ def child(argv: list[str]) -> int:
     import torch
     from safetensors.torch import save_file
 
-    from ...load import load_spec
-    from ...point import Point
+    from ...gen.load import load_spec
+    from ...core.point import Point
     from ..harness import Harness
     from .tracing import Launches
     ref, device, out = argv[:3]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...notation import ZERO_PADDING
-from ...outcome import Cause
+from ...core.notation import ZERO_PADDING
+from ...core.outcome import Cause
 from .base import Call, Mode, Same
 
 

@@ -31,8 +31,8 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from ...outcome import Hung, KernelError, NoteKind, Skip, error_facts
-from ...notation import Inputs, Launch
+from ...core.outcome import Hung, KernelError, NoteKind, Skip, error_facts
+from ...core.notation import Inputs, Launch
 from ..settings import torch_setting
 from .base import Call, Mode, PostGraph, Repeats, call_raw, heal_failed_capture
 from .base import declared_writes as _declared_writes
@@ -57,7 +57,7 @@ class Plan:
 
     @classmethod
     def of(cls, point, device: str) -> "Plan":
-        from ...sizes import call_budget
+        from ...core.sizes import call_budget
         d = dict(point.repeat)
         budget = call_budget(device)
         plan = cls(int(d.get("calls", budget.calls)), float(d.get("seconds", budget.seconds)),
@@ -116,8 +116,8 @@ class Ring:
     def __init__(self, h, slots: int):
         import torch
 
-        from ...materialize import torch_dtype
-        from ...sizes import dtype_of, shape_of
+        from ...gen.materialize import torch_dtype
+        from ...core.sizes import dtype_of, shape_of
         self.h, self.k = h, slots
         self.out_at = {i: n for i, n in enumerate(h.spec.args) if n in h.spec.out_args}
         self.dtypes = {n: dtype_of(h.spec, n, h.point.dtype_of) for n in ring_names(h)}
@@ -126,7 +126,7 @@ class Ring:
                                      device=h.device) for n, d in self.dtypes.items()}
 
     def poison(self, names=None) -> None:
-        from ...materialize import poison
+        from ...gen.materialize import poison
         for n in names if names is not None else self.slots:
             poison(self.slots[n], self.dtypes[n])
 
@@ -158,7 +158,7 @@ def ring_names(h) -> list:
 
 def _slots(h, sets: int, launch: Launch) -> int:
     """Calls a batch: as many as RING_BYTES holds, within SLOTS, a multiple of the input sets."""
-    from ...sizes import nbytes_of
+    from ...core.sizes import nbytes_of
     lo, hi = SLOTS["cpu" if h.device != "cuda" else launch]
     per_call = sum(nbytes_of(h.spec, n, h.point.sizes, h.point.dtype_of) for n in ring_names(h)) or 1
     k = max(lo, min(hi, RING_BYTES // per_call))

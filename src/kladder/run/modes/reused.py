@@ -3,7 +3,7 @@ holding plausible values, not a fresh poisoned one. Call 1 writes the buffers; c
 inputs, writes into the same buffers as they are; both are checked."""
 from __future__ import annotations
 
-from ...outcome import NoteKind, Skip
+from ...core.outcome import NoteKind, Skip
 from .base import Call, Mode
 
 

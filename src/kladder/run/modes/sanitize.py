@@ -25,8 +25,8 @@ import subprocess
 import sys
 import tempfile
 
-from ...notation import Mode
-from ...outcome import KernelError, NoteKind, Skip, SpecBroken
+from ...core.notation import Mode
+from ...core.outcome import KernelError, NoteKind, Skip, SpecBroken
 from . import base
 from .base import Sanitized
 
@@ -225,8 +225,8 @@ def child(argv: list[str]) -> int:
     allocations, then exit; compute-sanitizer watches from outside."""
     import torch
 
-    from ...load import load_spec
-    from ...point import Point
+    from ...gen.load import load_spec
+    from ...core.point import Point
     from ..harness import Harness
     ref, device, text = argv[:3]
     spec = load_spec(ref)

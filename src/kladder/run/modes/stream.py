@@ -15,7 +15,7 @@ The race must really be set up, or a pass means nothing:
   the race cannot be set up."""
 from __future__ import annotations
 
-from ...outcome import NoteKind, Skip
+from ...core.outcome import NoteKind, Skip
 from .base import Call, Mode, call_raw
 
 PRODUCER_DELAY_CYCLES = 20_000_000       # about 10 ms at the H200's 1.98 GHz: far above a launch's host time
@@ -30,8 +30,8 @@ class Stream(Mode):
     def observe(self, h):
         import torch
 
-        from ...materialize import poison
-        from ...sizes import dtype_of
+        from ...gen.materialize import poison
+        from ...core.sizes import dtype_of
         side = torch.cuda.Stream(priority=-1)
         torch.cuda.synchronize()
         with torch.cuda.stream(side):               # warm-up: JIT, module loads, the wrapper's streams, allocator blocks

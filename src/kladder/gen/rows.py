@@ -1,0 +1,48 @@
+"""Which rows a big point checks. At 2^31 bytes a float64 reference on the whole tensor costs
+more than the kernel by orders of magnitude; with independent rows declared (`Spec(rows=)`),
+the reference runs on the rows around every boundary (the first tile, the tiles where each
+tensor's rows start past 2^31 and 2^32 bytes and elements, the last tile) and a seeded sample.
+Whether a point is big follows from its sizes (sizes.is_big), never from a field of the point,
+so a repro judges a point on the same rows as the climb did."""
+from __future__ import annotations
+
+from ..core.outcome import RowsChecked
+from ..core.point import Point
+from ..core.sizes import is_big, nbytes_of, numel_of
+from ..core.spec import Spec
+
+SAMPLED_ROWS = 64
+
+
+def plan_rows(spec: Spec, point: Point, device: str):
+    """({arg index or ("out", name): (axis, rows)}, row ids, RowsChecked or None)."""
+    import torch
+    if not spec.row_dims or not is_big(spec, point.sizes):
+        return {}, [], None
+    d = spec.row_dims[0]
+    n = point.sizes[d]
+    tile = max(spec.dims[d].tiles or (1,))
+    rows = set(range(min(tile, n))) | set(range(max(0, n - tile), n))
+    cliff_rows = set()
+    for name, t in spec.all_tensors.items():
+        if d not in t.symbols:
+            continue
+        per_row = (nbytes_of(spec, name, point.sizes, point.dtype_of) // n, numel_of(spec, name, point.sizes) // n)
+        for units in per_row:
+            for cliff in (1 << 31, 1 << 32):
+                first = -(-cliff // max(units, 1))        # the first row that starts past the cliff
+                if first < n:
+                    cliff_rows |= set(range(max(0, first - tile), min(n, first + tile)))
+    rows |= cliff_rows
+    gen = torch.Generator().manual_seed(point.seed)
+    rows |= set(torch.randint(0, n, (SAMPLED_ROWS,), generator=gen).tolist())
+    ids = sorted(rows)
+    idx = torch.tensor(ids, dtype=torch.long, device=device)
+    select = {}
+    for i, name in enumerate(spec.args):
+        if name in spec.tensor_args and d in spec.tensor_args[name].symbols:
+            select[i] = (spec.tensor_args[name].symbols.index(d), idx)
+    for name in spec.outputs:
+        if d in spec.all_tensors[name].symbols:
+            select[("out", name)] = (spec.all_tensors[name].symbols.index(d), idx)
+    return select, ids, RowsChecked(len(ids), n, d, SAMPLED_ROWS)
