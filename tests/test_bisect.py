@@ -24,6 +24,14 @@ NO_IMPORT = "def double(x)\n    return 2 * x\n"                          # a syn
 # BAD = 19 leaves 18 candidates (2-19), whose one best midpoint is 10 (nine on each side): git tests it first.
 REGRESSION, BROKEN, GOOD = 14, 10, 1
 POINT = json.dumps({"spec": "double", "rung": 1, "dims": [["N", 3]]})
+# in the repository's tree, so on each step's PYTHONPATH: every Python started there notes itself
+# (when KLT_STARTS names a file): each is a step (python -m kladder.tools.bisect step), its workers forks of it
+STARTS = '''import os
+if os.environ.get("KLT_STARTS"):
+    import sys
+    with open(os.environ["KLT_STARTS"], "a") as f:
+        f.write(f"{os.getpid()} {sys.argv!r}\\n")
+'''
 
 
 def _git(repo, *args):
@@ -37,6 +45,7 @@ def repo(tmp_path_factory):
     _git(r, "config", "user.email", "t@example.com")
     _git(r, "config", "user.name", "t")
     (r / "spec.py").write_text(SPEC)
+    (r / "sitecustomize.py").write_text(STARTS)
     shas = []
     for i in range(20):
         body = NO_IMPORT if i == BROKEN else (BAD_KERNEL if i >= REGRESSION else GOOD_KERNEL)
@@ -57,8 +66,8 @@ def _state(r):
             "kern": (r / "kern.py").read_text()}
 
 
-def kladder(*args, cwd):
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
+def kladder(*args, cwd, **env):
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"), **env)
     return run_cli([sys.executable, "-m", "kladder.tools.cli", *args], capture_output=True, text=True,
                           timeout=600, cwd=cwd, env=env)
 
@@ -67,8 +76,9 @@ def test_bisect_finds_the_planted_regression_and_skips_the_commit_that_does_not_
     r, shas = repo
     before = _state(r)
     out = tmp_path / "b.json"
+    starts = tmp_path / "starts.txt"
     p = kladder("bisect", shas[GOOD], shas[-1], str(r / "spec.py") + "::spec", "--point", POINT, "--device", "cpu",
-                "--json", str(out), cwd=tmp_path)
+                "--json", str(out), cwd=tmp_path, KLT_STARTS=str(starts))
     assert p.returncode == 0, p.stdout + p.stderr
     doc = json.loads(out.read_text())                     # strict JSON: json.loads would take NaN, the test below not
     json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
@@ -84,6 +94,11 @@ def test_bisect_finds_the_planted_regression_and_skips_the_commit_that_does_not_
         i = shas.index(s["commit"])
         assert s["verdict"] == ("skip" if i == BROKEN else "bad" if i >= REGRESSION else "good"), s
     assert _state(r) == before
+    # each step is one new Python at its commit; on the CPU its worker is a fork of it (torch and the
+    # spec imported once there, as `kladder repro` forks its workers), never another Python started
+    # there: the tree's sitecustomize.py noted every start, and each is a step
+    started = starts.read_text().splitlines()
+    assert len(started) == len(doc["steps"]) + 2 and all("'step'" in line for line in started), started
 
 
 def test_ends_that_do_not_differ_are_said_not_bisected(repo, tmp_path):

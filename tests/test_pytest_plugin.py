@@ -1,8 +1,9 @@
-"""The pytest plugin, tested from outside with pytester. In a subprocess: torch cannot be
-unloaded and imported again, which an in-process run does between sessions."""
+"""The pytest plugin, tested from outside with pytester. In a process of its own (forked from the
+suite's warm fork server: conftest.runpytest_forked): torch cannot be unloaded and imported again,
+which an in-process run does between sessions."""
 import os
 
-from conftest import run_cli
+from conftest import run_cli, runpytest_forked
 
 HERE = os.path.dirname(__file__)
 
@@ -28,24 +29,24 @@ test_double = kl.Spec("double", kernel=bad_double, reference=double_ref,
 
 def test_points_become_items_with_readable_ids(pytester):
     pytester.makepyfile(test_kernels=SPEC_FILE)
-    result = pytester.runpytest_subprocess("--collect-only", "-q", "--kladder-device", "cpu")
+    result = runpytest_forked(pytester, "--collect-only", "-q", "--kladder-device", "cpu")
     result.stdout.fnmatch_lines(["*test_double::double[[]r1-N=8-float32[]]", "*test_double::double[[]r1-N=9-bfloat16[]]"])
 
 
 def test_failures_print_kladders_message_and_k_selects(pytester):
     pytester.makepyfile(test_kernels=SPEC_FILE)
     # rung 1's items show it (the later rungs' items ran here too, for minutes, asserting nothing)
-    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider")
+    result = runpytest_forked(pytester, "--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] >= 2 and outcomes["passed"] >= 2
     result.stdout.fnmatch_lines(["*FAILED r1-N=9-*", "*pattern:  the last element*", "*repro:    kladder repro*"])
-    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "-k", "double and 8-float32")
+    result = runpytest_forked(pytester, "--kladder-device", "cpu", "-k", "double and 8-float32")
     result.assert_outcomes(passed=1)
 
 
 def test_bad_option_is_a_usage_error(pytester):
     pytester.makepyfile(test_kernels=SPEC_FILE)
-    result = pytester.runpytest_subprocess("--kladder-device", "tpu")
+    result = runpytest_forked(pytester, "--kladder-device", "tpu")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*kladder*use auto, cpu or cuda*"])
 
@@ -54,7 +55,7 @@ def test_items_spread_over_two_xdist_workers(pytester):
     """Across machines or cores, kladder's items distribute with pytest-xdist: each xdist
     worker collects the same points (generation is deterministic) and runs its share."""
     pytester.makepyfile(test_kernels=SPEC_FILE)
-    result = pytester.runpytest_subprocess("-n", "2", "-v", "--kladder-device", "cpu", "--kladder-rungs", "1",
+    result = runpytest_forked(pytester, "-n", "2", "-v", "--kladder-device", "cpu", "--kladder-rungs", "1",
                                            "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] >= 2 and outcomes["passed"] >= 2
@@ -64,23 +65,23 @@ def test_items_spread_over_two_xdist_workers(pytester):
 def test_a_seed_shift_reaches_the_items_and_a_bad_one_is_a_usage_error(pytester):
     from kladder.core.point import Point
     pytester.makepyfile(test_kernels=SPEC_FILE)
-    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-seed", "7", "-k", "double and 9-bfloat16",
+    result = runpytest_forked(pytester, "--kladder-device", "cpu", "--kladder-seed", "7", "-k", "double and 9-bfloat16",
                                            "-p", "no:cacheprovider")
     shifted = Point("double", 1, (("N", 9),), (("x", "bfloat16"),)).shifted(7).seed
     assert f'"seed":{shifted}' in result.stdout.str()            # the failing item's repro carries the shifted seed
-    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-seed", "x")
+    result = runpytest_forked(pytester, "--kladder-device", "cpu", "--kladder-seed", "x")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*integer seed*"])
 
 
 def test_a_collection_error_is_reported_as_such_not_as_every_point_skipped(pytester):
     pytester.makepyfile(test_kernels=SPEC_FILE)
-    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "-k", "double and (", "-p", "no:cacheprovider")
+    result = runpytest_forked(pytester, "--kladder-device", "cpu", "-k", "double and (", "-p", "no:cacheprovider")
     assert result.ret == 4                                   # pytest's usage error, not 5 (nothing ran)
     text = result.stdout.str() + result.stderr.str()
     assert "were skipped" not in text and "pytest's collection failed (a usage error" in text, text[-2000:]
     pytester.makepyfile(test_broken="import no_such_module_for_kladder\n")
-    result = pytester.runpytest_subprocess("--kladder-device", "cpu", "-p", "no:cacheprovider")
+    result = runpytest_forked(pytester, "--kladder-device", "cpu", "-p", "no:cacheprovider")
     assert result.ret == 2 and "were skipped" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*1 error during collection*"])
 
@@ -94,7 +95,7 @@ def test_pytest_runs_of_a_spec_are_recorded_in_the_history_like_climbs(pytester)
     pytester.makepyfile(test_kernels=SPEC_FILE)
     history = str(pytester.path / "h.sqlite")
     for _ in range(2):
-        result = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider",
+        result = runpytest_forked(pytester, "--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider",
                                                "--kladder-history", history)
         assert result.parseoutcomes()["failed"] >= 2
     listed = run_cli([sys.executable, "-m", "kladder.tools.cli", "history", "--history", history], capture_output=True,
@@ -117,7 +118,7 @@ def test_pytest_runs_of_a_spec_are_recorded_in_the_history_like_climbs(pytester)
     assert d.returncode == 0, d.stdout + d.stderr                   # the same failures both times: nothing new
     doc = json.loads((pytester.path / "d.json").read_text())
     assert doc["newly_failing"] == [] and doc["a"]["id"] == 1 and doc["b"]["id"] == 2
-    none = pytester.runpytest_subprocess("--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider",
+    none = runpytest_forked(pytester, "--kladder-device", "cpu", "--kladder-rungs", "1", "-p", "no:cacheprovider",
                                          "--kladder-history", history, "--kladder-no-history", "-k", "8-float32")
     none.assert_outcomes(passed=1)
     assert len(run_cli([sys.executable, "-m", "kladder.tools.cli", "history", "--history", history],

@@ -4,11 +4,10 @@ import copy
 import json
 import os
 import random
-import subprocess
 import sys
 
 import pytest
-from conftest import report_json
+from conftest import report_json, run_cli
 
 from kladder.climbing.ladder import rung_points
 from kladder.gen.load import load_spec
@@ -23,8 +22,8 @@ CASE = os.path.join(os.path.dirname(__file__), "specs", "tile_tail.py")
 
 
 def kladder(*args, timeout=900):
-    return subprocess.run([sys.executable, "-m", "kladder.tools.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=HERE)
+    return run_cli([sys.executable, "-m", "kladder.tools.cli", *args], capture_output=True, text=True,
+                   timeout=timeout, cwd=HERE)
 
 
 @pytest.mark.parametrize("text", ["0/3", "4/3", "a/b", "3", "1/0", "-1/3"])

@@ -78,17 +78,19 @@ def test_a_test_of_two_fixtures_joins_their_groups(pytester):
 def test_the_zoos_batches_then_the_longest_measured_work_go_out_first(pytester):
     # tests/durations.json beside the conftest: test_late (last collected) is the longest, the
     # grouped pair next; a zoo batch's tests (kladder_group('zoo:...'), unmeasured) before them
-    # all; one worker runs the units in the order they are sent
+    # all, the dearest batch first (conftest.ZOO_SECONDS: r8 before r4b, an unknown one last);
+    # one worker runs the units in the order they are sent
     import json
     pytester.makeconftest(pathlib.Path(CONFTEST).read_text())
+    batch = "\n\n@pytest.mark.kladder_group('zoo:{}')\ndef test_{}():\n    pass\n"
     pytester.makepyfile(test_grouped=TESTS + "\n\ndef test_late():\n    pass\n",
-                        test_zoo_like="import pytest\n\n\n@pytest.mark.kladder_group('zoo:b')\n"
-                                      "def test_batch():\n    pass\n")
+                        test_zoo_like="import pytest\n" + batch.format("b", "batch") + batch.format("r4b", "cheap")
+                        + batch.format("r8", "dear"))
     (pytester.path / "durations.json").write_text(json.dumps({
         "test_grouped.py::test_late": 90.0, "test_grouped.py::test_a[2]": 20.0, "test_grouped.py::test_b[2]": 20.0,
         "test_grouped.py::test_c": 1.0}))
     result = pytester.runpytest_subprocess("-n", "1", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=10)
     order = re.findall(r"PASSED test_(?:grouped|zoo_like)\.py::(test_\w+(?:\[\d\])?)", result.stdout.str())
-    assert order[:4] == ["test_batch", "test_late", "test_a[2]", "test_b[2]"], result.stdout.str()
-    assert order[4:] == ["test_c", "test_a[1]", "test_b[1]", "test_d"], result.stdout.str()
+    assert order[:6] == ["test_dear", "test_cheap", "test_batch", "test_late", "test_a[2]", "test_b[2]"], result.stdout.str()
+    assert order[6:] == ["test_c", "test_a[1]", "test_b[1]", "test_d"], result.stdout.str()

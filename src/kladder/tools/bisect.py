@@ -9,7 +9,8 @@ terminal's SIGINT reaches kladder alone, which then kills the bisection's proces
 
 Each step is `python -m kladder.tools.bisect step ...`, a new process at the commit: it loads the
 commit's spec by path from the worktree and runs the point (or the rungs) through
-ladder.Runner, in a worker of its own, with PYTHONPATH giving the running kladder first and
+ladder.Runner, in a worker of its own (on the CPU a fork of the step, which imported torch and the
+spec once, as `kladder repro` forks its workers: run/forked.py), with PYTHONPATH giving the running kladder first and
 then the commit's tree (its root and its src/), so the kernel's package is the commit's, never
 an installed copy. kladder itself is always the running one (a commit's kladder may predate
 `kladder bisect`), so bisecting kladder's own repository judges its zoo with today's kladder.
@@ -298,7 +299,10 @@ def judge(ref: str, point_text: str | None, rungs: str | None, device: str, time
     from ..core.spec import SpecError
     from ..core.errors import WorkerError
     if device == "cpu":
+        # this process as a worker's (as `kladder repro` on the CPU: cli._cpu_first), set before torch
+        # and the spec are imported: its workers are forks of it (below)
         os.environ["TRITON_INTERPRET"] = "1"
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
     try:
         spec = load_spec(ref)
     except (SpecError, ValueError) as e:
@@ -315,7 +319,16 @@ def judge(ref: str, point_text: str | None, rungs: str | None, device: str, time
         points = [point]
     else:
         points = [p for r in parse_rungs(rungs) for p in rung_points(spec, r, budget_for(device))]
-    runner = Runner(ref, spec, device, timeout_s)
+    pool = None
+    if device == "cpu":
+        # the workers forked from this process, which imported torch and the commit's spec once
+        # (run/forked.py, as `kladder repro` does): a step started one more Python, torch and Triton
+        # import for its worker (a fork server refuses the step's PYTHONPATH, the commit's tree)
+        from ..run.forked import ForkPool
+        from ..run.worker import setup_torch
+        setup_torch(device)
+        pool = ForkPool(ref, spec, device, {"device_name": "cpu"})
+    runner = Runner(ref, spec, device, timeout_s, pool=pool)
     try:
         outcomes = list(runner.run_all(points))
     except WorkerError as e:
