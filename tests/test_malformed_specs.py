@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import kladder as kl
+from kladder.core import spec as kspec
 from conftest import run_cli
 
 HERE = os.path.dirname(__file__)
@@ -292,12 +293,12 @@ def test_every_problem_of_a_spec_is_reported_together():
         spec(args=args(x=kl.Tensor("M N", dtype="bf16"), w=kl.Tensor("N", dtype="float32", layouts=["strided"])),
              dims=dims(M=kl.Dim(64, 1)), timeout_s=-1, nonfinite="propogate")
     err, msg = e.value, str(e.value)
-    wheres = [kl.spec.where_text(p.where) for p in err.problems]
+    wheres = [kspec.where_text(p.where) for p in err.problems]
     assert wheres == ["Spec('t').timeout_s", "Spec('t').nonfinite", "Spec('t').dims['M'].min/max",
                       "Spec('t').args['x'].dtype", "Spec('t').args['w'].layouts"], msg
     assert msg.splitlines()[0] == "5 problems in Spec('t'):"
     for line, p in zip(msg.splitlines()[1:], err.problems, strict=True):   # each: where, given, fix, on its own line
-        assert line == f"  {kl.spec.where_text(p.where)}: got {kl.spec._shown(p.given)}. {p.fix}"
+        assert line == f"  {kspec.where_text(p.where)}: got {kspec._shown(p.given)}. {p.fix}"
     assert "'bf16'. use 'bfloat16'." in msg and "did you mean 'propagate'?" in msg
     assert (err.where, err.given, err.fix) == ("Spec('t').timeout_s", -1, err.problems[0].fix)    # the first's, as before
 
@@ -307,10 +308,10 @@ def test_one_mistake_does_not_report_what_it_hides():
     # shapes unjudgeable: neither is a second problem
     with pytest.raises(kl.SpecError) as e:
         spec(args=args(x=kl.Tensor(("M", "N"), dtype="float32")))
-    assert [kl.spec.where_text(p.where) for p in e.value.problems] == ["Spec('t').args['x'].shape"]
+    assert [kspec.where_text(p.where) for p in e.value.problems] == ["Spec('t').args['x'].shape"]
     with pytest.raises(kl.SpecError) as e:
         spec(dims=dims(N=(1, 256)), production=[{"M": 1, "N": 8}])
-    assert [kl.spec.where_text(p.where) for p in e.value.problems] == ["Spec('t').dims['N']"]
+    assert [kspec.where_text(p.where) for p in e.value.problems] == ["Spec('t').dims['N']"]
 
 
 def test_a_misspelt_dim_in_a_shape_says_did_you_mean():

@@ -361,13 +361,13 @@ def test_a_cuda_call_of_the_climbing_process_that_fails_is_retried_then_exit_2_w
 
     from kladder.tools import cli
     from kladder.run import devicestart
-    from kladder.climbing import ladder
+    from kladder.climbing import session
     calls = []
 
     def busy():
         calls.append(1)
         raise RuntimeError("CUDA error: out of memory")
-    monkeypatch.setattr(ladder, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(session, "resolve_device", lambda device: "cuda")
     monkeypatch.setattr(torch.cuda, "device_count", busy)
     monkeypatch.setattr(devicestart, "DEVICE_RETRY_S", 0.5)
     monkeypatch.setattr(devicestart, "DEVICE_RETRY_STEP_S", 0.1)

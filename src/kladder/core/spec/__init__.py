@@ -12,7 +12,7 @@ parts.py (the rung parts and a `when`'s predicates), validation.py (the tables a
 (kl.Spec). Every public name is here: `from kladder.core.spec import X` reads it from one place.
 """
 from ..problems import Problem, SpecError, where_text
-from ..problems import shown as _shown  # noqa: F401  (read as kl.spec._shown)
+from ..problems import shown as _shown  # noqa: F401  (read as kladder.core.spec._shown)
 from .fields import (DTYPES, FLOAT_DTYPES, PRODUCT, symbol_dims, symbol_size, Dim, VALUE_KINDS, DEFAULT_FLOAT_VALUES, LAYOUTS, NONFINITE_POLICIES, Tensor,
                      Invariant, Size, Config, Out, Tolerance, DEFAULT_TOLERANCES, BACKWARD, GRADIENT, declared_at, grad_name,
                      upstream_name)
