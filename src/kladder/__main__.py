@@ -1,4 +1,4 @@
-"""`python -m kladder ...`: the command line (tools/cli.py), its signal handlers installed first."""
+"""`python -m kladder ...`: the command line (tools/cli/), its signal handlers installed first."""
 import sys
 
 from .core.interrupts import install_early

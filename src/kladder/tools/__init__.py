@@ -1,1 +1,1 @@
-"""The tools layer: the commands (cli.py), the API, explore, bisect, bench, the zoo's runner, the debugger's hooks; nothing below imports them."""
+"""The tools layer: the commands (cli/), the API, explore, bisect, bench, the zoo's runner, the debugger's hooks; nothing below imports them."""

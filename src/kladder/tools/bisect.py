@@ -299,7 +299,7 @@ def judge(ref: str, point_text: str | None, rungs: str | None, device: str, time
     from ..core.spec import SpecError
     from ..core.errors import WorkerError
     if device == "cpu":
-        # this process as a worker's (as `kladder repro` on the CPU: cli._cpu_first), set before torch
+        # this process as a worker's (as `kladder repro` on the CPU: cli/repro.py's _cpu_first), set before torch
         # and the spec are imported: its workers are forks of it (below)
         os.environ["TRITON_INTERPRET"] = "1"
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
