@@ -37,8 +37,8 @@ STATUSES = tuple(Status)
 
 class Stage(Words):
     """The stages of a point, timed one by one (run/stages.py) and named to the parent's watchdog
-    as they begin (run/isolation.py): the kernel's stage gets the hang timeout, kladder's the
-    budget isolation.KLADDER_STAGE_FACTOR gives them."""
+    as they begin (run/timeouts.py): the kernel's stage gets the hang timeout, kladder's the
+    budget timeouts.KLADDER_STAGE_FACTOR gives them."""
     INPUTS = "inputs"          # Harness.prepare: seeded inputs in guarded buffers, the reference's copies
     KERNEL = "kernel"          # the mode driving the kernel: its calls (each synchronized) and the mode's own work
                                # between them (rung 5's device comparisons, the child processes of jitcache & co)
@@ -170,7 +170,7 @@ class RowsChecked(Plain):
 
 
 Load = LoadFacts
-"""What else used the device or the host while a point ran (run/isolation.py measures it), and,
+"""What else used the device or the host while a point ran (run/sampling.py measures it), and,
 for a point re-run alone because of it, what the alone run gave: facts.LoadFacts, the one class
 (frozen: a changed load is a `dataclasses.replace`). An Outcome writes it whole, None fields too."""
 

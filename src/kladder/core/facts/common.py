@@ -45,7 +45,7 @@ class ErrorFacts(Facts, part=True):
 
 @dataclass(frozen=True, kw_only=True)
 class LoadFacts(Facts, part=True):
-    """What else used the device or the host while a point ran (run/isolation.py measures it), and,
+    """What else used the device or the host while a point ran (run/sampling.py measures it), and,
     for a point re-run alone because of it, what the alone run gave: outcome.Load is this class
     (an Outcome writes it whole, None fields too), and a Note or Finding about a run under load
     carries its fields."""

@@ -984,7 +984,7 @@ def _configs(found: _Found) -> None:
             found.add(("configs", i, "tolerance"), *bad)
 
 
-POINT_TIMEOUT_S = 120.0      # a point's default timeout (run/isolation.DEFAULT_TIMEOUT_S), which a stream must stay within
+POINT_TIMEOUT_S = 120.0      # a point's default timeout (run/timeouts.DEFAULT_TIMEOUT_S), which a stream must stay within
 
 
 def _calls_budget(found: _Found) -> None:

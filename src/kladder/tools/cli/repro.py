@@ -24,7 +24,7 @@ def cmd_repro(args) -> int:
 
 
 def _cpu_first(device: str) -> None:
-    """On the CPU, this process as a worker's: Triton interpreted, no CUDA device (run/isolation.worker_env),
+    """On the CPU, this process as a worker's: Triton interpreted, no CUDA device (run/workers.worker_env),
     set before torch and the spec are imported."""
     if device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
