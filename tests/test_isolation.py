@@ -51,7 +51,7 @@ def test_outcomes_are_logged_as_they_arrive(report):
     assert all(r["repro"].startswith("kladder repro ") for r in rows)
 
 
-def _climb_into_the_hang(tmp_path, spec=FAULTY, before=('"r1-N=6"',)):
+def _climb_into_the_hang(tmp_path, spec=FAULTY, before=('"r1-N=6"',), env=None):
     """A climb of the faulty spec, waited on until a worker sits in the N = 7 hang (the points
     `before` it logged); of HANG, until N = 1 is logged and N = 2's hang runs (one lane runs rung 1's
     points in order there: waiting for N = 3 too waited out the 60 s timeout)."""
@@ -61,7 +61,7 @@ def _climb_into_the_hang(tmp_path, spec=FAULTY, before=('"r1-N=6"',)):
     log = tmp_path / "l.jsonl"
     p = subprocess.Popen([sys.executable, "-m", "kladder.tools.cli", "climb", spec, "--device", "cpu", "--timeout", "60",
                           "--log", str(log), "--json", str(tmp_path / "r.json")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if log.exists() and all(b in log.read_text() for b in before):
@@ -132,8 +132,10 @@ def test_kill_9_of_the_parent_leaves_no_worker_behind(tmp_path):
     import shutil
     spec = str(tmp_path / "hang_one_kill9.py")            # a path of this test's own: the /proc marker matches no
     shutil.copy(HANG, spec)                                # other test's climb of hang_one.py running beside it
-    p, _ = _climb_into_the_hang(tmp_path, spec, HANG_BEFORE)
-    assert len(_kladder_processes(spec)) >= 2              # the climb and its workers (and fork servers, when on)
+    # workers started afresh (KLADDER_FORKSERVER=0), whose command lines name the spec: a worker forked
+    # from the suite's fork server carries the server's command line, which this marker cannot find
+    p, _ = _climb_into_the_hang(tmp_path, spec, HANG_BEFORE, env={**os.environ, "KLADDER_FORKSERVER": "0"})
+    assert len(_kladder_processes(spec)) >= 2              # the climb and its workers
     p.send_signal(signal.SIGKILL)
     p.communicate(timeout=30)
     deadline = time.monotonic() + 5
