@@ -67,7 +67,8 @@ def main() -> int:
         os.environ.setdefault("TRITON_INTERPRET", "1")
     import torch
 
-    from kladder.climbing.ladder import parse_rungs, rung_points, skip_note
+    from kladder.climbing.ladder import rung_points, skip_note
+    from kladder.climbing.session import parse_rungs
     from kladder.report.terminal import render_outcome
     from kladder.run.trial import run_point
     from kladder.core.sizes import budget_for

@@ -32,7 +32,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     """Bad option values are usage errors at start-up, naming the option and the fix."""
     from .core.errors import UsageError
-    from .climbing.ladder import parse_rungs
+    from .climbing.session import parse_rungs
     device = _option(config, "device") or "auto"
     if device not in ("auto", "cpu", "cuda"):
         raise pytest.UsageError(f"kladder: --kladder-device {device!r}: use auto, cpu or cuda.")
@@ -70,7 +70,8 @@ class SpecCollector(pytest.Collector):
 
     def collect(self):
         from .core.errors import UsageError
-        from .climbing.ladder import parse_rungs, resolve_device, rung_points
+        from .climbing.ladder import resolve_device, rung_points
+        from .climbing.session import parse_rungs
         from .core.sizes import budget_for
         config = self.config
         try:

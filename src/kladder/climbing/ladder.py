@@ -46,7 +46,7 @@ from ..core.sizes import (
     total_bytes,
 )
 from ..core.spec import Spec
-from .session import EARLY_FROM, Options, parse_rungs, resolve_device  # noqa: F401 - ladder.Options and parse_rungs stay importable here
+from .session import EARLY_FROM, Options, resolve_device
 from ..version import __version__
 
 MEMORY_HEADROOM = 0.85          # leave room for the reference's rows and the allocator's slack

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from ..climbing.ladder import Options, climb, parse_rungs
+from ..climbing.ladder import Options, climb
+from ..climbing.session import parse_rungs
 from ..gen.load import load_spec
 from ..core.spec import Spec
 

@@ -292,7 +292,8 @@ def step_main(argv: list[str]) -> int:
 
 def judge(ref: str, point_text: str | None, rungs: str | None, device: str, timeout_s: float | None):
     """(verdict, why, {status: count}) for the commit checked out here."""
-    from ..climbing.ladder import Runner, parse_rungs, rung_points
+    from ..climbing.ladder import Runner, rung_points
+    from ..climbing.session import parse_rungs
     from ..gen.load import load_spec
     from ..core.point import Point
     from ..core.sizes import budget_for

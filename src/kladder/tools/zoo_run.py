@@ -153,7 +153,8 @@ class _Climbs:
 
     def _climb(self, name: str, case: dict, fixed: bool):
         from .cases import case_ref
-        from ..climbing.ladder import climb, parse_rungs
+        from ..climbing.ladder import climb
+        from ..climbing.session import parse_rungs
         from ..gen.load import load_spec
         from ..climbing.session import climb_options
         t0 = time.perf_counter()

@@ -41,7 +41,7 @@ def checked_ref(ref: str) -> None:
 
 def _checked_rungs_and_shard(args) -> None:
     """--rungs and --shard read (climb_options and cmd_points read them again, as cheaply)."""
-    from ...climbing.ladder import parse_rungs
+    from ...climbing.session import parse_rungs
     from ...climbing.shard import ShardError, parse_shard
     try:
         parse_rungs(args.rungs)

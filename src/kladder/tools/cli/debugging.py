@@ -20,7 +20,7 @@ def cmd_bisect(args) -> int:
         except ValueError as e:
             raise UsageProblem(f"--point: {e}") from None
     if args.rungs is not None:
-        from ...climbing.ladder import parse_rungs
+        from ...climbing.session import parse_rungs
         try:
             parse_rungs(args.rungs)
         except UsageError as e:
@@ -65,7 +65,8 @@ def cmd_explore(args) -> int:
     import time
     started = time.monotonic()                   # the budget counts the spec's import and the workers' start
     from ..explore import explore
-    from ...climbing.ladder import Runner, parse_rungs
+    from ...climbing.ladder import Runner
+    from ...climbing.session import parse_rungs
     from ...report.debugging import explore_point, explore_text
     from ...core.sizes import budget_for
     writable("--json", args.json)

@@ -10,7 +10,8 @@ from .common import EXIT_OK, checked_early, load
 
 
 def cmd_points(args) -> int:
-    from ...climbing.ladder import parse_rungs, rung_points
+    from ...climbing.ladder import rung_points
+    from ...climbing.session import parse_rungs
     from ...report.points import points_json, points_text
     from ...core.sizes import budget_for
     checked_early(args.ref, args)
