@@ -14,6 +14,7 @@ import pytest
 
 import kladder as kl
 from kladder.run import forkclient as fs
+from kladder.run import forkserver as srv
 from kladder.run.workers import worker_env
 
 HERE = os.path.dirname(__file__)
@@ -286,3 +287,79 @@ def test_a_request_that_is_no_spawn_message_is_refused_as_such_and_the_client_ra
     monkeypatch.setattr(fs, "Spawn", lambda *a: fs.Spawned(1))         # a client that sends the wrong kind
     with open(os.devnull, "rb") as null, pytest.raises(ProtocolError, match="took the request for no message"):
         fs.spawn(["-m", "kl_exit", "0"], env, (null.fileno(), null.fileno(), 2), address=s.address)
+
+
+# ---------------------------------------------------------------------------- PYTHONPATH entries in front
+def test_path_extra_is_what_a_childs_pythonpath_puts_in_front_of_the_servers():
+    j = os.pathsep.join
+    assert srv.path_extra(None, None) == [] and srv.path_extra("/a", "/a") == []
+    assert srv.path_extra(None, j(["/x", "/y"])) == ["/x", "/y"]
+    assert srv.path_extra(j(["/a", "/b"]), j(["/x", "/a", "/b"])) == ["/x"]
+    assert srv.path_extra(j(["/a", "/b"]), j(["/a", "/x", "/b"])) is None        # not in front
+    assert srv.path_extra(j(["/a", "/b"]), "/b") is None                          # one of the server's missing
+    assert srv.path_extra("/a", j(["", "/a"])) is None                            # the working folder, at start
+    env = worker_env("cpu")
+    assert srv.incompatible({**env, "PYTHONPATH": "/a"}, {**env, "PYTHONPATH": j(["/x", "/a"])}) is None
+    assert srv.incompatible({**env, "PYTHONPATH": "/a"}, {**env, "PYTHONPATH": "/x"}) == "PYTHONPATH differs from the server's"
+
+
+def test_an_added_entry_that_shadows_what_the_server_imported_or_runs_at_start_is_refused(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "kl_mine.py").write_text("")
+    (tmp_path / "mine" / "notes.txt").write_text("")
+    assert srv.shadowing(["mine"], str(tmp_path), {"numpy", "torch"}) is None
+    (tmp_path / "mine" / "numpy.py").write_text("")
+    assert srv.shadowing(["mine"], str(tmp_path), {"numpy"}) == \
+        "PYTHONPATH's mine holds numpy.py, and the server imported numpy from elsewhere"
+    (tmp_path / "pkg" / "torch").mkdir(parents=True)
+    assert "holds torch" in srv.shadowing([str(tmp_path / "pkg")], "/", {"torch"})
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text("")
+    assert srv.shadowing(["site"], str(tmp_path), set()) == \
+        "PYTHONPATH's site holds sitecustomize.py, which a new Python runs at its start"
+    assert srv.shadowing(["absent"], str(tmp_path), {"numpy"}) is None              # as a new process: nothing there
+
+
+def test_a_child_with_an_entry_in_front_is_forked_and_imports_from_it_as_a_new_process_would(server, children,
+                                                                                          tmp_path):
+    _, env = server
+    (tmp_path / "front").mkdir()
+    (tmp_path / "front" / "kl_front.py").write_text("import sys\nprint(__file__, sys.path.index(sys.argv[1]))\n")
+    before = children.cpu_s
+    pp = os.pathsep.join([str(tmp_path / "front"), env["PYTHONPATH"]])
+    p = fs.run(_cmd("kl_front", str(tmp_path / "front")), {**env, "PYTHONPATH": pp}, 300, children)
+    assert p.returncode == 0, p.stderr
+    where, index = p.stdout.split()
+    assert where == str(tmp_path / "front" / "kl_front.py") and index == "1"    # after the working folder, first
+    assert children.cpu_s > before                                               # forked, not started afresh
+    (tmp_path / "front" / "sitecustomize.py").write_text("import sys\nprint('site ran', file=sys.stderr)\n")
+    before = children.cpu_s
+    p = fs.run(_cmd("kl_front", str(tmp_path / "front")), {**env, "PYTHONPATH": pp}, 300, children)
+    assert p.returncode == 0 and "site ran" in p.stderr and children.cpu_s == before    # afresh: its site ran
+
+
+def test_a_malformed_spawn_is_refused_and_the_server_serves_on(server, request):
+    """A Spawn whose fields have the wrong types (an env as a list) is refused as malformed; until
+    2026-12-07 it raised inside the server's loop and ended the server, silently."""
+    import socket
+
+    from kladder.run.protocol import Refused, from_wire
+    _, env = server
+    s = fs.Server(env, "test-malformed")
+    request.addfinalizer(s.close)
+    assert s.ready(600), "the fork server did not start"
+    for fields in ({"env": list(env)}, {"fd_env": None}, {"argv": []}):
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.settimeout(60)
+            conn.connect(s.address)
+            msg = {"kind": "spawn", "argv": ["kl_exit", "0"], "env": env, "cwd": "/", "fd_env": [], **fields}
+            with open(os.devnull, "rb") as null, open(os.devnull, "wb") as sink:
+                socket.send_fds(conn, [json.dumps(msg).encode() + b"\n"], [null.fileno(), sink.fileno(), 2])
+            got = from_wire(conn.makefile("rb").readline(), Refused)
+            assert got.bad_message and "a malformed spawn message" in got.why, got
+        finally:
+            conn.close()
+    children = fs.Children(forkserver=s.address)
+    p = fs.run(_cmd("kl_exit", "4"), env, 300, children)
+    assert p.returncode == 4 and children.cpu_s > 0 and s.proc.poll() is None

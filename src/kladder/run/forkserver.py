@@ -58,10 +58,58 @@ _FRESH_WARNINGS: list = []      # in the server: the warning filters it started 
 
 
 def incompatible(base: dict, env: dict) -> str | None:
-    """Why a child with `env` cannot be forked from a server started with `base` (None: it can)."""
+    """Why a child with `env` cannot be forked from a server started with `base` (None: it can).
+    PYTHONPATH may differ by entries in front of the server's (path_extra): the child puts them in
+    front of its sys.path, as a new process would have them (the server checks, at the request,
+    that they hold nothing it imported or that a new Python runs at its start: shadowing)."""
     for k in sorted(set(base) | set(env)):
         if base.get(k) != env.get(k) and k not in LAZY_VARS and k.startswith(EAGER_PREFIXES):
+            if k == "PYTHONPATH" and path_extra(base.get(k), env.get(k)) is not None:
+                continue
             return f"{k} differs from the server's"
+    return None
+
+
+def path_extra(base: str | None, child: str | None) -> list[str] | None:
+    """The entries a child's PYTHONPATH puts in front of the server's: the rest of it must be the
+    server's, in its order. None where it is not so, or where an added entry is empty (the working
+    folder, which a new process resolves at its start)."""
+    have = base.split(os.pathsep) if base else []
+    want = child.split(os.pathsep) if child else []
+    n = len(want) - len(have)
+    if n < 0 or want[n:] != have or "" in want[:n]:
+        return None
+    return want[:n]
+
+
+# What a new Python imports at its start from its sys.path, before any module runs (site.py): a
+# fork, whose interpreter started long ago, would not.
+AT_START = ("sitecustomize", "usercustomize")
+
+
+def shadowing(extra: list[str], cwd: str, loaded) -> str | None:
+    """Why a child whose PYTHONPATH adds `extra` (relative to `cwd`) cannot be forked from a process
+    that imported `loaded` (top-level names): an added entry that holds one of those names (the new
+    process would import that one, the fork has the server's), or a module a new Python runs at its
+    start. None: the added entries change nothing the fork already holds."""
+    for entry in extra:
+        folder = os.path.join(cwd, entry)
+        if not os.path.isdir(folder):
+            if os.path.exists(folder):
+                return f"PYTHONPATH's {entry} is not a folder (an archive is read at import)"
+            continue
+        try:
+            names = os.listdir(folder)
+        except OSError as e:
+            return f"PYTHONPATH's {entry} cannot be listed ({e.strerror})"
+        for item in sorted(names):
+            name = item.partition(".")[0]
+            if not (os.path.isdir(os.path.join(folder, item)) or item.endswith((".py", ".pyc", ".so", ".pyd"))):
+                continue
+            if name in AT_START:
+                return f"PYTHONPATH's {entry} holds {item}, which a new Python runs at its start"
+            if name in loaded:
+                return f"PYTHONPATH's {entry} holds {item}, and the server imported {name} from elsewhere"
     return None
 
 
@@ -93,8 +141,10 @@ def _stdio() -> None:
     sys.stderr = sys.__stderr__ = make(2, sys.__stderr__, True)
 
 
-def _become(req, fds: list[int], close: list[int], env_delta: dict, env_gone: list[str]) -> None:
-    """In the forked child: become `python -m MODULE ARGS` started afresh; never returns."""
+def _become(req, fds: list[int], close: list[int], env_delta: dict, env_gone: list[str],
+            base_path: str | None = None) -> None:
+    """In the forked child: become `python -m MODULE ARGS` started afresh; never returns.
+    `base_path`: the server's PYTHONPATH (the child's may add entries in front of it)."""
     code = 1
     try:
         os.setsid()
@@ -128,6 +178,14 @@ def _become(req, fds: list[int], close: list[int], env_delta: dict, env_gone: li
         cwd = req.cwd
         if sys.path and sys.path[0] == os.getcwd():
             sys.path[0] = cwd
+        added = [os.path.abspath(os.path.join(cwd, e)) for e in path_extra(base_path, req.env.get("PYTHONPATH")) or ()]
+        for entry in reversed(added):            # in front of the server's entries, as a new process has them
+            if entry in sys.path:
+                sys.path.remove(entry)
+            sys.path.insert(1, entry)
+        if added:
+            import importlib
+            importlib.invalidate_caches()
         os.chdir(cwd)
         _stdio()
         import runpy
@@ -286,7 +344,9 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
         except ProtocolError as e:                # kladder's own bug: said to the client, which raises it
             refuse(conn, fds, Refused(str(e), bad_message=True))
             return
-        why = incompatible(base, req.env) or ("CUDA is initialized in the server" if _cuda_on() else None)
+        why = (incompatible(base, req.env) or ("CUDA is initialized in the server" if _cuda_on() else None)
+               or shadowing(path_extra(base.get("PYTHONPATH"), req.env.get("PYTHONPATH")) or [], req.cwd,
+                            {name.partition(".")[0] for name in list(sys.modules)}))
         if why or len(fds) != 3 + len(req.fd_env):
             refuse(conn, fds, Refused(why or "descriptors"))
             return
@@ -295,7 +355,7 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
         own = [listener.fileno(), wake_r, wake_w, sel.fileno(), conn.fileno(), *(c.fileno() for c in by_conn)]
         pid = os.fork()
         if pid == 0:
-            _become(req, fds, own, env_delta, env_gone)
+            _become(req, fds, own, env_delta, env_gone, base.get("PYTHONPATH"))
         for fd in fds:
             os.close(fd)
         children[pid] = conn
@@ -307,33 +367,49 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
             kill(pid)
         sel.register(conn, selectors.EVENT_READ, "conn")
 
+    def event(key) -> bool:
+        """One event handled; False once stdin closed (the server ends)."""
+        what = key.data
+        if what == "accept":
+            with contextlib.suppress(OSError):
+                conn, _ = listener.accept()
+                try:
+                    fork(conn)
+                except Exception:
+                    with contextlib.suppress(OSError):
+                        conn.close()
+                    raise
+        elif what == "stdin":
+            return bool(os.read(0, 1024))
+        elif what == "child":
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_r, 4096)
+            reap()
+        else:                                   # a requester sent Kill or went away
+            conn = key.fileobj
+            pid = by_conn.get(conn)
+            try:
+                data = conn.recv(64)
+            except OSError:
+                data = b""
+            if pid is not None and (not data or wants_kill(data)):
+                kill(pid)
+            if not data:
+                with contextlib.suppress(OSError):
+                    sel.unregister(conn)
+        return True
+
     try:
         while True:
             for key, _ in sel.select():
-                what = key.data
-                if what == "accept":
-                    with contextlib.suppress(OSError):
-                        conn, _ = listener.accept()
-                        fork(conn)
-                elif what == "stdin":
-                    if not os.read(0, 1024):
+                try:
+                    if not event(key):
                         return 0
-                elif what == "child":
-                    with contextlib.suppress(BlockingIOError):
-                        os.read(wake_r, 4096)
-                    reap()
-                else:                               # a requester sent Kill or went away
-                    conn = key.fileobj
-                    pid = by_conn.get(conn)
-                    try:
-                        data = conn.recv(64)
-                    except OSError:
-                        data = b""
-                    if pid is not None and (not data or wants_kill(data)):
-                        kill(pid)
-                    if not data:
-                        with contextlib.suppress(OSError):
-                            sel.unregister(conn)
+                except Exception as e:          # noqa: BLE001 - kladder's own bug: said, and the server serves on
+                    # (until 2026-12-07 an exception here ended the server silently, and every climb
+                    # attached to it started its processes afresh from then on, or lost its children)
+                    with contextlib.suppress(Exception):
+                        print(f"kladder fork server: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
             reap()
     finally:
         for pid in list(children):

@@ -172,6 +172,22 @@ class Spawn(Message):
     cwd: str
     fd_env: list                           # a variable for each passed descriptor after stdin, stdout, stderr
 
+    @classmethod
+    def from_fields(cls, d: dict[str, Any]) -> Spawn:
+        """Typed as the server uses it: a request of other types is refused as malformed, never
+        an exception inside the server's loop (an env given as a list once ended a server)."""
+        msg = cls(**d)
+        strs = lambda xs: isinstance(xs, list) and all(isinstance(x, str) for x in xs)
+        if not (strs(msg.argv) and msg.argv):
+            raise ValueError(f"argv must be a non-empty list of strings, not {msg.argv!r}")
+        if not (isinstance(msg.env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in msg.env.items())):
+            raise ValueError("env must map strings to strings")
+        if not isinstance(msg.cwd, str):
+            raise ValueError(f"cwd must be a string, not {msg.cwd!r}")
+        if not strs(msg.fd_env):
+            raise ValueError(f"fd_env must be a list of strings, not {msg.fd_env!r}")
+        return msg
+
 
 @dataclass(frozen=True)
 class Kill(Message):
