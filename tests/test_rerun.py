@@ -148,3 +148,59 @@ def test_the_runner_reruns_a_hang_under_load_alone_in_a_fresh_worker(monkeypatch
     o = runner.run(PT)
     assert runs == [(False, False), (True, True)]
     assert o.status == Status.PASSED and o.load.alone == Status.PASSED
+
+
+# ---------------------------------------------------------------------------- replays settle per rung and check
+def _pts(n, rung=1):
+    return [Point("copy", rung, (("N", 8 + k),)) for k in range(n)]
+
+
+def test_a_rungs_failures_of_a_check_settle_after_the_first_ones_each_failed_again(monkeypatch):
+    from kladder.core.outcome import REPLAYS_TO_SETTLE
+    from kladder.report import words
+    pts = _pts(REPLAYS_TO_SETTLE + 2)
+    answers = []
+    for k, p in enumerate(pts):
+        answers += [(_raised(p), Load())] * (3 if k == 0 else 2 if k < REPLAYS_TO_SETTLE else 1)
+    runner, runs = _runner(monkeypatch, answers)
+    out = [runner.run(p) for p in pts]
+    # the first: run, replayed, run alone (first failure); the next two: run and replayed; the rest: run once
+    assert len(runs) == 3 + 2 * (REPLAYS_TO_SETTLE - 1) + 2 and not answers
+    assert [o.replay for o in out] == [Replay.FAILED_AGAIN] * REPLAYS_TO_SETTLE + [Replay.NOT_REPLAYED] * 2
+    assert all(o.status == Status.FAILED for o in out)
+    assert words.reason(out[-1]) == (f"not replayed: its rung's first {REPLAYS_TO_SETTLE} failures of this check "
+                                     "were replayed and each failed again")
+
+
+def test_one_flaky_replay_keeps_every_later_failure_of_its_check_replayed():
+    from kladder.core.outcome import REPLAYS_TO_SETTLE
+    tally = rerun.Replays()
+    flaky = _raised()
+    flaky.status, flaky.replay = Status.FLAKY, Replay.FLAKY
+    tally.note(flaky)
+    for p in _pts(REPLAYS_TO_SETTLE + 3):
+        o = _raised(p)
+        o.replay = Replay.FAILED_AGAIN
+        tally.note(o)
+    assert not tally.settled(_raised())
+
+
+def test_settling_is_per_rung_and_per_check_and_never_for_what_passed():
+    from kladder.core.outcome import REPLAYS_TO_SETTLE
+    tally = rerun.Replays()
+    for p in _pts(REPLAYS_TO_SETTLE):
+        o = _raised(p)
+        o.replay = Replay.FAILED_AGAIN
+        tally.note(o)
+    assert tally.settled(_raised(Point("copy", 1, (("N", 99),))))
+    assert not tally.settled(_raised(Point("copy", 2, (("N", 99),))))          # another rung
+    assert not tally.settled(_passed())
+    hang = faults.hang(PT, 1.0)                                                 # another check (never replayed)
+    assert hang.headline.check != _raised().headline.check and not tally.settled(hang)
+    # one short of the count: not settled
+    tally = rerun.Replays()
+    for p in _pts(REPLAYS_TO_SETTLE - 1):
+        o = _raised(p)
+        o.replay = Replay.FAILED_AGAIN
+        tally.note(o)
+    assert not tally.settled(_raised())

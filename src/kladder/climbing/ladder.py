@@ -155,6 +155,7 @@ class Runner:
         self.jobs = max(1, jobs)
         self.pool = pool or Pool(ref, device, spares=1)
         self.failed_rungs: set[int] = set()
+        self.replays = rerun.Replays()        # per rung and check, whether its failures are still replayed
         self._lanes: list[Lane] = []          # every lane made, each with its worker
         self._idle: list[Lane] = []           # lanes no thread is using
         self.failed: list[Point] = []         # points that failed, in the rung order (rung 5 sanitizes the smallest)
@@ -342,9 +343,11 @@ class Runner:
         fresh = fresh_process(point)
         timeout = worker_timeout(self.spec, self.device, point, self.timeout_s)
         outcome = self._run_once(point, timeout, fresh)
-        seen = rerun.Seen(point, outcome)
-        if rerun.REPLAY.when(seen):
-            outcome = rerun.REPLAY.settle(seen, self._on_lane(point, timeout, fresh or rerun.REPLAY.fresh)[0])
+        seen = rerun.Seen(point, outcome, settled=self.replays.settled(outcome))
+        if not rerun.REPLAY.when(seen):
+            return rerun.not_replayed(seen)
+        outcome = rerun.REPLAY.settle(seen, self._on_lane(point, timeout, fresh or rerun.REPLAY.fresh)[0])
+        self.replays.note(outcome)
         return outcome
 
     def _finish(self, outcome: Outcome) -> Outcome:

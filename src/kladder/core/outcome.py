@@ -86,6 +86,14 @@ class Replay(Words):
     FAILED_AGAIN = "failed_again"
     FLAKY = "flaky"                  # the replay's status in Outcome.replay_status
     ALONE_PASSES = "alone_passes"    # fails after earlier points in the worker, passes alone in a fresh one
+    NOT_REPLAYED = "not_replayed"    # its rung's first REPLAYS_TO_SETTLE failures of its check each failed again
+
+
+# A rung's failures of one check are replayed until this many have each failed again (and none
+# was flaky): the rest of that rung's failures of that check are reported as seen, not replayed
+# (run/rerun.py's REPLAY). A broken kernel fails hundreds of points the same way; replaying each
+# doubles its climb and says nothing the first few did not.
+REPLAYS_TO_SETTLE = 3
 
 
 @dataclass(frozen=True)

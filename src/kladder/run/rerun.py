@@ -9,9 +9,11 @@ SERVER_LOST) ask a rule's `when` whether it applies and its `settle` what is rep
   rule           trigger                                       again                         reported
   replay         a failure, but a hang, crash, device fault,   once more, as its first run   failing again: failed again;
                  failed capture, model, hung ranks,            ran (a fresh worker for a     else flaky, with the
-                 repetition, stream or sanitizer one (each     point that starts fresh)      replay's status
-                 costs its whole time again, or samples its
-                 own rate already)
+                 repetition, stream or sanitizer one (each     point that starts fresh)      replay's status; not run
+                 costs its whole time again, or samples its                                  again (settled): not_replayed
+                 own rate already), until its rung's failures
+                 of its check are settled (Replays: the first
+                 REPLAYS_TO_SETTLE each failed again, none flaky)
   under_load     a hang, crash, device fault or out of         alone in a fresh worker,      faults.under_load: failing
                  memory while other work used the device or    the other lanes held back     alone too, the first stands;
                  the host (sampling.busy), but not a mode      (after others' memory frees,  else a warning, flaky or not
@@ -29,10 +31,11 @@ SERVER_LOST) ask a rule's `when` whether it applies and its `settle` what is rep
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from ..core.outcome import Check, Load, Outcome, Replay, Status
+from ..core.outcome import REPLAYS_TO_SETTLE, Check, Load, Outcome, Replay, Status
 from ..core.point import Point
 from . import faults, modes, sampling
 
@@ -47,6 +50,7 @@ class Seen:
     earlier: int = 0                      # points the worker ran before this one
     rung_failed: bool = False             # an earlier point of its rung failed already
     lost: bool = False                    # the fork server died under the worker (forkclient.ServerLost)
+    settled: bool = False                 # its rung's failures of its check are settled (Replays.settled)
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,51 @@ def _failed(seen: Seen) -> bool:
     return seen.outcome is not None and seen.outcome.status == Status.FAILED
 
 
-def _replayable(seen: Seen) -> bool:
+def _kind_replayed(seen: Seen) -> bool:
     return _failed(seen) and seen.outcome.headline.check not in NOT_REPLAYED
+
+
+def _replayable(seen: Seen) -> bool:
+    return _kind_replayed(seen) and not seen.settled
+
+
+def not_replayed(seen: Seen) -> Outcome | None:
+    """The outcome, marked so, of a failure REPLAY would replay but for its rung's failures of its
+    check being settled already; else the outcome as it was."""
+    if _kind_replayed(seen) and seen.settled:
+        seen.outcome.replay = Replay.NOT_REPLAYED
+    return seen.outcome
+
+
+class Replays:
+    """Per rung and check, what the replays of its failures showed: once REPLAYS_TO_SETTLE of them
+    each failed again and none was flaky, the rung's further failures of that check are settled
+    (not replayed). One flaky replay and every later failure of that check is replayed. Lanes
+    share it: a point whose replay was decided before the count was reached is still replayed."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._tally: dict[tuple[int, str], list] = {}      # (rung, check) -> [failed again, flaky seen]
+
+    @staticmethod
+    def _key(outcome: Outcome) -> tuple[int, str]:
+        return outcome.point.rung, str(outcome.headline.check)
+
+    def settled(self, outcome: Outcome | None) -> bool:
+        if outcome is None or outcome.status != Status.FAILED or outcome.headline is None:
+            return False
+        with self._lock:
+            again, flaky = self._tally.get(self._key(outcome), (0, False))
+        return again >= REPLAYS_TO_SETTLE and not flaky
+
+    def note(self, outcome: Outcome) -> None:
+        """A replayed failure's settled outcome (failed again, or flaky)."""
+        if outcome.replay not in (Replay.FAILED_AGAIN, Replay.FLAKY) or outcome.headline is None:
+            return
+        with self._lock:
+            t = self._tally.setdefault(self._key(outcome), [0, False])
+            t[0] += outcome.replay == Replay.FAILED_AGAIN
+            t[1] = t[1] or outcome.replay == Replay.FLAKY
 
 
 def _replayed(seen: Seen, again: Outcome, again_load: Load | None = None) -> Outcome:
@@ -128,8 +175,10 @@ def _again(seen: Seen, again: Outcome, again_load: Load | None = None) -> Outcom
 
 REPLAY = Rule(
     "replay", trigger="a failure other than a hang, crash, device fault, failed capture, model, hung ranks, "
-                      "repetition, stream or sanitizer one",
-    does="run once more as its first run ran; failing again it is marked failed again, else it is flaky",
+                      "repetition, stream or sanitizer one, while its rung's failures of its check are not settled "
+                      f"({REPLAYS_TO_SETTLE} replayed and failed again, none flaky)",
+    does="run once more as its first run ran; failing again it is marked failed again, else it is flaky; a "
+         "settled one is not run again and is marked not replayed",
     fresh=False, alone=False, when=_replayable, settle=_replayed)
 UNDER_LOAD = Rule(
     "under_load", trigger="a hang, crash, device fault or out of memory while other work used the device or the "

@@ -9,7 +9,7 @@ captures, bitwise, the sanitizer), repetition (rung 5), toolchain (rungs 6 and 7
 from __future__ import annotations
 
 from ...core.facts import NondeterministicFacts, RepeatsFacts, StreamFacts
-from ...core.outcome import Cause, Check, Finding, Outcome, Replay, RowsChecked
+from ...core.outcome import REPLAYS_TO_SETTLE, Cause, Check, Finding, Outcome, Replay, RowsChecked
 from . import contracts, modes, notes, repetition, toolchain, values  # noqa: F401  (each fills the tables)
 from .base import MESSAGES, NOTES, load_text, pattern_text, rows_words, status_word
 from .environment import (
@@ -126,6 +126,9 @@ def points_text(outcomes: list[Outcome]) -> str:
 def replay_text(o: Outcome) -> str:
     if o.replay == Replay.FAILED_AGAIN:
         return "replayed: failed again"
+    if o.replay == Replay.NOT_REPLAYED:
+        return (f"not replayed: its rung's first {REPLAYS_TO_SETTLE} failures of this check were replayed and each "
+                "failed again")
     if o.replay == Replay.FLAKY:
         return f"failed 1 of 2 runs (the replay {o.replay_status}): a race or uninitialised state, not rounding"
     return ("passes when run alone in a fresh process: this failure depends on state left by earlier points in the "
