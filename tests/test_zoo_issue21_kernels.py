@@ -99,7 +99,9 @@ def test_embedding_chunk_tail(D, bites, dtype):
 
 def test_embedding_chunk_tail_is_caught_only_by_rung_1s_top_tails(monkeypatch):
     """The model widths, their neighbours, the low tails and the maximum all pass; the top tails
-    (16383, 14337) fail, and without them (rung 1 before issue 21) rung 1 passes."""
+    (16383, 14337) fail (asserted on the zoo's own climb of the case, tests/test_zoo.py's
+    test_caught_exactly_where_the_mechanism_bites, batch r1c: not climbed again here), and
+    without them (rung 1 before issue 21) rung 1 passes."""
     from kladder.gen.gaps import shapes
     from kladder.climbing.ladder import rung_points
     from kladder.run.trial import run_point
@@ -109,8 +111,6 @@ def test_embedding_chunk_tail_is_caught_only_by_rung_1s_top_tails(monkeypatch):
         return [run_point(spec, p, "cpu").outcome for p in rung_points(spec, 1, CPU_BUDGET) if p.needs != "cuda"]
 
     m = embedding_chunk_tail
-    failed = {o.point.sizes["D"] for o in rung1(m.spec) if str(o.status) == "failed"}
-    assert failed == {16383, 14337}
-    assert all(str(o.status) == "passed" for o in rung1(m.fixed))
+    assert {16383, 14337} <= {p.sizes["D"] for p in rung_points(m.spec, 1, CPU_BUDGET) if p.needs != "cuda"}
     monkeypatch.setattr(shapes, "top_tails", lambda name, dim: {})
     assert all(str(o.status) == "passed" for o in rung1(m.spec))
