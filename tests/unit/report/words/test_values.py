@@ -23,6 +23,12 @@ def test_describe_needs_dtype_and_shape_and_adds_a_mode():
     assert describe(Finding(Check.INVARIANT, facts=F.InvariantFacts(name="x"))) == ""
 
 
+def test_describe_a_scalar_output():
+    """A 0-d output (a reduction to one value) has shape []: its description says so, not
+    "int32, , eager" (as docs/results/2026-12-06-cpu-zoo/make_zoo_098b236.txt showed)."""
+    assert describe(_values(F.ValuesFacts(dtype="int32", shape=[], mode="eager"))) == "int32, scalar, eager"
+
+
 def test_the_values_message_verdict_first_then_a_statistic_a_line():
     f = _values(F.ValuesFacts(dtype="float32", shape=[64, 64], mode="eager", sampled=True, nonfinite=2, **F32))
     assert message(f).split("\n") == [
