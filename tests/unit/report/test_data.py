@@ -4,7 +4,6 @@ from __future__ import annotations
 from kladder.core.facts import (
     BiasFacts,
     ContractFacts,
-    GpuPointFacts,
     GuardFacts,
     NondeterministicFacts,
     RaisedFacts,
@@ -125,7 +124,6 @@ def test_note_group_joins_gpu_points_of_other_sizes_but_not_other_budgets():
 def test_note_group_of_another_kind_is_its_key():
     n = Note.of(NoteKind.MODE_NEEDS_CUDA, mode="graph")
     assert note_group(n) == note_key(n)
-    assert isinstance(Note.of(NoteKind.GPU_POINT, need_bytes=1, budget="x").facts, GpuPointFacts)
 
 
 def test_reason_group_uses_the_replay_before_the_note():

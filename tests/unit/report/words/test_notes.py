@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from kladder.core import facts as F
 from kladder.core.outcome import Note, NoteKind, Wait, Waited
 from kladder.report.words.notes import INTERPRETER_FEATURES, WAIT_WORDS, note_text, waiting_text, waits_text
 
@@ -205,9 +204,9 @@ def test_sanitizer_clean_and_missing():
         "compute-sanitizer was not found (searched /usr/local/cuda/bin, PATH): the racecheck check did not run")
 
 
-def test_every_note_kind_says_something_from_its_facts():
-    """A note of each kind, made from the facts here, renders to a non-empty line (no KeyError, no
-    'None' where a value was given)."""
+def test_the_short_notes_say_their_facts():
+    """Notes of one line each, made from the facts here: each says its numbers and names (no
+    KeyError, no 'None' where a value was given)."""
     made = {NoteKind.MODE_NEEDS_CUDA: dict(mode="graph"), NoteKind.OUTSIDE_CLIMB: dict(mode="jitcache"),
             NoteKind.NOT_ENOUGH_GPUS: dict(world=4, gpus=1), NoteKind.COLLECTIVE_NEEDS_CUDA: dict(world=2),
             NoteKind.CACHE_FILES: dict(files=3), NoteKind.CACHE_MISSED: dict(variant="config", files_cold=2, files_added=0),
@@ -218,5 +217,6 @@ def test_every_note_kind_says_something_from_its_facts():
         NoteKind.NOT_ENOUGH_GPUS].endswith("this host has 1")
     assert texts[NoteKind.NO_SUCH_SLOT] == "kl.InModel(slot='mlp'): kladder's model has the slots attn, norm"
     assert "(up to 100,000 cycles)" in texts[NoteKind.RACE_NOT_SET_UP]
+    assert texts[NoteKind.CACHE_MISSED] == ("B (config) on the cache A left matched B on an empty cache; the warm "
+                                            "process added 0 file(s) to the 2 A left")
     assert all(t and "None" not in t for t in texts.values())
-    assert isinstance(Note.of(NoteKind.CACHE_FILES, files=1).facts, F.CacheFilesFacts)
