@@ -288,3 +288,17 @@ def test_a_small_share_of_wrong_elements_keeps_two_digits():
     assert "  wrong:    3 / 28,672 elements (0.01%) of `y`" in _text(_report({1: [o]}))
     o.findings[0].mismatched = 0
     assert "  wrong:    0 / 28,672 elements (0%) of `y`" in _text(_report({1: [o]}))
+
+
+def test_the_time_budget_and_a_failing_golden_check_come_before_the_summary():
+    from kladder.core.budgets import BudgetSummary
+    golden = F.GoldenFacts(recorded="2026-12-01", target={}, toolchain={}, strict=True, fails=True, equal=[],
+                           changed=[F.GoldenChangedFacts(id="r1-M=4-N=7", outputs=["y"])], not_kept=[],
+                           nondeterministic=[])
+    report = _report({1: [Outcome(_point(), Status.PASSED)]}, budget=BudgetSummary(name="release"), golden=golden)
+    text = _text(report)
+    assert ("\nbudget release (the longest): rung 5 made no repetition or stream calls.\n\n"
+            "golden (--golden=strict: a change fails the climb): 0 points' bits equal to golden of 2026-12-01; 1 changed\n"
+            "  r1-M=4-N=7: bits changed since 2026-12-01: y\n\n"
+            "0 failed, 1 passed, 0 skipped of 1 points in 3.2 s; golden: bits changed at 1 point (--golden=strict fails "
+            "the climb)\n") in text
