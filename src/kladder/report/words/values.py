@@ -8,11 +8,12 @@ from .base import notes, pattern_text, says
 
 
 def describe(f) -> str:
-    """The output's dtype, shape and mode: "bfloat16, 1 x 4095, eager"."""
+    """The output's dtype, shape and mode: "bfloat16, 1 x 4095, eager" ("int32, scalar, eager": 0-d)."""
     x = f.facts
     if getattr(x, "dtype", None) is None or getattr(x, "shape", None) is None:
         return ""
-    return ", ".join([x.dtype, " x ".join(map(str, x.shape)), *([x.mode] if x.mode else [])])   # kl.assert_close: no mode
+    shape = " x ".join(map(str, x.shape)) or "scalar"
+    return ", ".join([x.dtype, shape, *([x.mode] if x.mode else [])])   # kl.assert_close: no mode
 
 
 def largest_text(f) -> str:
