@@ -119,6 +119,20 @@ def test_a_history_that_cannot_be_written_is_one_line_and_the_climb_goes_on(tmp_
     assert rec.climb_id is None
 
 
+def test_a_write_that_fails_midway_drops_the_history_not_the_climb(tmp_path, capsys):
+    # a point's write failed (here: its table gone; a full disk, a lock held past BUSY_S): the
+    # history is dropped, and every later point and the end are no-ops, never an AttributeError
+    # on the dropped connection that ends the climb
+    rec = Recorder(str(tmp_path / "h.sqlite"))
+    report = _report()
+    rec.begin(report)
+    rec.h.db.execute("DROP TABLE points")
+    rec.point(Outcome(P, Status.PASSED))
+    assert rec.h is None and "no such table: points" in capsys.readouterr().err
+    rec.point(Outcome(P, Status.PASSED))
+    rec.end(report)
+
+
 def test_from_args_no_history_given_or_default(tmp_path, monkeypatch):
     assert Recorder.from_args(argparse.Namespace(no_history=True, history=str(tmp_path / "x"))).path is None
     given = Recorder.from_args(argparse.Namespace(no_history=False, history=str(tmp_path / "g.sqlite")))
