@@ -38,6 +38,9 @@ def test_rungs_parsed_sorted_and_once(text, rungs):
     ("1,", "--rungs '1,': give rung numbers"),
     ("0", "--rungs '0': rung 0 does not exist; the ladder has rungs 1-8."),
     ("7-9", "rung 9 does not exist"),
+    # a range that counts down named no rung: a climb of nothing (climb_options' max(()) a traceback)
+    ("3-1", "--rungs '3-1': 3-1 counts down; give the lower rung first, e.g. 1-3."),
+    ("2,5-4", "--rungs '2,5-4': 5-4 counts down"),
 ])
 def test_bad_rungs_are_a_usage_error_naming_what_was_given(text, words):
     with pytest.raises(UsageError) as e:
