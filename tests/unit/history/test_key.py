@@ -4,6 +4,7 @@ import dataclasses
 import enum
 import functools
 import math
+import os
 
 import pytest
 import torch
@@ -271,3 +272,59 @@ def test_a_replayed_point_is_keyed_by_its_capture_and_unkeyed_without_one(tmp_pa
     (cap / "manifest.json").write_text('{"calls": 2}')
     assert k.point(p) != first
     assert k.point(dataclasses.replace(p, replay=str(tmp_path / "gone" / "0"))) is None
+
+
+# ---------------------------------------------------------------------------- the code closure of a module
+def test_a_modules_closure_covers_what_it_imports_and_native_sources_beside_it(tmp_path, monkeypatch):
+    import importlib
+    import sys
+    pkg = tmp_path / "klunit_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops.py").write_text("from .helper import scale\n\ndef launch(x):\n    return scale(x)\n")
+    (pkg / "helper.py").write_text("def scale(x):\n    return 2 * x\n")
+    (pkg / "kern.cu").write_text("// v1\n")
+    (pkg / "notes.txt").write_text("v1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for m in ("klunit_pkg", "klunit_pkg.ops", "klunit_pkg.helper"):
+        monkeypatch.delitem(sys.modules, m, raising=False)
+    ops = importlib.import_module("klunit_pkg.ops")
+
+    def digest():
+        return keymod.Closure().of_module(ops)
+    first = digest()
+    assert {os.path.basename(f) for f in keymod.Closure().files(ops)} == {"ops.py", "helper.py", "__init__.py", "kern.cu"}
+    (pkg / "notes.txt").write_text("v2, longer\n")
+    assert digest() == first                                              # not code: no part of the key
+    (pkg / "helper.py").write_text("def scale(x):\n    return x + x\n\n")
+    second = digest()
+    assert second != first                                                # an imported module's bytes
+    (pkg / "kern.cu").write_text("// v2, longer\n")
+    assert digest() != second                                             # a CUDA source beside it
+
+
+def test_a_module_with_no_source_file_is_unsound():
+    import types
+    with pytest.raises(Unsound, match="module 'made_up' has no source file"):
+        keymod.Closure().of_module(types.ModuleType("made_up"))
+
+
+# ---------------------------------------------------------------------------- over many values
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+                    st.text(max_size=5), st.binary(max_size=5))
+_values = st.recursive(_leaves, lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner),
+                                                        st.dictionaries(st.text(max_size=3), inner, max_size=4)),
+                       max_leaves=12)
+
+
+@settings(max_examples=50, deadline=None)
+@given(_values)
+def test_canon_is_strict_json_and_the_same_for_a_copy(v):
+    import copy
+    import json
+    out = Canon()(v)
+    text = json.dumps(out, sort_keys=True, allow_nan=False)               # no NaN/Infinity reaches the digest
+    assert json.dumps(Canon()(copy.deepcopy(v)), sort_keys=True, allow_nan=False) == text
