@@ -231,6 +231,8 @@ def parse_rungs(text: str | None) -> tuple[int, ...]:
             lo, hi = int(a.lstrip("rR")), int((b or a).lstrip("rR"))
         except ValueError:
             raise UsageError(f"--rungs {text!r}: give rung numbers such as 1, 1,2 or 1-3.") from None
+        if hi < lo:
+            raise UsageError(f"--rungs {text!r}: {lo}-{hi} counts down; give the lower rung first, e.g. {hi}-{lo}.")
         rungs += range(lo, hi + 1)
     for r in rungs:
         if r not in BY_NUMBER:

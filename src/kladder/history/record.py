@@ -53,11 +53,13 @@ class Recorder:
             self.h.close()
         self.h = None
 
-    def _safely(self, fn, *a):
+    def _safely(self, method: str, *a):
+        """History.`method`(*a), or None: the history dropped for the rest of the climb at its
+        first failure (looked up only while there is one: a point after a failed write is a no-op)."""
         if self.h is None:
             return None
         try:
-            return fn(*a)
+            return getattr(self.h, method)(*a)
         except Exception as e:  # noqa: BLE001 - the history must never end a climb
             self._lost(e)
             return None
@@ -67,7 +69,7 @@ class Recorder:
         if self.climb_id is not None or self.h is None:
             return
         fp = report.fingerprint or fingerprint(source_file(report.ref), None)
-        self.climb_id = self._safely(self.h.begin, kind, report.spec, report.ref, report.device,
+        self.climb_id = self._safely("begin", kind, report.spec, report.ref, report.device,
                                      report.kladder_version, report.started, report.run_id, fp)
 
     def point(self, outcome: Outcome) -> None:
@@ -76,7 +78,7 @@ class Recorder:
         if self.climb_id is None and self.report is not None:
             self.begin(self.report)
         if self.climb_id is not None:
-            self._safely(self.h.point, self.climb_id, point_row(outcome))
+            self._safely("point", self.climb_id, point_row(outcome))
 
     def end(self, report) -> None:
         self.begin(report)                   # a climb that ran no point is recorded too
@@ -86,7 +88,7 @@ class Recorder:
         code = report.exit_code
         golden = report.golden                # --golden's result: why a climb whose points passed failed
         shard = report.shard
-        self._safely(self.h.end, self.climb_id, datetime.datetime.now().isoformat(timespec="seconds"),
+        self._safely("end", self.climb_id, datetime.datetime.now().isoformat(timespec="seconds"),
                      VERDICTS.get(code, f"exit {code}"), code, report.fingerprint, report.device_name, rungs,
                      None if golden is None else golden.to_dict(),
                      f"{shard.index}/{shard.count}" if shard is not None and shard.index else None)
