@@ -53,7 +53,7 @@ def test_chance_to_see_at_its_edges(p, calls, want):
 
 def test_chance_to_see_a_tiny_rate_keeps_its_digits():
     # 1 - (1 - p)^N computed naively is 0.0 for p = 1e-300: the rate would vanish
-    assert stats.chance_to_see(1e-300, 10) == pytest.approx(1e-299, rel=1e-12)
+    assert stats.chance_to_see(1e-300, 10) == pytest.approx(1e-299, rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize("p,chance,want", [(0.0, 0.5, 0), (-1.0, 0.5, 0), (1.0, 0.99, 1), (2.0, 0.5, 1),
