@@ -4,6 +4,7 @@ signal), in-process: the climb itself is replaced where one would start."""
 import json
 import signal
 import sys
+import types
 
 import pytest
 
@@ -12,6 +13,7 @@ from kladder.core.errors import UsageProblem
 from kladder.core.interrupts import Interrupts
 from kladder.core.results import ClimbReport
 from kladder.gen.load import ManySpecs
+from kladder.run.devicestart import DeviceStartError
 from kladder.tools import many
 from kladder.tools.cli import climb
 from kladder.tools.cli.parser import build_parser
@@ -187,3 +189,38 @@ def test_the_climbed_device_without_ray_is_the_device_word(monkeypatch):
 def test_say_writes_the_report(capsys):
     climb._say(lambda: sys.stdout.write("the report"))
     assert capsys.readouterr().out == "the report"
+
+
+class _DeviceRefused(DeviceStartError):
+    """The device refused (no nvidia-smi asked: the facts as devicestart would give them)."""
+
+    @property
+    def facts(self):
+        return {"kind": "device", "what": self.what, "error": self.error, "waited_s": 3.0, "gpu": "0",
+                "free_bytes": 0, "total_bytes": 80 << 30, "holders": [{"pid": 7, "name": "python", "used_bytes": 1 << 30}]}
+
+
+def test_a_device_others_hold_is_a_start_error_with_exit_2(tmp_path, specs, monkeypatch, capsys):
+    def refused(ref, args, report, started):
+        raise _DeviceRefused("a CUDA context", "CUDA error: out of memory\nmore lines", gpu="0")
+    monkeypatch.setattr(climb, "_climb_started", refused)
+    out = tmp_path / "r.json"
+    assert climb.cmd_climb(str(specs / "one.py"), args_of("x", "--json", str(out), "--no-history",
+                                                          "--device", "cpu")) == 2
+    doc = json.loads(out.read_text())
+    err = doc["start_error"]
+    assert (err["kind"], err["what"], err["error"], err["holders"][0]["pid"]) == ("device", "a CUDA context",
+                                                                                 "CUDA error: out of memory", 7)
+    assert capsys.readouterr().err == f"kladder: error: {err['message']}\n"
+    assert all(not r["climbed"] for r in doc["rungs"])      # every rung asked for says it could not start
+
+
+def test_history_options_without_history_give_no_store_and_lf_puts_last_failures_first(monkeypatch):
+    from kladder.history import commands
+    opts = types.SimpleNamespace(store="unset", first=None)
+    started = {}
+    climb._history_options(args_of("x", "--no-history"), opts, types.SimpleNamespace(name="s"), "s.py", started)
+    assert opts.store is None and started == {"store": None} and opts.first is None
+    monkeypatch.setattr(commands, "last_failures", lambda args, name, ref: (None, ["p1", "p2"]))
+    climb._history_options(args_of("x", "--no-history", "--lf"), opts, types.SimpleNamespace(name="s"), "s.py")
+    assert opts.first == frozenset({"p1", "p2"})
