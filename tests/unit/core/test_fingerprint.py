@@ -158,3 +158,11 @@ def test_git_of_nothing_is_none():
 ])
 def test_source_file_of_a_spec_reference(ref, want):
     assert source_file(ref) == want
+
+
+def test_a_package_without_metadata_gives_its_modules_version(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "kl_vendored_q", types.SimpleNamespace(__version__="1.2.3"))
+    assert fp._version("kl_vendored_q") == "1.2.3"
+    monkeypatch.setitem(sys.modules, "kl_vendored_q", types.SimpleNamespace())
+    assert fp._version("kl_vendored_q") is None

@@ -125,3 +125,13 @@ def test_a_device_start_error_round_trips_with_its_holders():
     assert d["holders"] == [{"pid": 12, "name": "python", "used_bytes": None}] and d["total_bytes"] == 80 << 30
     back = StartErrorFacts.from_dict(json.loads(json.dumps(d, allow_nan=False)))
     assert back == dev and isinstance(back.holders[0], HolderFacts)
+
+
+def test_shard_facts_leave_out_what_is_unset_and_round_trip():
+    from kladder.core.results import ShardFacts
+    one = ShardFacts(index=1, count=3, options={"seed": 0, "rungs": [1, 2]}, dealt={"1": 5}, positions={"1": [0, 3]})
+    d = one.to_dict()
+    assert "costs" not in d and "merged" not in d                  # opt(): written only when set
+    assert ShardFacts.from_dict(json.loads(json.dumps(d, allow_nan=False))) == one
+    merged = ShardFacts(index=None, count=3, options={}, dealt={}, positions={}, merged=[0, 1, 2])
+    assert merged.to_dict()["merged"] == [0, 1, 2] and merged.to_dict()["index"] is None

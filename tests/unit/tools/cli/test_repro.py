@@ -124,3 +124,30 @@ def test_parsed_point_reads_the_dict_a_report_prints():
     p = Point("double", 1, (("N", 2),), seed=7)
     assert repro._parsed_point(repr(p)) == p
     assert repro._parsed_point(p.to_json()) == p
+
+
+def test_a_repro_is_recorded_in_the_history_as_a_climb_of_one_point(tmp_path):
+    from kladder.core.outcome import Outcome, Status
+    from kladder.history.store import History
+    path = str(tmp_path / "h.sqlite")
+    args = parse("s.py::double", "{}", "--history", path)
+    point = Point("double", 2, (("N", 2),))
+    spec = type("S", (), {"name": "double"})()
+    repro._record_repro(args, spec, "cpu", "2026-01-01T00:00:00", Outcome(point, Status.FAILED), {"kladder": "x"})
+    h = History(path)
+    try:
+        [climb] = h.climbs()
+        assert (climb["kind"], climb["spec"], climb["ref"], climb["device"], climb["exit_code"]) == \
+            ("repro", "double", "s.py::double", "cpu", 1)
+        [row] = h.points(climb["id"])
+        assert (row["id"], row["rung"], row["status"]) == (point.id, 2, "failed")
+    finally:
+        h.close()
+
+
+def test_no_history_records_nothing(tmp_path):
+    from kladder.core.outcome import Outcome, Status
+    args = parse("s.py", "{}", "--history", str(tmp_path / "h.sqlite"), "--no-history")
+    repro._record_repro(args, type("S", (), {"name": "d"})(), "cpu", "", Outcome(Point("d", 1, (("N", 1),)),
+                                                                                  Status.PASSED), {})
+    assert not (tmp_path / "h.sqlite").exists()
