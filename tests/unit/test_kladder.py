@@ -63,3 +63,12 @@ def test_assert_close_forwards_to_the_judge():
     kladder.assert_close(torch.ones(3), torch.ones(3, dtype=torch.float64))
     with pytest.raises(AssertionError, match="head line"):
         kladder.assert_close(torch.ones(3), torch.zeros(3, dtype=torch.float64), msg="head line")
+
+
+def test_inputs_forwards_spec_point_and_device(monkeypatch):
+    import kladder.tools.testing as testing
+    seen = []
+    monkeypatch.setattr(testing, "inputs", lambda spec, point, device: seen.append((spec, point, device)) or {"x": 1})
+    assert kladder.inputs("s.py::x", "{...}") == {"x": 1}
+    assert kladder.inputs("s.py::x", "{...}", device="cpu") == {"x": 1}
+    assert seen == [("s.py::x", "{...}", None), ("s.py::x", "{...}", "cpu")]

@@ -155,3 +155,48 @@ def test_the_readme_lists_what_is_not_saved():
 @pytest.mark.parametrize("v,is_tensor", [(torch.zeros(1), True), (1.0, False), (None, False), ([torch.zeros(1)], False)])
 def test_only_tensors_are_saved(v, is_tensor):
     assert debug._is_tensor(v) is is_tensor
+
+
+# ---------------------------------------------------------------------------- where the debugger stops (pdb replaced)
+def test_after_a_judgement_the_frame_holds_the_names_the_docs_promise(monkeypatch, capsys):
+    scope = {}
+    monkeypatch.setattr(debug, "_stopped", lambda *a: scope.update(zip(
+        ["inputs", "args", "kwargs", "outputs", "expected", "mask", "finding", "findings", "message", "point", "spec",
+         "kernel"], a, strict=True)))
+    x = torch.arange(3.0)
+    p = Point("double", 1, (("N", 3),), config=(("BLOCK", 4),))
+    seen = types.SimpleNamespace(prep=types.SimpleNamespace(point=p, inputs=types.SimpleNamespace(args=(x,))),
+                                 label="replay 1 of 2")
+    found = _finding()
+    debug._stop_after_judgement(SPEC, seen, {"out": x}, {"out": x.double()}, {"out": "mask"}, [found, "second"])
+    assert scope["inputs"] == {"x": x} and scope["args"] == [x] and scope["kwargs"] == {"BLOCK": 4}
+    assert scope["finding"] is found and scope["findings"] == [found, "second"] and scope["point"] is p
+    assert scope["kernel"] is SPEC.kernel and scope["mask"] == {"out": "mask"}
+    assert scope["message"].startswith("Mismatched elements: 1 / 3")
+    out = capsys.readouterr().out
+    assert "kladder: stopped after replay 1 of 2 was judged: values on `out`:\n    Mismatched elements" in out
+    assert "in scope: inputs, args, kwargs, outputs, expected, mask, finding, findings, message, point, spec, kernel" in out
+
+
+def _users_kernel(x):
+    return x.missing_method()                 # the user's own frame: where the post-mortem must stop
+
+
+def test_the_post_mortem_starts_at_the_innermost_frame_of_the_users_code(monkeypatch, capsys):
+    import pdb
+    stopped = {}
+
+    def interaction(self, frame, tb):             # pdb's own, less its prompt
+        self.setup(frame, tb)
+        stopped["function"] = self.curframe.f_code.co_name
+        self.forget()
+    monkeypatch.setattr(pdb.Pdb, "interaction", interaction)
+    with pytest.raises(AttributeError) as info:
+        _users_kernel(torch.zeros(1))
+    outer = RuntimeError("the interpreter's wrapper")
+    outer.__cause__ = info.value
+    debug._post_mortem(SPEC, KernelError(outer, "call 1"))
+    assert stopped == {"function": "_users_kernel"}
+    out = capsys.readouterr().out
+    assert out.startswith("\nkladder: the kernel raised RuntimeError: the interpreter's wrapper\n")
+    assert "post-mortem at the innermost frame of your code" in out
