@@ -131,3 +131,11 @@ def test_a_slot_given_with_its_own_callable_puts_that_callable_in(monkeypatch):
     monkeypatch.setattr(km, "evaluate", lambda slots, **kw: seen.append(slots) or _Score(1, 0))
     list(in_model.MODE.observe(_h(slot=("rmsnorm", other))))
     assert seen == [None, {"rmsnorm": other}]
+
+
+def test_samples_whose_last_values_do_not_compare_are_shown_not_a_crash():
+    """An adapter's samples are the user's: a score of None beside numbers, or an empty tuple,
+    must not crash the point (sorting them raised TypeError / IndexError)."""
+    samples = [("a", "b", 0.5), ("c", "d", None), (), ("e", "f", 0.1)]
+    got = in_model._user_model(_Slot({"baseline": 1.0, "kernel": 1.0}, samples), rms)
+    assert got["samples"] == [["c", "d", "None"], [], ["e", "f", "0.1"], ["a", "b", "0.5"]]
