@@ -210,3 +210,27 @@ def test_compute_sanitizer_is_found_in_cuda_home_and_the_places_searched_are_sai
     found, searched = sanitize.find_sanitizer()
     assert found == str(exe)
     assert searched == ["PATH", str(bin_dir), "/usr/local/cuda/bin", "/usr/local/cuda/compute-sanitizer"]
+
+
+# ---------------------------------------------------------------------------- the child, in this process
+CHILD_SPEC = '''
+import torch
+import kladder as kl
+
+def twice(x):
+    with open(SEEN, "a") as f:                 # each call's inputs, as the child saw them
+        f.write(repr(x.tolist()) + "\\n")
+    return torch.mul(x, 2)
+
+spec = kl.Spec("twice_sanitized", kernel=twice, reference=lambda x: 2 * x, args={"x": kl.Tensor("N", dtype="float32")},
+               dims={"N": kl.Dim(1, 64)}, returns=kl.Tensor("N", like="x"))
+'''
+
+
+def test_the_child_makes_its_calls_on_two_input_draws_and_exits_0(tmp_path):
+    seen = tmp_path / "seen.txt"
+    (tmp_path / "s.py").write_text(f"SEEN = {str(seen)!r}\n" + CHILD_SPEC)
+    point = Point("twice_sanitized", 5, (("N", 7),), mode="eager", seed=3)
+    assert sanitize.child([f"{tmp_path}/s.py::spec", "cpu", point.to_json()]) == 0
+    calls = seen.read_text().splitlines()
+    assert len(calls) == sanitize.CALLS and calls[0] != calls[1]

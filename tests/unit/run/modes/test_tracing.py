@@ -52,6 +52,17 @@ def test_the_tracer_records_the_users_functions_first_called_first_and_restores_
     assert all("functional" not in n for n in names) and not t.kernels   # torch's code is not recorded
 
 
+def test_a_function_the_interpreter_calls_is_a_kernel_body_and_the_interpreter_is_not_recorded():
+    namespace = {}
+    exec(compile("def run(body, x):\n    return body(x)\n", "/site-packages/triton/runtime/interpreter.py", "exec"),
+         namespace)
+    with Tracer() as t:
+        namespace["run"](_inner, 1)
+        _launcher(1)
+    assert t.kernels == {_inner.__code__}                              # called from Triton's frame: a body
+    assert [c.co_name for c in t.called] == ["_inner", "_launcher"]     # the interpreter itself: machinery
+
+
 def test_a_torch_op_is_seen_however_it_is_called_and_others_are_not():
     x = torch.ones(3)
     with Tracer("sin") as t:
