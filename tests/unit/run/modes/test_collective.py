@@ -200,3 +200,14 @@ def test_the_ranks_are_judged_on_one_thread_and_the_threads_restored():
     with pytest.raises(StopIteration):
         next(gen)
     assert torch.get_num_threads() == before
+
+
+def test_ranks_that_keep_moving_past_the_points_deadline_still_end_as_a_hang(quick, tmp_path):
+    class Moving:
+        n = 0
+
+        def snapshot(self):
+            Moving.n += 1
+            return [(PHASE["calls"], Moving.n, Moving.n)]
+    ended = co._watch([_Proc([])], Moving(), 60.0, 60.0, 0.0, str(tmp_path))
+    assert ended.how == "hung" and ended.ranks[0].phase == "calls"

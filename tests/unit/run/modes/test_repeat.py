@@ -216,3 +216,19 @@ def test_fresh_inputs_cycle_a_pool_and_each_call_is_compared_with_its_own_sets_f
     assert r.calls == 12 and r.bits["out"].tolist() == [0, 5, 0, 0, 0, 0, 0, 0]
     assert r.worst_call == 6 and r.worst_prep is calls[1].prep        # call 6 ran on input set (6-1) % 4 + 1 = 2
     assert torch.equal(r.worst_first["out"], calls[1].returned)
+
+
+def test_an_out_argument_call_that_skips_its_writes_leaves_the_poison_and_is_far():
+    """Every slot is poisoned before its batch: a call that writes nothing (call 5 here) is seen
+    as far from its first call, not as the value an earlier call left in the slot."""
+    made = {"n": 0}
+
+    def lazy(x, out):
+        made["n"] += 1
+        if made["n"] != 5:
+            torch.mul(x, 2, out=out)
+
+    *calls, r = list(rep.MODE.observe(Harness(_spec(lazy, out=True), _point(calls=9, launch="eager"), "cpu")))
+    assert r.calls == 9 and r.bits["out"].tolist() == [0, 0, 0, 5, 0, 0, 0, 0]
+    assert r.far["out"].tolist() == [0, 0, 0, 5, 0, 0, 0, 0] and r.worst_call == 5
+    assert r.worst["out"].isnan().all()
