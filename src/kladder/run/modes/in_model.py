@@ -51,9 +51,16 @@ def _user_model(slot, fn) -> dict:
         k = slot.score(replacement)
     except Exception as e:
         raise KernelError(e, f"the user model with the kernel in {getattr(slot, 'target', '?')}") from e
-    worst = sorted(getattr(slot, "samples", []), key=lambda s: s[-1] if isinstance(s, tuple) else 0)
+    worst = sorted(getattr(slot, "samples", []), key=_badness)
     samples = [[str(x) for x in s] if isinstance(s, tuple) else [str(s)] for s in worst[:SHOWN]]
     return {"where": "adapter", "target": slot.target, "baseline": b, "kernel": k, "samples": samples}
+
+
+def _badness(sample) -> float:
+    """A sample's sort key, lowest shown first: a tuple's last value where it is a number (the
+    user's score of it), else 0 (the samples are the user's: None, text or an empty tuple too)."""
+    last = sample[-1] if isinstance(sample, tuple) and sample else None
+    return last if isinstance(last, (int, float)) and not isinstance(last, bool) else 0
 
 
 MODE = InModel()
