@@ -273,13 +273,25 @@ def _warnings(warned: list[Outcome]):
         for w in o.warnings:
             shown.setdefault(bias_group(w), w)
             by_kind[bias_group(w)].append(o)
-    for key, group in by_kind.items():
+    kinds = list(by_kind.items())
+    for n, (key, group) in enumerate(kinds):
+        if n == WARNING_KINDS_SHOWN:
+            rest = kinds[n:]
+            lines.append(_text(f"  and {_count(len(rest), 'more kind')} of warning on "
+                               f"{_count(len({id(o) for _, g in rest for o in g}), 'point')}: every one is in the "
+                               "JSON report (--json) and the log"))
+            break
         o = group[0]
         lines.append(_text(f"  {o.point.id}: {_indented(words.message(shown[key]), 6)}"))
         if len(group) > 1:
             lines.append(_text(f"      and {len(group) - 1} more point{'s' if len(group) > 2 else ''} like it: "
                                + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else "")))
-    return _joined(lines[:40])
+    return _joined(lines)
+
+
+# Kinds of warning the terminal shows one by one; the rest are counted, never dropped unsaid
+# (until 2026-12-07 the section was cut at 40 lines, mid-warning, with nothing said).
+WARNING_KINDS_SHOWN = 20
 
 
 def _ran(ran: list[Outcome]):

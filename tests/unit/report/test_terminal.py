@@ -302,3 +302,16 @@ def test_the_time_budget_and_a_failing_golden_check_come_before_the_summary():
             "  r1-M=4-N=7: bits changed since 2026-12-01: y\n\n"
             "0 failed, 1 passed, 0 skipped of 1 points in 3.2 s; golden: bits changed at 1 point (--golden=strict fails "
             "the climb)\n") in text
+
+
+def test_warnings_past_the_kinds_shown_are_counted_never_dropped_unsaid():
+    from kladder.report.terminal import WARNING_KINDS_SHOWN
+    n = WARNING_KINDS_SHOWN + 5                   # each its own kind: another output each
+    warned = [Outcome(_point(m=m), Status.PASSED,
+                      warnings=[Finding(Check.BIAS, output=f"y{m}", facts=F.BiasFacts(
+                          lean="offset", up=10, down=1, p=1e-3, mean_ulps=0.5, rel=1e-4, peer=False, dtype="bfloat16"))])
+              for m in range(1, n + 1)]
+    text = _text(_report({1: warned}))
+    assert text.count("leans above") == WARNING_KINDS_SHOWN
+    assert "  and 5 more kinds of warning on 5 points: every one is in the JSON report (--json) and the log\n" in text
+    assert f"r1-M={WARNING_KINDS_SHOWN}-N=7: `y{WARNING_KINDS_SHOWN}`" in text
