@@ -37,7 +37,10 @@ def clock(monkeypatch):
     return c
 
 
-def _failing(n, error=RuntimeError("CUDA error: out of memory"), value=7):
+OOM = RuntimeError("CUDA error: out of memory")
+
+
+def _failing(n, error=OOM, value=7):
     calls = []
 
     def call():
