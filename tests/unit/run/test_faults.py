@@ -350,3 +350,14 @@ def test_after_heap_check_a_clean_rerun_stands_with_the_shared_workers_crash_as_
     assert w.check == Check.CRASHED_NOT_ALONE and w.facts.earlier == 4 and w.facts.signal == "SIGSEGV"
     assert w.facts.heap_words == "free(): invalid size" and w.facts.alone == "passed"
     assert w.facts.frames[0] == "kern.py:17 in scale"
+
+
+@pytest.mark.parametrize("code, name", [(-34, "SIGRTMIN"), (-35, "SIGRTMIN+1"), (-40, "SIGRTMIN+6"), (-64, "SIGRTMAX")])
+def test_a_worker_ended_by_a_real_time_signal_is_a_crash_naming_it_not_kladders_error(code, name):
+    # signal.Signals names only SIGRTMIN and SIGRTMAX: 35..63 raised ValueError in the parent
+    o = faults.died(PT, code, "")
+    assert o.status == Status.FAILED and o.headline.check == Check.CRASHED and o.headline.facts.signal == name
+
+
+def test_a_signal_no_platform_names_is_said_by_its_number():
+    assert faults.signal_name(11) == "SIGSEGV" and faults.signal_name(200) == "signal 200"
