@@ -1,8 +1,9 @@
-"""run/rank.py's bookkeeping in this process: each call's point (its message size, a seed of
-its own), the shared progress file every rank and the worker map, a rank's record written
-atomically, a failure classified and written as the kernel's, and the calls queued back to back
-on the CPU with a progress mark before and after each. A rank's whole life (run: a
-torch.distributed group, the reference collective, safetensors) needs its processes: tests/test_rung6.py."""
+"""run/rank.py in this process: each call's point (its message size, a seed of its own), the shared
+progress file every rank and the worker map, a rank's record written atomically, a failure
+classified and written as the kernel's, the calls queued back to back on the CPU with a progress
+mark before and after each, and a whole rank's life for a world of one (gloo on a file store, in
+this process: its record, outputs and float64 references; a kernel's, a communicator's and
+kladder's own failure). Worlds of two and more are processes: tests/test_rung6.py."""
 import json
 import types
 
@@ -110,3 +111,76 @@ def test_a_call_that_raises_is_written_as_the_kernels_at_that_call(tmp_path):
     ended = json.loads((tmp_path / "rank1.json").read_text())["ended"]
     assert ended["call"] == 1 and ended["text"] == "rank mismatch" and ended["kind"] == "raised"
     assert progress.snapshot()[1][1:] == (2, 1)                   # the second launched, only the first finished
+
+
+# ---------------------------------------------------------------------------- a rank's whole life, world 1
+# One rank in this process (gloo on a file store, no other process): what `run` leaves for the
+# worker. Ranks of a world of 2 and more are processes: tests/test_rung6.py.
+@pytest.fixture
+def in_process(monkeypatch):
+    import torch.distributed as dist
+    for k, v in rank.MULTICAST_OFF.items():
+        monkeypatch.setenv(k, v)                           # run sets them: put back what there was after
+    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+           torch.utils.deterministic.fill_uninitialized_memory, torch.get_num_threads())
+    yield
+    if dist.is_initialized():                              # a rank that stopped leaves its group
+        dist.destroy_process_group()
+    torch._C._set_deterministic_algorithms(was[0], warn_only=was[1])
+    torch.utils.deterministic.fill_uninitialized_memory = was[2]
+    torch.set_num_threads(was[3])
+
+
+def _all_reduce(group, x):
+    import torch.distributed as dist
+    y = x.to(torch.float32, copy=True)
+    dist.all_reduce(y, group=group)
+    return y
+
+
+def _collective(kernel, **kw):
+    import kladder as kl
+    return kl.Spec("ar", kernel=kernel, reference=None, args={"x": kl.Tensor("N", dtype="float32")},
+                   returns=kl.Tensor("N", like="x"), dims={"N": kl.Dim(1, 64)}, collective=kl.Collective(world=2, **kw))
+
+
+ONE = Point("ar", 6, (("N", 8),), mode="collective", ranks=(("world", 1), ("lag", 0), ("lag_us", 0), ("sizes", (4, 8))))
+
+
+def test_a_rank_that_finishes_leaves_its_record_outputs_and_references(tmp_path, in_process):
+    from safetensors.torch import load_file
+    assert rank.run(_collective(_all_reduce), ONE, "cpu", 0, str(tmp_path)) == 0
+    record = json.loads((tmp_path / "rank0.json").read_text())
+    assert record["ended"] == {"how": "done"} and [c["size"] for c in record["calls"]] == [4, 8]
+    saved = load_file(str(tmp_path / "rank0.safetensors"))
+    assert sorted(saved) == ["out.0.out", "out.1.out", "ref.0.out", "ref.1.out"]
+    assert saved["ref.1.out"].dtype == torch.float64 and saved["out.1.out"].shape == (8,)
+    assert torch.equal(saved["out.1.out"].double(), saved["ref.1.out"])     # one rank: the sum is its input
+    assert rank.Progress(str(tmp_path / "progress"), 1).snapshot() == [(rank.PHASE["done"], 2, 2)]
+
+
+def test_a_kernel_that_raises_on_its_rank_ends_it_with_3_and_its_call_written(tmp_path, in_process):
+    def second_fails(group, x):
+        if x.numel() == 8:
+            raise RuntimeError("bad size")
+        return _all_reduce(group, x)
+    assert rank.run(_collective(second_fails), ONE, "cpu", 0, str(tmp_path)) == 3
+    ended = json.loads((tmp_path / "rank0.json").read_text())["ended"]
+    assert (ended["how"], ended["call"], ended["kind"], ended["text"]) == ("raised", 1, "raised", "bad size")
+
+
+def test_a_communicator_that_cannot_be_built_is_the_librarys_failure_before_any_call(tmp_path, in_process):
+    def setup(group, device):
+        raise OSError("no shared memory")
+    assert rank.run(_collective(_all_reduce, setup=setup), ONE, "cpu", 0, str(tmp_path)) == 3
+    ended = json.loads((tmp_path / "rank0.json").read_text())["ended"]
+    assert ended["call"] == -1 and ended["error"] == "OSError"
+
+
+def test_kladders_side_failing_is_broken_with_its_phase_never_the_kernels(tmp_path, in_process, monkeypatch):
+    def no_inputs(*a):
+        raise KeyError("materialize")
+    monkeypatch.setattr(rank, "_prepare", no_inputs)
+    assert rank.run(_collective(_all_reduce), ONE, "cpu", 0, str(tmp_path)) == 4
+    ended = json.loads((tmp_path / "rank0.json").read_text())["ended"]
+    assert ended["how"] == "broken" and ended["phase"] == "inputs" and ended["error"] == "KeyError"
