@@ -5,6 +5,7 @@ import json
 import subprocess
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from kladder.run import devicestart
 from kladder.run.devicestart import MIB, DeviceStartError, retrying
@@ -151,3 +152,25 @@ def test_smis_csv_is_split_and_stripped_and_a_failure_is_none(monkeypatch):
 @pytest.mark.parametrize("text, value", [("1", MIB), ("0.5", MIB // 2), ("[N/A]", None), ("", None)])
 def test_mib_reads_numbers_and_refuses_words(text, value):
     assert devicestart._mib(text) == value
+
+
+@settings(max_examples=50, deadline=None)
+@given(budget=st.integers(0, 60), step=st.integers(1, 20))
+def test_a_device_that_never_answers_is_tried_once_a_step_while_a_step_fits(budget, step):
+    t = {"now": 0.0}
+    calls = []
+
+    def call():
+        calls.append(t["now"])
+        raise RuntimeError("busy")
+
+    def sleep(s, stop):
+        t["now"] += s
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(devicestart.time, "monotonic", lambda: t["now"])
+        m.setattr(devicestart, "_sleep", sleep)
+        m.setattr(devicestart, "device_state", lambda gpu=None: {})
+        with pytest.raises(DeviceStartError) as e:
+            retrying("x", call, budget_s=float(budget), step_s=float(step))
+    assert calls == [k * step for k in range(budget // step + 1)]
+    assert e.value.waited_s == (budget // step) * step <= budget

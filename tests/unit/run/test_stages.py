@@ -4,6 +4,7 @@ the stage that ran before, `driven` alternates the kernel's and the checks' stag
 import threading
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from kladder.core.outcome import Stage
 from kladder.run import stages
@@ -117,3 +118,33 @@ def test_driven_times_making_an_observation_as_the_kernels_and_judging_it_as_the
 def test_driven_over_nothing_yields_nothing_and_leaves_the_kernels_stage(clock, tick):
     assert list(stages.driven([])) == []
     assert clock.current is Stage.KERNEL
+
+
+STEPS = st.lists(st.tuples(st.sampled_from([*Stage, None]), st.integers(0, 1000)), max_size=30)
+
+
+@settings(max_examples=50, deadline=None)
+@given(steps=STEPS)
+def test_every_tick_goes_to_the_stage_running_then_and_the_sink_hears_each_change_once(steps):
+    tick = Tick()
+    clock = Clock()
+    was = stages.time.perf_counter
+    stages.time.perf_counter = tick
+    try:
+        clock.reset()
+        heard, running, want, changes = [], None, {}, []
+        clock.sink = heard.append
+        for stage, dt in steps:
+            if stage is not running and stage is not None:
+                changes.append(stage)
+            clock.enter(stage)
+            running = stage
+            tick.t += dt / 1000
+            if running is not None:
+                want[running] = want.get(running, 0) + dt / 1000
+        got = clock.stop()
+    finally:
+        stages.time.perf_counter = was
+    assert heard == changes
+    assert set(got) <= set(want) and all(got[s] == pytest.approx(want[s]) for s in got)
+    assert all(want[s] == 0 for s in set(want) - set(got))
