@@ -119,6 +119,24 @@ def test_raising_on_nonfinite_inputs_passes_only_where_the_spec_asks_for_it():
     assert _error(RuntimeError("CUDA error: misaligned address"), spec=RAISING, point=NONFINITE).fatal
 
 
+REFUSING = kl.Spec("copy", kernel=lambda x: x.clone(), reference=lambda x: x.clone(),
+                   args={"x": kl.Tensor("N", dtype="float32")}, returns=kl.Tensor("N", like="x"),
+                   dims={"N": kl.Dim(1, 64)},
+                   toolchain=kl.Toolchain(expect=[kl.Expect("*", runs=False, raises=ValueError, when={"N": 8})]))
+
+
+def test_a_documented_refusal_passes_only_with_its_exception_where_it_applies():
+    refused = _error(ValueError("N=8 unsupported"), spec=REFUSING).outcome
+    assert refused.status == Status.PASSED and refused.note.kind == NoteKind.REFUSED_AS_DOCUMENTED
+    assert refused.note.facts.error == "ValueError" and refused.note.facts.text == "N=8 unsupported"
+    assert _error(TypeError("x"), spec=REFUSING).outcome.headline.check == Check.RAISED        # not its exception
+    elsewhere = Point("copy", 1, (("N", 9),))
+    assert _error(ValueError("x"), spec=REFUSING, point=elsewhere).outcome.headline.check == Check.RAISED
+    # running out of memory or hanging is never a documented refusal
+    assert _error(MemoryError(), spec=REFUSING).outcome.status == Status.OOM
+    assert _error(Hung(2.0), spec=REFUSING).outcome.headline.check == Check.HANG
+
+
 def test_kernel_errors_survive_strict_json():
     for e in (ValueError("x"), SystemExit(3), MemoryError("oom"), Hung(1.0)):
         o = _error(e).outcome

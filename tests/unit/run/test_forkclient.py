@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import types
 
 import pytest
 
@@ -233,3 +234,74 @@ def test_an_attached_server_serves_while_its_socket_exists(tmp_path):
 def test_children_default_to_nothing_to_hand_down():
     c = Children()
     assert (c.ref, c.forkserver, c.cpu_s) == (None, None, 0.0)
+
+
+# ---------------------------------------------------------------------------- Server's side, its process faked
+class ServerProc:
+    """What Server uses of its Popen: stdout the read end of a real pipe, stdin, poll, wait."""
+
+    def __init__(self, slow=False):
+        r, self.w = os.pipe()
+        self.stdout = os.fdopen(r, "rb")
+        self.stdin = types.SimpleNamespace(closed=False)
+        self.stdin.close = lambda: setattr(self.stdin, "closed", True)
+        self.pid, self.code, self.slow, self.waits = 4343, None, slow, []
+
+    def say(self, data: bytes):
+        os.write(self.w, data)
+
+    def poll(self):
+        return self.code
+
+    def wait(self, timeout=None):
+        self.waits.append(timeout)
+        if self.slow and timeout is not None:
+            raise subprocess.TimeoutExpired("server", timeout)
+        self.code = 0
+        return 0
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = forkclient.Server.__new__(forkclient.Server)      # its __init__ starts the process: not here
+    s.dir, s.address = str(tmp_path / "d"), str(tmp_path / "d" / "s")
+    os.mkdir(s.dir)
+    s.env, s._ready, s._ended, s._lock = {"TORCH_X": "1", "CUDA_VISIBLE_DEVICES": "0"}, False, False, threading.Lock()
+    s.proc = ServerProc()
+    yield s
+    os.close(s.proc.w)
+    s.proc.stdout.close()
+
+
+def test_a_server_serves_once_its_first_line_says_ready(server):
+    assert not server.ready()
+    server.proc.say(to_wire(ServerReady()).encode())
+    assert server.ready() and server.ready()
+    assert server.serves({"TORCH_X": "1", "CUDA_VISIBLE_DEVICES": "3"})    # a variable read lazily may differ
+    assert not server.serves({"TORCH_X": "2", "CUDA_VISIBLE_DEVICES": "0"})
+
+
+def test_a_server_whose_first_line_is_anything_else_never_serves(server):
+    server.proc.say(b"a module printed this\n")
+    assert not server.ready()
+    server.proc.say(to_wire(ServerReady()).encode())
+    assert not server.ready() and server._ended
+
+
+def test_a_dead_server_does_not_serve_even_after_ready(server):
+    server.proc.say(to_wire(ServerReady()).encode())
+    server.proc.code = -9
+    assert not server.ready()
+
+
+def test_ready_waits_up_to_its_time_for_the_line(server):
+    threading.Timer(0.05, server.proc.say, [to_wire(ServerReady()).encode()]).start()
+    assert server.ready(wait_s=5.0)
+
+
+def test_closing_a_server_that_does_not_exit_kills_its_group_and_removes_its_socket(server, killpg):
+    open(server.address, "w").close()
+    server.proc.slow = True
+    server.close()
+    assert server.proc.stdin.closed and killpg == [(4343, signal.SIGKILL)] and server.proc.waits == [5, None]
+    assert not os.path.exists(server.dir)

@@ -294,3 +294,20 @@ def test_closing_a_lane_retires_its_worker():
     w = lane.worker
     lane.close()
     assert w.closed and lane.worker is None and p._all == []
+
+
+def test_a_workers_start_the_device_refused_is_counted_as_a_wait_for_the_device(monkeypatch):
+    from kladder.core.outcome import Wait
+    from kladder.run import waits as waits_mod
+    clock = iter(range(0, 10_000, 1))                       # every reading a second later: no wait under MIN_S
+    monkeypatch.setattr(waits_mod.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(devicestart, "DEVICE_RETRY_S", 1e9)
+    p = Pool("spec.py", "cuda")
+    p.waits = waits_mod.Waits()
+    p.take()
+    starts = {w.wait: w.times for w in p.waits.of_rung(0) if w.wait != Wait.FORK_SERVER}
+    assert starts == {Wait.WORKER: 1}
+    FakeWorker.refusals = 1
+    p.take()
+    starts = {w.wait: w.times for w in p.waits.of_rung(0) if w.wait != Wait.FORK_SERVER}
+    assert starts == {Wait.WORKER: 1, Wait.DEVICE: 1}      # the start that was refused waited for the device
