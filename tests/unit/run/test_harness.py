@@ -205,3 +205,17 @@ def test_a_broadcast_upstream_gradient_is_stored_once_and_expanded_again():
     assert g.view.shape == (4, 3) and g.view.stride() == (0, 1) and torch.equal(g.view, t)
     plain = harness._guarded_copy("upstream y", torch.arange(6.0).view(2, 3), "cpu", 64)
     assert plain.view.stride() == (3, 1) and torch.equal(plain.view, torch.arange(6.0).view(2, 3))
+
+
+def test_more_runs_for_a_near_miss_are_another_thread_split_then_fresh_roundings_each_with_its_reference():
+    from kladder.checks import peer as peer_math
+    h = Harness(_spec(kernel=lambda x: x.cumsum(0), reference=lambda x: x.cumsum(0)), PT, "cpu")
+    prep = h.prepare()
+    refs = h.expected(prep).refs
+    threads = torch.get_num_threads()
+    runs = h.peers(prep, {"out": "bias"}, refs)["out"].more()
+    assert torch.get_num_threads() == threads                       # put back after the one-thread run
+    assert len(runs) == 1 + peer_math.PEER_RUNS
+    assert all(got.dtype == torch.float32 and ref.dtype == torch.float64 for got, ref in runs)
+    assert runs[0][1] is refs["out"]                                # the first against the point's own reference
+    assert not any(torch.equal(runs[1][1], r) for _, r in runs[2:])  # each fresh rounding its own reference
