@@ -303,10 +303,22 @@ def died(point: Point, code: int | None, stderr_tail: str) -> Outcome:
     so a worker that ends in the middle of a point was ended by the kernel: a signal is a
     crash (SIGSEGV), an exit status is the kernel ending the process (os._exit)."""
     if code is not None and code < 0:
-        return Outcome(point, Status.FAILED, [Finding(Check.CRASHED, facts=CrashedFacts(signal=signal.Signals(-code).name,
+        return Outcome(point, Status.FAILED, [Finding(Check.CRASHED, facts=CrashedFacts(signal=signal_name(-code),
                                                                                          frames=python_frames(stderr_tail)))])
     return Outcome(point, Status.FAILED, [Finding(Check.CRASHED, facts=CrashedFacts(exit_status=code,
                                                                                      frames=python_frames(stderr_tail)))])
+
+
+def signal_name(number: int) -> str:
+    """A signal's name: SIGSEGV; a real-time one, which signal.Signals names only at its ends
+    (SIGRTMIN, SIGRTMAX), as SIGRTMIN+N; one this platform does not know, "signal N"."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        low, high = getattr(signal, "SIGRTMIN", None), getattr(signal, "SIGRTMAX", None)
+        if low is not None and high is not None and low < number < high:
+            return f"SIGRTMIN+{number - low}"
+        return f"signal {number}"
 
 
 def kladder_error(point: Point, e: BaseException) -> Outcome:
