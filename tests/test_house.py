@@ -437,3 +437,47 @@ def test_the_generated_report_schema_is_current():
     """docs/report.schema.json's facts are generated from facts/ (python -m kladder.report.schema)."""
     from kladder.report import schema
     assert schema.main([str(SRC.parent.parent / "docs" / "report.schema.json"), "--check"]) == 0
+
+
+# ---------------------------------------------------------------------------- a test module beside each module
+# A module has logic of its own when it defines at least this many functions (methods counted);
+# the zoo's kernels are tested by the zoo's own tests (test_zoo*.py: each buggy kernel caught, each
+# twin clean), not module by module.
+LOGIC_FUNCTIONS = 3
+NOT_UNIT_TESTED = ("kladder.zoo",)
+
+
+def _test_module_of(mod: str) -> list[pathlib.Path]:
+    """Where `mod`'s own test module may be: beside it in tests/unit/ (its folders mirrored,
+    test_<name>.py; a package's __init__ is test_<package>.py), or tests/test_<name>.py."""
+    tests = SRC.parent.parent / "tests"
+    parts = mod.split(".")[1:]
+    if not parts:                                          # the package itself
+        return [tests / "unit" / "test_kladder.py"]
+    folder = parts if MODULES[mod].name == "__init__.py" else parts[:-1]
+    return [tests / "unit" / pathlib.Path(*folder) / f"test_{parts[-1]}.py", tests / f"test_{parts[-1]}.py"]
+
+
+def _with_logic() -> list[str]:
+    out = []
+    for mod, path in sorted(MODULES.items()):
+        if mod.startswith(NOT_UNIT_TESTED):
+            continue
+        tree = ast.parse(path.read_text())
+        if sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(tree)) >= LOGIC_FUNCTIONS:
+            out.append(mod)
+    return out
+
+
+def test_every_module_with_logic_of_its_own_has_a_test_module_beside_it():
+    missing = [mod for mod in _with_logic() if not any(p.exists() for p in _test_module_of(mod))]
+    assert missing == [], ("modules with logic of their own and no test module (tests/unit/<folders>/test_<name>.py): "
+                           f"{missing}")
+
+
+def test_the_test_module_paths_mirror_the_package():
+    tests = SRC.parent.parent / "tests"
+    assert _test_module_of("kladder.checks.values")[0] == tests / "unit" / "checks" / "test_values.py"
+    assert _test_module_of("kladder.report.words")[0] == tests / "unit" / "report" / "words" / "test_words.py"
+    assert _test_module_of("kladder")[0] == tests / "unit" / "test_kladder.py"
+    assert "kladder.core.spec.validation" in _with_logic() and not any(m.startswith("kladder.zoo") for m in _with_logic())

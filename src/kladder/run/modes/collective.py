@@ -22,6 +22,7 @@ import time
 import traceback
 
 from ...core.outcome import KernelError, Note, NoteKind, Skip, SpecBroken
+from ..faults import signal_name
 from ..settings import torch_setting
 from .base import Ended, Measured, Mode, RankCall, RankPlace, Ranks
 
@@ -213,7 +214,7 @@ def _failed(procs, progress, first: int, d: str) -> Ended:
     for i in order:
         p = procs[i]
         if p.returncode is not None and p.returncode < 0 and not p.killed:
-            return Ended(how="died", rank=i, signal=signal.Signals(-p.returncode).name,
+            return Ended(how="died", rank=i, signal=signal_name(-p.returncode),
                          call=max(snap[i][1] - 1, 0), phase=_place(i, snap[i]).phase)
     ended = {i: Ended.from_dict(records[i]["ended"]) for i in order if records[i] and records[i].get("ended")}
     raised = [ended[i] for i in order if i in ended and ended[i].how == "raised"]
