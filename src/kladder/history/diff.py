@@ -38,7 +38,9 @@ from ..core.facts import (
 
 GOOD = ("passed",)
 BAD = ("failed", "flaky")
-SLOWER, ALPHA, MIN_PAIRED, MIN_S = 1.25, 0.01, 6, 0.5
+# MIN_PAIRED: the exact one-sided Wilcoxon test's smallest p at n pairs is 2^-n; at 6 it is 1/64,
+# never below ALPHA (a 6-pair rung could not be called slower however slow): 7 pairs, 1/128.
+SLOWER, ALPHA, MIN_PAIRED, MIN_S = 1.25, 0.01, 7, 0.5
 # comparable load: at most this far apart
 LOAD_CORES, WAIT_SHARE, LANES, DEVICE_PROCESSES = 0.5, 0.10, 0.5, 0.5
 MAX_WAIT = 0.9           # a point that waited more of its time than this stretches by 10, not more

@@ -146,3 +146,12 @@ def test_last_two_are_the_newest_two_of_one_spec_and_kind(tmp_path):
         assert [c["id"] for c in last_two(h, None)] == [b1, b2]
     finally:
         h.close()
+
+
+def test_at_min_paired_pairs_the_test_can_reach_alpha():
+    """All pairs slower is the strongest evidence n pairs can give: p = 2^-n exactly. At
+    MIN_PAIRED it must be below ALPHA, or a rung of MIN_PAIRED points is never called slower."""
+    from scipy.stats import wilcoxon
+    n = diffmod.MIN_PAIRED
+    assert float(wilcoxon([0.5 + k / 100 for k in range(n)], alternative="greater").pvalue) < diffmod.ALPHA
+    assert float(wilcoxon([0.5 + k / 100 for k in range(n - 1)], alternative="greater").pvalue) >= diffmod.ALPHA
