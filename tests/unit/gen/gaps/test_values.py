@@ -54,6 +54,18 @@ def test_long_shape_takes_a_declared_width_where_it_fits():
     assert got["K"] == 4096                                      # the model width, before the dim's max
 
 
+def test_long_shape_never_shrinks_a_dim_to_a_width_below_its_start():
+    """A declared width below the start (N=64 against a base of 2 tiles + 1 = 129) would shorten
+    the row: the dim grows as far as the budget allows instead."""
+    s = kl.Spec("rowsum", lambda x: x, lambda x: x, args={"x": kl.Tensor("M N", dtype="float32")},
+                returns=kl.Tensor("M", dtype="float32"),
+                dims={"M": kl.Dim(1, 64), "N": kl.Dim(1, 1 << 20, tile=64, widths=[64])})
+    b = moderate(CPU_BUDGET)
+    got = long_shape(s, b, {"M": 17, "N": 129})
+    assert got == {"M": 17, "N": 65536 // 17}
+    assert values.shapes_for(s, CPU_BUDGET)[1]["N"] > 129
+
+
 def test_shapes_for_are_the_base_and_the_long_rows():
     assert values.shapes_for(seq_spec(), CPU_BUDGET) == [{"B": 17, "S": 129}, {"B": 64, "S": 1024}]
 
