@@ -108,6 +108,16 @@ def test_a_module_that_is_not_there_and_one_whose_import_fails_inside():
         load.load_module("no_such_mod_kl")
 
 
+def test_a_failure_inside_importlib_itself_names_no_line_of_kladder_s_own():
+    """A relative module name fails in importlib, before any user code runs: the error has no
+    user frame to name, and must not name kladder's own load.py as where the spec failed."""
+    with pytest.raises(LoadError) as e:
+        load.load_module(".relative_spec")
+    msg = str(e.value)
+    assert msg.startswith("importing spec '.relative_spec' raised TypeError: the 'package' argument is required")
+    assert "load.py" not in msg
+
+
 def test_a_spec_error_at_import_is_the_spec_s_own(tmp_path):
     bad = tmp_path / "broken.py"
     bad.write_text("import kladder as kl\nkl.Spec('b', kernel=None, reference=None, args={}, dims={})\n")
