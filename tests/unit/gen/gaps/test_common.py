@@ -1,7 +1,9 @@
 """gen/gaps/common.py: the dtype rows, the base shapes under a budget, configs as calls."""
+from hypothesis import given, settings, strategies as st
+
 import kladder as kl
 from kladder.core.point import Point
-from kladder.core.sizes import CPU_BUDGET, Budget, moderate
+from kladder.core.sizes import CPU_BUDGET, Budget, fits, moderate
 from kladder.gen.gaps import common
 
 
@@ -117,3 +119,18 @@ def test_each_config_skips_points_of_another_kind_another_mode_or_with_a_config(
     pts = [_values_point("x", "ties", mode="reused"), _values_point("x", "ties", config=(("BLOCK", 32),)),
            Point("rms", 2, (("M", 1), ("N", 1)), (), "chunk", kind="chunk", values=(("x", "lengths"),))]
     assert list(common.each_config(s, pts, "values")) == []
+
+
+@settings(max_examples=50, deadline=None)
+@given(elements=st.integers(1, 1 << 16), rows=st.integers(1, 64), tile=st.sampled_from([None, 16, 64, 128]),
+       lo=st.integers(1, 4))
+def test_every_base_shape_fits_its_budget_unless_none_can(elements, rows, tile, lo):
+    s = spec(m=kl.Dim(lo, 4096), n=kl.Dim(1, 8192, tile=tile))
+    b = Budget(elements, rows, "cpu")
+    shapes = common.base_shapes(s, b)
+    assert 1 <= len(shapes) <= 2 and len({tuple(sh.items()) for sh in shapes}) == len(shapes)
+    if shapes == [{"M": lo, "N": 1}]:
+        return                                           # the last resort: each dim at its least
+    assert all(fits(s, sh, b) for sh in shapes)
+    unit = tile or 8
+    assert shapes[0]["N"] in (2 * unit + 1, unit + 1, 1)  # a tail in N where it has room

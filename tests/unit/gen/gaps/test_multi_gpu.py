@@ -1,5 +1,7 @@
 """gen/gaps/multi_gpu.py: the message dim's regions between the switches, their candidate
 sizes, three sizes a round in changing order, the lagging rank, the fixed dims."""
+from hypothesis import given, settings, strategies as st
+
 import kladder as kl
 from kladder.core.notation import Needs
 from kladder.core.point import Point
@@ -127,3 +129,18 @@ def test_the_why_names_each_region_s_sizes_and_bytes():
     p = next(multi_gpu.points(spec(switches=[1 << 10]), CPU_BUDGET))
     assert "rank 1 waits 2000 us" in p.why and "below 1.00 KiB" in p.why and "from 1.00 KiB" in p.why
     assert "1, 17, 129, 255 (below 1.00 KiB)" in p.why
+
+
+@settings(max_examples=50, deadline=None)
+@given(hi=st.integers(2, 1 << 20), switches=st.sets(st.integers(1, 1 << 22), max_size=4), item=st.sampled_from([2, 4]),
+       queued=st.integers(1, 80))
+def test_the_regions_tile_the_range_and_every_size_lies_in_its_region(hi, switches, item, queued):
+    s = spec(dims={"N": kl.Dim(1, hi)}, switches=sorted(switches), queued=queued)
+    regs = regions(s, item, CPU_BUDGET)
+    assert regs[0][0] == 1 and all(a <= b for a, b in regs)
+    assert all(regs[i][1] + 1 == regs[i + 1][0] for i in range(len(regs) - 1))     # no gap, no overlap
+    assert regs[-1][1] <= hi
+    seq = size_sequence(regs, queued)
+    assert len(seq) == queued and all(1 <= n <= regs[-1][1] for n in seq)
+    for a, b in regs:
+        assert all(a <= c <= b for c in candidates((a, b)))
