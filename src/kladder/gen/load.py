@@ -43,13 +43,16 @@ def check_ref(ref: str) -> None:
                             "kladder.zoo.gemm_k_tail::spec.")
 
 
+_HERE = os.path.abspath(__file__)      # this module's frames are kladder's, never where a spec failed
+
+
 def _import_failed(target: str, e: BaseException) -> LoadError:
     """Where in the spec's own code the import failed, and why."""
     if isinstance(e, SyntaxError):
         where = f"{e.filename}, line {e.lineno}" if e.filename else f"line {e.lineno}"
         return LoadError(f"spec {target!r} has a syntax error at {where}: {e.msg}; fix the file and climb again.")
     frames = [f for f in traceback.extract_tb(e.__traceback__) if "importlib" not in f.filename
-              and os.sep + "kladder" + os.sep + "load.py" not in f.filename]
+              and os.path.abspath(f.filename) != _HERE]
     where = f" at {frames[-1].filename}, line {frames[-1].lineno}" if frames else ""
     if isinstance(e, ModuleNotFoundError):
         return LoadError(f"importing spec {target!r} failed{where}: no module named {e.name!r}; install it, or fix "

@@ -73,6 +73,8 @@ def long_shape(spec: Spec, budget: Budget, start: dict[str, int]) -> dict[str, i
     for d in order:
         dim = spec.dims[d]
         for target in sorted(set(dim.widths) | {dim.max}, reverse=True):
+            if target <= sizes[d]:                 # a width at or below the start would shorten the row
+                continue
             trial = {**sizes, d: target}
             if fits(spec, trial, budget):
                 sizes = trial
