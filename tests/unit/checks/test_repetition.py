@@ -213,7 +213,7 @@ def test_a_bfloat16_miss_only_the_interpreters_truncation_explains_is_not_judged
     off[0, 0] = (ref[0, 0] * (1 + tol.rtol) + 0.6 * eps * ref[0, 0]).to(torch.bfloat16)      # just past, within an ulp
     assert values.mismatch(off, ref, tol) is not None
     tally = StreamTally(spec, pt)
-    tally.batch(_batch([off], [ref]), _peers(lambda j: None, []), rounding={"probe": "truncates"})
+    tally.batch(_batch([off], [ref]), _peers(lambda j: None, []), rounding={"what": "truncates", "x": [], "got": [], "want": []})
     found, _, note = tally.result(_streamed(2))
     assert found == [] and note.facts.truncated == 1
     tally = StreamTally(spec, pt)
