@@ -104,7 +104,11 @@ def test_sampled_rows_are_named_by_their_original_numbers():
     m = torch.zeros(5, 8, dtype=torch.bool)
     m[2:4] = True
     p = describe(m, Where(("M", "N"), {}, ids))
-    assert p.rows == ("range", 500, 501)                 # never "from": the last checked row is not the last row
+    assert p.rows == ("range", 500, 501)
+    m = torch.zeros(5, 8, dtype=torch.bool)
+    m[3:] = True                                         # to the last checked row: still a range, never "from"
+    assert describe(m, Where(("M", "N"), {}, {0: [0, 1, 2, 998, 999]})).rows == ("range", 998, 999)
+    assert describe(m, MN).rows == ("from", 3, 4)        # every row checked: from row 3 on
     m = _mask((5, 8), 0, 4)
     p = describe(m, Where(("M", "N"), {}, ids))
     assert p.kind == "whole_rows" and p.ids == (0, 900) and p.checked
