@@ -116,7 +116,7 @@ def test_a_worst_call_right_against_the_reference_clears_far_calls_unless_determ
     found, warned, note = judge(_spec(), PT, r, _expected())
     assert found == [] and [w.check for w in warned] == [Check.NONDETERMINISTIC] and note.facts.wrong == 0
     (f,), _, _ = judge(_spec(deterministic=True), PT, r, _expected())
-    assert f.facts.bitwise
+    assert f.facts.bitwise and f.facts.wrong == 2          # deterministic: the far calls stay counted
 
 
 def test_when_the_first_call_on_those_inputs_is_wrong_too_far_decides():
