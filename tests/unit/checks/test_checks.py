@@ -339,3 +339,27 @@ def test_a_near_miss_more_runs_did_not_settle_is_a_warning_not_a_failure():
     assert j.findings == [] and j.masks == {}
     (w,) = j.warnings
     assert w.check == Check.VALUES and 1.0 < w.facts.near_miss <= peer_math.SETTLE_MARGIN
+
+
+def test_a_spec_that_says_nonfinite_inputs_raise_fails_a_call_that_returned():
+    spec = _spec(nonfinite="raise")
+    pt = Point("mul", 2, (("M", 8), ("N", 16)), dtypes=(("x", "float32"),), values=(("x", "nonfinite"),))
+    j, needs, _, _ = _call(spec, pt)
+    assert [f.check for f in j.findings] == [Check.NONFINITE]
+    j, needs, _, _ = _call(spec, _pt(m=8, n=16))            # finite inputs: nothing to raise about
+    assert j.findings == []
+
+
+def test_a_reference_sharing_the_kernels_code_breaks_the_point_and_keeps_the_first_reason():
+    from kladder.run.modes.base import Traces
+    j = Judge(_spec(), _pt(rung=3, mode="independence"), "cpu")
+    code = _ref.__code__
+    j.traces(Traces(kernel_called={code: "mul._ref"}, kernel_bodies={code}, launchers=set(),
+                    reference_called={code: "mul._ref"}, reference="_ref"))
+    assert j.broken is not None and j.findings == []
+    first = j.broken
+    j.traces(Traces(kernel_called={}, kernel_bodies=set(), launchers=set(), reference_called={}))
+    assert j.broken is first                               # an independent trace later does not clear it
+    j = Judge(_spec(), _pt(rung=3, mode="independence"), "cpu")
+    j.traces(Traces(kernel_called={code: "mul._ref"}, kernel_bodies={code}, launchers=set(), reference_called={}))
+    assert j.broken is None

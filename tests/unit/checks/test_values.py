@@ -343,3 +343,17 @@ def test_compare_is_none_for_a_correct_output_and_round_trips_a_failure_to_stric
     assert f.pattern.kind == "block" and f.pattern.cols.tile_note == ("N", 61, 3)
     back = Finding.from_dict(json.loads(json.dumps(f.to_dict(), allow_nan=False)))
     assert back == f
+
+
+def test_a_backwards_rounded_spread_widens_the_spread_budget_and_never_narrows_it():
+    ref = torch.full((1, 4), 0.5, dtype=torch.float64)
+    tol, unit = Tolerance(1e-3, 0.0), 2.0 ** -11
+    out = ref.clone().float()
+    out[0, 1] = 0.51                                                         # 1e-2 off: 20 x the default
+    m = mismatch(out, ref, tol)
+    small, big = torch.full((1, 4), 1.0 * unit), torch.full((1, 4), 20.0 * unit)
+    assert values.settle(m, out, ref, tol, spread=small, unit=unit) is not None
+    assert values.settle(m, out, ref, tol, spread=small, unit=unit, rounded=big) is None     # the larger of the two
+    assert values.settle(m, out, ref, tol, spread=big, unit=unit, rounded=small) is None
+    nan = torch.full((1, 4), float("nan"))
+    assert values.settle(m, out, ref, tol, spread=small, unit=unit, rounded=nan) is not None  # a non-finite one counts 0
