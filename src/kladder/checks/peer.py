@@ -112,9 +112,10 @@ def add_draw(acc, draw, ref):
     """Accumulate one draw's squared move (float32; a non-finite draw makes the element's
     spread non-finite, which never widens a budget)."""
     import torch
-    move = (draw.detach().to(ref.dtype) - ref).to(torch.float32) if isinstance(draw, torch.Tensor) else None
-    if move is None or move.shape != ref.shape:
-        return acc
+    if not isinstance(draw, torch.Tensor) or draw.shape != ref.shape:
+        return acc                 # not a draw of this output (compared before subtracting: a draw that
+                                   # broadcasts against the reference would pass as one, any other raise)
+    move = (draw.detach().to(ref.dtype) - ref).to(torch.float32)
     sq = move * move
     return sq if acc is None else acc.add_(sq)
 

@@ -166,13 +166,13 @@ class StreamTally:
             o2, r2 = _per_call_rows(out, n), _per_call_rows(ref, n)
             for config, calls in self._by_config(b, n).items():   # kl.Calls(configs=): each letter at its config's tolerance
                 tol = self.spec.tolerance_for(dtype_of(self.spec, name, self.point.dtype_of), config, name)
-                o, r = (o2, r2) if calls is None else (o2[calls], r2[calls])
+                o, r = (o2, r2) if calls is None else (_calls_rows(o2, n, calls), _calls_rows(r2, n, calls))
                 m = values.mismatch(o, r.to(o.device), tol, None)
                 if m is None:
                     continue
-                rows = len(o)
-                bad = m.bad.reshape(rows, -1).cpu()
-                hard = (m.bad & ~(o.isfinite() & r.to(o.device).isfinite())).reshape(rows, -1).any(1).cpu()
+                k = n if calls is None else len(calls)        # each call's rows, one row of these masks a call
+                bad = m.bad.reshape(k, -1).cpu()
+                hard = (m.bad & ~(o.isfinite() & r.to(o.device).isfinite())).reshape(k, -1).any(1).cpu()
                 at = torch.arange(n) if calls is None else calls.cpu()
                 wrong[at[hard]] = True
                 for j in at[bad.any(1) & ~hard].tolist():
@@ -270,6 +270,11 @@ class StreamTally:
         return [Finding(Check.STREAM, f.output, call=label, pattern=f.pattern, mismatched=f.mismatched, total=f.total,
                         largest=f.largest, max_abs_err=f.max_abs_err,
                         facts=CHECK_FACTS["stream"](**facts, **more, nonfinite=getattr(f.facts, "nonfinite", None) or 0))], [], None
+
+
+def _calls_rows(rows, n: int, calls):
+    """The rows of these calls (indices) out of _per_call_rows' n calls' rows."""
+    return rows.reshape(n, -1, rows.shape[-1])[calls.to(rows.device)].reshape(-1, rows.shape[-1])
 
 
 def _per_call_rows(t, n: int):
