@@ -655,7 +655,7 @@ def _like_cycles(found: _Found, tensors: dict) -> None:
             cycle = frozenset(path[path.index(cur.like):])
             if cycle not in seen_cycles:
                 seen_cycles.add(cycle)
-                found.add(where + ("like",), cur.like, "break the cycle: one tensor in a `like` chain needs a dtype.")
+                found.add(where + ("like",), t.like, "break the cycle: one tensor in a `like` chain needs a dtype.")
 
 
 def _shape_lists(found: _Found, dims: dict) -> None:
