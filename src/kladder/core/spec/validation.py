@@ -1105,6 +1105,25 @@ def _range_values(found: _Found, tensors: dict, dims: dict) -> None:
                 found.add(where + ("range",), t.range, f"no {bad} value lies in [{lo:g}, {hi:g}]{at}: widen the range to "
                           f"hold at least one {bad} value.")
                 break
+            why = next((w for w in (_int_range_problem(d, lo, hi) for d in dtypes if d in INT_DTYPES) if w), None)
+            if why is not None:
+                found.add(where + ("range",), t.range, f"{why}{at}.")
+                break
+
+
+def _int_range_problem(dtype: str, lo, hi) -> str | None:
+    """Why values of integer `dtype` cannot be drawn from [lo, hi] as declared: a bound that is no
+    whole number (the draw would truncate it, and give values outside the range), or one beyond
+    what the dtype holds (the draw would fail at every point); None where they can."""
+    import torch
+    if not all(float(b).is_integer() for b in (lo, hi)):
+        return (f"{dtype} values are whole numbers, and [{lo:g}, {hi:g}] has a bound that is not: give int bounds, "
+                "e.g. range=(0, 'E-1')")
+    info = torch.iinfo(getattr(torch, dtype))
+    if lo < info.min or hi > info.max:
+        return (f"{dtype} holds {info.min}..{info.max}, and [{lo:g}, {hi:g}] goes beyond it: give bounds within it, or a "
+                "wider integer dtype")
+    return None
 
 
 def _dtypes_of(spec: AnySpec, name: str, tensors: dict) -> tuple[str, ...]:

@@ -521,6 +521,26 @@ def test_a_range_is_judged_at_every_corner_of_the_dims_it_reads():
                                                                             "E": kl.Dim(sizes=[8, 64])}, **over)
 
 
+@pytest.mark.parametrize("dtype,rng,at,words", [
+    ("int32", (0.5, 0.7), "", "int32 values are whole numbers, and [0.5, 0.7] has a bound that is not"),
+    ("int32", (-1.5, -0.5), "", "has a bound that is not"),       # holds -1, but a draw truncates -0.5 to 0
+    ("int8", (0, 1000), "", "int8 holds -128..127, and [0, 1000] goes beyond it"),
+    ("uint8", (-5, 3), "", "uint8 holds 0..255"),
+    ("int16", (0, "N*200"), " at N = 256", "int16 holds -32768..32767, and [0, 51200] goes beyond it"),
+])
+def test_an_integer_inputs_range_has_whole_bounds_its_dtype_holds(dtype, rng, at, words):
+    lax = dict(kernel=lambda *a, **kw: a[0], reference=lambda *a, **kw: a[0])
+    where, given, fix = one(args=args(t=kl.Tensor("M", dtype=dtype, range=rng)), **lax)
+    assert (where, given) == ("Spec('t').args['t'].range", rng)
+    assert words in fix and fix.endswith(f"{at}."), fix
+
+
+@pytest.mark.parametrize("dtype,rng", [("int8", (-128, 127)), ("uint8", (0, 255)), ("int32", (0.0, 1e3)),
+                                       ("int64", (-(1 << 62), 1 << 62)), ("int16", (0, "N*127")), ("bool", (0, 1))])
+def test_an_integer_range_at_its_dtypes_edges_is_fine(dtype, rng):
+    make(args=args(t=kl.Tensor("M", dtype=dtype, range=rng)), kernel=lambda *a, **kw: a[0], reference=lambda *a, **kw: a[0])
+
+
 def test_a_callable_without_a_readable_signature_is_not_bound():
     assert v._signature(int) is None and v._signature(_k) is not None
     make(kernel=int, reference=int)                      # nothing to bind against: not refused for its signature
