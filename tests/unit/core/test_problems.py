@@ -46,8 +46,8 @@ def test_listed_one_problem_is_its_line_several_a_count_then_a_line_each():
 
 @pytest.mark.parametrize("v,text", [
     (kl.Tensor, "the class kl.Tensor"), (ValueError, "the class ValueError"), ("bf16", "'bf16'"), (None, "None"),
-    ([1, 2], "[1, 2]"), ("x" * 198, repr("x" * 198)),
-])
+    ([1, 2], "[1, 2]"),
+], ids=["tensor-class", "exception-class", "str", "none", "list"])
 def test_shown(v, text):
     assert shown(v) == text
 

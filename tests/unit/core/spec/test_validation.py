@@ -545,3 +545,55 @@ def test_a_callable_without_a_readable_signature_is_not_bound():
     assert v._signature(int) is None and v._signature(_k) is not None
     make(kernel=int, reference=int)                      # nothing to bind against: not refused for its signature
     assert one(kernel=len)[0] == "Spec('t').kernel"      # len(obj, /) is read, and takes no second arg
+
+
+# ---------------------------------------------------------------------------- chains, dims in use, invariants
+def test_a_chains_links_are_fed_by_args_config_keys_and_earlier_outputs():
+    from kladder.core.chain import Chain
+
+    def quant(x):
+        return x, x
+
+    def gemm(xq, xs, w, BLOCK, alpha=1.0):
+        return xq
+    make(kernel=kl.chain(kl.Link(quant, outputs=("xq", "xs")), kl.Link(gemm, outputs=("y",))), configs=[{"BLOCK": 8}])
+    where, given, fix = one(kernel=kl.chain(kl.Link(gemm, outputs=("y",)), kl.Link(quant, outputs=("xq", "xs"))),
+                            configs=[{"BLOCK": 8}])
+    assert (where, given) == ("Spec('t').kernel.links.0", "gemm")
+    assert fix.startswith("nothing provides 'xq', 'xs': a link's parameters are the spec's args (w, x)")
+    # the reference's links get no config keys and no Out args
+    assert one(reference=kl.chain(kl.Link(lambda x, BLOCK: x)), configs=[{"BLOCK": 8}])[0] == "Spec('t').reference.links.0"
+    out = dict(args=args(o=kl.Out("M N", like="x")), returns=None, kernel=lambda *a, **kw: None)
+    assert one(reference=kl.chain(kl.Link(lambda x, o: x)), **out)[2].startswith("nothing provides 'o': ")
+    assert one(kernel=kl.chain(kl.Link(quant, outputs="xq")))[:2] == ("Spec('t').kernel.links.0.outputs", "xq")
+    bad = kl.Link(3)                                    # kl.chain refuses it; a Chain made by hand reaches the spec
+    assert one(kernel=Chain((bad,)))[:2] == ("Spec('t').kernel.links.0", bad)
+
+
+@pytest.mark.parametrize("over", [
+    dict(args=args(w=kl.Tensor("N", dtype="float32", valid="V"))),                         # valid= reads V
+    dict(args=args(i=kl.Tensor("M", dtype="int32", range=(0, "V-1")))),                    # a range reads V
+    dict(rows="V", args=args(w=kl.Tensor("V", dtype="float32"))),
+    dict(args=args(w=kl.Tensor("V*N", dtype="float32"))),                                  # a product reads V
+])
+def test_a_dim_is_in_use_when_anything_reads_it(over):
+    make(dims={"M": kl.Dim(1, 64), "N": kl.Dim(1, 256), "V": kl.Dim(1, 8)},
+         kernel=lambda *a, **kw: a[0], reference=lambda *a, **kw: a[0], **over)
+
+
+def test_an_unused_dim_lists_the_shapes():
+    where, given, fix = one(dims={"M": kl.Dim(1, 64), "N": kl.Dim(1, 256), "V": kl.Dim(1, 8)})
+    assert where == "Spec('t').dims['V']" and given == kl.Dim(1, 8)
+    assert fix.endswith("(shapes: x='M N', w='N', out='M N').")
+
+
+def test_an_invariants_values_name_inputs_and_value_kinds():
+    inv = lambda **kw: kl.Invariant("sums", check=lambda i, o: True, **kw)
+    make(invariants=[inv(values={"x": "ones"})])
+    assert one(invariants=[inv(values={"out": "ones"})])[:2] == ("Spec('t').invariants['sums'].values", {"out": "ones"})
+    assert one(invariants=[inv(values=["x"])])[0] == "Spec('t').invariants['sums'].values"
+
+
+def test_a_nul_in_an_expects_variable_value():
+    where, given, fix = one(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"$FAST": ["0", "1\x00"]})]))
+    assert (where, given) == ("Spec('t').toolchain.expect[0].when", {"$FAST": ["0", "1\x00"]}) and "NUL byte" in fix
