@@ -970,11 +970,15 @@ def _floating(spec: AnySpec, name: str) -> bool:
 
 # ---- configs: plain dicts or kl.Config(dict, tolerance=...) ----
 def _configs(found: _Found) -> None:
-    """A kl.Config's keywords are a dict of names, and its tolerance is written as Spec.tolerance is."""
+    """A config's keywords are names (a plain dict's keys as a kl.Config's: each becomes a keyword
+    argument of the launcher), and a kl.Config's tolerance is written as Spec.tolerance is."""
     if not found.clean("configs"):
         return
     for i, c in enumerate(found.spec.configs):
         if not isinstance(c, Config):
+            if not all(isinstance(k, str) and k.isidentifier() for k in c):
+                found.add(("configs", i), dict(c), "name each key as the launcher's keyword argument it is, an "
+                          "identifier, e.g. {'BLOCK': 64}.")
             continue
         if not isinstance(c._given, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in c._given):
             found.add(("configs", i, "values"), c._given, "give the launcher's keyword arguments as a dict, e.g. "

@@ -233,7 +233,7 @@ _ORACLE = {d: _all_values(d) for d in ("float16", "bfloat16")}
 
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from(["float16", "bfloat16"]),
-       st.floats(-7e4, 7e4, allow_nan=False), st.floats(0, 7e4, allow_nan=False), st.sampled_from([1.0, 1e-3, 1e-6]))
+       st.floats(-7e4, 7e4, allow_nan=False), st.floats(0, 7e4, allow_nan=False), st.sampled_from([1.0, 1e-3, 1e-6, 1e-42, 1e34]))
 def test_representable_range_is_the_least_and_largest_value_inside(dtype, lo, width, scale):
     lo, hi = lo * scale, (lo + width) * scale
     values = _ORACLE[dtype]
@@ -460,6 +460,13 @@ def test_a_config_whose_values_are_not_a_dict_or_whose_tolerance_is_bad():
     where, given, fix = one(configs=[kl.Config({"b": 1}, tolerance=(1e-3,))])
     assert (where, given, fix) == ("Spec('t').configs.0.tolerance", (1e-3,), "each tolerance is (rtol, atol): two finite "
                                    "numbers >= 0.")
+
+
+@pytest.mark.parametrize("config", [{"b-c": 1}, {1: 2}, {"\x1b[31m": 1}, {"": 0}])
+def test_a_plain_config_dicts_keys_are_names_as_a_kl_configs_are(config):
+    assert one(configs=[{"BLOCK": 8}, config]) == (
+        "Spec('t').configs.1", config, "name each key as the launcher's keyword argument it is, an identifier, e.g. "
+        "{'BLOCK': 64}.")
 
 
 def test_grad_overwritten_is_an_outputs_and_needs_grads():
