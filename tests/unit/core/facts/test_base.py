@@ -178,7 +178,7 @@ _holders = st.builds(
     st.integers(), st.none() | st.sampled_from(list(Status)))
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(_holders)
 def test_every_holder_goes_through_strict_json_and_back(h):
     d = json.loads(json.dumps(h.to_dict(), allow_nan=False))
