@@ -30,6 +30,14 @@ def test_where_text(where, text):
     assert where_text(where) == text
 
 
+def test_where_text_escapes_control_characters_a_user_wrote():
+    assert where_text((("kl.Spec", "t"), "\x1b[31mred")) == "kl.Spec('t').\\x1b[31mred"
+    assert where_text((("Spec", "t"), "args", "\x1b")) == "Spec('t').args['\\x1b']"          # a key: repr'd already
+    with pytest.raises(SpecError) as e:
+        kl.Tensor("N", **{"\x1b]8;;http://x\x07": 1})
+    assert "\x1b" not in str(e.value) and "\x07" not in str(e.value) and e.value.where == "kl.Tensor.\\x1b]8;;http://x\\x07"
+
+
 def test_a_problem_is_one_line_where_got_fix():
     assert str(Problem((("Spec", "t"), "timeout_s"), -1, "give a number above 0.")) == \
         "Spec('t').timeout_s: got -1. give a number above 0."
