@@ -604,3 +604,30 @@ def test_an_invariants_values_name_inputs_and_value_kinds():
 def test_a_nul_in_an_expects_variable_value():
     where, given, fix = one(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"$FAST": ["0", "1\x00"]})]))
     assert (where, given) == ("Spec('t').toolchain.expect[0].when", {"$FAST": ["0", "1\x00"]}) and "NUL byte" in fix
+
+
+ESC = "\x1b[31mX"
+
+
+@pytest.mark.parametrize("over", [
+    dict(name=ESC),
+    dict(args=args(x=kl.Tensor("M " + ESC, dtype="float32"))),
+    dict(args=args(x=kl.Tensor("M N", dtype=ESC))),
+    dict(args=args(x=kl.Tensor("M N", dtype="float32", range=(0, "N+" + ESC)))),
+    dict(returns=kl.Tensor("M N", like=ESC)),
+    dict(rows=ESC),
+    dict(toolchain=kl.Toolchain(flags=[kl.Flag(env=ESC + "=")])),
+    dict(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={ESC: 1})])),
+    dict(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"torch": ESC})])),
+    dict(toolchain=kl.Toolchain(expect=[kl.Expect("*", when={"dtype:" + ESC: "float32"})])),
+    dict(toolchain=kl.Toolchain(imports=[ESC])),
+    dict(tolerance={ESC: (1, 1)}),
+    dict(grads=[ESC]),
+    dict(configs=[{ESC: 1}]),
+    dict(production=[{"M": 1, ESC: 2}]),
+    {ESC: 1},
+], ids=lambda o: next(iter(o)).encode("unicode_escape").decode())
+def test_no_refusal_passes_a_control_character_the_user_wrote_to_the_terminal(over):
+    with pytest.raises(SpecError) as e:
+        make(**over)
+    assert "\x1b" not in str(e.value), str(e.value)
