@@ -113,7 +113,7 @@ def test_declared_writes_at_a_point():
                    "out": kl.Out("M N", like="x", grad_overwritten=True)},
              kernel=lambda *a, **kw: None, reference=lambda *a, **kw: None, grads=["w", "g"])
     assert s.mutated_at(point()) == () and s.mutated_at(point(in_place=True)) == ("x",)
-    assert s.mutated_at(point(in_place=1)) == ("x",)              # a dict matches by ==, as the call passes it
+    assert s.mutated_at(point(in_place=False)) == ()
     assert s.written_in_backward(point(bw=True)) == ("w", "g") and s.written_in_backward(point()) == ("g",)
     assert s.written_in_forward(point(bw=True)) == ("g",)
     assert s.overwritten_at(point()) == ("out",)
