@@ -59,9 +59,16 @@ def where_text(where: tuple | str) -> str:
     text = label if name is None else f"{label}({name!r})"
     keyed = False
     for part in parts:
-        text += f"[{part!r}]" if keyed else f".{part}"
+        text += f"[{part!r}]" if keyed else f".{_printable(part)}"
         keyed = not keyed and part in KEYED
     return text
+
+
+def _printable(part) -> str:
+    """A location's part as text, a control character in it escaped ('\\x1b'): a keyword a spec
+    was given (kl.Spec(**{...})) is the user's text, and a message must not pass it to a terminal."""
+    text = str(part)
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def listed(problems: tuple) -> str:

@@ -655,7 +655,7 @@ def _like_cycles(found: _Found, tensors: dict) -> None:
             cycle = frozenset(path[path.index(cur.like):])
             if cycle not in seen_cycles:
                 seen_cycles.add(cycle)
-                found.add(where + ("like",), cur.like, "break the cycle: one tensor in a `like` chain needs a dtype.")
+                found.add(where + ("like",), t.like, "break the cycle: one tensor in a `like` chain needs a dtype.")
 
 
 def _shape_lists(found: _Found, dims: dict) -> None:
@@ -970,11 +970,15 @@ def _floating(spec: AnySpec, name: str) -> bool:
 
 # ---- configs: plain dicts or kl.Config(dict, tolerance=...) ----
 def _configs(found: _Found) -> None:
-    """A kl.Config's keywords are a dict of names, and its tolerance is written as Spec.tolerance is."""
+    """A config's keywords are names (a plain dict's keys as a kl.Config's: each becomes a keyword
+    argument of the launcher), and a kl.Config's tolerance is written as Spec.tolerance is."""
     if not found.clean("configs"):
         return
     for i, c in enumerate(found.spec.configs):
         if not isinstance(c, Config):
+            if not all(isinstance(k, str) and k.isidentifier() for k in c):
+                found.add(("configs", i), dict(c), "name each key as the launcher's keyword argument it is, an "
+                          "identifier, e.g. {'BLOCK': 64}.")
             continue
         if not isinstance(c._given, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in c._given):
             found.add(("configs", i, "values"), c._given, "give the launcher's keyword arguments as a dict, e.g. "
@@ -1105,6 +1109,25 @@ def _range_values(found: _Found, tensors: dict, dims: dict) -> None:
                 found.add(where + ("range",), t.range, f"no {bad} value lies in [{lo:g}, {hi:g}]{at}: widen the range to "
                           f"hold at least one {bad} value.")
                 break
+            why = next((w for w in (_int_range_problem(d, lo, hi) for d in dtypes if d in INT_DTYPES) if w), None)
+            if why is not None:
+                found.add(where + ("range",), t.range, f"{why}{at}.")
+                break
+
+
+def _int_range_problem(dtype: str, lo, hi) -> str | None:
+    """Why values of integer `dtype` cannot be drawn from [lo, hi] as declared: a bound that is no
+    whole number (the draw would truncate it, and give values outside the range), or one beyond
+    what the dtype holds (the draw would fail at every point); None where they can."""
+    import torch
+    if not all(float(b).is_integer() for b in (lo, hi)):
+        return (f"{dtype} values are whole numbers, and [{lo:g}, {hi:g}] has a bound that is not: give int bounds, "
+                "e.g. range=(0, 'E-1')")
+    info = torch.iinfo(getattr(torch, dtype))
+    if lo < info.min or hi > info.max:
+        return (f"{dtype} holds {info.min}..{info.max}, and [{lo:g}, {hi:g}] goes beyond it: give bounds within it, or a "
+                "wider integer dtype")
+    return None
 
 
 def _dtypes_of(spec: AnySpec, name: str, tensors: dict) -> tuple[str, ...]:
