@@ -445,6 +445,11 @@ def test_the_generated_report_schema_is_current():
 # twin clean), not module by module.
 LOGIC_FUNCTIONS = 3
 NOT_UNIT_TESTED = ("kladder.zoo",)
+# Modules with functions but no logic a test in-process can reach, each with why (where it is tested).
+NO_LOGIC_OF_ITS_OWN = {
+    "kladder.run.interpreter_probes": "Triton @jit probe kernels only, run by run/interpreter.probe under the "
+                                      "interpreter (tests/test_interpreter.py runs them)",
+}
 
 
 def _test_module_of(mod: str) -> list[pathlib.Path]:
@@ -461,7 +466,7 @@ def _test_module_of(mod: str) -> list[pathlib.Path]:
 def _with_logic() -> list[str]:
     out = []
     for mod, path in sorted(MODULES.items()):
-        if mod.startswith(NOT_UNIT_TESTED):
+        if mod.startswith(NOT_UNIT_TESTED) or mod in NO_LOGIC_OF_ITS_OWN:
             continue
         tree = ast.parse(path.read_text())
         if sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(tree)) >= LOGIC_FUNCTIONS:
@@ -481,3 +486,4 @@ def test_the_test_module_paths_mirror_the_package():
     assert _test_module_of("kladder.report.words")[0] == tests / "unit" / "report" / "words" / "test_words.py"
     assert _test_module_of("kladder")[0] == tests / "unit" / "test_kladder.py"
     assert "kladder.core.spec.validation" in _with_logic() and not any(m.startswith("kladder.zoo") for m in _with_logic())
+    assert set(NO_LOGIC_OF_ITS_OWN) <= set(MODULES)          # an exemption names a module that exists
