@@ -22,6 +22,8 @@ twice that of a PyTorch implementation in the same precision); here it is applie
 element, each in units of its own rounding. Pure functions: the harness calls the reference."""
 from __future__ import annotations
 
+from ..core.dispatchmodes import dynamo_disable_when_imported
+
 # FlashAttention's rule: twice a correct peer's largest error.
 C = 2.0
 # The RMS of 16 Gaussian draws is under half the true spread once in 3,000 elements and under a
@@ -249,6 +251,7 @@ class _Rounding:
                 for t in (out if isinstance(out, (tuple, list)) else (out,)):
                     _round(func, args, kwargs, t, gen, unit)
                 return out
+        dynamo_disable_when_imported(Rounding)   # its first op would import torch._dynamo: 2.2 CPU s a worker
         return Rounding()
 
 

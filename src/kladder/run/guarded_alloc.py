@@ -47,7 +47,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..gen.materialize import Guarded, sentinel_ends, sentinel_pattern
-from .settings import dynamo_disable_when_imported, torch_setting
+from ..core.dispatchmodes import dynamo_disable_when_imported
+from .settings import torch_setting
 
 # 4 KiB each side: a 1024-wide float32 block (Triton's tutorial add) whose store lost its mask
 # writes at most 4,092 bytes past a 1-element output, all of them inside the guard; past the

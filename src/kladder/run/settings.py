@@ -55,9 +55,9 @@ def torch_setting(name: str, value):
 # wrap it in dynamo.disable: torch._dynamo, sympy and ~900 modules, 2.2 s of CPU a process on
 # the 2-core machine (more than `import torch`), paid by every worker and every mode's own
 # process at its first guarded call, for a kernel that never compiles anything. Both are done
-# here as torch does them, at the moment they can matter: the flag as Inductor's config is
-# imported (nothing compiles before), dynamo's disable once dynamo is imported (no frame can be
-# traced before).
+# as torch does them, at the moment they can matter: the flag as Inductor's config is imported
+# (nothing compiles before; here), dynamo's disable once dynamo is imported (no frame can be
+# traced before; core/dispatchmodes.py, for every mode kladder enters).
 INDUCTOR_CONFIG = "torch._inductor.config"
 
 
@@ -105,23 +105,3 @@ class _AfterImport:
             then(module)
         loader.exec_module = exec_module
         return spec
-
-
-def dynamo_disable_when_imported(cls) -> None:
-    """For a TorchDispatchMode subclass whose __torch_dispatch__ torch wrapped in
-    torch._disable_dynamo: call it directly while torch._dynamo is not imported, and from its
-    first call after, through dynamo's disable as torch would. (torch keeps the disabled function
-    on the original as `__dynamo_disable`; under another torch that does otherwise, nothing
-    changes here and torch imports dynamo at the first call, as before.)"""
-    import sys
-    raw = cls.__dict__.get("__torch_dispatch__")
-    fn = getattr(raw, "__wrapped__", None)
-    if fn is None or getattr(fn, "__dynamo_disable", None) is not None:
-        return
-
-    def until_dynamo(*args, **kwargs):
-        if "torch._dynamo" in sys.modules:
-            delattr(fn, "__dynamo_disable")           # torch's own path from here on, its disable cached
-            return raw(*args, **kwargs)
-        return fn(*args, **kwargs)
-    setattr(fn, "__dynamo_disable", until_dynamo)

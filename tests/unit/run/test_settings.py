@@ -61,39 +61,6 @@ def test_the_hook_sets_inductors_flag_from_torchs_setting():
         torch._C._set_deterministic_algorithms(was, warn_only=True)
 
 
-def test_dynamo_disable_when_imported_leaves_a_class_without_a_wrapped_dispatch_alone():
-    class Plain:
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            return func
-    before = dict(vars(Plain.__torch_dispatch__))
-    settings.dynamo_disable_when_imported(Plain)
-    assert dict(vars(Plain.__torch_dispatch__)) == before
-
-
-def test_dynamo_disable_when_imported_calls_the_function_directly_while_dynamo_is_absent(monkeypatch):
-    calls = []
-
-    def fn(*a):
-        calls.append(("fn", a))
-        return "direct"
-
-    def raw(*a):
-        calls.append(("raw", a))
-        return "disabled"
-    raw.__wrapped__ = fn
-    cls = type("Mode", (), {"__torch_dispatch__": raw})
-    settings.dynamo_disable_when_imported(cls)
-    hook = getattr(fn, "__dynamo_disable")
-    modules = {k: v for k, v in sys.modules.items() if k != "torch._dynamo"}
-    monkeypatch.setattr(sys, "modules", modules)
-    assert hook(1) == "direct" and calls == [("fn", (1,))]
-    modules["torch._dynamo"] = types.ModuleType("torch._dynamo")
-    assert hook(2) == "disabled" and calls[-1] == ("raw", (2,))
-    assert getattr(fn, "__dynamo_disable", None) is None     # torch's own path from then on
-    settings.dynamo_disable_when_imported(cls)               # a second call on an already hooked one: a new hook
-    assert getattr(fn, "__dynamo_disable") is not hook
-
-
 @pytest.fixture
 def deterministic_back():
     was = torch.are_deterministic_algorithms_enabled()
