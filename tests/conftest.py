@@ -523,3 +523,58 @@ if os.environ.get("KLADDER_TEST_CPU"):
         os.makedirs(os.path.dirname(out), exist_ok=True)
         with open(out, "a") as f:
             f.write(_json.dumps(rec) + "\n")
+
+
+# ---------------------------------------------------------------------------- CUDA graphs on the CPU
+class FakeCudaGraph:
+    """Stands in for torch.cuda.CUDAGraph on the CPU: while a capture runs, `record` keeps each
+    call (the kernel, its arguments, its output); replay runs them again into the memory the
+    capture returned, as a real replay does."""
+    recording = None
+
+    def __init__(self):
+        self.calls = []
+
+    @classmethod
+    def record(cls, kernel, args, kwargs, out):
+        if cls.recording is not None:
+            cls.recording.calls.append((kernel, args, kwargs, out))
+        return out
+
+    def replay(self):
+        import torch
+        for fn, args, kwargs, out in self.calls:
+            new = fn(*args, **kwargs)
+            if isinstance(out, torch.Tensor) and new is not out:
+                out.copy_(new)
+
+
+def fake_cuda_graphs(monkeypatch, after_capture=None) -> type:
+    """torch.cuda's graph calls a mode makes (CUDAGraph, graph, the side stream, synchronize) on
+    the CPU, FakeCudaGraph recording; `after_capture()` runs as a capture's context ends (a test
+    raises there, as a capture that fails on leaving does). Returns FakeCudaGraph."""
+    import contextlib
+
+    import torch
+
+    @contextlib.contextmanager
+    def capture(g):
+        FakeCudaGraph.recording = g
+        try:
+            yield
+        finally:
+            FakeCudaGraph.recording = None
+        if after_capture is not None:
+            after_capture()
+
+    class Stream:
+        def wait_stream(self, other):
+            pass
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", FakeCudaGraph)
+    monkeypatch.setattr(torch.cuda, "graph", capture)
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: Stream())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    return FakeCudaGraph

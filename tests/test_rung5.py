@@ -22,7 +22,7 @@ from kladder.run.modes import sanitize
 from kladder.run.modes.base import Sanitized
 from kladder.run.trial import run_point
 from kladder.core.sizes import CPU_BUDGET, GPU_BUDGET, call_budget
-from conftest import run_cli
+from conftest import FakeCudaGraph, fake_cuda_graphs, run_cli
 
 HERE = os.path.dirname(__file__)
 SAMPLES = os.path.join(HERE, "data", "sanitizer")
@@ -399,52 +399,15 @@ def test_the_fused_batch_finds_what_the_op_by_op_batch_finds(out, monkeypatch):
                                                                         op_by_op["worst_call"])
 
 
-class _FakeGraph:
-    """Stands in for torch.cuda.CUDAGraph on the CPU: capture records each call, replay runs
-    them again into the memory the capture returned (as a real replay does)."""
-    recording = None
-
-    def __init__(self):
-        self.calls = []
-
-    def replay(self):
-        for fn, args, kwargs, out in self.calls:
-            new = fn(*args, **kwargs)
-            if isinstance(out, torch.Tensor):
-                out.copy_(new)
-
-
 def _recorded(fn):
     def kernel(*args, **kwargs):
-        out = fn(*args, **kwargs)
-        if _FakeGraph.recording is not None:
-            _FakeGraph.recording.calls.append((fn, args, kwargs, out))
-        return out
+        return FakeCudaGraph.record(fn, args, kwargs, fn(*args, **kwargs))
     return kernel
 
 
 @pytest.fixture
 def fake_cuda(monkeypatch):
-    import contextlib
-
-    @contextlib.contextmanager
-    def graph(g):
-        _FakeGraph.recording = g
-        try:
-            yield
-        finally:
-            _FakeGraph.recording = None
-
-    class Stream:
-        def wait_stream(self, other):
-            pass
-
-    monkeypatch.setattr(torch.cuda, "CUDAGraph", _FakeGraph)
-    monkeypatch.setattr(torch.cuda, "graph", graph)
-    monkeypatch.setattr(torch.cuda, "Stream", Stream)
-    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda: Stream())
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    fake_cuda_graphs(monkeypatch)
 
 
 @pytest.mark.parametrize("out", [True, False], ids=["out-argument", "returned"])

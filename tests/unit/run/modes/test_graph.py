@@ -3,7 +3,6 @@ stand-in whose replay re-runs the captured calls into the memory the capture ret
 replay does): fresh inputs copied into the static buffers before each replay, every output
 poisoned (floats and integers) and said in the label, and what a failed capture becomes under
 each kl.Modes(graphs=) claim. A real capture needs CUDA (tests/test_declarations.py, test_grads.py)."""
-import contextlib
 
 import pytest
 import torch
@@ -15,51 +14,21 @@ from kladder.run.harness import Harness
 from kladder.run.modes import graph
 from kladder.run.modes.base import Call, Uncaptured
 
-
-class _Graph:
-    recording = None
-
-    def __init__(self):
-        self.calls = []
-
-    def replay(self):
-        for fn, args, kwargs, out in self.calls:
-            new = fn(*args, **kwargs)
-            if isinstance(out, torch.Tensor) and new is not out:
-                out.copy_(new)
+from conftest import FakeCudaGraph as _Graph
+from conftest import fake_cuda_graphs
 
 
 @pytest.fixture
 def cpu_graphs(monkeypatch):
     state = {"healed": 0, "fail_on_exit": False}
 
-    @contextlib.contextmanager
-    def capture(g):
-        _Graph.recording = g
-        try:
-            yield
-        finally:
-            _Graph.recording = None
+    def after_capture():
         if state["fail_on_exit"]:
             raise RuntimeError("operation not permitted when stream is capturing")
 
-    def recorded(kernel, args, kwargs):
-        out = kernel(*args, **kwargs)
-        if _Graph.recording is not None:
-            _Graph.recording.calls.append((kernel, args, kwargs, out))
-        return out
-
-    class Stream:
-        def wait_stream(self, other):
-            pass
-
-    monkeypatch.setattr(torch.cuda, "CUDAGraph", _Graph)
-    monkeypatch.setattr(torch.cuda, "graph", capture)
-    monkeypatch.setattr(torch.cuda, "Stream", Stream)
-    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda: Stream())
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(graph, "call_raw", recorded)
+    fake_cuda_graphs(monkeypatch, after_capture)
+    monkeypatch.setattr(graph, "call_raw", lambda kernel, args, kwargs: _Graph.record(kernel, args, kwargs,
+                                                                                       kernel(*args, **kwargs)))
     monkeypatch.setattr(graph, "heal_failed_capture", lambda: state.__setitem__("healed", state["healed"] + 1))
     return state
 
