@@ -71,7 +71,7 @@ def test_diff_names_the_point_an_edit_broke_and_exits_1(tmp_path):
     r = kladder(tmp_path, "repro", "spec.py", point, "--device", "cpu", "--history", "h.sqlite")
     assert r.returncode == 1, r.stdout + r.stderr
     newest = kladder(tmp_path, "history", "--history", "h.sqlite").stdout.splitlines()[0]
-    assert newest.startswith("#3") and "scale [repro]  failed  (1 points, 1 failed)" in newest
+    assert newest.startswith("#3") and "scale [repro]  failed  (1 point, 1 failed)" in newest
     assert kladder(tmp_path, "diff", "--history", "h.sqlite").returncode == 1     # the last two climbs, not the repro
 
 

@@ -3,11 +3,16 @@ report/words family module once words.py is split)."""
 from __future__ import annotations
 
 
+def _n(count: int, what: str = "point") -> str:
+    """'1 point', '2 points'."""
+    return f"{count} {what}{'' if count == 1 else 's'}"
+
+
 def _counts(c: dict) -> str:
     n = c.get("counts") or {}
     total = sum(n.values())
     bad = n.get("failed", 0) + n.get("flaky", 0)
-    parts = [f"{total} points"]
+    parts = [_n(total)]
     if bad:
         parts.append(f"{bad} failed")
     return ", ".join(parts)
@@ -125,14 +130,14 @@ def diff_text(d, verbose: bool = False) -> str:
                       for r in rows]
     lines += bits_lines(d, verbose)
     if d.nondeterministic:
-        lines.append(f"not compared bit for bit (nondeterministic outputs): {len(d.nondeterministic)} points")
+        lines.append(f"not compared bit for bit (nondeterministic outputs): {_n(len(d.nondeterministic))}")
     lines += [slower_line(s) for s in d.slower_rungs]
     timing = timing_text(d)
     if timing:
         lines.append(timing)
     for title, ids in (("only in the first", d.only_a), ("only in the second", d.only_b)):
         if ids:
-            lines.append(f"{title}: {len(ids)} points")
+            lines.append(f"{title}: {_n(len(ids))}")
     if not (d.newly_failing or d.newly_passing or d.bits_changed or d.slower_rungs):
         lines.append("no change: the same verdicts, the same bits" + (", no rung slower beyond noise"
                                                                       if d.timing.compared else ""))
@@ -142,11 +147,11 @@ def diff_text(d, verbose: bool = False) -> str:
 
 def golden_record_text(r) -> str:
     """`kladder golden record` (facts.GoldenRecordFacts) in words."""
-    lines = [f"golden hashes of {r.spec} kept from climb #{r.climb}: {r.kept} points, for {_tools(r.target)}"]
+    lines = [f"golden hashes of {r.spec} kept from climb #{r.climb}: {_n(r.kept)}, for {_tools(r.target)}"]
     if r.nondeterministic:
         lines.append(f"not kept, nondeterministic outputs ({len(r.nondeterministic)}): " + ", ".join(r.nondeterministic))
     if r.no_hashes:
-        lines.append(f"not kept, no output made (skipped, crashed, ...): {len(r.no_hashes)} points")
+        lines.append(f"not kept, no output made (skipped, crashed, ...): {_n(len(r.no_hashes))}")
     return "\n".join(lines) + "\n"
 
 
@@ -164,7 +169,8 @@ def golden_check_text(g) -> str:
                 "`kladder golden record SPEC`")
         return head + (" (the climb fails: nothing to compare the bits with)" if g.fails else "") + "\n"
     date, tool = g.recorded, _tool_change(g)
-    lines = [f"golden ({how}): {len(g.equal)} points' bits equal to golden of {date}{tool}"
+    whose = "1 point's" if len(g.equal) == 1 else f"{len(g.equal)} points'"
+    lines = [f"golden ({how}): {whose} bits equal to golden of {date}{tool}"
              + (f"; {len(g.changed)} changed" if g.changed else "")]
     for c in g.changed:
         lines.append(f"  {c.id}: bits changed since {date}{tool}: {', '.join(c.outputs)}")
@@ -172,7 +178,7 @@ def golden_check_text(g) -> str:
         lines.append(f"  not compared, nondeterministic outputs ({len(g.nondeterministic)}): "
                      + ", ".join(g.nondeterministic))
     if g.not_kept:
-        lines.append(f"  no golden hashes for {len(g.not_kept)} points")
+        lines.append(f"  no golden hashes for {_n(len(g.not_kept))}")
     return "\n".join(lines) + "\n"
 
 

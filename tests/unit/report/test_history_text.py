@@ -45,7 +45,7 @@ def test_history_line():
 def test_history_line_of_an_unfinished_explore_without_git_or_toolchain():
     c = _climb(verdict=None, kind="explore", git_commit=None, toolchain=None, counts={"passed": 1})
     assert history_line(c) == ("#12   2026-12-07T04:00  add [explore]  unfinished (killed, or still running)  "
-                               "(1 points)  kladder 0.9  no git")
+                               "(1 point)  kladder 0.9  no git")
 
 
 def test_history_line_says_why_golden_failed_the_climb():
@@ -212,3 +212,9 @@ def test_golden_summary_text_only_when_it_fails_the_climb():
     assert golden_summary_text(_golden(fails=True, recorded=None)) == "; golden: none kept (--golden=strict fails the climb)"
     one = _golden(fails=True, changed=[GoldenChangedFacts(id="c", outputs=["y"])])
     assert golden_summary_text(one) == "; golden: bits changed at 1 point (--golden=strict fails the climb)"
+
+
+def test_one_point_is_one_point_in_every_history_line():
+    from kladder.report import history_text as ht
+    assert ht._counts({"counts": {"failed": 1}}) == "1 point, 1 failed"
+    assert ht._counts({"counts": {"passed": 2}}) == "2 points"
