@@ -142,9 +142,9 @@ def _stdio() -> None:
 
 
 def _become(req, fds: list[int], close: list[int], env_delta: dict, env_gone: list[str],
-            base_path: str | None = None) -> None:
+            front: list[str] = ()) -> None:
     """In the forked child: become `python -m MODULE ARGS` started afresh; never returns.
-    `base_path`: the server's PYTHONPATH (the child's may add entries in front of it)."""
+    `front`: the entries its PYTHONPATH puts in front of the server's (path_extra)."""
     code = 1
     try:
         os.setsid()
@@ -178,7 +178,7 @@ def _become(req, fds: list[int], close: list[int], env_delta: dict, env_gone: li
         cwd = req.cwd
         if sys.path and sys.path[0] == os.getcwd():
             sys.path[0] = cwd
-        added = [os.path.abspath(os.path.join(cwd, e)) for e in path_extra(base_path, req.env.get("PYTHONPATH")) or ()]
+        added = [os.path.abspath(os.path.join(cwd, e)) for e in front]
         for entry in reversed(added):            # in front of the server's entries, as a new process has them
             if entry in sys.path:
                 sys.path.remove(entry)
@@ -344,9 +344,10 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
         except ProtocolError as e:                # kladder's own bug: said to the client, which raises it
             refuse(conn, fds, Refused(str(e), bad_message=True))
             return
-        why = (incompatible(base, req.env) or ("CUDA is initialized in the server" if _cuda_on() else None)
-               or shadowing(path_extra(base.get("PYTHONPATH"), req.env.get("PYTHONPATH")) or [], req.cwd,
-                            {name.partition(".")[0] for name in list(sys.modules)}))
+        why = incompatible(base, req.env) or ("CUDA is initialized in the server" if _cuda_on() else None)
+        extra = [] if why else path_extra(base.get("PYTHONPATH"), req.env.get("PYTHONPATH")) or []
+        if extra:
+            why = shadowing(extra, req.cwd, {name.partition(".")[0] for name in list(sys.modules)})
         if why or len(fds) != 3 + len(req.fd_env):
             refuse(conn, fds, Refused(why or "descriptors"))
             return
@@ -355,7 +356,7 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
         own = [listener.fileno(), wake_r, wake_w, sel.fileno(), conn.fileno(), *(c.fileno() for c in by_conn)]
         pid = os.fork()
         if pid == 0:
-            _become(req, fds, own, env_delta, env_gone, base.get("PYTHONPATH"))
+            _become(req, fds, own, env_delta, env_gone, extra)
         for fd in fds:
             os.close(fd)
         children[pid] = conn
