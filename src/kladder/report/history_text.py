@@ -2,17 +2,14 @@
 report/words family module once words.py is split)."""
 from __future__ import annotations
 
-
-def _n(count: int, what: str = "point") -> str:
-    """'1 point', '2 points'."""
-    return f"{count} {what}{'' if count == 1 else 's'}"
+from .words.base import counted
 
 
 def _counts(c: dict) -> str:
     n = c.get("counts") or {}
     total = sum(n.values())
     bad = n.get("failed", 0) + n.get("flaky", 0)
-    parts = [_n(total)]
+    parts = [counted(total, "point")]
     if bad:
         parts.append(f"{bad} failed")
     return ", ".join(parts)
@@ -130,14 +127,14 @@ def diff_text(d, verbose: bool = False) -> str:
                       for r in rows]
     lines += bits_lines(d, verbose)
     if d.nondeterministic:
-        lines.append(f"not compared bit for bit (nondeterministic outputs): {_n(len(d.nondeterministic))}")
+        lines.append(f"not compared bit for bit (nondeterministic outputs): {counted(len(d.nondeterministic), 'point')}")
     lines += [slower_line(s) for s in d.slower_rungs]
     timing = timing_text(d)
     if timing:
         lines.append(timing)
     for title, ids in (("only in the first", d.only_a), ("only in the second", d.only_b)):
         if ids:
-            lines.append(f"{title}: {_n(len(ids))}")
+            lines.append(f"{title}: {counted(len(ids), 'point')}")
     if not (d.newly_failing or d.newly_passing or d.bits_changed or d.slower_rungs):
         lines.append("no change: the same verdicts, the same bits" + (", no rung slower beyond noise"
                                                                       if d.timing.compared else ""))
@@ -147,11 +144,11 @@ def diff_text(d, verbose: bool = False) -> str:
 
 def golden_record_text(r) -> str:
     """`kladder golden record` (facts.GoldenRecordFacts) in words."""
-    lines = [f"golden hashes of {r.spec} kept from climb #{r.climb}: {_n(r.kept)}, for {_tools(r.target)}"]
+    lines = [f"golden hashes of {r.spec} kept from climb #{r.climb}: {counted(r.kept, 'point')}, for {_tools(r.target)}"]
     if r.nondeterministic:
         lines.append(f"not kept, nondeterministic outputs ({len(r.nondeterministic)}): " + ", ".join(r.nondeterministic))
     if r.no_hashes:
-        lines.append(f"not kept, no output made (skipped, crashed, ...): {_n(len(r.no_hashes))}")
+        lines.append(f"not kept, no output made (skipped, crashed, ...): {counted(len(r.no_hashes), 'point')}")
     return "\n".join(lines) + "\n"
 
 
@@ -178,7 +175,7 @@ def golden_check_text(g) -> str:
         lines.append(f"  not compared, nondeterministic outputs ({len(g.nondeterministic)}): "
                      + ", ".join(g.nondeterministic))
     if g.not_kept:
-        lines.append(f"  no golden hashes for {_n(len(g.not_kept))}")
+        lines.append(f"  no golden hashes for {counted(len(g.not_kept), 'point')}")
     return "\n".join(lines) + "\n"
 
 
@@ -188,4 +185,4 @@ def golden_summary_text(g) -> str:
         return ""
     if g.recorded is None:
         return "; golden: none kept (--golden=strict fails the climb)"
-    return f"; golden: bits changed at {len(g.changed)} point{'s' if len(g.changed) != 1 else ''} (--golden=strict fails the climb)"
+    return f"; golden: bits changed at {counted(len(g.changed), 'point')} (--golden=strict fails the climb)"

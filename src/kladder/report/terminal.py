@@ -15,6 +15,7 @@ from . import words
 from ..core.results import ClimbReport, RungReport
 from .data import bias_group, failure_groups, note_group, note_key, reason_group
 from .history_text import golden_check_text, golden_summary_text
+from .words.base import counted
 
 PASSED, FAILED, FLAKY, SKIPPED, OOM, BROKEN = (Status.PASSED, Status.FAILED, Status.FLAKY, Status.SKIPPED, Status.OOM,
                                                Status.BROKEN)
@@ -70,7 +71,7 @@ def renderables(report: ClimbReport, verbose: bool = False) -> list:
         parts.append(_waited(report))
     failures = report.failures
     if failures:
-        parts.append(_text(("\n" + _count(len(failures), "failed point"), "bold red")))
+        parts.append(_text(("\n" + counted(len(failures), "failed point"), "bold red")))
         parts += [_joined(_failure_lines(group[0], group[1:], verbose=verbose)) for group in failure_groups(failures)]
     if report.shrunk:
         parts.append(_shrunk(report.shrunk))
@@ -96,10 +97,6 @@ def renderables(report: ClimbReport, verbose: bool = False) -> list:
         parts.append(_text(("\n" + golden_check_text(report.golden).rstrip("\n"), "bold red" if report.golden.fails else "")))
     parts.append(_summary(report))
     return parts
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n} {what}{'s' if n != 1 else ''}"
 
 
 def _header(report: ClimbReport):
@@ -153,7 +150,7 @@ def _failure_lines(o: Outcome, like: list[Outcome] = (), lead: str = "\n", verbo
     title = [(lead + word, "red"), " ", (o.point.id, "bold"),
              f"  rung {o.point.rung}, {head.check if head else '?'}" + (f", output `{head.output}`" if head and head.output else "")]
     if like:
-        title.append((f"  and {_count(len(like), 'more point')} like it", "bold"))
+        title.append((f"  and {counted(len(like), 'more point')} like it", "bold"))
     lines = [_text(*title)]
     if like:
         lines.append(_text(f"  points:   {words.points_text([o, *like])}"))
@@ -241,7 +238,7 @@ def _not_judged(other: list[Outcome]) -> list:
         o = group[0]
         lines = [_text(f"  {words.status_word(o.status).upper():7} {o.point.id}: {words.reason(o)}")]
         if len(group) > 1:
-            lines.append(_text(f"          and {_count(len(group) - 1, 'more point')} with the same reason: "
+            lines.append(_text(f"          and {counted(len(group) - 1, 'more point')} with the same reason: "
                                + ", ".join(g.point.id for g in group[1:4]) + (" ..." if len(group) > 4 else "")))
         if o.repro:
             lines.append(_text(f"          repro: {o.repro}"))
@@ -265,7 +262,7 @@ def _skips(skipped: list[Outcome]):
 
 def _warnings(warned: list[Outcome]):
     """Warnings (a bias inside the tolerance), each once, with the points that showed it."""
-    lines = [_text(("\nWarnings (" + _count(len(warned), "point") + ")", "bold yellow"),
+    lines = [_text(("\nWarnings (" + counted(len(warned), "point") + ")", "bold yellow"),
                    ": not failures; each says what a model or a deployment will feel")]
     by_kind: dict[tuple, list[Outcome]] = defaultdict(list)
     shown: dict[tuple, object] = {}                 # each group's first warning (a point may have several kinds)
@@ -277,8 +274,8 @@ def _warnings(warned: list[Outcome]):
     for n, (key, group) in enumerate(kinds):
         if n == WARNING_KINDS_SHOWN:
             rest = kinds[n:]
-            lines.append(_text(f"  and {_count(len(rest), 'more kind')} of warning on "
-                               f"{_count(len({id(o) for _, g in rest for o in g}), 'point')}: every one is in the "
+            lines.append(_text(f"  and {counted(len(rest), 'more kind')} of warning on "
+                               f"{counted(len({id(o) for _, g in rest for o in g}), 'point')}: every one is in the "
                                "JSON report (--json) and the log"))
             break
         o = group[0]
@@ -299,7 +296,7 @@ def _ran(ran: list[Outcome]):
     by_note: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in ran:
         by_note[note_key(o.note)].append(o)
-    lines = [_text(("\nWhat ran", "bold"), f" (rung 7, {_count(len(ran), 'dispatch point')}):")]
+    lines = [_text(("\nWhat ran", "bold"), f" (rung 7, {counted(len(ran), 'dispatch point')}):")]
     for group in by_note.values():
         ids = ", ".join(o.point.id for o in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
         lines.append(_text(f"  {ids}: {words.note_text(group[0].note)}"))

@@ -82,6 +82,11 @@ def during(f) -> str:
     return f" ({f.call})" if f.call else ""
 
 
+def counted(n: int, what: str) -> str:
+    """'1 point', '2 points' (`what` a noun whose plural takes an s)."""
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
 def cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
