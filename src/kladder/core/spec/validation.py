@@ -212,11 +212,16 @@ TENSOR_FIELDS = {
 }
 
 
+def _identifiers(keys) -> bool:
+    """Every key a Python name (each becomes a keyword argument)."""
+    return all(isinstance(k, str) and k.isidentifier() for k in keys)
+
+
 def _write_condition(v, words: tuple) -> bool:
     """A declared write's condition: a bool, one of `words`, a non-empty dict keyed by names, a callable."""
     if isinstance(v, bool) or (isinstance(v, str) and v in words) or callable(v):
         return True
-    return isinstance(v, Mapping) and len(v) > 0 and all(isinstance(k, str) and k.isidentifier() for k in v)
+    return isinstance(v, Mapping) and len(v) > 0 and _identifiers(v)
 
 TILE_FIX = "give a positive int tile (or a list of them), the block size the kernel cuts this dim into."
 DIM_FIELDS = {
@@ -976,11 +981,11 @@ def _configs(found: _Found) -> None:
         return
     for i, c in enumerate(found.spec.configs):
         if not isinstance(c, Config):
-            if not all(isinstance(k, str) and k.isidentifier() for k in c):
+            if not _identifiers(c):
                 found.add(("configs", i), dict(c), "name each key as the launcher's keyword argument it is, an "
                           "identifier, e.g. {'BLOCK': 64}.")
             continue
-        if not isinstance(c._given, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in c._given):
+        if not isinstance(c._given, Mapping) or not _identifiers(c._given):
             found.add(("configs", i, "values"), c._given, "give the launcher's keyword arguments as a dict, e.g. "
                       "kl.Config({'precise': False}, tolerance={'float32': (1e-3, 1e-5)}).")
         bad = _tolerance_problem(c.tolerance, found.spec)
