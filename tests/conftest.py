@@ -578,3 +578,14 @@ def fake_cuda_graphs(monkeypatch, after_capture=None) -> type:
     monkeypatch.setattr(torch.cuda, "current_stream", lambda: Stream())
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     return FakeCudaGraph
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One intra-op thread for a module's tests, as kladder's CPU workers run points
+    (run/worker.py); for a tiny model more threads cost more than they give on the shared machine."""
+    import torch
+    was = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(was)

@@ -37,14 +37,7 @@ def climb_in_process(spec, seeds=SEEDS, rungs=RUNGS, upper_seeds: int = 2):
     return outcomes
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """As kladder's CPU workers run points (run/worker.py): one intra-op thread."""
-    import torch
-    was = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(was)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def onednn_reads_a_sliced_rows_gap(dtype_name: str, linear=None) -> bool:

@@ -11,13 +11,7 @@ import kladder.model as km
 from kladder.model import minilm, net, slots, task
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # the model is tiny: more threads cost more than they give, and the machine is shared
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_weights_load_as_a_group_16_model():

@@ -8,13 +8,7 @@ import torch
 from kladder.model import net, slots
 from kladder.model.net import Config, Model, SlotError
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The model is tiny and the machine shared: more threads cost more than they give."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 TINY = Config(vocab=12, max_len=8, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=4, d_ff=32)
