@@ -6,7 +6,8 @@ import os
 import sys
 
 for f in sorted(glob.glob(sys.argv[1] + "/twin_*.json")):
-    d = json.load(open(f))
+    with open(f) as fh:
+        d = json.load(fh)
     print("==", os.path.basename(f), "seconds", d.get("seconds"))
     for r in d.get("rungs", []):
         pts = r.get("points", [])
