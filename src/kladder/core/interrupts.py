@@ -20,6 +20,7 @@ Before the climb's handler exists (the interpreter's start, kladder's own import
 it with its own as its first step."""
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -114,11 +115,25 @@ class Interrupts:
 
 def early(signum, frame) -> None:
     """The CLI's handler until a climb installs its own (its imports, its options): nothing is
-    written yet, so the process ends at once, without a traceback, as interrupted."""
+    written yet, so the process ends at once, without a traceback, as interrupted. At once, not
+    by raising SystemExit: raised where the signal lands, it can be wrapped (a dataclass field's
+    __set_name__ while a module imports: "RuntimeError: Error calling __set_name__", a traceback
+    and exit status 1, 1 in 20 climbs SIGINTed at their start under load on 2026-12-07) or
+    swallowed on its way (an `except BaseException`, a finalizer), and the process ran on with the
+    signals ignored."""
     for sig in SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
-    print("kladder: interrupted", file=sys.stderr)
-    raise SystemExit(INTERRUPTED)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is sys.stderr:
+                stream.write("kladder: interrupted\n")
+            stream.flush()
+        except (OSError, ValueError, AttributeError):     # closed, or None (no console)
+            pass
+    _exit(INTERRUPTED)
+
+
+_exit = os._exit            # (the unit tests replace it)
 
 
 def install_early() -> None:

@@ -164,12 +164,18 @@ def test_ignore_leaves_both_signals_ignored():
     assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN == signal.getsignal(signal.SIGTERM)
 
 
-def test_early_ends_the_process_as_interrupted_and_ignores_the_signals_after(capsys):
+def test_early_ends_the_process_as_interrupted_and_ignores_the_signals_after(capsys, monkeypatch):
+    class Ended(BaseException):
+        pass
+
+    def exit_(code):
+        raise Ended(code)
+    monkeypatch.setattr(interrupts, "_exit", exit_)          # os._exit: at once, nothing raised to be caught
     interrupts.install_early()
     assert signal.getsignal(signal.SIGINT) is interrupts.early is signal.getsignal(signal.SIGTERM)
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(Ended) as e:
         interrupts.early(signal.SIGTERM, None)
-    assert e.value.code == INTERRUPTED == 130
+    assert e.value.args == (INTERRUPTED,) and INTERRUPTED == 130
     assert capsys.readouterr().err == "kladder: interrupted\n"
     assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN == signal.getsignal(signal.SIGTERM)
 
