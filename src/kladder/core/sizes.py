@@ -65,8 +65,10 @@ def total_bytes(spec: Spec, sizes: dict[str, int], chosen: dict[str, str]) -> in
 
 
 def human_bytes(n: int) -> str:
+    """Two decimals in the largest unit the value reaches once rounded: 2^30 - 1 bytes is
+    "1.00 GiB", not "1024.00 MiB" (bytes stay exact below 1 KiB)."""
     for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= div:
+        if n >= div or (div > 1 << 10 and round(n / div, 2) >= 1):
             return f"{n / div:.2f} {unit}"
     return f"{n} B"
 
