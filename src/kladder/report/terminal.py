@@ -330,7 +330,7 @@ def _summary(report: ClimbReport):
     parts = [f"{c[FAILED]} failed", f"{c[PASSED]} passed", f"{c[SKIPPED]} skipped"]
     parts += [f"{c[s]} {words.status_word(s)}" for s in (FLAKY, OOM, BROKEN, NOT_JUDGED) if c[s]]
     low = report.lowest_failing_rung
-    tail = [f" of {total} points in {report.seconds:.1f} s" + (f"; lowest failing rung: {low}" if low else "")
+    tail = [f" of {counted(total, 'point')} in {report.seconds:.1f} s" + (f"; lowest failing rung: {low}" if low else "")
             + golden_summary_text(report.golden)]
     if report.interrupted:
         tail += ["; ", ("interrupted", "bold yellow"), ": the report holds the points run so far"]

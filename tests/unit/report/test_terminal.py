@@ -174,7 +174,7 @@ def test_skips_are_grouped_by_note_with_the_size_only_for_one():
 def test_a_climb_that_skipped_everything_says_nothing_ran():
     skip = Outcome(_point(), Status.SKIPPED, note=Note.of(NoteKind.MODE_NEEDS_CUDA, mode="graph"))
     assert _text(_report({1: [skip]})).rstrip("\n").endswith(
-        "0 failed, 0 passed, 1 skipped of 1 points in 3.2 s\nnothing ran: all 1 points were skipped (each with its "
+        "0 failed, 0 passed, 1 skipped of 1 point in 3.2 s\nnothing ran: the one point was skipped (each with its "
         "reason above), so nothing was tested; the climb exits 5, not 0")
 
 
@@ -222,7 +222,7 @@ def test_the_summary_line_and_its_tails():
 
 def test_an_interrupted_climb_says_what_the_report_holds():
     report = _report({1: [Outcome(_point(), Status.PASSED)]}, interrupted=True)
-    assert _text(report).rstrip("\n").endswith("0 failed, 1 passed, 0 skipped of 1 points in 3.2 s; interrupted: the "
+    assert _text(report).rstrip("\n").endswith("0 failed, 1 passed, 0 skipped of 1 point in 3.2 s; interrupted: the "
                                                "report holds the points run so far")
 
 
@@ -300,7 +300,7 @@ def test_the_time_budget_and_a_failing_golden_check_come_before_the_summary():
     assert ("\nbudget release (the longest): rung 5 made no repetition or stream calls.\n\n"
             "golden (--golden=strict: a change fails the climb): 0 points' bits equal to golden of 2026-12-01; 1 changed\n"
             "  r1-M=4-N=7: bits changed since 2026-12-01: y\n\n"
-            "0 failed, 1 passed, 0 skipped of 1 points in 3.2 s; golden: bits changed at 1 point (--golden=strict fails "
+            "0 failed, 1 passed, 0 skipped of 1 point in 3.2 s; golden: bits changed at 1 point (--golden=strict fails "
             "the climb)\n") in text
 
 

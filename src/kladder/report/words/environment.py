@@ -45,7 +45,8 @@ def target_warning_text(w: dict) -> str:
 def nothing_ran_text(n_points: int) -> str:
     if n_points == 0:
         return "nothing ran: the rungs climbed generated no point for this spec, so nothing was tested"
-    return (f"nothing ran: all {n_points} points were skipped (each with its reason above), so nothing was tested; "
+    every = "the one point was" if n_points == 1 else f"all {n_points} points were"
+    return (f"nothing ran: {every} skipped (each with its reason above), so nothing was tested; "
             "the climb exits 5, not 0")
 
 

@@ -52,6 +52,7 @@ def test_target_warning_text():
 def test_nothing_ran_text():
     assert nothing_ran_text(0).startswith("nothing ran: the rungs climbed generated no point")
     assert nothing_ran_text(12).startswith("nothing ran: all 12 points were skipped")
+    assert nothing_ran_text(1).startswith("nothing ran: the one point was skipped")
 
 
 # ---------------------------------------------------------------------------- a device that refused
