@@ -71,6 +71,8 @@ BENCHES = (
           env=INTERPRETED),
     Bench("rung8-reuse", "rung8_reuse.py", "rung 8 with the free run reused as the teacher-forced run", "arg",
           env=INTERPRETED),
+    Bench("interpreter-checks", "interpreter_checks.py", "Triton's interpreter with and without its dead overflow "
+          "checks: zoo points and rung 8's model, side by side, outcomes compared", "--json", env=INTERPRETED),
     Bench("rung5-points", "rung5_points.py", "one spec's rung-5 points through the Runner (REF OUTDIR NAME)", None, "cuda"),
     Bench("rung7-probe", "rung7_probe.py", "what the launch recorder and the profiler see for rung 7's zoo cases",
           "$OUT", "cuda", out_file="rung7_probe.json"),

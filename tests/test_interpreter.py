@@ -3,6 +3,7 @@ worker probes them once; a point whose kernel touched one is not judged on the C
 import os
 
 import pytest
+import torch
 
 from kladder.gen.gaps import shapes
 from kladder.gen.load import load_spec
@@ -85,3 +86,44 @@ def test_an_interpreter_error_in_a_modes_own_process_is_the_interpreters_too(mon
     o = run_point(spec, pt, "cpu", children=Children(f"{SPECS}::exp_libdevice")).outcome
     assert o.status == "skipped" and o.note.kind == "interpreter_error", (o.status, o.findings, o.note)
     assert o.note.facts.error == "InterpreterError" and o.note.facts.probe == "libdevice"
+
+
+# ---------------------------------------------------------------------------- the dead overflow checks
+import triton  # noqa: E402 - after the importorskip above
+import triton.language as tl  # noqa: E402
+
+
+@triton.jit
+def _hash_mix(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + i, mask=i < N)
+    h = x * 1103515245 + 12345                  # int32 wrap-around on purpose (an LCG): every checked op overflows
+    h = (h - (h >> 7)) * 31
+    tl.store(y_ptr + i, h, mask=i < N)
+
+
+def _mixed(x):
+    y = torch.empty_like(x)
+    _hash_mix[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
+    return y
+
+
+def test_the_interpreters_dead_overflow_checks_are_turned_off_and_change_nothing():
+    import dataclasses
+
+    from triton.runtime import interpreter as ti
+    kept = ti.interpreter_builder.options
+    x = torch.arange(-300, 700, dtype=torch.int32) * 7919
+    try:
+        ti.interpreter_builder.options = dataclasses.replace(kept, sanitize_overflow=True, debug=False)
+        checked = _mixed(x)
+        assert interpreter.without_dead_checks.__wrapped__() is True          # the cached call's body, run again
+        assert ti.interpreter_builder.options.sanitize_overflow is False
+        assert torch.equal(_mixed(x), checked)                                  # the same wrapped values, no error
+        assert interpreter.without_dead_checks.__wrapped__() is False          # already off: nothing to do
+        # debug on (an assert would read the check): left as it is
+        ti.interpreter_builder.options = dataclasses.replace(kept, sanitize_overflow=True, debug=True)
+        assert interpreter.without_dead_checks.__wrapped__() is False
+        assert ti.interpreter_builder.options.sanitize_overflow is True
+    finally:
+        ti.interpreter_builder.options = kept
