@@ -786,8 +786,10 @@ def _toolchain(found: _Found, dims: dict) -> None:
                 _when(found, ("toolchain", "expect", i, "when"), e.when, dims)
     if found.clean("toolchain", "flags"):
         seen = set()
-        for f in spec.toolchain.flags:
-            _flag(found, f)
+        for i, f in enumerate(spec.toolchain.flags):
+            _flag(found, f, i)
+            if (f.name is None) == (f.env is None):     # neither or both: said by _flag, at its index
+                continue
             if f.key in seen:
                 found.add(("toolchain", "flags"), f.key, "declare each flag once.")
             seen.add(f.key)
@@ -916,8 +918,9 @@ def _when_predicate(found: _Found, where: tuple, when: Mapping, k: str, v, dim: 
                   "dim's range.")
 
 
-def _flag(found: _Found, f: Flag) -> None:
-    spec, where = found.spec, ("toolchain", "flags", f.key)
+def _flag(found: _Found, f: Flag, i: int) -> None:
+    """One declared flag, at its key (its index where it has neither a name nor an env: no key)."""
+    spec, where = found.spec, ("toolchain", "flags", f.key if f.name is not None or f.env is not None else i)
     found.fields(f, FLAG_FIELDS, where)
     if (f.name is None) == (f.env is None):
         found.add(where, f"name={f.name!r}, env={f.env!r}", "give either the launcher keyword (kl.Flag('USE_TMA')) or the "

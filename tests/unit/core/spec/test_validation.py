@@ -314,13 +314,21 @@ def _flag_problems(*flags):
     return [(where_text(p.where), p.given, p.fix) for p in e.value.problems]
 
 
+def test_two_flags_with_neither_a_name_nor_an_env_are_each_said_at_their_place_and_not_as_duplicates():
+    with pytest.raises(SpecError) as e:
+        _flags(kl.Flag("USE_TMA"), kl.Flag(), kl.Flag())
+    text = str(e.value)
+    assert "toolchain.flags[1]: got 'name=None, env=None'" in text and "toolchain.flags[2]:" in text
+    assert "$None" not in text and "declare each flag once" not in text
+
+
 def test_flags_well_formed():
     s = _flags(kl.Flag("USE_TMA"), kl.Flag(env="FAST", values=(None, "1"), set="after_import"))
     assert [f.key for f in s.toolchain.flags] == ["USE_TMA", "$FAST"]
 
 
 @pytest.mark.parametrize("flag,where,given,words", [
-    (kl.Flag(), "flags['$None']", "name=None, env=None", "not both"),
+    (kl.Flag(), "flags[0]", "name=None, env=None", "not both"),          # no key: named by its place
     (kl.Flag("A", env="B"), "flags['A']", "name='A', env='B'", "not both"),
     (kl.Flag("A", set="after_import"), "flags['A'].set", "after_import", "drop set="),
     (kl.Flag(env="E", set="at_strat"), "flags['$E'].set", "at_strat", "did you mean 'at_start'?"),
