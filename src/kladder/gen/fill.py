@@ -50,12 +50,33 @@ def filled(target, kind: ValueKind | str = "normal", *, dtype=None, generator=No
             raise ValueError(f"kl.filled: dtype {dtype!r}: give a dtype name such as 'float32' or a torch dtype.")
         where = device if device is not None else (generator.device if generator is not None else "cpu")
         t = torch.empty(tuple(target), dtype=getattr(torch, name), device=where)
+    _check_range(range, name)
     gen = generator if generator is not None else torch.Generator(device=t.device).manual_seed(0)
     dense = t if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype, device=t.device)
     fill_kind(dense, kind, name, gen, tuple(range) if range is not None else None, ignore=ignore)
     if dense is not t:
         t.copy_(dense)
     return t
+
+
+def _check_range(rng, dtype: str) -> None:
+    """kl.filled's `range`, as kl.Tensor(range=) is checked when a spec loads: two numbers, low
+    first, and whole numbers for an integer dtype (a fractional bound was truncated: (0.5, 3.7)
+    drew 0s)."""
+    if rng is None:
+        return
+    try:
+        lo, hi = rng
+        ok = all(isinstance(b, (int, float)) and not isinstance(b, bool) and not math.isnan(b) for b in (lo, hi))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"kl.filled: range {rng!r}: give (lo, hi), two numbers, inclusive.")
+    if lo > hi:
+        raise ValueError(f"kl.filled: range {rng!r}: the low bound is above the high one; give (lo, hi).")
+    if dtype not in FLOAT_DTYPES and dtype != "bool" and not all(math.isinf(b) or float(b).is_integer() for b in (lo, hi)):
+        raise ValueError(f"kl.filled: range {rng!r} for {dtype}: an integer tensor's bounds are whole numbers, "
+                         f"inclusive: ({math.ceil(lo)}, {math.floor(hi)}).")
 
 
 def _public_kind(kind) -> ValueKind:

@@ -50,6 +50,23 @@ def test_filled_refuses_a_target_that_is_no_shape_and_names_it(target):
         filled(target)
 
 
+@pytest.mark.parametrize("rng,dtype,says", [
+    ((0.5, 3.7), "int32", r"range \(0.5, 3.7\) for int32: .*whole numbers, inclusive: \(1, 3\)"),
+    ((3, 1), "float32", r"range \(3, 1\): the low bound is above the high one"),
+    (("a", 2), "float32", r"range \('a', 2\): give \(lo, hi\), two numbers"),
+    ((1,), "int64", r"range \(1,\): give \(lo, hi\)"),
+])
+def test_filled_refuses_a_range_that_cannot_be_kept_and_names_it(rng, dtype, says):
+    with pytest.raises(ValueError, match=rf"kl.filled: {says}"):
+        filled((4,), "normal", dtype=dtype, range=rng)
+
+
+def test_filled_keeps_a_whole_integer_range_and_a_float_one():
+    assert set(filled((256,), "normal", dtype="int32", range=(1.0, 3)).tolist()) <= {1, 2, 3}
+    x = filled((256,), "normal", dtype="float32", range=(0.25, 0.5))
+    assert float(x.min()) >= 0.25 and float(x.max()) <= 0.5
+
+
 def test_filled_refuses_an_unknown_dtype_and_names_it():
     with pytest.raises(ValueError, match=r"dtype 'float33'.*give a dtype name"):
         filled((2,), dtype="float33")
