@@ -363,3 +363,30 @@ def test_a_malformed_spawn_is_refused_and_the_server_serves_on(server, request):
     children = fs.Children(forkserver=s.address)
     p = fs.run(_cmd("kl_exit", "4"), env, 300, children)
     assert p.returncode == 4 and children.cpu_s > 0 and s.proc.poll() is None
+
+
+def test_kill_child_ends_a_child_that_has_no_process_group_of_its_own_yet():
+    # a forked child's group is made by its first step (os.setsid in _become); a Kill that comes
+    # before it must still end the child (the climb waits for its exit)
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])     # in this process's group
+    try:
+        with pytest.raises(ProcessLookupError):
+            os.killpg(p.pid, 0)                          # no group of its pid: what killpg alone missed
+        srv.kill_child(p.pid)
+        assert p.wait(30) == -signal.SIGKILL
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_a_child_killed_as_soon_as_it_is_spawned_always_ends(server, children):
+    # what a climb does to a worker the device refused (test_reports' refused worker): spawn, then
+    # Kill at once, 40 times; each child's exit must come (CI hung here, stop 41)
+    _, env = server
+    with open(os.devnull, "rb") as null, open(os.devnull, "wb") as out:
+        for _ in range(40):
+            child = fs.spawn(["-m", "kl_hang"], env, (null.fileno(), out.fileno(), out.fileno()),
+                             address=children.forkserver)
+            assert isinstance(child, fs.Forked)
+            child.kill()
+            assert child.wait(30) == -signal.SIGKILL

@@ -257,6 +257,17 @@ def serve(address: str) -> int:
     return _loop(address, base, env_delta, env_gone)
 
 
+def kill_child(pid: int) -> None:
+    """SIGKILL to a forked child (not yet reaped, so `pid` is still its own) and its process group.
+    Both: its group exists only once the child's first step (`os.setsid()` in _become) ran, and a
+    Kill that came before it (a climb that gives a worker up as soon as it is spawned: on a loaded
+    machine the child has not run yet) found no such group, so the child lived on, waiting on a
+    stdin its climb never closed, and the climb waited for its exit forever (CI, stop 41)."""
+    for how in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            how(pid, signal.SIGKILL)
+
+
 def _lifeline_while(preloading: threading.Event) -> None:
     """The climb went away (stdin closed) while the server still imports torch and Triton
     (seconds, more on a loaded host): exit at once, with no child yet to kill, rather than
@@ -286,9 +297,7 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
     sys.stdout.write(to_wire(ServerReady()))
     sys.stdout.flush()
 
-    def kill(pid: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+    kill = kill_child
 
     def reap() -> None:
         while children:

@@ -30,6 +30,8 @@ from .reaper import end_descendants
 from .sampling import HostSample
 from .timeouts import KLADDER_STAGE_FACTOR, STARTUP_TIMEOUT_S
 
+KILL_WAIT_S = 30.0          # a killed worker's exit, before it is killed again from here (Worker.kill)
+
 OUTPUT_KEPT = 4000              # characters of a point's stdout/stderr kept with its outcome
 
 
@@ -192,7 +194,15 @@ class Worker:
                     os.killpg(self.proc.pid, signal.SIGKILL)
             else:
                 self.proc.kill()                # a forked worker: its server kills the group, not yet reaped
-            self.proc.wait()
+            try:
+                self.proc.wait(KILL_WAIT_S)
+            except subprocess.TimeoutExpired:
+                # not ended by its server (a Kill that once came before the child's setsid left it
+                # running): ended here. No exit came, so it is not reaped and its pid is still its own
+                for how in (os.killpg, os.kill):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        how(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
         self._cut()
 
     def _cut(self) -> None:

@@ -192,6 +192,26 @@ def test_stderr_tail_reads_from_a_mark_and_keeps_the_last_characters(make):
     assert w.stderr_tail() == ""
 
 
+def test_a_forked_worker_its_server_did_not_end_is_killed_from_here_and_waited_for(make, monkeypatch):
+    import signal
+    import subprocess
+    w = make()
+    waits, sent = [], []
+
+    def wait(timeout=None):                          # no exit comes while the server has not ended it
+        waits.append(timeout)
+        if timeout is not None:
+            raise subprocess.TimeoutExpired("forked", timeout)
+        w.proc.returncode = -signal.SIGKILL
+        return w.proc.returncode
+    w.proc.wait = wait
+    monkeypatch.setattr(workers.os, "killpg", lambda pid, sig: sent.append(("group", pid, sig)))
+    monkeypatch.setattr(workers.os, "kill", lambda pid, sig: sent.append(("process", pid, sig)))
+    w.kill()
+    assert w.proc.killed == 1 and waits == [workers.KILL_WAIT_S, None]
+    assert sent == [("group", NO_PID, signal.SIGKILL), ("process", NO_PID, signal.SIGKILL)]
+
+
 def test_closing_a_worker_still_starting_kills_it_and_closes_its_pipes(make):
     w = make(hello=False)
     w.close()
