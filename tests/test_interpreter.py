@@ -108,8 +108,12 @@ def _mixed(x):
     return y
 
 
-def test_the_interpreters_dead_overflow_checks_are_turned_off_and_change_nothing():
+def test_the_interpreters_dead_overflow_checks_are_turned_off_and_change_nothing(monkeypatch):
     import dataclasses
+
+    def again():                                     # as in a new process: the options not looked at yet
+        monkeypatch.setattr(interpreter, "_options_seen", False)
+        return interpreter.without_dead_checks()
 
     from triton.runtime import interpreter as ti
     kept = ti.interpreter_builder.options
@@ -117,13 +121,20 @@ def test_the_interpreters_dead_overflow_checks_are_turned_off_and_change_nothing
     try:
         ti.interpreter_builder.options = dataclasses.replace(kept, sanitize_overflow=True, debug=False)
         checked = _mixed(x)
-        assert interpreter.without_dead_checks.__wrapped__() is True          # the cached call's body, run again
+        assert again() is True
         assert ti.interpreter_builder.options.sanitize_overflow is False
         assert torch.equal(_mixed(x), checked)                                  # the same wrapped values, no error
-        assert interpreter.without_dead_checks.__wrapped__() is False          # already off: nothing to do
+        assert interpreter.without_dead_checks() is False                      # looked at once a process
+        assert again() is False                                                 # already off: nothing to do
         # debug on (an assert would read the check): left as it is
         ti.interpreter_builder.options = dataclasses.replace(kept, sanitize_overflow=True, debug=True)
-        assert interpreter.without_dead_checks.__wrapped__() is False
+        assert again() is False
         assert ti.interpreter_builder.options.sanitize_overflow is True
     finally:
         ti.interpreter_builder.options = kept
+
+
+def test_before_triton_is_imported_the_options_are_looked_at_again_later(monkeypatch):
+    monkeypatch.setattr(interpreter, "_options_seen", False)
+    monkeypatch.setattr(interpreter, "active", lambda: False)         # a launcher that imports Triton at its first call
+    assert interpreter.without_dead_checks() is False and interpreter._options_seen is False

@@ -54,7 +54,9 @@ def probe() -> dict[str, dict]:
     return _cached_probe() if active() else {}
 
 
-@functools.cache
+_options_seen = False         # without_dead_checks looked at the interpreter's options in this process
+
+
 def without_dead_checks() -> bool:
     """Triton's interpreter computes an overflow check for every integer add, sub and mul a
     kernel does (`sanitize_overflow`, on by default: the operands widened to int64, the result
@@ -63,9 +65,13 @@ def without_dead_checks() -> bool:
     whose result nothing reads: 38% of compounding_bias's interpreter time, a kernel that
     rounds float32 to bfloat16 on the bits (measured with cProfile, 2026-12-07). A GPU compiles
     the same check out where debug is off. Turned off once a process where debug is off: the
-    kernel's values and exceptions are the same. Returns whether it was turned off now."""
-    if not active():
+    kernel's values and exceptions are the same. Returns whether it was turned off now. Called
+    before every interpreted call (watch): until Triton is imported (a launcher may import it at
+    its first call) it does nothing and looks again next time."""
+    global _options_seen
+    if _options_seen or not active():
         return False
+    _options_seen = True
     import dataclasses
 
     from triton.runtime import interpreter as ti
