@@ -15,6 +15,7 @@ import pytest
 import kladder as kl
 from kladder.run import forkclient as fs
 from kladder.run import forkserver as srv
+from kladder.run.reaper import kill_with_group
 from kladder.run.workers import worker_env
 
 HERE = os.path.dirname(__file__)
@@ -365,14 +366,14 @@ def test_a_malformed_spawn_is_refused_and_the_server_serves_on(server, request):
     assert p.returncode == 4 and children.cpu_s > 0 and s.proc.poll() is None
 
 
-def test_kill_child_ends_a_child_that_has_no_process_group_of_its_own_yet():
+def test_kill_with_group_ends_a_child_that_has_no_process_group_of_its_own_yet():
     # a forked child's group is made by its first step (os.setsid in _become); a Kill that comes
     # before it must still end the child (the climb waits for its exit)
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])     # in this process's group
     try:
         with pytest.raises(ProcessLookupError):
             os.killpg(p.pid, 0)                          # no group of its pid: what killpg alone missed
-        srv.kill_child(p.pid)
+        kill_with_group(p.pid)
         assert p.wait(30) == -signal.SIGKILL
     finally:
         p.kill()

@@ -39,6 +39,8 @@ import socket
 import sys
 import threading
 
+from .reaper import kill_with_group
+
 # Variables read only when used, never at import: they may differ between the server and a child.
 LAZY_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_VISIBLE_DEVICES",
              "KLADDER_LIFELINE", "KLADDER_FORKSERVER")
@@ -257,17 +259,6 @@ def serve(address: str) -> int:
     return _loop(address, base, env_delta, env_gone)
 
 
-def kill_child(pid: int) -> None:
-    """SIGKILL to a forked child (not yet reaped, so `pid` is still its own) and its process group.
-    Both: its group exists only once the child's first step (`os.setsid()` in _become) ran, and a
-    Kill that came before it (a climb that gives a worker up as soon as it is spawned: on a loaded
-    machine the child has not run yet) found no such group, so the child lived on, waiting on a
-    stdin its climb never closed, and the climb waited for its exit forever (CI, stop 41)."""
-    for how in (os.killpg, os.kill):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            how(pid, signal.SIGKILL)
-
-
 def _lifeline_while(preloading: threading.Event) -> None:
     """The climb went away (stdin closed) while the server still imports torch and Triton
     (seconds, more on a loaded host): exit at once, with no child yet to kill, rather than
@@ -296,8 +287,6 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
     by_conn: dict[socket.socket, int] = {}
     sys.stdout.write(to_wire(ServerReady()))
     sys.stdout.flush()
-
-    kill = kill_child
 
     def reap() -> None:
         while children:
@@ -374,7 +363,7 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
         try:
             conn.sendall(to_wire(Spawned(pid)).encode())
         except OSError:
-            kill(pid)
+            kill_with_group(pid)
         sel.register(conn, selectors.EVENT_READ, "conn")
 
     def event(key) -> bool:
@@ -403,7 +392,7 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
             except OSError:
                 data = b""
             if pid is not None and (not data or wants_kill(data)):
-                kill(pid)
+                kill_with_group(pid)
             if not data:
                 with contextlib.suppress(OSError):
                     sel.unregister(conn)
@@ -423,7 +412,7 @@ def _loop(address: str, base: dict, env_delta: dict, env_gone: list) -> int:
             reap()
     finally:
         for pid in list(children):
-            kill(pid)
+            kill_with_group(pid)
         with contextlib.suppress(OSError):
             os.unlink(address)
 

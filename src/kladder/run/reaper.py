@@ -34,6 +34,17 @@ def subreaper() -> bool:
         return False
 
 
+def kill_with_group(pid: int) -> None:
+    """SIGKILL to a process that is not reaped yet (so `pid` is still its own) and to its process
+    group. Both: a process forked to call setsid first (a fork server's child) has no group of its
+    own until it has run, and a kill that came before that found no such group (ESRCH) and left
+    it running: a climb that gave a worker up as soon as it was spawned then waited for its exit
+    forever (CI, stop 41)."""
+    for how in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            how(pid, signal.SIGKILL)
+
+
 def descendants(root: int) -> list[int]:
     """Every live process below `root` (children first), from /proc; [] where there is none."""
     try:

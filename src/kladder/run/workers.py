@@ -26,7 +26,7 @@ from ..core.point import Point
 from . import faults
 from .lifeline import LIFELINE_ENV
 from .protocol import Answer, Hello, Message, Run, StageBegan, StartFailed, from_wire, to_wire
-from .reaper import end_descendants
+from .reaper import end_descendants, kill_with_group
 from .sampling import HostSample
 from .timeouts import KLADDER_STAGE_FACTOR, STARTUP_TIMEOUT_S
 
@@ -199,9 +199,7 @@ class Worker:
             except subprocess.TimeoutExpired:
                 # not ended by its server (a Kill that once came before the child's setsid left it
                 # running): ended here. No exit came, so it is not reaped and its pid is still its own
-                for how in (os.killpg, os.kill):
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        how(self.proc.pid, signal.SIGKILL)
+                kill_with_group(self.proc.pid)
                 self.proc.wait()
         self._cut()
 
