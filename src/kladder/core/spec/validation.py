@@ -787,8 +787,7 @@ def _toolchain(found: _Found, dims: dict) -> None:
     if found.clean("toolchain", "flags"):
         seen = set()
         for i, f in enumerate(spec.toolchain.flags):
-            _flag(found, f, i)
-            if (f.name is None) == (f.env is None):     # neither or both: said by _flag, at its index
+            if not _flag(found, f, i):                   # neither a name nor an env, or both: said by _flag
                 continue
             if f.key in seen:
                 found.add(("toolchain", "flags"), f.key, "declare each flag once.")
@@ -918,11 +917,13 @@ def _when_predicate(found: _Found, where: tuple, when: Mapping, k: str, v, dim: 
                   "dim's range.")
 
 
-def _flag(found: _Found, f: Flag, i: int) -> None:
-    """One declared flag, at its key (its index where it has neither a name nor an env: no key)."""
+def _flag(found: _Found, f: Flag, i: int) -> bool:
+    """One declared flag, at its key (its index where it has neither a name nor an env: no key).
+    Returns whether it has exactly one of them (its key is its own)."""
+    one = (f.name is None) != (f.env is None)
     spec, where = found.spec, ("toolchain", "flags", f.key if f.name is not None or f.env is not None else i)
     found.fields(f, FLAG_FIELDS, where)
-    if (f.name is None) == (f.env is None):
+    if not one:
         found.add(where, f"name={f.name!r}, env={f.env!r}", "give either the launcher keyword (kl.Flag('USE_TMA')) or the "
                   "environment variable (kl.Flag(env='MYLIB_FAST')), not both.")
     if found.clean(*where, "set") and f.set == EnvSet.AFTER_IMPORT and f.name is not None:
@@ -931,13 +932,14 @@ def _flag(found: _Found, f: Flag, i: int) -> None:
     if found.clean(*where, "name") and found.clean("args") and f.name in spec.args:
         found.add(where + ("name",), f.name, FLAG_FIELDS["name"][0].fix)
     if not found.clean(*where, "values"):
-        return
+        return one
     if f.env is not None and not all(isinstance(v, str) or v is None for v in f.values):
         found.add(where + ("values",), f.values, "an environment variable's values are strings, or None for unset, "
                   "e.g. ('0', '1') or (None, '1').")
     elif f.name is not None and not all(isinstance(v, (bool, int, float, str)) or v is None for v in f.values):
         found.add(where + ("values",), f.values, "give plain values (bool, int, float, str or None): they go into a point and "
                   "its repro command.")
+    return one
 
 
 # ---- Spec.grads: the inputs whose gradients the kernel computes ----
