@@ -240,6 +240,31 @@ def test_fresh_reuses_nothing_and_keeps_its_outcomes(failing):
     assert {o.reused.run_id for o in after[0].outcomes if o.reused} == {fresh[0].run_id}
 
 
+def test_no_early_point_starts_where_the_store_gives_its_outcome(tmp_path, monkeypatch):
+    # early points (processes of their own, a profiler) start at the climb's start, before their rung
+    # asks the store: the climb asks it first. Rung 1's points stand in for them here (no process).
+    from kladder.climbing import ladder
+    (tmp_path / "spec_wrong.py").write_text(FLAKY_SPEC)
+    ref = str(tmp_path / "spec_wrong.py")
+    monkeypatch.setattr(ladder, "early_points", lambda spec, budget, report, runner, opts:
+                        list(ladder.rung_points(spec, 1, budget, opts.seed)))
+    started, real = [], ladder.Runner.start_early
+    monkeypatch.setattr(ladder.Runner, "start_early", lambda self, pts: started.append(list(pts)) or real(self, pts))
+    store = OutcomeStore(str(tmp_path / "history.sqlite"))
+    reports = []
+    for _ in range(2):
+        pool = Pool(ref, "cpu", spares=1)
+        try:
+            reports.append(climb(ref, load_spec(ref), Options(rungs=(1,), device="cpu", store=store, pool=pool, jobs=2)))
+        finally:
+            pool.close()
+    store.close()
+    first, second = reports
+    assert [p.id for p in started[0]] == [o.point.id for o in first.outcomes]      # cold: every one started early
+    assert [p.id for p in started[1]] == ["r1-N=7"]                               # again: only the failure
+    assert second.reuse.reused == len(first.outcomes) - 1 and second.reuse.ran == 1
+
+
 REPEAT_SPEC = '''
 import kladder as kl
 

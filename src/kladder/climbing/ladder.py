@@ -126,12 +126,23 @@ POINTS_PER_LANE = 4
 # under environment variables; compute-sanitizer's child) spend most of their time starting
 # Python, torch and the spec, not calling the kernel: they start at the climb's start on lanes of
 # their own (early_lanes), beside rungs 1-3, each forked warm from the fork server, and their rung
-# takes their outcomes in its order when it comes (Runner.start_early). From rung 4 on.
+# takes their outcomes in its order when it comes (Runner.start_early). From rung 4 on; before it,
+# only the points whose first call in a worker readies a tool for seconds (slow_first_call).
 
 
 def own_process(point: Point, device: str) -> bool:
     """The point starts a process of its own (see EARLY_FROM)."""
     return fresh_process(point) or child_processes(point, device) > 0 or modes.traits(point.mode).starts_child
+
+
+def slow_first_call(point: Point, device: str) -> bool:
+    """The point's mode readies a tool for seconds in its worker before it calls anything on this
+    device (base.Mode.slow_first_call_on: independence's profiler on CUDA)."""
+    return device in modes.traits(point.mode).slow_first_call_on
+
+
+def _starts_slow_here(rung: int, device: str) -> bool:
+    return any(device in modes.traits(m).slow_first_call_on for m in modes.of_rung(rung))
 
 
 def early_lanes(jobs: int) -> int:
@@ -190,7 +201,10 @@ class Runner:
         points = list(points)
         early = {p: self._early.pop(p) for p in points if p in self._early}
         rest = [p for p in points if p not in early]
-        lanes = min(self.jobs, max(1, len(rest) // POINTS_PER_LANE))
+        # a lane per POINTS_PER_LANE points, and as many as there are workers started already (the
+        # lanes made, the pool's spares: on CUDA --jobs of them from the climb's start), which cost
+        # nothing more: rung 5's eight 1-2 s points ran on two of the four (7.5 s on an H200)
+        lanes = min(self.jobs, max(1, len(rest) // POINTS_PER_LANE, self._started()))
         fresh, children = sum(fresh_process(p) for p in rest), sum(child_processes(p, self.device) for p in rest)
         if fresh or children or not (early or self._early):   # else the early points' own expectation stands
             self.pool.expect_fresh(fresh, lanes, children=children)
@@ -225,8 +239,15 @@ class Runner:
                                children=sum(child_processes(p, self.device) for p in points))
         if self._early_ex is None:
             self._early_ex = ThreadPoolExecutor(max_workers=early_lanes(self.jobs), thread_name_prefix="kladder-early")
-        for p in sorted(points, key=lambda q: modes.traits(q.mode).start_order):
+        # a rung before EARLY_FROM comes first: its points first, then the longest to start
+        for p in sorted(points, key=lambda q: (q.rung >= EARLY_FROM, modes.traits(q.mode).start_order)):
             self._early[p] = self._early_ex.submit(self._first, p)
+
+    def _started(self) -> int:
+        """Workers started for this climb's points: its lanes, and the pool's spares."""
+        with self._lanes_lock:
+            made = len(self._lanes)
+        return made + getattr(self.pool, "spares_started", 0)
 
     def _checkout(self) -> Lane:
         with self._lanes_lock:
@@ -491,7 +512,11 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
                     log = Log(opts.log_path, report, opts)
                     report.log_path = opts.log_path if log.working else ""
             plan_rungs(report, opts.rungs)
-            runner.start_early(early_points(spec, budget, report, runner, opts))
+            early = early_points(spec, budget, report, runner, opts)
+            if reuse is not None and early:           # none started for a point the store gives
+                given = reuse.given(early)
+                early = [p for p in early if p not in given]
+            runner.start_early(early)
             for rr in report.rungs:
                 guard.check()             # a signal whose KeyboardInterrupt was swallowed stops the climb here
                 if rr.climbed and report.stopped_at is not None:
@@ -621,19 +646,27 @@ def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts:
 
 def early_points(spec, budget, report: ClimbReport, runner: Runner, opts: Options) -> list[Point]:
     """The points of the rungs to climb, from EARLY_FROM on, that start processes of their own
-    (own_process), as their rungs will generate them (rung 5's from no earlier failure: its
-    sanitizer runs on a failure start with their rung). None with --shard (its deal is made rung
-    by rung, in order)."""
+    (own_process), and of any rung those whose first call is slow to start (slow_first_call), as
+    their rungs will generate them (rung 5's from no earlier failure: its sanitizer runs on a
+    failure start with their rung). None with --shard (its deal is made rung by rung, in order)."""
     if opts.shard is not None:
         return []
+    device = runner.device
     found = []
     for rr in report.rungs:
-        if rr.climbed and rr.rung >= EARLY_FROM:
-            extra = _rung_options(rr.rung, opts, runner)
-            try:
-                found += [p for p in rung_points(spec, rr.rung, budget, opts.seed, **extra) if own_process(p, runner.device)]
-            except Exception:  # noqa: BLE001 - a rung whose points cannot be made says so when its turn comes, as before
-                continue
+        if not rr.climbed:
+            continue
+        if rr.rung >= EARLY_FROM:
+            early = own_process
+        elif _starts_slow_here(rr.rung, device):
+            early = slow_first_call
+        else:
+            continue
+        extra = _rung_options(rr.rung, opts, runner)
+        try:
+            found += [p for p in rung_points(spec, rr.rung, budget, opts.seed, **extra) if early(p, device)]
+        except Exception:  # noqa: BLE001 - a rung whose points cannot be made says so when its turn comes, as before
+            continue
     return found
 
 

@@ -253,13 +253,12 @@ class ClimbStore:
     def split(self, points: list[Point], repro: Callable[[Point], str]) -> tuple[dict[int, Outcome], list[str | None]]:
         """The outcomes the store gives, by the points' positions (marked reused, their repro
         made for this climb), and every point's key (None: not keyed; it runs and is not kept)."""
-        keys = [self._key_of(p) for p in points] if self.store.h is not None else [None] * len(points)
-        rows = self.store.safely(self._rows, [k for k in keys if k], default={}) or {}
+        keys, rows = self._lookup(points)
         taken: dict[int, Outcome] = {}
         if not self.store.fresh:
             for i, k in enumerate(keys):
                 row = rows.get(k) if k else None
-                if row is not None and row["reusable"] and not (self.store.accumulate and row["calls"] is not None):
+                if self._usable(row):
                     try:
                         taken[i] = self._reused(row, points[i], repro)
                     except (ValueError, TypeError, KeyError):   # an outcome this kladder cannot read: run it
@@ -272,6 +271,23 @@ class ClimbStore:
             self.store.safely(self._touch, [keys[i] for i in taken])
         self.reused += len(taken)
         return taken, keys
+
+    def given(self, points: list[Point]) -> set[Point]:
+        """The points whose outcomes the store would give now (nothing counted, kept or touched):
+        the climb starts no early process for them."""
+        if self.store.fresh or self.store.h is None:
+            return set()
+        keys, rows = self._lookup(points)
+        return {p for p, k in zip(points, keys, strict=True) if k and self._usable(rows.get(k))}
+
+    def _lookup(self, points: list[Point]) -> tuple[list[str | None], dict[str, dict]]:
+        keys = [self._key_of(p) for p in points] if self.store.h is not None else [None] * len(points)
+        return keys, self.store.safely(self._rows, [k for k in keys if k], default={}) or {}
+
+    def _usable(self, row: dict | None) -> bool:
+        """A stored outcome this climb may take: reusable (passed, its key whole), and not rung 5's
+        calls while the climb adds to them (--accumulate)."""
+        return row is not None and bool(row["reusable"]) and not (self.store.accumulate and row["calls"] is not None)
 
     def kept(self, key: str | None, o: Outcome) -> Outcome:
         """A point's outcome as it ran, kept under its key (rung 5's note then saying the calls kept)."""

@@ -192,6 +192,12 @@ class Pool:
         """A new lane on this pool (run/ray_lanes.RayPool gives lanes on Ray actors instead)."""
         return Lane(self)
 
+    @property
+    def spares_started(self) -> int:
+        """Workers started and not yet handed out."""
+        with self._lock:
+            return len(self._spare)
+
     def give_back(self, w: Worker) -> None:
         """A worker that ran nothing goes back to the spares."""
         with self._lock:

@@ -155,6 +155,16 @@ def test_a_second_lane_only_with_a_lane_of_points_to_share(scripted, points, job
     assert (on_lanes != {"MainThread"}) == threads
 
 
+@pytest.mark.parametrize("spares,threads", [(0, False), (1, False), (2, True)])
+def test_workers_started_already_are_lanes_whatever_the_points_count(scripted, monkeypatch, spares, threads):
+    # on CUDA the climb starts --jobs workers at once: a rung of few long points (rung 5's) uses them all
+    r = scripted(jobs=4)
+    monkeypatch.setattr(type(r.pool), "spares_started", property(lambda self: spares))
+    pts = [_pt(n) for n in range(1, 4)]
+    assert [o.point for o in r.run_all(pts)] == pts
+    assert ({name for _, name in r.runs} != {"MainThread"}) == threads
+
+
 def test_a_skipped_point_never_reaches_a_lane(scripted):
     r = scripted()
     out = list(r.run_all([_pt(4, needs="cuda"), _pt(4)]))

@@ -92,6 +92,21 @@ def test_a_failure_after_a_pass_under_one_key_is_never_reused(tmp_path):
     store.close()
 
 
+def test_given_names_the_points_the_store_would_give_and_counts_nothing(tmp_path):
+    path = tmp_path / "h.sqlite"
+    store, c = _climb(path, "run-1")
+    assert c.given(POINTS) == set()                                     # nothing kept yet
+    _rung(c, ran=Ran({POINTS[1].id: Status.FAILED}))
+    store.close()
+    store, c = _climb(path, "run-2")
+    assert c.given(POINTS) == {POINTS[0], POINTS[2]}                    # the failure is not given: it runs again
+    assert (c.reused, c.ran) == (0, 0)                                  # asking counts nothing
+    store.close()
+    store, c = _climb(path, "run-3", fresh=True)
+    assert c.given(POINTS) == set()
+    store.close()
+
+
 def test_fresh_reuses_nothing_and_keeps_all(tmp_path):
     path = tmp_path / "h.sqlite"
     store, c = _climb(path, "run-1")
