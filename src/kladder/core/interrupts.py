@@ -160,3 +160,11 @@ def check_current() -> None:
     h = signal.getsignal(signal.SIGINT) if _main_thread() else None
     if isinstance(h, Interrupts):
         h.check()
+
+
+def signalled() -> bool:
+    """A signal reached the climb's handler, where one is installed: an exception raised since is the
+    signal's (on Python 3.11 one raised inside a class's __set_name__ while a module imports comes
+    out as "RuntimeError: Error calling __set_name__"), to be reported as an interruption."""
+    h = signal.getsignal(signal.SIGINT) if _main_thread() else None
+    return isinstance(h, Interrupts) and h.seen

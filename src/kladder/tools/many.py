@@ -109,9 +109,12 @@ def _server(device: str):
 
 
 def _climb_found(refs: list[str], args, device: str, server, t0: float) -> int:
+    from ..core.interrupts import signalled
     try:
         specs = found(refs)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Exception) as e:
+        if not isinstance(e, KeyboardInterrupt) and not signalled():
+            raise
         print("kladder: interrupted before the climb started", file=sys.stderr)
         return 130
     from ..history.commands import outcome_store
@@ -147,7 +150,7 @@ def _climb_one(args, ref: str, spec, device: str, store, first: frozenset, serve
     """One spec's climb, recorded in the history as `kladder climb PATH::NAME` records it."""
     from ..history.commands import golden_check
     from ..history.record import recorded
-    from ..core.interrupts import Interrupts
+    from ..core.interrupts import Interrupts, signalled
     from ..climbing.ladder import climb
     Interrupts().install()                   # each climb its own: the one before defers every SIGINT once it ended
     pools: list = []
@@ -161,6 +164,10 @@ def _climb_one(args, ref: str, spec, device: str, store, first: frozenset, serve
             climb(ref, spec, opts, report=report)
         except UsageError as e:
             report.start_error = {"kind": "usage", "message": str(e)}
+        except Exception:
+            if not signalled():
+                raise
+            report.interrupted = True        # the signal's, wrapped on its way (interrupts.signalled)
         recorder.end(report)
     finally:
         for pool in pools:

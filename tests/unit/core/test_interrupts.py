@@ -89,6 +89,18 @@ def test_held_inside_a_deferred_climb_never_raises():
     assert h.seen and h.deferring
 
 
+def test_signalled_is_whether_the_installed_climb_handler_saw_a_signal():
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    assert not interrupts.signalled()                 # no climb's handler
+    h = Interrupts().install()
+    assert not interrupts.signalled()
+    with pytest.raises(Interrupted):
+        h(signal.SIGTERM, None)
+    assert interrupts.signalled()
+    h.seen = False
+    assert not interrupts.signalled()
+
+
 def test_install_and_restore_put_back_the_callers_handlers():
     def mine(s, f):
         pass

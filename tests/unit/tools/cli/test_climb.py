@@ -162,6 +162,55 @@ def test_a_usage_problem_after_a_signal_is_the_signals(tmp_path, specs, monkeypa
     assert climb.cmd_climb(str(specs / "one.py"), args_of("x", "--no-history", "--device", "cpu")) == 130
 
 
+SET_NAME = """
+import dataclasses, os, signal
+class F(dataclasses.Field):
+    def __set_name__(self, owner, name):
+        os.kill(os.getpid(), signal.SIGTERM)
+@dataclasses.dataclass
+class C:
+    x: int = F(dataclasses.MISSING, dataclasses.MISSING, True, True, None, True, None, dataclasses.MISSING)
+"""
+
+
+@pytest.mark.parametrize("report_made", [True, False])
+def test_a_signal_inside_an_imports_set_name_is_an_interruption_not_kladders_error(tmp_path, specs, monkeypatch,
+                                                                                   capsys, report_made):
+    # the climb's handler raises inside __set_name__; Python 3.11 wraps it: "RuntimeError: Error calling
+    # __set_name__" (a whole suite's SIGTERM at one of 20 moments, a climb importing a module then)
+    def importing(*a):
+        exec(compile(SET_NAME, "<a module importing>", "exec"), {})
+    monkeypatch.setattr(climb, "_climb_started" if report_made else "_new_report", importing)
+    out = tmp_path / "r.json"
+    code = climb.cmd_climb(str(specs / "one.py"), args_of("x", "--json", str(out), "--no-history", "--device", "cpu"))
+    err = capsys.readouterr().err
+    assert code == 130 and "Traceback" not in err and "kladder's own error" not in err
+    if report_made:
+        doc = json.loads(out.read_text())
+        assert doc["interrupted"] is True and doc["exit_code"] == 130 and doc["kladder_error"] is None
+    else:
+        assert not out.exists() and "kladder: interrupted before the climb started" in err
+
+
+def test_several_specs_signalled_inside_an_imports_set_name_end_as_interrupted(tmp_path, specs, monkeypatch, capsys):
+    from kladder.climbing import ladder
+
+    def importing(*a, **k):
+        exec(compile(SET_NAME, "<a module importing>", "exec"), {})
+    monkeypatch.setenv("KLADDER_FORKSERVER", "0")
+    refs = [str(specs / "two.py") + "::a", str(specs / "two.py") + "::b"]
+    with monkeypatch.context() as m:                  # while the specs load
+        m.setattr(many, "found", importing)
+        assert many.climb_many(refs, args_of(*refs, "--no-history", "--device", "cpu")) == 130
+    assert "kladder: interrupted before the climb started" in capsys.readouterr().err
+    monkeypatch.setattr(ladder, "climb", importing)  # while the first spec climbs: the second is not climbed
+    out = tmp_path / "many.json"
+    code = many.climb_many(refs, args_of(*refs, "--no-history", "--device", "cpu", "--json", str(out)))
+    doc = json.loads(out.read_text())
+    assert code == 130 and doc["interrupted"] is True
+    assert "Traceback" not in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------- outputs that fail
 def test_a_terminal_that_is_gone_loses_only_itself(capsys):
     def closed():
