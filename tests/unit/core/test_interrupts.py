@@ -101,6 +101,31 @@ def test_signalled_is_whether_the_installed_climb_handler_saw_a_signal():
     assert not interrupts.signalled()
 
 
+def test_a_signal_raised_in_a_finalizer_prints_nothing_and_check_raises_it_again(capsys, monkeypatch):
+    import gc
+    import sys
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
+    h = Interrupts().install()
+
+    class Finalized:
+        def __init__(self, raise_):
+            self.raise_ = raise_
+
+        def __del__(self):
+            self.raise_()
+
+    Finalized(lambda: h(signal.SIGTERM, None))   # the signal lands in a finalizer: Python cannot raise it there
+    gc.collect()
+    assert capsys.readouterr().err == "" and h.seen
+    with pytest.raises(Interrupted):
+        h.check()                                 # not lost: the climb stops at its next step
+    Finalized(lambda: 1 / 0)                      # anyone else's unraisable error is printed as before
+    gc.collect()
+    assert "ZeroDivisionError" in capsys.readouterr().err
+    Interrupts().install()
+    assert not isinstance(sys.unraisablehook.previous, interrupts._Unraisable)   # wrapped once
+
+
 def test_install_and_restore_put_back_the_callers_handlers():
     def mine(s, f):
         pass
