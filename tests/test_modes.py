@@ -113,6 +113,7 @@ def test_every_mode_declares_its_traits_and_they_are_the_old_tables():
     assert having("measured_elsewhere") == {"repeat", "calls", "sanitize", "collective", "model", "jitcache", "cachekey",
                                             "flags", "imports", "dispatch"}
     assert having("judges_mutations") == {"eager", "padding"}
+    assert having("runs_for_a_budget") == {"repeat", "calls"}
     assert [sorted(run_modes.of_rung(r)) for r in range(1, 9)] == [
         ["eager"], ["eager"], ["accumulate", "eager", "independence", "padding"],
         ["aba", "compiled", "graph", "jitcache", "reused", "stream"], ["calls", "repeat", "sanitize"], ["collective"],

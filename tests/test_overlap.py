@@ -129,47 +129,6 @@ def test_early_points_come_from_the_rungs_climbed_from_4_on_and_none_with_a_shar
     runner.close()
 
 
-def _trivial_early(device: str, rungs: tuple[int, ...]):
-    import os
-
-    from kladder.climbing.ladder import Options, plan_rungs
-    from kladder.core.results import ClimbReport
-    from kladder.core.sizes import budget_for
-    from kladder.gen.load import load_spec
-    ref = os.path.join(os.path.dirname(__file__), "specs", "trivial.py")
-    spec = load_spec(ref)
-    runner = _Runner(lambda p, a: Status.PASSED)
-    runner.device = device
-    report = ClimbReport(spec.name, ref, device)
-    plan_rungs(report, rungs)
-    try:
-        return early_points(spec, budget_for(device), report, runner, Options(rungs=rungs))
-    finally:
-        runner.close()
-
-
-def test_on_cuda_rung_3s_independence_points_start_early_and_on_the_cpu_they_wait_for_their_rung():
-    from kladder.climbing.ladder import slow_first_call
-    on_cuda = _trivial_early("cuda", (1, 2, 3, 4))
-    threes = [p for p in on_cuda if p.rung == 3]
-    assert threes and {p.mode for p in threes} == {"independence"}     # the profiler's start: not on rung 3's path
-    assert all(slow_first_call(p, "cuda") and not slow_first_call(p, "cpu") for p in threes)
-    assert all(p.rung >= 4 or p.mode == "independence" for p in on_cuda)
-    assert not [p for p in _trivial_early("cpu", (1, 2, 3, 4)) if p.rung < 4]   # no profiler on the CPU
-    assert not [p for p in _trivial_early("cuda", (1, 2, 4)) if p.rung < 4]     # rung 3 not climbed: none
-
-
-def test_early_points_of_a_rung_before_4_start_first():
-    order = []
-    three, jit = _pt(3, "independence"), _pt(4, "jitcache", partner=(("dims", (("N", 1),)),))
-    runner = _Runner(lambda p, a: order.append(p.id) or Status.PASSED, jobs=2)   # one early lane: one at a time
-    runner.start_early([jit, three])
-    assert [o.point for o in runner.run_all([three])] == [three]
-    list(runner.run_all([jit]))
-    assert order == [three.id, jit.id]                                  # given after the jit-cache point, run first
-    runner.close()
-
-
 def test_a_run_alone_and_the_lanes_it_holds_back_say_what_they_waited_for():
     waits = Waits()
     gate, in_flight, go = Gate(waits), threading.Event(), threading.Event()

@@ -126,8 +126,7 @@ POINTS_PER_LANE = 4
 # under environment variables; compute-sanitizer's child) spend most of their time starting
 # Python, torch and the spec, not calling the kernel: they start at the climb's start on lanes of
 # their own (early_lanes), beside rungs 1-3, each forked warm from the fork server, and their rung
-# takes their outcomes in its order when it comes (Runner.start_early). From rung 4 on; before it,
-# only the points whose first call in a worker readies a tool for seconds (slow_first_call).
+# takes their outcomes in its order when it comes (Runner.start_early). From rung 4 on.
 
 
 def own_process(point: Point, device: str) -> bool:
@@ -135,14 +134,10 @@ def own_process(point: Point, device: str) -> bool:
     return fresh_process(point) or child_processes(point, device) > 0 or modes.traits(point.mode).starts_child
 
 
-def slow_first_call(point: Point, device: str) -> bool:
-    """The point's mode readies a tool for seconds in its worker before it calls anything on this
-    device (base.Mode.slow_first_call_on: independence's profiler on CUDA)."""
-    return device in modes.traits(point.mode).slow_first_call_on
-
-
-def _starts_slow_here(rung: int, device: str) -> bool:
-    return any(device in modes.traits(m).slow_first_call_on for m in modes.of_rung(rung))
+def timed(point: Point) -> bool:
+    """The point's calls go on for a time budget (rung 5's repetition and stream of calls:
+    base.Mode.runs_for_a_budget), a lane's worth of work by itself."""
+    return modes.traits(point.mode).runs_for_a_budget
 
 
 def early_lanes(jobs: int) -> int:
@@ -201,10 +196,12 @@ class Runner:
         points = list(points)
         early = {p: self._early.pop(p) for p in points if p in self._early}
         rest = [p for p in points if p not in early]
-        # a lane per POINTS_PER_LANE points, and as many as there are workers started already (the
-        # lanes made, the pool's spares: on CUDA --jobs of them from the climb's start), which cost
-        # nothing more: rung 5's eight 1-2 s points ran on two of the four (7.5 s on an H200)
-        lanes = min(self.jobs, max(1, len(rest) // POINTS_PER_LANE, self._started()))
+        # a lane per POINTS_PER_LANE points, and one per point that runs for a time budget (rung 5's)
+        # while there are workers started already (the lanes made, the pool's spares: on CUDA --jobs of
+        # them from the climb's start): the twin's eight 1-2 s rung-5 points ran on two of four H100
+        # workers in 7.9-8.4 s, on four in 4.8-6.0 s (docs/results/2026-12-07-h100-cold). Not for
+        # every rung: rung 7's two dispatch points spread over fresh workers took 5-7 s each, not 0.01
+        lanes = min(self.jobs, max(1, len(rest) // POINTS_PER_LANE, min(sum(map(timed, rest)), self._started())))
         fresh, children = sum(fresh_process(p) for p in rest), sum(child_processes(p, self.device) for p in rest)
         if fresh or children or not (early or self._early):   # else the early points' own expectation stands
             self.pool.expect_fresh(fresh, lanes, children=children)
@@ -239,8 +236,7 @@ class Runner:
                                children=sum(child_processes(p, self.device) for p in points))
         if self._early_ex is None:
             self._early_ex = ThreadPoolExecutor(max_workers=early_lanes(self.jobs), thread_name_prefix="kladder-early")
-        # a rung before EARLY_FROM comes first: its points first, then the longest to start
-        for p in sorted(points, key=lambda q: (q.rung >= EARLY_FROM, modes.traits(q.mode).start_order)):
+        for p in sorted(points, key=lambda q: modes.traits(q.mode).start_order):
             self._early[p] = self._early_ex.submit(self._first, p)
 
     def _started(self) -> int:
@@ -646,27 +642,19 @@ def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts:
 
 def early_points(spec, budget, report: ClimbReport, runner: Runner, opts: Options) -> list[Point]:
     """The points of the rungs to climb, from EARLY_FROM on, that start processes of their own
-    (own_process), and of any rung those whose first call is slow to start (slow_first_call), as
-    their rungs will generate them (rung 5's from no earlier failure: its sanitizer runs on a
-    failure start with their rung). None with --shard (its deal is made rung by rung, in order)."""
+    (own_process), as their rungs will generate them (rung 5's from no earlier failure: its
+    sanitizer runs on a failure start with their rung). None with --shard (its deal is made rung
+    by rung, in order)."""
     if opts.shard is not None:
         return []
-    device = runner.device
     found = []
     for rr in report.rungs:
-        if not rr.climbed:
-            continue
-        if rr.rung >= EARLY_FROM:
-            early = own_process
-        elif _starts_slow_here(rr.rung, device):
-            early = slow_first_call
-        else:
-            continue
-        extra = _rung_options(rr.rung, opts, runner)
-        try:
-            found += [p for p in rung_points(spec, rr.rung, budget, opts.seed, **extra) if early(p, device)]
-        except Exception:  # noqa: BLE001 - a rung whose points cannot be made says so when its turn comes, as before
-            continue
+        if rr.climbed and rr.rung >= EARLY_FROM:
+            extra = _rung_options(rr.rung, opts, runner)
+            try:
+                found += [p for p in rung_points(spec, rr.rung, budget, opts.seed, **extra) if own_process(p, runner.device)]
+            except Exception:  # noqa: BLE001 - a rung whose points cannot be made says so when its turn comes, as before
+                continue
     return found
 
 

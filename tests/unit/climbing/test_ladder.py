@@ -155,12 +155,15 @@ def test_a_second_lane_only_with_a_lane_of_points_to_share(scripted, points, job
     assert (on_lanes != {"MainThread"}) == threads
 
 
-@pytest.mark.parametrize("spares,threads", [(0, False), (1, False), (2, True)])
-def test_workers_started_already_are_lanes_whatever_the_points_count(scripted, monkeypatch, spares, threads):
-    # on CUDA the climb starts --jobs workers at once: a rung of few long points (rung 5's) uses them all
+@pytest.mark.parametrize("mode,spares,threads", [("repeat", 0, False), ("repeat", 1, False), ("repeat", 2, True),
+                                                 ("calls", 3, True), ("eager", 3, False)])
+def test_points_that_run_for_a_time_budget_take_the_workers_started_already(scripted, monkeypatch, mode, spares,
+                                                                            threads):
+    # on CUDA the climb starts --jobs workers at once: rung 5's few 1-2 s points use them; three
+    # quick points stay on one lane (a fresh worker's first call costs more than they do)
     r = scripted(jobs=4)
     monkeypatch.setattr(type(r.pool), "spares_started", property(lambda self: spares))
-    pts = [_pt(n) for n in range(1, 4)]
+    pts = [_pt(n, rung=5 if mode != "eager" else 1, mode=mode) for n in range(1, 4)]
     assert [o.point for o in r.run_all(pts)] == pts
     assert ({name for _, name in r.runs} != {"MainThread"}) == threads
 

@@ -334,11 +334,9 @@ class Mode:
     # the order points start in a rung (lower first): the longest start first, so that the rest
     # share the other lanes meanwhile (the results still come in the rung's order)
     start_order: ClassVar[int] = 2
-    # the devices where its first call in a worker spends seconds readying a tool before anything is
-    # called (independence's CUDA profiler: 3.3 s of the rmsnorm twin's 3.4 s rung 3 on an H200,
-    # docs/results/2026-12-06-h100-round): its points start at the climb's start on the early lanes,
-    # as the points with processes of their own do, although their rung comes before EARLY_FROM
-    slow_first_call_on: ClassVar[tuple[str, ...]] = ()
+    # its calls go on for a time budget (Point.repeat's seconds: rung 5's repetition and stream of
+    # calls), a lane's worth of work by itself (ladder.timed)
+    runs_for_a_budget: ClassVar[bool] = False
     # its calls run the backward too where the spec has one (Spec.grads): the calls judged against
     # the reference, accumulate's, graph's (forward and backward captured together), aba's and
     # jitcache's (whose children run eager points), repeat's (every call's gradients compared bit for

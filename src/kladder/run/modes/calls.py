@@ -71,6 +71,7 @@ class Calls(Mode):
     rungs = (5,)
     backward = True
     measured_elsewhere = True
+    runs_for_a_budget = True
 
     @classmethod
     def starts_fresh(cls, point) -> bool:

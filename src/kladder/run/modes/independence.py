@@ -41,7 +41,6 @@ def _name(fn) -> str:
 class Independence(Mode):
     name = "independence"
     rungs = (3,)
-    slow_first_call_on = ("cuda",)       # torch.profiler's start (CUPTI) in the worker, before any call
 
     def observe(self, h):
         spec = h.spec

@@ -70,6 +70,7 @@ class Repeat(Mode):
     rungs = (5,)
     backward = True
     measured_elsewhere = True
+    runs_for_a_budget = True
 
     def observe(self, h):
         plan = Plan.of(h.point, h.device)
