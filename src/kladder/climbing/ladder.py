@@ -199,8 +199,9 @@ class Runner:
         # a lane per POINTS_PER_LANE points, and one per point that runs for a time budget (rung 5's)
         # while there are workers started already (the lanes made, the pool's spares: on CUDA --jobs of
         # them from the climb's start): the twin's eight 1-2 s rung-5 points ran on two of four H100
-        # workers in 7.9-8.4 s, on four in 4.8-6.0 s (docs/results/2026-12-07-h100-cold). Not for
-        # every rung: rung 7's two dispatch points spread over fresh workers took 5-7 s each, not 0.01
+        # workers in 7.3-8.6 s, on four in 4.8-6.4 s (docs/results/2026-12-07-h100-cold). Not for
+        # every rung: rung 7's two dispatch points spread over workers that had not yet profiled took
+        # 5.0-8.4 s each (the profiler's first start), 0.01 s on the one lane
         lanes = min(self.jobs, max(1, len(rest) // POINTS_PER_LANE, min(sum(map(timed, rest)), self._started())))
         fresh, children = sum(fresh_process(p) for p in rest), sum(child_processes(p, self.device) for p in rest)
         if fresh or children or not (early or self._early):   # else the early points' own expectation stands
