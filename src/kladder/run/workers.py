@@ -32,6 +32,7 @@ from .timeouts import KLADDER_STAGE_FACTOR, STARTUP_TIMEOUT_S
 
 KILL_WAIT_S = 30.0          # a killed worker's exit, before it is killed again from here (Worker.kill)
 
+READ_SLICE_S = 0.5          # the longest a read of a worker's answer waits before it looks whether its pipe was closed
 OUTPUT_KEPT = 4000              # characters of a point's stdout/stderr kept with its outcome
 
 
@@ -163,8 +164,13 @@ class Worker:
         try:
             while b"\n" not in self._buf:
                 left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
+                if left <= 0 or self.proc.stdout.closed:
                     return None
+                # in slices: a pipe another thread closes (the climb closing its workers after a Ctrl-C)
+                # leaves epoll silently, and the wait would last the point's whole budget (a climb
+                # interrupted with an early point in a hang did not exit for minutes)
+                if not sel.select(min(left, READ_SLICE_S)):
+                    continue
                 chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
                 if not chunk:
                     self.proc.wait()

@@ -183,6 +183,23 @@ def test_read_keeps_what_follows_a_line_and_refuses_a_message_of_another_kind(ma
         w._read(1.0, StageBegan, Answer)
 
 
+def test_a_read_ends_soon_after_another_thread_closes_the_pipe_though_no_end_of_file_came(make):
+    # the climb closing its workers after a Ctrl-C, a lane still waiting on one whose pipe another
+    # process keeps open: epoll drops a closed descriptor silently; the read must not wait its budget
+    import threading
+    import time
+    w = make()
+    got = []
+    t = threading.Thread(target=lambda: got.append(w._read(600.0, StageBegan, Answer)))
+    t.start()
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    w.proc.stdout.close()                                        # no end of file: the write end stays open
+    t.join(10)
+    assert not t.is_alive() and got == [None]
+    assert time.monotonic() - t0 < 3 * workers.READ_SLICE_S + 1
+
+
 def test_stderr_tail_reads_from_a_mark_and_keeps_the_last_characters(make):
     w = make()
     w.log.write(b"0123456789")
