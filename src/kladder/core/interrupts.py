@@ -66,8 +66,8 @@ class Interrupts:
         """(handler, owned): the one a caller (the CLI) installed, or a new one installed now,
         which the caller restores; signals reach only the main thread, so elsewhere a handler
         that is never called."""
-        h = signal.getsignal(signal.SIGINT) if _main_thread() else None
-        return (h, False) if isinstance(h, Interrupts) else (cls().install((signal.SIGINT,)), True)
+        h = installed()
+        return (h, False) if h is not None else (cls().install((signal.SIGINT,)), True)
 
     def install(self, signals: tuple = SIGNALS) -> "Interrupts":
         """This handler for `signals`: SIGINT and SIGTERM for the CLI, which owns its process;
@@ -176,11 +176,18 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+def installed() -> Interrupts | None:
+    """The climb's handler this process has installed for SIGINT, seen from the main thread
+    (signals reach only it); None elsewhere or where none is."""
+    h = signal.getsignal(signal.SIGINT) if _main_thread() else None
+    return h if isinstance(h, Interrupts) else None
+
+
 def check_current() -> None:
     """`check()` of the climb's handler where one is installed (the Runner's waits, which hold no
     handle on it); nothing elsewhere."""
-    h = signal.getsignal(signal.SIGINT) if _main_thread() else None
-    if isinstance(h, Interrupts):
+    h = installed()
+    if h is not None:
         h.check()
 
 
@@ -188,5 +195,5 @@ def signalled() -> bool:
     """A signal reached the climb's handler, where one is installed: an exception raised since is the
     signal's (on Python 3.11 one raised inside a class's __set_name__ while a module imports comes
     out as "RuntimeError: Error calling __set_name__"), to be reported as an interruption."""
-    h = signal.getsignal(signal.SIGINT) if _main_thread() else None
-    return isinstance(h, Interrupts) and h.seen
+    h = installed()
+    return h is not None and h.seen
