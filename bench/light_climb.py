@@ -31,7 +31,7 @@ usage: python bench/light_climb.py [--device cuda] [--smoke] [--only start,twin,
                                    [--liger-ops rmsnorm,...] [--side-by-side 2] [--rungs-liger 1-3]
                                    [--gemv-dtype float32] [--gemv-n 16384] [--gemv-k 65536]
                                    [--step-timeout-s 300] [--liger-timeout-s S] [--deadline-s S]
-                                   [--json PATH] [--keep DIR]
+                                   [--json PATH] [--keep DIR] [--twin-args ARGS]
 """
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ import contextlib
 import datetime
 import json
 import os
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -217,12 +218,47 @@ def edit_twin(path: str) -> dict:
 
 def twin_climb(args, ctx, name: str, extra: list[str]) -> dict:
     out = os.path.join(ctx["tmp"], f"twin_{name}.json")
+    marks = os.path.join(ctx["tmp"], f"twin_{name}.timeline.jsonl")
     cmd = kladder("climb", ctx["twin_ref"], "--device", args.device, "--json", out, "--log", out + "l",
-                  "--history", ctx["twin_history"], "--quiet", *extra, *(["--rungs", "1"] if args.smoke else []))
-    r = run(cmd, ctx["twin_env"], ctx["clock"].limit(), os.path.join(ctx["tmp"], f"twin_{name}.log"))
+                  "--history", ctx["twin_history"], "--quiet", *extra, *shlex.split(args.twin_args),
+                  *(["--rungs", "1"] if args.smoke else []))
+    r = run(cmd, {**ctx["twin_env"], "KLADDER_TIMELINE": marks}, ctx["clock"].limit(),
+            os.path.join(ctx["tmp"], f"twin_{name}.log"))
     r["report"] = report_summary(out)
+    r["timeline"] = timeline_summary(marks)
     keep(args, out)
+    keep(args, marks)
     return r
+
+
+def timeline_summary(path: str) -> dict | None:
+    """Where the climb's time went (KLADDER_TIMELINE's marks, run/timeline.py; None where this
+    kladder writes none): each rung's start and end, and each lane thread's points and busy
+    seconds, from the climb's start; the longest waits for a lane (asked to got)."""
+    try:
+        with open(path) as f:
+            marks = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return None
+    t0 = next((m["at"] for m in marks if m["kind"] == "climb"), None)
+    if t0 is None:
+        return None
+    rungs: dict = {}
+    for m in marks:
+        if m["kind"] in ("rung", "rung_end"):
+            rungs.setdefault(str(m["rung"]), {})["start" if m["kind"] == "rung" else "end"] = round(m["at"] - t0, 2)
+    threads: dict = {}
+    for m in marks:
+        if m["kind"] == "run":
+            t = threads.setdefault(m["thread"], {"points": 0, "busy_s": 0.0, "first_s": None, "last_s": 0.0})
+            t["points"] += 1
+            t["busy_s"] = round(t["busy_s"] + m["ended"] - m["got"], 2)
+            t["first_s"] = round(m["got"] - t0, 2) if t["first_s"] is None else t["first_s"]
+            t["last_s"] = round(max(t["last_s"], m["ended"] - t0), 2)
+    waits = sorted(({"point": m["point"], "thread": m["thread"], "waited_s": round(m["got"] - m["asked"], 2)}
+                    for m in marks if m["kind"] == "run" and m["got"] - m["asked"] >= 0.1),
+                   key=lambda w: -w["waited_s"])[:8]
+    return {"rungs": rungs, "threads": threads, "waits": waits}
 
 
 def step_twin(args, ctx, result) -> None:
@@ -430,6 +466,7 @@ def parse_args(argv=None):
     ap.add_argument("--deadline-s", type=float, default=None, help="start nothing past this, cut what runs at it")
     ap.add_argument("--json", default=None, help="the result, written after every step")
     ap.add_argument("--keep", default=None, help="a folder to copy every climb's JSON report into")
+    ap.add_argument("--twin-args", default="", help="more arguments for every twin climb (e.g. '--repeat-s 1')")
     args = ap.parse_args(argv)
     args.only = [s for s in args.only.split(",") if s]
     args.liger_ops = [s for s in args.liger_ops.split(",") if s]

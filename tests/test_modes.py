@@ -114,6 +114,8 @@ def test_every_mode_declares_its_traits_and_they_are_the_old_tables():
                                             "flags", "imports", "dispatch"}
     assert having("judges_mutations") == {"eager", "padding"}
     assert having("runs_for_a_budget") == {"repeat", "calls"}
+    assert {n: cls.profiles_on for n, cls in reg.items() if cls.profiles_on} == \
+        {"independence": ("cuda",), "dispatch": ("cuda",), "flags": ("cuda",)}
     assert [sorted(run_modes.of_rung(r)) for r in range(1, 9)] == [
         ["eager"], ["eager"], ["accumulate", "eager", "independence", "padding"],
         ["aba", "compiled", "graph", "jitcache", "reused", "stream"], ["calls", "repeat", "sanitize"], ["collective"],

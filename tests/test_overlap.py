@@ -66,6 +66,83 @@ def test_an_own_process_point_runs_beside_rung_1_and_its_rung_takes_its_outcome(
     runner.close()
 
 
+def test_on_cuda_the_profiled_points_of_every_rung_run_early_one_after_another_on_one_lane_of_their_own():
+    from kladder.climbing.ladder import profiled
+    indep, disp = _pt(3, "independence"), _pt(7, "dispatch")
+    in_env = _pt(7, "dispatch", env=(("K", "1"),))                  # its own process profiles: an early lane's
+    assert profiled(indep, "cuda") and profiled(disp, "cuda") and not profiled(in_env, "cuda")
+    assert not profiled(indep, "cpu") and not profiled(_pt(1), "cuda")
+    runner = _Runner(lambda p, alone: Status.PASSED, jobs=4)
+    runner.device = "cuda"
+    runner.pool.free_bytes = lambda: None
+    runner.start_early([disp, in_env, indep])
+    assert [o.point for o in runner.run_all([_pt(3, n=5), indep])] == [_pt(3, n=5), indep]
+    assert [o.point for o in runner.run_all([in_env, disp])] == [in_env, disp]
+    threads = {pid: name for pid, _, name in runner.runs}
+    assert threads[indep.id] == threads[disp.id] and threads[indep.id].startswith("kladder-profiling")
+    assert threads[in_env.id].startswith("kladder-early")
+    assert [r[0] for r in runner.runs if r[2].startswith("kladder-profiling")] == [indep.id, disp.id]   # rung order
+    runner.close()
+
+
+def test_the_profiling_lane_keeps_its_worker_for_every_profiled_point_and_lends_it_to_no_rung(monkeypatch):
+    from kladder.run.pool import Pool
+
+    class _Lane:
+        def __init__(self):
+            self.ran, self.load, self.peak, self.gpu = [], Load(), None, None
+
+        def run(self, point, timeout, fresh=False, budget_s=None):
+            self.ran.append(point.id)
+            return Outcome(point, Status.PASSED)
+
+        def close(self):
+            pass
+
+    made = []
+    pool = Pool("unused", "cpu")
+    pool.expect_fresh = lambda *a, **k: None
+    pool.lane = lambda: made.append(_Lane()) or made[-1]
+    runner = Runner("unused", None, "cpu", jobs=2, pool=pool)
+    monkeypatch.setattr("kladder.climbing.ladder.stage_budget", lambda *a, **k: None)
+    try:
+        a, b = _pt(3, "independence", n=1), _pt(3, "independence", n=2)
+        assert runner._pinned(a).status == Status.PASSED and runner._pinned(b).status == Status.PASSED
+        assert len(made) == 1 and made[0].ran == [a.id, b.id]           # one worker for both
+        assert runner._idle == []                                      # never handed to a rung's lane
+        [o] = runner.run_all([_pt(1)])
+        assert len(made) == 2 and made[1].ran == [_pt(1).id]            # a rung's point: a lane of its own
+    finally:
+        runner.close()
+
+
+def _trivial_early(device: str, rungs: tuple[int, ...]):
+    import os
+
+    from kladder.climbing.ladder import Options, plan_rungs
+    from kladder.core.results import ClimbReport
+    from kladder.core.sizes import budget_for
+    from kladder.gen.load import load_spec
+    ref = os.path.join(os.path.dirname(__file__), "specs", "trivial.py")
+    spec = load_spec(ref)
+    runner = _Runner(lambda p, a: Status.PASSED)
+    runner.device = device
+    report = ClimbReport(spec.name, ref, device)
+    plan_rungs(report, rungs)
+    try:
+        return early_points(spec, budget_for(device), report, runner, Options(rungs=rungs))
+    finally:
+        runner.close()
+
+
+def test_on_cuda_rung_3s_independence_points_start_early_and_on_the_cpu_they_wait_for_their_rung():
+    on_cuda = _trivial_early("cuda", (1, 2, 3))
+    assert on_cuda and {(p.rung, p.mode) for p in on_cuda} == {(3, "independence")}   # the profiler: off rung 3's path
+    assert {p.mode for p in _trivial_early("cuda", (1, 2, 3, 7)) if p.rung == 7} >= {"dispatch", "imports"}
+    assert not [p for p in _trivial_early("cpu", (1, 2, 3, 4)) if p.rung < 4]        # no profiler on the CPU
+    assert not [p for p in _trivial_early("cuda", (1, 2, 4)) if p.rung < 4]          # rung 3 not climbed: none
+
+
 def test_with_one_job_nothing_starts_early():
     jit = _pt(4, "jitcache", partner=(("dims", (("N", 1),)),))
     runner = _Runner(lambda p, alone: Status.PASSED, jobs=1)

@@ -28,7 +28,7 @@ from ..core.point import Point
 from ..core.results import ClimbReport, RungReport
 from ..report.jsonout import dumps, end_dict, header_dict, outcome_dict
 from ..report.words import device_start_error
-from ..run import faults, modes, rerun, sampling
+from ..run import faults, modes, rerun, sampling, timeline
 from ..run.pool import Lane, Pool, child_processes
 from ..run.timeouts import stage_budget, worker_timeout
 from ..run.waits import Waits, waiting
@@ -126,7 +126,9 @@ POINTS_PER_LANE = 4
 # under environment variables; compute-sanitizer's child) spend most of their time starting
 # Python, torch and the spec, not calling the kernel: they start at the climb's start on lanes of
 # their own (early_lanes), beside rungs 1-3, each forked warm from the fork server, and their rung
-# takes their outcomes in its order when it comes (Runner.start_early). From rung 4 on.
+# takes their outcomes in its order when it comes (Runner.start_early). From rung 4 on. On CUDA the
+# points of any rung whose calls run under torch's profiler in their worker (profiled) start then
+# too, one after another on one lane of their own: the profiler's start (CUPTI, seconds) once a climb.
 
 
 def own_process(point: Point, device: str) -> bool:
@@ -140,10 +142,25 @@ def timed(point: Point) -> bool:
     return modes.traits(point.mode).runs_for_a_budget
 
 
-def early_lanes(jobs: int) -> int:
+def profiled(point: Point, device: str) -> bool:
+    """The point's calls run under torch's profiler in its worker on this device (base.Mode.profiles_on:
+    independence, dispatch and flags on CUDA, where no process of their own runs the calls)."""
+    return device in modes.traits(point.mode).profiles_on and not own_process(point, device)
+
+
+def early_lanes(jobs: int, device: str = "cpu", cores: int | None = None) -> int:
     """Lanes for the early points beside the rungs' own: one, and half the jobs where there are
-    more (a GPU's four sanitizer children, its cache-key compiles)."""
+    more (a GPU's four sanitizer children, its cache-key compiles); on CUDA, where the host has four
+    cores a job or more (16 for the default 4 jobs of one GPU), as many as the jobs: the early
+    points' work is the host's (starting Python and torch, compiling), and on two lanes their 22-26 s
+    of the twin's cold climb were as long as rungs 1-3 (docs/results/2026-12-07-h100-cold)."""
+    if device != "cpu" and (cores or 0) >= 4 * jobs:
+        return max(1, jobs)
     return max(1, jobs // 2)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 class Runner:
@@ -173,6 +190,9 @@ class Runner:
         self.peak: Peak | None = None         # the spec's measured point (sizes.Peak): sizes the points after it
         self._early: dict[Point, Any] = {}    # points started ahead of their rung (start_early) -> their future
         self._early_ex: ThreadPoolExecutor | None = None
+        self._profiling_ex: ThreadPoolExecutor | None = None   # the profiled points' one lane (profiled)
+        self._profiling_lane: Lane | None = None
+        self._pin = threading.local()         # .lane: the lane this thread's points run on (the profiling one)
 
     @property
     def device_name(self) -> str:
@@ -233,12 +253,34 @@ class Runner:
         points = [p for p in dict.fromkeys(points) if p not in self._early]
         if not points or self.jobs < 2:          # -j 1: one point at a time, as asked
             return
-        self.pool.expect_fresh(sum(fresh_process(p) for p in points), early_lanes(self.jobs),
+        watched = [p for p in points if profiled(p, self.device)]
+        points = [p for p in points if not profiled(p, self.device)]
+        if watched:                               # one after another, in rung order, on one worker: its profiler starts once
+            if self._profiling_ex is None:
+                self._profiling_ex = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kladder-profiling")
+            for p in sorted(watched, key=lambda q: q.rung):
+                self._early[p] = self._profiling_ex.submit(self._pinned, p)
+        if not points:
+            return
+        lanes = early_lanes(self.jobs, self.device, _cores())
+        self.pool.expect_fresh(sum(fresh_process(p) for p in points), lanes,
                                children=sum(child_processes(p, self.device) for p in points))
         if self._early_ex is None:
-            self._early_ex = ThreadPoolExecutor(max_workers=early_lanes(self.jobs), thread_name_prefix="kladder-early")
+            self._early_ex = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="kladder-early")
         for p in sorted(points, key=lambda q: modes.traits(q.mode).start_order):
             self._early[p] = self._early_ex.submit(self._first, p)
+
+    def _pinned(self, point: Point) -> Outcome:
+        """`_first` on the profiling lane: one worker for every profiled point (made at its first)."""
+        with self._lanes_lock:
+            if self._profiling_lane is None:
+                self._profiling_lane = self.pool.lane()
+                self._lanes.append(self._profiling_lane)
+        self._pin.lane = self._profiling_lane
+        try:
+            return self._first(point)
+        finally:
+            self._pin.lane = None
 
     def _started(self) -> int:
         """Workers started for this climb's points: its lanes, and the pool's spares."""
@@ -247,6 +289,9 @@ class Runner:
         return made + getattr(self.pool, "spares_started", 0)
 
     def _checkout(self) -> Lane:
+        pinned = getattr(self._pin, "lane", None)
+        if pinned is not None:                   # the profiling lane: this thread's alone, never idle
+            return pinned
         with self._lanes_lock:
             if self._idle:
                 return self._idle.pop()
@@ -255,6 +300,8 @@ class Runner:
             return lane
 
     def _checkin(self, lane: Lane) -> None:
+        if lane is self._profiling_lane:
+            return
         with self._lanes_lock:
             self._idle.append(lane)
 
@@ -266,9 +313,11 @@ class Runner:
         point on a GPU always runs alone (the early lanes' points are held back too: _batches keeps
         the rung's own apart)."""
         alone = alone or (self.device == "cuda" and point.kind == "big")
+        asked = timeline.now() if timeline.on() else 0.0
         with self.waits.point(point), self._gate.alone() if alone else self._gate.shared():
             lane = self._checkout()
             seen = self._began()
+            got = timeline.now() if asked else 0.0
             try:
                 waited = self._wait_memory(lane) if wait_memory else None
                 outcome = lane.run(point, timeout, fresh=fresh, budget_s=stage_budget(self.spec, self.device, point,
@@ -280,6 +329,10 @@ class Runner:
                 held = lane.device_load() if faults.load_sensitive(outcome) and self.device == "cuda" else {}
             finally:
                 self._ended(seen)
+                if asked:
+                    timeline.mark("run", point=point.id, rung=point.rung, mode=point.mode, lane=id(lane),
+                                  worker=_pid(lane), fresh=fresh, alone=alone,
+                                  asked=asked, got=got, ended=timeline.now())
                 self._checkin(lane)
         if outcome.note is not None and outcome.note.kind == NoteKind.STAGE_OVERRUN and point.mode != "model":
             outcome.note = dataclasses.replace(outcome.note, facts=dataclasses.replace(
@@ -390,8 +443,9 @@ class Runner:
         self.pool.kill()
 
     def close(self) -> None:
-        if self._early_ex is not None:           # points started early for rungs the climb never reached
-            self._early_ex.shutdown(wait=False, cancel_futures=True)
+        for ex in (self._early_ex, self._profiling_ex):   # points started early for rungs the climb never reached
+            if ex is not None:
+                ex.shutdown(wait=False, cancel_futures=True)
         with self._lanes_lock:
             lanes, self._lanes = list(self._lanes), []
         for lane in lanes:
@@ -458,6 +512,11 @@ def _batches(points: list[Point], device: str) -> Iterator[list[Point]]:
         yield batch
 
 
+def _pid(lane) -> int | None:
+    """The process id of the lane's worker now (None: a fresh point's, already closed)."""
+    return getattr(getattr(getattr(lane, "worker", None), "proc", None), "pid", None)
+
+
 def _result(future):
     """A lane's outcome; waits in short steps so that Ctrl-C reaches the main thread at once (and
     one whose KeyboardInterrupt was swallowed on its way stops the climb all the same)."""
@@ -496,6 +555,7 @@ def climb(ref: str, spec: Spec, opts: Options, report: ClimbReport | None = None
     report.started = report.started or _dt.datetime.now().isoformat(timespec="seconds")
     report.kladder_version = __version__
     t0 = time.perf_counter()
+    timeline.mark("climb", at=timeline.now(), spec=spec.name, device=device, jobs=opts.jobs)
     runner = Runner(ref, spec, device, opts.timeout_s, jobs=opts.jobs, pool=opts.pool)
     if opts.progress is not None and hasattr(opts.progress, "watch"):
         opts.progress.watch(runner.waits)
@@ -606,6 +666,7 @@ def _slicer(opts: Options, spec: Spec, device: str):
 def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts: Options, slicer=None, reuse=None):
     from ..core.interrupts import check_current
     t0 = time.perf_counter()
+    timeline.mark("rung", rung=rr.rung, at=timeline.now())
     extra = _rung_options(rr.rung, opts, runner)
     points = list(rung_points(spec, rr.rung, budget, opts.seed, **extra))
     if slicer is not None:
@@ -636,6 +697,7 @@ def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts:
         raise
     finally:
         rr.seconds = time.perf_counter() - t0
+        timeline.mark("rung_end", rung=rr.rung, at=timeline.now(), points=len(rr.outcomes))
         rr.waits = runner.waits.of_rung(rr.rung)
         if progress:
             progress.rung_done(rr)
@@ -643,19 +705,29 @@ def _climb_rung(rr: RungReport, spec, budget, runner: Runner, report, log, opts:
 
 def early_points(spec, budget, report: ClimbReport, runner: Runner, opts: Options) -> list[Point]:
     """The points of the rungs to climb, from EARLY_FROM on, that start processes of their own
-    (own_process), as their rungs will generate them (rung 5's from no earlier failure: its
-    sanitizer runs on a failure start with their rung). None with --shard (its deal is made rung
-    by rung, in order)."""
+    (own_process), and those of any rung whose calls run under the profiler in their worker
+    (profiled: on CUDA, one lane of their own), as their rungs will generate them (rung
+    5's from no earlier failure: its sanitizer runs on a failure start with their rung). None with
+    --shard (its deal is made rung by rung, in order)."""
     if opts.shard is not None:
         return []
+    device = runner.device
     found = []
     for rr in report.rungs:
-        if rr.climbed and rr.rung >= EARLY_FROM:
-            extra = _rung_options(rr.rung, opts, runner)
-            try:
-                found += [p for p in rung_points(spec, rr.rung, budget, opts.seed, **extra) if own_process(p, runner.device)]
-            except Exception:  # noqa: BLE001 - a rung whose points cannot be made says so when its turn comes, as before
-                continue
+        if not rr.climbed:
+            continue
+        if rr.rung >= EARLY_FROM:
+            early = own_process
+        elif any(device in modes.traits(m).profiles_on for m in modes.of_rung(rr.rung)):
+            early = profiled
+        else:
+            continue
+        extra = _rung_options(rr.rung, opts, runner)
+        try:
+            found += [p for p in rung_points(spec, rr.rung, budget, opts.seed, **extra)
+                      if early(p, device) or profiled(p, device)]
+        except Exception:  # noqa: BLE001 - a rung whose points cannot be made says so when its turn comes, as before
+            continue
     return found
 
 

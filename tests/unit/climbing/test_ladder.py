@@ -110,6 +110,12 @@ def test_early_lanes_are_one_or_half_the_jobs(jobs, lanes):
     assert early_lanes(jobs) == lanes
 
 
+def test_on_cuda_a_host_with_four_cores_a_job_gives_the_early_points_as_many_lanes_as_jobs():
+    assert early_lanes(4, "cuda", 16) == 4 and early_lanes(4, "cuda", 64) == 4     # the H100 host: 16 cores, 4 jobs
+    assert early_lanes(4, "cuda", 15) == 2 and early_lanes(4, "cuda", None) == 2   # fewer cores: half the jobs
+    assert early_lanes(4, "cpu", 64) == 2                                         # the CPU's jobs are its cores already
+
+
 class _Scripted(Runner):
     """A Runner whose lane runs are scripted by status (no worker): each run recorded as (id, thread)."""
 

@@ -337,6 +337,12 @@ class Mode:
     # its calls go on for a time budget (Point.repeat's seconds: rung 5's repetition and stream of
     # calls), a lane's worth of work by itself (ladder.timed)
     runs_for_a_budget: ClassVar[bool] = False
+    # the devices where its calls run under torch's profiler (CUDA: the GPU kernels a call ran),
+    # whose first start in a worker takes seconds before anything is called (CUPTI: 4.8-7.5 s a
+    # worker on an H100, docs/results/2026-12-07-h100-cold): such points, of every rung climbed,
+    # start at the climb's start one after another on one lane of their own (ladder.profiled), so
+    # the profiler starts once a climb and on no rung's path
+    profiles_on: ClassVar[tuple[str, ...]] = ()
     # its calls run the backward too where the spec has one (Spec.grads): the calls judged against
     # the reference, accumulate's, graph's (forward and backward captured together), aba's and
     # jitcache's (whose children run eager points), repeat's (every call's gradients compared bit for

@@ -38,6 +38,7 @@ class Dispatch(base.Mode):
     rungs = (7,)
     child_processes = 1
     measured_elsewhere = True
+    profiles_on = ("cuda",)            # tracing.gpu_kernels: the profiler, in this worker where no process of its own runs the call
 
     @classmethod
     def children(cls, point, device: str) -> int:

@@ -37,6 +37,7 @@ class Flags(base.Mode):
     child_processes = 3                  # 3 values (None, "0", "1"); a flag given as a launcher keyword starts none
     start_order = 1
     measured_elsewhere = True
+    profiles_on = ("cuda",)            # tracing.gpu_kernels: the profiler, in this worker where no process of its own runs the call
 
     def observe(self, h):
         flag = declared_flag(h.spec, h.point.variant)

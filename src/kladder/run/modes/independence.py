@@ -41,6 +41,7 @@ def _name(fn) -> str:
 class Independence(Mode):
     name = "independence"
     rungs = (3,)
+    profiles_on = ("cuda",)            # tracing.gpu_kernels: the profiler, in this worker where no process of its own runs the call
 
     def observe(self, h):
         spec = h.spec
