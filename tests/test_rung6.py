@@ -182,7 +182,13 @@ def test_zoo_case_is_caught_by_rung_6_alone(case, zoo_case):
     assert z.bug["exit_code"] == 1, z.text[-3000:]
     assert [r["rung"] for r in z.bug["rungs"] if r["climbed"]] == [6]
     pts = z.points("bug", 6)
-    assert pts and all(pt["status"] == "failed" and pt["failure"] == ZOO6[case] for pt in pts), z.text[-3000:]
+    # caught at rung 6: a point fails, each failure the case's own; a hang needs a peer that reads
+    # late, so on a loaded host a point may pass: allreduce_size_stride's lag=r1 point hung while its
+    # other ran its 64 calls through, once in a whole .ci/run and in 1 of 11 runs after it
+    # (docs/results/2026-12-07-cpu-suite-fourth)
+    failed = [pt for pt in pts if pt["status"] == "failed"]
+    assert failed and all(pt["failure"] == ZOO6[case] for pt in failed), z.text[-3000:]
+    assert all(pt["status"] in ("failed", "passed") for pt in pts), z.text[-3000:]
     assert "repro:    kladder repro" in z.text and "rank " in z.text
     assert z.twin["exit_code"] == 0 and z.row["twin_clean"]             # and through the CLI too
 
