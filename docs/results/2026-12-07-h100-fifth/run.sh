@@ -15,8 +15,8 @@ for r in 1 2; do
   step light_old_$r 110 python3 .oldtree/bench/light_climb.py $B --only twin --json "$OUT/light_old_$r.json" --keep /tmp/keep/old_$r
   step light_new_$r 110 python3 bench/light_climb.py $B --only twin --json "$OUT/light_new_$r.json" --keep /tmp/keep/new_$r
   step light_new1s_$r 110 python3 bench/light_climb.py $B --only twin --twin-args "--repeat-s 1" --json "$OUT/light_new1s_$r.json" --keep /tmp/keep/new1s_$r
+  [ $r = 1 ] && step light_start 50 python3 bench/light_climb.py $B --only start --json "$OUT/light_start.json"
 done
-step light_start 50 python3 bench/light_climb.py $B --only start --json "$OUT/light_start.json"
 cp -r /tmp/keep "$OUT/keep" 2>/dev/null
 ( cd "$OUT" && tar -czf /tmp/all.tgz --exclude=all.tgz . && find . -mindepth 1 ! -name summary.txt -delete && mv /tmp/all.tgz . )
 cat "$OUT/summary.txt"
