@@ -11,7 +11,7 @@ source docs/results/2026-12-06-h100-round/common.sh
 HERE=docs/results/2026-12-07-h100-fifth
 B="--device cuda --step-timeout-s 60"
 step profiler_start 60 python3 $HERE/profiler_start.py
-for r in 1 2; do
+for r in $(seq 1 ${ROUNDS:-2}); do
   step light_old_$r 110 python3 .oldtree/bench/light_climb.py $B --only twin --json "$OUT/light_old_$r.json" --keep /tmp/keep/old_$r
   step light_new_$r 110 python3 bench/light_climb.py $B --only twin --json "$OUT/light_new_$r.json" --keep /tmp/keep/new_$r
   step light_new1s_$r 110 python3 bench/light_climb.py $B --only twin --twin-args "--repeat-s 1" --json "$OUT/light_new1s_$r.json" --keep /tmp/keep/new1s_$r
