@@ -183,3 +183,30 @@ def test_a_usage_error_needs_no_torch_and_no_worker(args, monkeypatch, capsys):
         builtins.__import__ = real
         signal.signal(signal.SIGINT, sigint)
     assert "kladder: error:" in capsys.readouterr().err
+
+
+def test_on_cuda_the_fork_server_starts_before_the_device_is_resolved_and_is_closed_when_it_cannot_be(monkeypatch):
+    # --device cuda: the server's import of torch overlaps this process's (climbing/session.early_server);
+    # on this CPU machine the device cannot be resolved (exit 2), and the server started for it is closed
+    from kladder.climbing import session
+    from kladder.run import forkclient
+    from kladder.tools import cli
+    seen = []
+
+    class _Server:
+        def __init__(self, env, label=""):
+            seen.append("server")
+
+        def close(self):
+            seen.append("closed")
+    monkeypatch.setattr(forkclient, "Server", _Server)
+    real = session.resolve_device
+    monkeypatch.setattr(session, "resolve_device", lambda d: seen.append("resolve") or real(d))
+    monkeypatch.delenv("KLADDER_FORKSERVER", raising=False)
+    import signal
+    sigint = signal.getsignal(signal.SIGINT)          # a climb's report ends with SIGINT ignored: put it back
+    try:
+        assert cli.main(["climb", FAULTY, "--device", "cuda", "--no-history"]) == 2
+    finally:
+        signal.signal(signal.SIGINT, sigint)
+    assert seen == ["server", "resolve", "closed"]

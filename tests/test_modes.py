@@ -107,7 +107,7 @@ def test_every_mode_declares_its_traits_and_they_are_the_old_tables():
     assert having("fresh_process") == {"aba"} and having("own_processes") == {"collective"}
     assert having("starts_child") == {"sanitize"}
     assert {n: cls.start_order for n, cls in reg.items() if cls.start_order != 2} == \
-        {"sanitize": 0, "jitcache": 0, "cachekey": 1, "flags": 1, "aba": 1}
+        {"sanitize": 0, "jitcache": 0, "cachekey": 0, "flags": 0, "aba": 1}
     assert having("backward") == {"eager", "reused", "aba", "accumulate", "graph", "jitcache", "repeat", "sanitize",
                                   "calls", "compiled"}
     assert having("measured_elsewhere") == {"repeat", "calls", "sanitize", "collective", "model", "jitcache", "cachekey",

@@ -143,6 +143,17 @@ def test_on_cuda_rung_3s_independence_points_start_early_and_on_the_cpu_they_wai
     assert not [p for p in _trivial_early("cuda", (1, 2, 4)) if p.rung < 4]          # rung 3 not climbed: none
 
 
+def test_the_early_points_start_longest_first_the_cache_keys_compiles_before_a_b_a():
+    order = []
+    aba, key = _pt(4, "aba", partner=(("dims", (("N", 1),)),)), _pt(7, "cachekey")
+    runner = _Runner(lambda p, a: order.append(p.id) or Status.PASSED, jobs=2)    # one early lane: one at a time
+    runner.start_early([aba, key])
+    assert [o.point for o in runner.run_all([aba])] == [aba]
+    list(runner.run_all([key]))
+    assert order == [key.id, aba.id]                 # rung 7's, given after rung 4's, started first
+    runner.close()
+
+
 def test_with_one_job_nothing_starts_early():
     jit = _pt(4, "jitcache", partner=(("dims", (("N", 1),)),))
     runner = _Runner(lambda p, alone: Status.PASSED, jobs=1)

@@ -80,6 +80,40 @@ def default_jobs(device: str, n_gpus: int = 1) -> int:
     return max(1, min(4 * n_gpus, cores // 2))
 
 
+def cuda_likely() -> bool:
+    """Whether this host seems to have an NVIDIA GPU, asked without importing torch: its control
+    device node, and no CUDA_VISIBLE_DEVICES that hides every GPU."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
+        return False
+    return os.path.exists("/dev/nvidiactl")
+
+
+def early_server(args, ref: str):
+    """For a climb on CUDA (--device cuda, or auto on a host with an NVIDIA GPU) that reaches
+    EARLY_FROM: the fork server started before this process imports torch to resolve the device, so
+    that the server's own import of torch and Triton (3-4 s on the H100 host) overlaps this
+    process's and the workers fork from it as the climb starts. Started after the device was
+    resolved, the twin's first point ran 4 s after the climb's start, its workers waiting for the
+    server (docs/results/2026-12-07-h100-fifth). None where it would not be this climb's server:
+    --ray, KLADDER_FORKSERVER=0 or a socket of another process, no fork (not POSIX), a climb that
+    stops before EARLY_FROM, --rungs unreadable (said later, as ever). The caller closes it."""
+    if getattr(args, "ray", None) or os.name != "posix" or os.environ.get("KLADDER_FORKSERVER", "") not in ("", "always"):
+        return None
+    if args.device != "cuda" and not (args.device == "auto" and cuda_likely()):
+        return None
+    try:
+        if max(parse_rungs(args.rungs)) < EARLY_FROM:
+            return None
+    except UsageError:
+        return None
+    from ..run.forkclient import Server
+    from ..run.workers import worker_env
+    try:
+        return Server(worker_env("cuda"), label=ref)
+    except OSError:
+        return None
+
+
 def climb_options(args, ref: str, device: str, keep: list | None = None, warm: bool = True, server=None):
     """Options for one climb from the command line, its workers already starting (they import
     torch and the spec while this process does the same; with `warm` False, none is started before

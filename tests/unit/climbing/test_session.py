@@ -168,3 +168,67 @@ def test_options_defaults():
     o = Options()
     assert (o.rungs, o.device, o.jobs, o.seed, o.shrink_s, o.exitfirst, o.first, o.budget) == \
         (BUILT, "auto", 1, 0, 0.0, False, frozenset(), "commit")
+
+
+# ---------------------------------------------------------------------------- the fork server before torch
+class _Server:
+    def __init__(self, env, label=""):
+        self.env, self.label, self.closed = env, label, False
+
+    def close(self):
+        self.closed = True
+
+
+def _cuda_args(**kw):
+    return argparse.Namespace(**{"device": "cuda", "rungs": None, "ray": None, **kw})
+
+
+@pytest.mark.parametrize("kw,env,likely,started", [
+    ({}, {}, False, True),                                            # --device cuda, every rung
+    ({"device": "auto"}, {}, True, True),                             # auto on a host with an NVIDIA GPU
+    ({"device": "auto"}, {}, False, False),                           # auto on a host without one
+    ({"device": "cpu"}, {}, True, False),
+    ({"rungs": "1-3"}, {}, True, False),                              # no point of its own process to fork
+    ({"rungs": "9"}, {}, True, False),                                # unreadable: said later, by climb_options
+    ({"ray": "auto"}, {}, True, False),                               # the cluster's workers, not this host's
+    ({}, {"KLADDER_FORKSERVER": "0"}, True, False),                   # every process fresh, as asked
+    ({}, {"KLADDER_FORKSERVER": "/tmp/other.sock"}, True, False),     # another process's server
+    ({}, {"KLADDER_FORKSERVER": "always"}, True, True),
+])
+def test_on_cuda_the_fork_server_starts_before_torch_is_imported(monkeypatch, kw, env, likely, started):
+    import kladder.run.forkclient as forkclient
+    monkeypatch.setattr(forkclient, "Server", _Server)
+    monkeypatch.setattr(session, "cuda_likely", lambda: likely)
+    monkeypatch.delenv("KLADDER_FORKSERVER", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    server = session.early_server(_cuda_args(**kw), "s.py::spec")
+    assert (server is not None) == started
+    if started:
+        from kladder.run.workers import worker_env
+        assert server.label == "s.py::spec" and server.env == worker_env("cuda")   # a CUDA worker's environment
+
+
+def test_cuda_is_likely_only_with_an_nvidia_device_node_and_visible_gpus(monkeypatch):
+    monkeypatch.setattr(session.os.path, "exists", lambda p: p == "/dev/nvidiactl")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert session.cuda_likely()
+    for hidden in ("", "-1"):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", hidden)
+        assert not session.cuda_likely()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setattr(session.os.path, "exists", lambda p: False)
+    assert not session.cuda_likely()
+
+
+def test_climb_options_use_the_server_given_and_leave_it_to_its_owner(monkeypatch):
+    server = _Server({})
+    server.ready, server.address, server.proc = (lambda wait_s=0.0: False), None, None
+    monkeypatch.setattr(session, "gpus", lambda args, device: ["0"])
+    monkeypatch.setattr("kladder.run.pool.Pool.warm", lambda self, n=1: None)
+    args = argparse.Namespace(rungs=None, replay=None, shard=None, ray=None, jobs=2, timeout=None, log=None,
+                              quiet=True, no_progress=True)
+    opts = climb_options(args, "s.py::spec", "cuda", server=server)
+    assert opts.pool.server is server and not opts.pool._own_server
+    opts.pool.close()
+    assert not server.closed                                       # the CLI closes it (cli/climb.py)

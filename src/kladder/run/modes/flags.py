@@ -35,7 +35,7 @@ class Flags(base.Mode):
     name = "flags"
     rungs = (7,)
     child_processes = 3                  # 3 values (None, "0", "1"); a flag given as a launcher keyword starts none
-    start_order = 1
+    start_order = 0                      # three processes of its own, as the cache key's: first
     measured_elsewhere = True
     profiles_on = ("cuda",)            # tracing.gpu_kernels: the profiler, in this worker where no process of its own runs the call
 

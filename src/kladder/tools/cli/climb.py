@@ -8,7 +8,7 @@ import sys
 
 from ...run.devicestart import DeviceStartError
 from ...core.errors import UsageError, UsageProblem
-from ...climbing.session import climb_options, device_of, log_path, writable
+from ...climbing.session import climb_options, device_of, early_server, log_path, writable
 from ...version import __version__
 from .common import INTERRUPTED, checked_early, color, write_json
 
@@ -78,6 +78,8 @@ def cmd_climb(ref: str, args) -> int:
     finally:
         for pool in started["pools"]:
             pool.close()
+        if started.get("server") is not None:          # early_server's: this command's, not a pool's
+            started["server"].close()
         if started.get("store") is not None:
             started["store"].close()
     if guard.seen:                          # what failed after a signal failed of it (an import torn half-way): interrupted
@@ -110,9 +112,12 @@ def _new_report(ref: str, args):
 def _climb_started(ref: str, args, report, started: dict) -> None:
     from ...climbing.ladder import climb
     checked_early(ref, args)
+    started["server"] = early_server(args, ref)          # on CUDA, before this process imports torch
     device = _climb_device(args)
     report.device = device
-    opts = climb_options(args, ref, device, keep=started["pools"])
+    if device != "cuda" and started["server"] is not None:   # auto found no CUDA device after all
+        started.pop("server").close()
+    opts = climb_options(args, ref, device, keep=started["pools"], server=started.get("server"))
     opts.on_outcome = started["recorder"].point
     opts.on_end = lambda r: _golden_check(r, args)       # before the log's end record: its exit_code says it
     started["rungs"] = opts.rungs
