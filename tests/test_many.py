@@ -164,3 +164,44 @@ def test_a_folder_of_one_spec_climbs_it_as_one_spec(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.startswith("kladder climb one/good.py::spec") and " specs:" not in p.stdout
     assert report_json(tmp_path / "r.json")["spec"] == "twice"            # a report, not the many document
+
+
+@pytest.mark.parametrize("device,likely,started", [("cuda", False, True), ("auto", True, True), ("auto", False, False),
+                                                   ("cpu", True, False)])
+def test_on_cuda_the_shared_fork_server_starts_before_the_device_is_resolved_and_closes_when_it_cannot_be(
+        monkeypatch, device, likely, started):
+    # the climbs of many specs start their one server before this process imports torch on CUDA,
+    # as the one spec's climb does (climbing/session.early_server); here no CUDA device resolves
+    import argparse
+
+    from kladder.core.errors import UsageProblem
+    from kladder.run import forkclient
+    from kladder.tools import many
+    seen = []
+
+    class _Server:
+        def __init__(self, env, label=""):
+            seen.append(("server", env.get("TRITON_INTERPRET") == "1" and env.get("CUDA_VISIBLE_DEVICES") == ""))
+
+        def close(self):
+            seen.append("closed")
+
+    def resolved(word):
+        seen.append("resolve")
+        if word == "cuda":
+            raise UsageProblem("--device cuda: torch sees no CUDA device here")
+        return "cpu"
+    monkeypatch.setattr(forkclient, "Server", _Server)
+    monkeypatch.setattr(many, "cuda_likely", lambda: likely)
+    monkeypatch.setattr(many, "device_of", resolved)
+    monkeypatch.setattr(many, "_climb_found", lambda *a: 0)
+    monkeypatch.delenv("KLADDER_FORKSERVER", raising=False)
+    args = argparse.Namespace(device=device, json=None, log=None, html=None, ray=None, shard=None)
+    if device == "cuda":
+        with pytest.raises(UsageProblem):
+            many.climb_many(["a.py", "b.py"], args)
+        assert seen == [("server", False), "resolve", "closed"]            # a CUDA worker's server, closed
+        return
+    assert many.climb_many(["a.py", "b.py"], args) == 0
+    first = [("server", False), "resolve", "closed"] if started else ["resolve"]
+    assert seen == first + [("server", True), "closed"]                    # then the CPU's, as before

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..core.errors import UsageError, UsageProblem
-from ..climbing.session import climb_options, device_of, log_path, writable
+from ..climbing.session import climb_options, cuda_likely, device_of, log_path, writable
 
 
 @dataclass
@@ -84,9 +84,20 @@ def climb_many(refs: list[str], args) -> int:
     if getattr(args, "ray", None) or getattr(args, "shard", None):
         raise UsageProblem("--ray and --shard climb one spec; give one PATH::NAME (several specs climb on this "
                            "machine's workers, one after another)")
-    device = device_of(args.device)
+    # on CUDA the server starts before this process imports torch to resolve the device, so that
+    # the two imports overlap (climbing/session.early_server: the one spec's climb does the same)
+    early = _server("cuda") if args.device == "cuda" or (args.device == "auto" and cuda_likely()) else None
+    try:
+        device = device_of(args.device)
+    except BaseException:
+        if early is not None:
+            early.close()
+        raise
+    if early is not None and device != "cuda":      # auto found no CUDA device after all
+        early.close()
+        early = None
     t0 = time.perf_counter()
-    server = _server(device)                 # imports torch beside this process's loading of the specs
+    server = early or _server(device)        # imports torch beside this process's loading of the specs
     try:
         return _climb_found(refs, args, device, server, t0)
     finally:
