@@ -175,14 +175,10 @@ def test_on_cuda_the_shared_fork_server_starts_before_the_device_is_resolved_and
     import argparse
 
     from kladder.core.errors import UsageProblem
-    from kladder.run import forkclient
     from kladder.tools import many
     seen = []
 
     class _Server:
-        def __init__(self, env, label=""):
-            seen.append(("server", env.get("TRITON_INTERPRET") == "1" and env.get("CUDA_VISIBLE_DEVICES") == ""))
-
         def close(self):
             seen.append("closed")
 
@@ -191,17 +187,16 @@ def test_on_cuda_the_shared_fork_server_starts_before_the_device_is_resolved_and
         if word == "cuda":
             raise UsageProblem("--device cuda: torch sees no CUDA device here")
         return "cpu"
-    monkeypatch.setattr(forkclient, "Server", _Server)
+    monkeypatch.setattr(many, "_server", lambda dev: seen.append(("server", dev)) or _Server())
     monkeypatch.setattr(many, "cuda_likely", lambda: likely)
     monkeypatch.setattr(many, "device_of", resolved)
     monkeypatch.setattr(many, "_climb_found", lambda *a: 0)
-    monkeypatch.delenv("KLADDER_FORKSERVER", raising=False)
     args = argparse.Namespace(device=device, json=None, log=None, html=None, ray=None, shard=None)
     if device == "cuda":
         with pytest.raises(UsageProblem):
             many.climb_many(["a.py", "b.py"], args)
-        assert seen == [("server", False), "resolve", "closed"]            # a CUDA worker's server, closed
+        assert seen == [("server", "cuda"), "resolve", "closed"]           # a CUDA worker's server, closed
         return
     assert many.climb_many(["a.py", "b.py"], args) == 0
-    first = [("server", False), "resolve", "closed"] if started else ["resolve"]
-    assert seen == first + [("server", True), "closed"]                    # then the CPU's, as before
+    first = [("server", "cuda"), "resolve", "closed"] if started else ["resolve"]
+    assert seen == first + [("server", "cpu"), "closed"]                   # then the CPU's, as before
