@@ -188,7 +188,7 @@ def test_on_cuda_the_shared_fork_server_starts_before_the_device_is_resolved_and
             raise UsageProblem("--device cuda: torch sees no CUDA device here")
         return "cpu"
     monkeypatch.setattr(many, "_server", lambda dev: seen.append(("server", dev)) or _Server())
-    monkeypatch.setattr(many, "cuda_likely", lambda: likely)
+    monkeypatch.setattr("kladder.climbing.session.cuda_likely", lambda: likely)
     monkeypatch.setattr(many, "device_of", resolved)
     monkeypatch.setattr(many, "_climb_found", lambda *a: 0)
     args = argparse.Namespace(device=device, json=None, log=None, html=None, ray=None, shard=None)

@@ -46,7 +46,7 @@ from ..core.sizes import (
     total_bytes,
 )
 from ..core.spec import Spec
-from .session import EARLY_FROM, Options, resolve_device
+from .session import EARLY_FROM, Options, cores, resolve_device
 from ..version import __version__
 
 MEMORY_HEADROOM = 0.85          # leave room for the reference's rows and the allocator's slack
@@ -159,10 +159,6 @@ def early_lanes(jobs: int, device: str = "cpu", cores: int | None = None) -> int
     return max(1, jobs // 2)
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 class Runner:
     """Runs points of one spec on one device as a climb runs them: skipped when they cannot
     run here, alone in a fresh worker when their mode is about process state, replayed when
@@ -262,7 +258,7 @@ class Runner:
                 self._early[p] = self._profiling_ex.submit(self._pinned, p)
         if not points:
             return
-        lanes = early_lanes(self.jobs, self.device, _cores())
+        lanes = early_lanes(self.jobs, self.device, cores())
         self.pool.expect_fresh(sum(fresh_process(p) for p in points), lanes,
                                children=sum(child_processes(p, self.device) for p in points))
         if self._early_ex is None:
@@ -714,18 +710,13 @@ def early_points(spec, budget, report: ClimbReport, runner: Runner, opts: Option
     device = runner.device
     found = []
     for rr in report.rungs:
-        if not rr.climbed:
-            continue
-        if rr.rung >= EARLY_FROM:
-            early = own_process
-        elif any(device in modes.traits(m).profiles_on for m in modes.of_rung(rr.rung)):
-            early = profiled
-        else:
+        own = rr.rung >= EARLY_FROM
+        if not rr.climbed or not (own or any(device in modes.traits(m).profiles_on for m in modes.of_rung(rr.rung))):
             continue
         extra = _rung_options(rr.rung, opts, runner)
         try:
             found += [p for p in rung_points(spec, rr.rung, budget, opts.seed, **extra)
-                      if early(p, device) or profiled(p, device)]
+                      if (own and own_process(p, device)) or profiled(p, device)]
         except Exception:  # noqa: BLE001 - a rung whose points cannot be made says so when its turn comes, as before
             continue
     return found

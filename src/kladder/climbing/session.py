@@ -70,14 +70,19 @@ def gpus(args, device: str) -> list[str] | None:
     return [ids[int(d)] for d in chosen]
 
 
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def default_jobs(device: str, n_gpus: int = 1) -> int:
     """What the machine has: one worker a core on the CPU; on CUDA four a GPU, no more than
     half the cores (a point's GPU work is milliseconds; its host work, inputs, references and
     checks, is most of its time, so workers sharing a GPU keep it busy)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    n = cores()
     if device == "cpu":
-        return max(1, cores)
-    return max(1, min(4 * n_gpus, cores // 2))
+        return max(1, n)
+    return max(1, min(4 * n_gpus, n // 2))
 
 
 def cuda_likely() -> bool:
@@ -86,6 +91,11 @@ def cuda_likely() -> bool:
     if os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
         return False
     return os.path.exists("/dev/nvidiactl")
+
+
+def cuda_asked(device: str) -> bool:
+    """--device names CUDA, or auto on a host that seems to have an NVIDIA GPU (cuda_likely)."""
+    return device == "cuda" or (device == "auto" and cuda_likely())
 
 
 def early_server(args, ref: str):
@@ -99,7 +109,7 @@ def early_server(args, ref: str):
     stops before EARLY_FROM, --rungs unreadable (said later, as ever). The caller closes it."""
     if getattr(args, "ray", None) or os.name != "posix" or os.environ.get("KLADDER_FORKSERVER", "") not in ("", "always"):
         return None
-    if args.device != "cuda" and not (args.device == "auto" and cuda_likely()):
+    if not cuda_asked(args.device):
         return None
     try:
         if max(parse_rungs(args.rungs)) < EARLY_FROM:

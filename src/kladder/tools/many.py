@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..core.errors import UsageError, UsageProblem
-from ..climbing.session import climb_options, cuda_likely, device_of, log_path, writable
+from ..climbing.session import climb_options, cuda_asked, device_of, log_path, writable
 
 
 @dataclass
@@ -86,7 +86,7 @@ def climb_many(refs: list[str], args) -> int:
                            "machine's workers, one after another)")
     # on CUDA the server starts before this process imports torch to resolve the device, so that
     # the two imports overlap (climbing/session.early_server: the one spec's climb does the same)
-    early = _server("cuda") if args.device == "cuda" or (args.device == "auto" and cuda_likely()) else None
+    early = _server("cuda") if cuda_asked(args.device) else None
     try:
         device = device_of(args.device)
     except BaseException:
