@@ -338,15 +338,17 @@ def step_liger(args, ctx, result) -> None:
                 continue
             cmd, out = liger_command(args, ctx, op)
             log = os.path.join(ctx["tmp"], f"liger_{op}.log")
-            p, t0 = start(cmd, env, log)
-            running[op] = (p, t0, limit, out, log, cmd, len(running) + 1, {})
+            marks = os.path.join(ctx["tmp"], f"liger_{op}.timeline.jsonl")
+            p, t0 = start(cmd, {**env, "KLADDER_TIMELINE": marks}, log)
+            running[op] = (p, t0, limit, out, log, cmd, len(running) + 1, {"marks": marks})
         if running:
             op = wait_any(running)
             p, t0, limit, out, log, cmd, beside, state = running.pop(op)
             r = {"cmd": " ".join(cmd[2:]), "side_by_side_at_start": beside, **finish(p, t0, limit, log, state),
-                 "report": report_summary(out)}
+                 "report": report_summary(out), "timeline": timeline_summary(state["marks"])}
             result["steps"][f"liger_{op}"] = r
             keep(args, out)
+            keep(args, state["marks"])
             write(args, result)
 
 
@@ -373,6 +375,8 @@ def climb_met(step: dict | None, target: float) -> dict:
     """A climb's time as its user waits for it: the process's wall (start-up included)."""
     if not step or "wall_s" not in step:
         return met(None, target)
+    if not step.get("timed_out") and step.get("exit") not in (0, 1):
+        return {**met(None, target), "note": f"the climb did not run to its end: exit {step.get('exit')}"}
     return met(step["wall_s"] if not step.get("timed_out") else step["timeout_s"], target, bool(step.get("timed_out")))
 
 
