@@ -149,7 +149,10 @@ def climb_options(args, ref: str, device: str, keep: list | None = None, warm: b
     else:
         ids = gpus(args, device)
         jobs = args.jobs or default_jobs(device, len(ids or [None]))
-        pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids, server=server)
+        # on a GPU host with the cores for it (early_lanes' rule), one worker more than the lanes is
+        # kept started, for a fresh worker no rung foretells (Pool's reserve)
+        pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids, server=server,
+                    reserve=1 if device != "cpu" and cores() >= 4 * jobs else 0)
         if keep is not None:
             keep.append(pool)
         if warm:
@@ -158,7 +161,7 @@ def climb_options(args, ref: str, device: str, keep: list | None = None, warm: b
                 # its start (ladder.early_points); its workers fork from it too: one import of torch
                 # and Triton for all of them, not one a worker beside the server's
                 pool.start_server()
-            pool.warm(1 if device == "cpu" else jobs)
+            pool.warm(1 if device == "cpu" else jobs + pool.reserve)
     return Options(rungs=rungs, device=device, timeout_s=args.timeout, log_path=args.log, replay=args.replay,
                    jobs=jobs, pool=pool, progress=_progress(args), repeat=getattr(args, "repeat", None),
                    repeat_s=getattr(args, "repeat_s", None), seed=getattr(args, "seed", 0), shard=shard, ray=address,

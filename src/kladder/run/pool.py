@@ -32,8 +32,14 @@ class Pool:
     another thread, on Ctrl-C). Nothing is started that no point will use: on a 2-core machine
     a worker's start costs a core for two seconds."""
 
-    def __init__(self, ref: str, device: str, spares: int = 1, gpus: list[str] | None = None, server=None):
+    def __init__(self, ref: str, device: str, spares: int = 1, gpus: list[str] | None = None, server=None,
+                 reserve: int = 0):
         self.ref, self.device, self.spares = ref, device, spares
+        # `reserve`: spares kept started beyond the lanes' for a need no rung foretells (a rung's
+        # first failure run alone in a fresh worker, a point re-run alone under load): on an H100
+        # liger's RoPE waited 18.5 s for such a worker's start (torch, the spec's imports, its CUDA
+        # context on a busy host), every lane held back behind it (docs/results/2026-12-07-h100-sixth)
+        self.reserve = reserve
         self.gpus = gpus or [None]
         self._spare: list[Worker] = []
         self._all: list[Worker] = []
@@ -119,11 +125,11 @@ class Pool:
         self.prefetch(min(n, lanes))
 
     def prefetch(self, n: int) -> None:
-        """Have `n` spares started (at most `spares`), for points known to come."""
+        """Have `n` spares started (at most `spares`, and the reserve), for points known to come."""
         with self._lock:
             if self._starting():              # forked at need once it serves (a fork costs a fraction of a start)
                 return
-            while not self.closed and len(self._spare) < min(n, max(self.spares, 1)):
+            while not self.closed and len(self._spare) < min(n, max(self.spares, 1) + self.reserve):
                 self._spare.append(self._start())
 
     def take(self, fresh: bool = False) -> Worker:
@@ -138,11 +144,13 @@ class Pool:
             if self.closed:
                 raise WorkerError("the climb is shutting down")
             w = self._spare.pop(0) if self._spare else self._start()
+            want = 0
             if fresh:
                 self._fresh_left = max(0, self._fresh_left - 1)
-                want = 0 if self._starting() else min(self._fresh_left, self._fresh_lanes, max(self.spares, 1))
-                while len(self._spare) < want:
-                    self._spare.append(self._start())
+                want = min(self._fresh_left, self._fresh_lanes, max(self.spares, 1))
+            want = 0 if self._starting() else max(want, self.reserve)
+            while len(self._spare) < want:
+                self._spare.append(self._start())
         hello, w = self._ready(w)
         self.hello = self.hello or hello.facts()
         return w

@@ -232,3 +232,22 @@ def test_climb_options_use_the_server_given_and_leave_it_to_its_owner(monkeypatc
     assert opts.pool.server is server and not opts.pool._own_server
     opts.pool.close()
     assert not server.closed                                       # the CLI closes it (cli/climb.py)
+
+
+@pytest.mark.parametrize("device, cores_, jobs, reserve, warmed", [
+    ("cuda", 16, 4, 1, 5),          # the H100 host: one worker beyond the lanes kept started
+    ("cuda", 8, 4, 0, 4),           # a GPU host without the cores for it
+    ("cpu", 64, 4, 0, 1),           # the CPU: none
+])
+def test_a_gpu_climb_keeps_one_worker_in_reserve_where_the_host_has_the_cores(monkeypatch, device, cores_, jobs,
+                                                                               reserve, warmed):
+    warm = []
+    monkeypatch.setattr(session, "gpus", lambda args, device: ["0"] if device == "cuda" else None)
+    monkeypatch.setattr(session, "cores", lambda: cores_)
+    monkeypatch.setattr("kladder.run.pool.Pool.warm", lambda self, n=1: warm.append(n))
+    monkeypatch.setattr("kladder.run.pool.Pool.start_server", lambda self: None)
+    args = argparse.Namespace(rungs="1-3", replay=None, shard=None, ray=None, jobs=jobs, timeout=None, log=None,
+                              quiet=True, no_progress=True)
+    opts = climb_options(args, "s.py::spec", device)
+    assert opts.pool.reserve == reserve and warm == [warmed]
+    opts.pool.close()

@@ -135,6 +135,41 @@ def test_taking_for_a_fresh_point_starts_the_next_fresh_points_worker():
     assert p._fresh_left == 0 and len(FakeWorker.made) == 3     # the last one starts none ahead
 
 
+def test_a_reserve_keeps_one_worker_started_beyond_the_lanes_for_an_unforeseen_fresh_need():
+    """A GPU pool (session: reserve=1 on a host with the cores): warm starts the lanes' workers and
+    the reserve; every take that leaves fewer spares than the reserve starts one, so a rung's first
+    failure, run alone in a fresh worker, takes one already started."""
+    p = Pool("spec.py", "cuda", spares=2, reserve=1)
+    p.warm(3)
+    assert len(FakeWorker.made) == 3
+    lanes = [p.take(), p.take()]
+    assert len(FakeWorker.made) == 3 and p.spares_started == 1         # the reserve still there
+    fresh = p.take(fresh=True)                                         # nothing foretold it
+    assert fresh is FakeWorker.made[2] and fresh not in lanes
+    assert len(FakeWorker.made) == 4 and p.spares_started == 1         # the next one already starting
+    p.take()
+    assert len(FakeWorker.made) == 5 and p.spares_started == 1
+
+
+def test_without_a_reserve_a_take_starts_nothing_ahead():
+    p = Pool("spec.py", "cuda", spares=2)
+    p.warm(3)
+    assert len(FakeWorker.made) == 2                                    # the spares only
+    p.take(), p.take(), p.take(fresh=True)
+    assert len(FakeWorker.made) == 3 and p.spares_started == 0
+
+
+def test_a_reserve_waits_for_a_fork_server_on_its_way():
+    server = StartingServer()
+    p = Pool("spec.py", "cuda", spares=1, server=server, reserve=1)
+    server.up = True
+    p.take()
+    assert len(FakeWorker.made) == 2 and p.spares_started == 1
+    server.up = False                                                  # (another start under way)
+    p.take()
+    assert len(FakeWorker.made) == 2 and p.spares_started == 0
+
+
 def test_nothing_is_started_ahead_while_the_fork_server_is_starting():
     server = StartingServer()
     p = Pool("spec.py", "cpu", spares=2, server=server)

@@ -5,6 +5,7 @@ the end of the process (exit 3, os._exit replaced here by an exception); `setup_
 point runs under it. `main` is the process's entry (its descriptors, its lifeline): test_protocol
 and test_forkserver start it."""
 import io
+import json
 import os
 
 import pytest
@@ -111,3 +112,53 @@ def test_setup_torch_on_the_cpu_fills_fresh_memory_runs_deterministic_on_one_thr
         torch._C._set_deterministic_algorithms(was[0], warn_only=was[1])
         torch.utils.deterministic.fill_uninitialized_memory = was[2]
         torch.set_num_threads(was[3])
+
+
+class _FakeCuda:
+    """torch.cuda's allocator as release_cached reads it: `reserved` and `allocated` bytes."""
+
+    def __init__(self, reserved: int, allocated: int, initialized: bool = True):
+        self.reserved, self.allocated, self.initialized, self.emptied = reserved, allocated, initialized, 0
+
+    def is_initialized(self):
+        return self.initialized
+
+    def memory_reserved(self):
+        return self.reserved
+
+    def memory_allocated(self):
+        return self.allocated
+
+    def empty_cache(self):
+        self.emptied += 1
+        self.reserved = self.allocated
+
+
+@pytest.mark.parametrize("device, reserved, allocated, initialized, emptied", [
+    ("cuda", 16 << 30, 1 << 20, True, 1),                        # a big point's 16 GiB freed, still cached: released
+    ("cuda", worker.KEEP_CACHED_BYTES + (1 << 20), 1 << 20, True, 0),   # within what a worker may keep
+    ("cuda", 16 << 30, 16 << 30, True, 0),                       # in use (the kernel's own): not the cache's
+    ("cuda", 16 << 30, 0, False, 0),                             # no CUDA in this worker yet
+    ("cpu", 16 << 30, 0, True, 0),                               # the CPU: nothing of the device's
+])
+def test_a_worker_gives_back_the_device_memory_its_last_point_left_cached(monkeypatch, device, reserved, allocated,
+                                                                          initialized, emptied):
+    fake = _FakeCuda(reserved, allocated, initialized)
+    monkeypatch.setattr(torch, "cuda", fake)
+    worker.release_cached(device)
+    assert fake.emptied == emptied
+
+
+def test_the_cache_is_released_before_the_answer_is_sent(exits, monkeypatch):
+    """The parent may start another lane's big point, alone, the moment it has the answer: the
+    memory must be back on the device by then."""
+    order = []
+    proto = io.StringIO()
+    real_write = proto.write
+    monkeypatch.setattr(worker, "release_cached", lambda device: order.append(("released", device)))
+    monkeypatch.setattr(proto, "write", lambda text: (order.append(("wrote", json.loads(text)["kind"] == Answer.kind)),
+                                                       real_write(text))[1])
+    worker.serve(SPEC, "cpu", [to_wire(Run(PT, None))], proto, "spec.py")
+    released = order.index(("released", "cpu"))
+    assert all(not (kind == "wrote" and is_answer) for kind, is_answer in order[:released])
+    assert any(kind == "wrote" and is_answer for kind, is_answer in order[released:])
