@@ -33,7 +33,7 @@ from . import (
     sanitizer,
     values,
 )
-from .pattern import Where, original_index, unravel, where_of
+from .pattern import Where, count, original_index, unravel, where_of
 from .pattern import describe as pattern_describe
 
 
@@ -313,8 +313,8 @@ class Judge:
             if dtype not in ("float64", "float32", "float16", "bfloat16"):
                 bad = bitwise.bits_differ(got.to(ref.device, ref.dtype), ref) if got.shape == ref.shape else None
                 if bad is not None and bool(bad.any()):
-                    found.append(Finding(Check.VALUES, name, pattern=pattern_describe(bad.cpu(), where_of(self.spec, name)),
-                                         mismatched=int(bad.sum()), total=bad.numel(),
+                    found.append(Finding(Check.VALUES, name, pattern=pattern_describe(bad, where_of(self.spec, name)),
+                                         mismatched=count(bad), total=bad.numel(),
                                          facts=ValuesFacts(dtype=dtype, shape=list(got.shape), mode=pt.mode, mutated=True)))
                 continue
             sel = prep.select.get(next(i for i, n in enumerate(self.spec.args) if n == name))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..core.facts import NotBitwiseFacts, PaddingFacts
 from ..core.outcome import Cause, Check, Finding
-from .pattern import Where, describe
+from .pattern import Where, count, describe
 
 
 def bits_differ(a, b):
@@ -27,7 +27,7 @@ def same(before: dict, after: dict, cause: Cause, call: str, where: dict[str, Wh
         if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
             continue
         differ = bits_differ(a, b)
-        n = int(differ.sum())
+        n = count(differ)
         if not n:
             continue
         pattern = describe(differ, where[name]) if where else None

@@ -28,7 +28,7 @@ from typing import Any
 from ..core.outcome import Check, Finding
 from ..core.facts import InputChangedFacts
 from .bitwise import bits_differ
-from .pattern import Where, describe
+from .pattern import Where, count, describe
 
 SNAPSHOT_COPY_BYTES = 256 << 20
 HASH_SLAB_BYTES = 16 << 20
@@ -138,7 +138,7 @@ def _where(spec, name: str) -> Where:
 
 
 def _finding(name: str, bad, where: Where, facts: dict) -> Finding | None:
-    n = int(bad.sum())
+    n = count(bad)
     if not n and not facts.get("gap_bytes"):
         return None
     pattern = describe(bad, where) if n else None
@@ -149,7 +149,7 @@ def _by_values(spec, s: Snapshot, t) -> Finding | None:
     if t.shape != s.data.shape or t.dtype != s.data.dtype:
         return Finding(Check.INPUT_CHANGED, s.name, facts=InputChangedFacts(how="values", gap_bytes=0,
                                                                           resized=[list(s.data.shape), list(t.shape)]))
-    return _finding(s.name, bits_differ(t, s.data).cpu(), _where(spec, s.name), {"how": "values", "gap_bytes": 0})
+    return _finding(s.name, bits_differ(t, s.data), _where(spec, s.name), {"how": "values", "gap_bytes": 0})
 
 
 def _by_copy(spec, s: Snapshot, g, point) -> Finding | None:
@@ -168,8 +168,8 @@ def _by_copy(spec, s: Snapshot, g, point) -> Finding | None:
     covered = torch.zeros_like(now)
     covered.view(_int_dtype(size)).as_strided(g.view.shape, g.view.stride(),
                                               g.view.storage_offset() - base).fill_(-1 if size > 1 else 255)
-    gap = int((diff & (covered == 0)).sum())
-    return _finding(s.name, bad.cpu(), _where(spec, s.name), {"how": "copy", "gap_bytes": gap})
+    gap = count(diff & (covered == 0))
+    return _finding(s.name, bad, _where(spec, s.name), {"how": "copy", "gap_bytes": gap})
 
 
 def _by_hash(spec, s: Snapshot, g, point) -> Finding | None:
@@ -200,7 +200,7 @@ def upstream_changed(spec, upstream: dict, shots: dict) -> list[Finding]:
         now = upstream.get(out)
         if now is None or now.shape != then.shape or now.dtype != then.dtype:
             continue
-        f = _finding(upstream_name(out), bits_differ(now, then).cpu(), _where(spec, out),
+        f = _finding(upstream_name(out), bits_differ(now, then), _where(spec, out),
                      {"how": "values", "gap_bytes": 0, "upstream": True})
         if f is not None:
             found.append(f)

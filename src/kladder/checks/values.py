@@ -21,7 +21,7 @@ from ..core.sizes import as_rows, output_cliffs
 from ..core.spec import Tolerance
 from . import fast
 from . import peer as peers
-from .pattern import Where, describe, original_index, unravel
+from .pattern import Where, count, describe, original_index, unravel
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ def mismatch(out, ref, tol: Tolerance, nonfinite: str | None = None, ref_lo=None
     if not out.is_floating_point():
         for rs, cs in _slabs(rows, cols):
             bad[rs, cs] = o2[rs, cs].to(device=dev, dtype=torch.int64) != r2[rs, cs].to(torch.int64)
-        n_bad = int(bad.sum())
+        n_bad = count(bad)
         return Mismatch(bad.reshape(out.shape), None, cols, n_bad, 0) if n_bad else None
     narrow = out.dtype != torch.float64
     whole_rows = cols <= CHUNK                 # then each slab's rows give their own RMS, read once
@@ -198,7 +198,7 @@ def mismatch(out, ref, tol: Tolerance, nonfinite: str | None = None, ref_lo=None
         if bool(doubt.any()):
             _decide_exactly(slab, doubt, o, r2, rs, cs, tol, fmax, nonfinite)
         bad[rs, cs] = slab
-    n_bad = int(bad.sum())
+    n_bad = count(bad)
     if not n_bad:
         return None
     excusable = 0

@@ -206,3 +206,28 @@ def test_any_mask_gets_a_pattern_whose_located_indices_are_wrong_elements(rows, 
         padded[:rows, :cols] = m
         any_wrong = padded.reshape(nr, fr, nc, fc).any(3).any(1)
         assert torch.equal(share > 0, any_wrong) and int(share.max()) <= 100     # a cell is marked iff it holds a wrong element
+
+
+def test_a_big_masks_pattern_reads_a_bounded_number_of_indices(monkeypatch):
+    """Each wrong row is never a Python int: a 2 GiB output's mask has millions of them (18 s on the
+    CPU for a 2^30-element mask, and a copy to the host first on a GPU). Whatever the pattern, what
+    describe reads to the host is bounded by the sample and the density's cells."""
+    read = []
+    real = torch.Tensor.tolist
+    monkeypatch.setattr(torch.Tensor, "tolist", lambda self: (read.append(self.numel()), real(self))[1])
+    g = torch.Generator().manual_seed(0)
+    masks = {"runs": torch.rand(8192, 64, generator=g) > 0.01,                    # most elements of every row
+             "whole_rows": torch.zeros(8192, 64, dtype=torch.bool),
+             "scattered": torch.rand(8192, 64, generator=g) > 0.999}
+    masks["whole_rows"][1::2] = True
+    for kind, m in masks.items():
+        read.clear()
+        p = describe(m, MN)
+        assert p.kind == kind
+        assert max(read) <= max(pattern_mod.DENSITY_ROWS * pattern_mod.DENSITY_COLS, pattern_mod.SAMPLE)
+        assert p.n_bad == (int(m.sum()) if kind != "whole_rows" else 4096)
+
+
+def test_count_is_the_number_of_true_elements():
+    m = torch.rand(37, 5, generator=torch.Generator().manual_seed(1)) > 0.5
+    assert pattern_mod.count(m) == int(m.sum()) and pattern_mod.count(torch.zeros(3, dtype=torch.bool)) == 0
