@@ -99,21 +99,22 @@ def cuda_asked(device: str) -> bool:
 
 
 def early_server(args, ref: str):
-    """For a climb on CUDA (--device cuda, or auto on a host with an NVIDIA GPU) that reaches
-    EARLY_FROM: the fork server started before this process imports torch to resolve the device, so
-    that the server's own import of torch and Triton (3-4 s on the H100 host) overlaps this
-    process's and the workers fork from it as the climb starts. Started after the device was
-    resolved, the twin's first point ran 4 s after the climb's start, its workers waiting for the
-    server (docs/results/2026-12-07-h100-fifth). None where it would not be this climb's server:
-    --ray, KLADDER_FORKSERVER=0 or a socket of another process, no fork (not POSIX), a climb that
-    stops before EARLY_FROM, --rungs unreadable (said later, as ever). The caller closes it."""
+    """For a climb on CUDA (--device cuda, or auto on a host with an NVIDIA GPU): the fork server
+    started before this process imports torch to resolve the device, so that the server's own
+    import of torch and Triton (3-5 s on the H100 hosts) overlaps this process's and the workers
+    fork from it as the climb starts. Started after the device was resolved, the twin's first point
+    ran 4 s after the climb's start, its workers waiting for the server (docs/results/2026-12-07-h100-fifth).
+    A climb of rungs 1-3 gets one too (since 2026-12-07, sixth session): its workers fork from it, and
+    so does a rung's first failure's fresh worker, which liger's RoPE waited 18 s for, started afresh
+    on a busy host (docs/results/2026-12-07-h100-sixth). None where it would not be this climb's
+    server: --ray, KLADDER_FORKSERVER=0 or a socket of another process, no fork (not POSIX), --rungs
+    unreadable (said later, as ever). The caller closes it."""
     if getattr(args, "ray", None) or os.name != "posix" or os.environ.get("KLADDER_FORKSERVER", "") not in ("", "always"):
         return None
     if not cuda_asked(args.device):
         return None
     try:
-        if max(parse_rungs(args.rungs)) < EARLY_FROM:
-            return None
+        parse_rungs(args.rungs)
     except UsageError:
         return None
     from ..run.forkclient import Server

@@ -188,7 +188,7 @@ def _cuda_args(**kw):
     ({"device": "auto"}, {}, True, True),                             # auto on a host with an NVIDIA GPU
     ({"device": "auto"}, {}, False, False),                           # auto on a host without one
     ({"device": "cpu"}, {}, True, False),
-    ({"rungs": "1-3"}, {}, True, False),                              # no point of its own process to fork
+    ({"rungs": "1-3"}, {}, True, True),                               # its workers and a failure's fresh one fork
     ({"rungs": "9"}, {}, True, False),                                # unreadable: said later, by climb_options
     ({"ray": "auto"}, {}, True, False),                               # the cluster's workers, not this host's
     ({}, {"KLADDER_FORKSERVER": "0"}, True, False),                   # every process fresh, as asked
