@@ -58,7 +58,7 @@ def profile_point(ref: str, point_dict: dict, device: str, warm: int, rounds: in
             run["reserved_after"] = torch.cuda.memory_reserved()
         runs.append(run)
     out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(r"kladder|torch|builtins|method", top)
+    pstats.Stats(prof, stream=out).sort_stats(os.environ.get("SORT", "tottime")).print_stats(r"kladder|torch|builtins|method", top)
     stages = sorted({k for r in runs for k in r["stages"]})
     return {"ref": ref, "point": point.id, "runs": runs,
             "median_stages": {k: round(statistics.median(r["stages"].get(k, 0.0) for r in runs), 4) for k in stages},
