@@ -87,6 +87,8 @@ BENCHES = (
           "cuda"),
     Bench("light-climb", "light_climb.py", "issue 32's targets: the rmsnorm twin cold, again and edited, the wrong "
           "GEMV's big point, five liger-kernel ops side by side", "--json", "cuda"),
+    Bench("point-profile", "point_profile.py", "where one point's time goes in this process, its stages and cProfile's "
+          "functions (--points FILE: [spec ref, point] pairs)", "--json", "cuda"),
     Bench("hostile-probes", "hostile_probes.py", "issue 36's probe families as real kladder processes: point strings, "
           "full disks, damaged history, signals, forking kernels", "--json"),
     Bench("shared-gpu", "shared_gpu.py", "issue 38's independence by ownership on a GPU: the MoE twin, the zoo's shared "
