@@ -87,6 +87,8 @@ BENCHES = (
           "cuda"),
     Bench("light-climb", "light_climb.py", "issue 32's targets: the rmsnorm twin cold, again and edited, the wrong "
           "GEMV's big point, five liger-kernel ops side by side", "--json", "cuda"),
+    Bench("pattern-speed", "pattern_speed.py", "finding a mask's pattern (describe) at a big point's size, this tree "
+          "against --base, the patterns compared", "--json"),
     Bench("point-profile", "point_profile.py", "where one point's time goes in this process, its stages and cProfile's "
           "functions (--points FILE: [spec ref, point] pairs)", "--json", "cuda"),
     Bench("hostile-probes", "hostile_probes.py", "issue 36's probe families as real kladder processes: point strings, "
