@@ -96,7 +96,7 @@ def _runs_of(rows: _Ix, where: Where) -> list[tuple[int, int]] | None:
     MAX_RUNS of them; None past that (found on the device: where consecutive ids break)."""
     import torch
     ids = rows.t
-    orig = where.row_ids.get(max(len(where.symbols) - 2, 0))
+    orig = _lead_ids(where)
     if orig:
         ids = torch.as_tensor(orig, dtype=torch.int64, device=ids.device)[ids]
     breaks = ((ids[1:] - ids[:-1]) != 1).nonzero().flatten()
@@ -165,9 +165,15 @@ def original_index(idx: tuple[int, ...], where: Where) -> tuple[int, ...]:
     return tuple(where.row_ids[a][i] if a in where.row_ids else i for a, i in enumerate(idx))
 
 
+def _lead_ids(where: Where) -> list[int] | None:
+    """The original numbers of the checked rows along the rows' axis (the one before the last), where
+    only some were checked (a big point's sampled rows); None where every row was."""
+    return where.row_ids.get(max(len(where.symbols) - 2, 0))
+
+
 def _row_ids(rows: list[int], where: Where) -> list[int]:
     """Original row numbers (rows may have been sampled from a big tensor)."""
-    orig = where.row_ids.get(max(len(where.symbols) - 2, 0))
+    orig = _lead_ids(where)
     return [orig[r] for r in rows] if orig else list(rows)
 
 
@@ -184,8 +190,7 @@ def _block(rows, cols, n_rows, n_cols, flat, where: Where) -> Pattern:
 
 
 def _rows(rows, n_rows, where: Where) -> tuple:
-    lead = len(where.symbols) - 2 if len(where.symbols) >= 2 else 0
-    ids = where.row_ids.get(lead)
+    ids = _lead_ids(where)
     a, b = (ids[rows[0]], ids[rows[-1]]) if ids else (rows[0], rows[-1])
     if a == b:
         return ("one", a)

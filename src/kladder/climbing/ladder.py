@@ -46,7 +46,7 @@ from ..core.sizes import (
     total_bytes,
 )
 from ..core.spec import Spec
-from .session import EARLY_FROM, Options, cores, resolve_device
+from .session import EARLY_FROM, Options, cores, cores_to_spare, resolve_device
 from ..version import __version__
 
 MEMORY_HEADROOM = 0.85          # leave room for the reference's rows and the allocator's slack
@@ -154,7 +154,7 @@ def early_lanes(jobs: int, device: str = "cpu", cores: int | None = None) -> int
     cores a job or more (16 for the default 4 jobs of one GPU), as many as the jobs: the early
     points' work is the host's (starting Python and torch, compiling), and on two lanes their 22-26 s
     of the twin's cold climb were as long as rungs 1-3 (docs/results/2026-12-07-h100-cold)."""
-    if device != "cpu" and (cores or 0) >= 4 * jobs:
+    if cores_to_spare(device, jobs, cores or 0):
         return max(1, jobs)
     return max(1, jobs // 2)
 

@@ -75,6 +75,15 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+CORES_A_JOB = 4
+
+
+def cores_to_spare(device: str, jobs: int, n_cores: int | None = None) -> bool:
+    """A GPU host with CORES_A_JOB cores or more a job (16 for the default 4 jobs of one GPU): room
+    for as many early lanes as jobs (ladder.early_lanes) and a worker in reserve (climb_options)."""
+    return device != "cpu" and (cores() if n_cores is None else n_cores) >= CORES_A_JOB * jobs
+
+
 def default_jobs(device: str, n_gpus: int = 1) -> int:
     """What the machine has: one worker a core on the CPU; on CUDA four a GPU, no more than
     half the cores (a point's GPU work is milliseconds; its host work, inputs, references and
@@ -150,10 +159,10 @@ def climb_options(args, ref: str, device: str, keep: list | None = None, warm: b
     else:
         ids = gpus(args, device)
         jobs = args.jobs or default_jobs(device, len(ids or [None]))
-        # on a GPU host with the cores for it (early_lanes' rule), one worker more than the lanes is
-        # kept started, for a fresh worker no rung foretells (Pool's reserve)
+        # on a GPU host with the cores for it, one worker more than the lanes is kept started, for a
+        # fresh worker no rung foretells (Pool's reserve)
         pool = Pool(ref, device, spares=1 if device == "cpu" else jobs, gpus=ids, server=server,
-                    reserve=1 if device != "cpu" and cores() >= 4 * jobs else 0)
+                    reserve=1 if cores_to_spare(device, jobs) else 0)
         if keep is not None:
             keep.append(pool)
         if warm:

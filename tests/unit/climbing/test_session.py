@@ -246,8 +246,6 @@ def test_a_gpu_climb_keeps_one_worker_in_reserve_where_the_host_has_the_cores(mo
     monkeypatch.setattr(session, "cores", lambda: cores_)
     monkeypatch.setattr("kladder.run.pool.Pool.warm", lambda self, n=1: warm.append(n))
     monkeypatch.setattr("kladder.run.pool.Pool.start_server", lambda self: None)
-    args = argparse.Namespace(rungs="1-3", replay=None, shard=None, ray=None, jobs=jobs, timeout=None, log=None,
-                              quiet=True, no_progress=True)
-    opts = climb_options(args, "s.py::spec", device)
+    opts = climb_options(_args(rungs="1-3", jobs=jobs, no_progress=True), "s.py::spec", device)
     assert opts.pool.reserve == reserve and warm == [warmed]
     opts.pool.close()
