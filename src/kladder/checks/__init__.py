@@ -267,8 +267,10 @@ class Judge:
         if backward is None:
             return found
         named = dict(zip(self.spec.args, prep.inputs.args, strict=True))
-        buffers = {n: named[n] for n in self.spec.written_in_backward(pt)}
-        buffers.update({upstream_name(n): backward.upstream[n] for n in self.spec.overwritten_at(pt) if n in backward.upstream})
+        # each buffer, and the rows of it a reference sampled at a big point (rows.py): (axis, ids) or None
+        buffers = {n: (named[n], prep.select.get(list(self.spec.args).index(n))) for n in self.spec.written_in_backward(pt)}
+        buffers.update({upstream_name(n): (backward.upstream[n], prep.select.get(("out", n)))
+                        for n in self.spec.overwritten_at(pt) if n in backward.upstream})
         candidates = [(outputs.get(grad_name(n)), refs.get(grad_name(n))) for n in self.spec.grads]
         # an accumulation point: .grad holds held + times x one call's gradient; the buffer, one call's
         held_ref = dict(zip(backward.held, backward.ref_extra[len(backward.upstream):], strict=True))
@@ -276,24 +278,25 @@ class Judge:
                        for n in held_ref if refs.get(grad_name(n)) is not None]
         kept = []
         for f in found:
-            buf = buffers.get(f.output) if f.check == Check.INPUT_CHANGED else None
+            buf, sel = buffers.get(f.output, (None, None)) if f.check == Check.INPUT_CHANGED else (None, None)
             if buf is None:
                 kept.append(f)
-            elif not self._holds_gradient(buf, candidates, pt):
+            elif not self._holds_gradient(buf, candidates, pt, sel):
                 kept.append(dataclasses.replace(f, facts=dataclasses.replace(f.facts, declared="gradient")))
         return kept
 
-    def _holds_gradient(self, buf, candidates: list, pt) -> bool:
+    def _holds_gradient(self, buf, candidates: list, pt, sel=None) -> bool:
         """`buf` holds one of the gradients: the kernel's (bit for bit) or the reference's (at the
-        dtype's tolerance)."""
+        dtype's tolerance; on the rows `sel` the reference sampled at a big point)."""
         import torch
+        rows = buf if sel is None else buf.index_select(sel[0], sel[1].to(buf.device))
         for mine, ref in candidates:
             if isinstance(mine, torch.Tensor) and mine.shape == buf.shape and mine.dtype == buf.dtype \
                     and not bool(bitwise.bits_differ(buf, mine).any()):
                 return True
-            if isinstance(ref, torch.Tensor) and tuple(ref.shape) == tuple(buf.shape) and buf.is_floating_point():
+            if isinstance(ref, torch.Tensor) and tuple(ref.shape) == tuple(rows.shape) and buf.is_floating_point():
                 tol = self.spec.tolerance_for(str(buf.dtype).removeprefix("torch."), pt.config)
-                if values.mismatch(buf.to(ref.device), ref, tol) is None:
+                if values.mismatch(rows.to(ref.device), ref, tol) is None:
                     return True
         return False
 

@@ -106,14 +106,14 @@ class Harness:
         try:
             inputs = materialize(self.spec, pt, self.device, reuse=outs_from.inputs if outs_from else None,
                                  guard=self.guard)
-            # a weight's gradient sums over every row: a backward's reference sees them all
-            select, row_ids, rows = plan_rows(self.spec, pt, self.device) if not self.backward else ({}, [], None)
+            # a weight's gradient sums over every row: there a backward's reference sees them all (rows.py)
+            select, row_ids, rows = plan_rows(self.spec, pt, self.device, self.backward)
             where = reference_device(self.spec, pt, self.device, select)
             by_arg = {i: v for i, v in select.items() if isinstance(i, int)}
             ref_args = reference_args(self.spec, inputs, by_arg, where)
             # the forward alone may leave anything in an input it overwrites with its gradient (mutated='gradient')
             snapshot = input_check.snapshot(self.spec, inputs, pt, () if self.backward else self.spec.written_in_forward(pt))
-            backward = self._backward_inputs(pt, where) if self.backward else None
+            backward = self._backward_inputs(pt, where, select) if self.backward else None
         except Exception as e:  # every failure here is kladder's or the spec's
             if is_oom(e):
                 raise
@@ -121,7 +121,9 @@ class Harness:
         return Prepared(pt, inputs, ref_args, select, row_ids, rows, reference_dtypes(self.spec, inputs), where, snapshot,
                         backward=backward)
 
-    def _backward_inputs(self, pt: Point, where: str) -> Backward:
+    def _backward_inputs(self, pt: Point, where: str, select: dict) -> Backward:
+        """The upstream gradients (and at an accumulation point what `.grad` held), guarded for the
+        kernel; the reference's copies of them on `where`, of the rows `select` picked (rows.py)."""
         import torch
         guarded = {upstream_name(n): _guarded_copy(upstream_name(n), t, self.device, self.guard)
                    for n, t in upstream_mod.upstream(self.spec, pt, self.device).items()}
@@ -131,8 +133,15 @@ class Harness:
         ups = {n: guarded[upstream_name(n)].view for n in self.spec.outputs if upstream_name(n) in guarded}
         held = {n: guarded[grad_name(n)].view for n in self.spec.grads if grad_name(n) in guarded}
         extra = list(ups.values()) + list(held.values())
+        keys = [("out", n) for n in ups] + [("out", grad_name(n)) for n in held]
         ref_dtype = getattr(torch, self.spec.reference_dtype)
-        return Backward(ups, held, ACCUMULATE_TIMES if held else 1, [t.to(where, ref_dtype) for t in extra],
+
+        def ref_copy(t, key):
+            if key in select:
+                axis, rows = select[key]
+                t = t.index_select(axis, rows.to(t.device))
+            return t.to(where, ref_dtype)
+        return Backward(ups, held, ACCUMULATE_TIMES if held else 1, [ref_copy(t, k) for t, k in zip(extra, keys, strict=True)],
                         [str(t.dtype).removeprefix("torch.") for t in extra], guarded=guarded,
                         snapshot={n: t.clone() for n, t in ups.items()})
 
@@ -486,7 +495,8 @@ def reference_device(spec: Spec, point: Point, device: str, select: dict) -> str
 
 def _selected_numel(spec: Spec, point: Point, name: str, select: dict) -> int:
     """Elements of tensor `name` the reference sees: all, or the rows rows.py picked."""
-    key = ("out", name) if name in spec.outputs else next((i for i, n in enumerate(spec.args) if n == name), None)
+    out = name in spec.outputs or name in spec.grad_outputs
+    key = ("out", name) if out else next((i for i, n in enumerate(spec.args) if n == name), None)
     numel = numel_of(spec, name, point.sizes)
     if key not in select:
         return numel
