@@ -138,3 +138,52 @@ def test_before_triton_is_imported_the_options_are_looked_at_again_later(monkeyp
     monkeypatch.setattr(interpreter, "_options_seen", False)
     monkeypatch.setattr(interpreter, "active", lambda: False)         # a launcher that imports Triton at its first call
     assert interpreter.without_dead_checks() is False and interpreter._options_seen is False
+
+
+@triton.jit
+def _scaled(x, k):
+    return x * k + tl.full(x.shape, 1, x.dtype)
+
+
+@triton.jit
+def _helpers(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + i, mask=i < N)
+    for k in range(3):                          # a helper called in a loop: each call patched triton.language again
+        x = _scaled(x, k + 2)
+    tl.store(y_ptr + i, x, mask=i < N)
+
+
+def _helped(x):
+    y = torch.empty_like(x)
+    _helpers[(triton.cdiv(x.numel(), 32),)](x, y, x.numel(), BLOCK=32)
+    return y
+
+
+def test_the_language_is_patched_once_a_launch_not_again_at_every_helper_call(monkeypatch):
+    from triton.runtime import interpreter as ti
+    triton_own, calls = _unwrapped(ti), []
+
+    def counting(fn):
+        calls.append(fn.__name__)
+        return triton_own(fn)
+    monkeypatch.setattr(ti, "_patch_lang", counting)
+    x = torch.arange(100, dtype=torch.float32)
+    want = x * 2 * 3 * 4 + (1 * 3 * 4 + 1 * 4 + 1)
+    assert torch.equal(_helped(x), want)
+    assert calls.count("_scaled") == 3 * 4 and calls.count("_helpers") == 1      # Triton's own: a patch a helper call (4 programs)
+    calls.clear()
+    monkeypatch.setattr(interpreter, "_lang_seen", False)                         # as in a new process
+    assert interpreter.patch_lang_once() is True
+    assert torch.equal(_helped(x), want)                                          # the same values
+    assert calls == ["_helpers"]                                                  # the launch patched; no helper call did
+    assert tl.core.is_builtin(tl.load)                                            # and the launch's patch was undone
+    assert interpreter.patch_lang_once() is False                                 # installed once a process
+
+
+def _unwrapped(ti):
+    """Triton's own _patch_lang, under kladder's once-patched one if a worker installed it here."""
+    f = ti._patch_lang
+    while getattr(f, "kladder", False):
+        f = f.original
+    return f

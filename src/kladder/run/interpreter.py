@@ -84,6 +84,48 @@ def without_dead_checks() -> bool:
     return True
 
 
+_lang_seen = False            # patch_lang_once looked at the interpreter's language patch in this process
+
+
+def patch_lang_once() -> bool:
+    """Triton's interpreter patches triton.language at every kernel launch (every builtin of
+    tl, tl.core, tl.tensor and tl.math, found by inspect.getmembers, then the range, the dtypes,
+    the reductions; restored when the launch ends), and patches it all again at every call of a
+    @triton.jit helper inside the kernel, while the launch's patch still holds (the helper's own
+    patch finds the builtins already replaced and is never restored). Work whose result is the
+    state the language is already in: a third of decode_group16's interpreter time, a kernel
+    that calls helpers in its loop (`_patch_builtin` 2.2 of 6.5 s, cProfile, 2026-12-07). A
+    call (a helper's, in practice) whose modules are patched already (their `load` no builtin:
+    the launch's patch replaced it) now skips it; a module the launch did not patch (a helper
+    importing triton.language where the kernel imported triton.language.core) is patched as
+    before. Installed once a process, where the interpreter is on; called before every
+    interpreted call (watch) and by the worker. Returns whether it was installed now."""
+    global _lang_seen
+    if _lang_seen or not active():
+        return False
+    _lang_seen = True
+    import inspect
+
+    from triton.runtime import interpreter as ti
+    original, scope_type = getattr(ti, "_patch_lang", None), getattr(ti, "_LangPatchScope", None)
+    tl = getattr(ti, "tl", None)
+    is_builtin = getattr(getattr(tl, "core", None), "is_builtin", None)
+    if not callable(original) or scope_type is None or is_builtin is None or getattr(original, "kladder", False):
+        return False
+
+    def patched_already(fn) -> bool:
+        langs = [v for v in fn.__globals__.values() if inspect.ismodule(v) and v in (tl, tl.core)]
+        return bool(langs) and all(hasattr(m, "load") and not is_builtin(m.load) for m in langs)
+
+    def _patch_lang(fn):
+        if patched_already(fn):
+            return scope_type()                # nothing patched here, nothing to restore
+        return original(fn)
+    _patch_lang.kladder, _patch_lang.original = True, original
+    ti._patch_lang = _patch_lang
+    return True
+
+
 def _cache_path() -> str:
     import numpy
     import triton
@@ -190,6 +232,7 @@ def watch():
     kernels launched inside touched. Does nothing when the interpreter is off or sound."""
     seen: set[str] = set()
     without_dead_checks()
+    patch_lang_once()
     defects = probe() if active() else {}
     silent = {f for f in defects if f in (BF16_ARITHMETIC, BF16_ROUNDING, FP8_CAST)}
     if not silent:

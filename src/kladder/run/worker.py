@@ -71,9 +71,10 @@ def prepare(ref: str, device: str, info: dict):
     spec = load_spec(ref)
     info["fingerprint"] = fingerprint(source_file(ref), device)
     if device == "cpu":
-        from .interpreter import probe, without_dead_checks
+        from .interpreter import patch_lang_once, probe, without_dead_checks
         probe()                                # once, if the spec runs Triton: what its interpreter gets wrong here
         without_dead_checks()                  # (rung 8's model calls the kernel outside a harness's watch)
+        patch_lang_once()
     return spec
 
 
