@@ -102,10 +102,15 @@ def _hash_mix(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
     tl.store(y_ptr + i, h, mask=i < N)
 
 
-def _mixed(x):
+def _launched(kernel, x, block: int):
+    """y = kernel over x, one program a `block` of elements."""
     y = torch.empty_like(x)
-    _hash_mix[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
+    kernel[(triton.cdiv(x.numel(), block),)](x, y, x.numel(), BLOCK=block)
     return y
+
+
+def _mixed(x):
+    return _launched(_hash_mix, x, 64)
 
 
 def test_the_interpreters_dead_overflow_checks_are_turned_off_and_change_nothing(monkeypatch):
@@ -155,9 +160,7 @@ def _helpers(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
 
 
 def _helped(x):
-    y = torch.empty_like(x)
-    _helpers[(triton.cdiv(x.numel(), 32),)](x, y, x.numel(), BLOCK=32)
-    return y
+    return _launched(_helpers, x, 32)
 
 
 def test_the_language_is_patched_once_a_launch_not_again_at_every_helper_call(monkeypatch):
