@@ -14,7 +14,10 @@ What is compared, and how:
   change names the elements (a Pattern, as for values) and the gap bytes.
 - above it (a 4 GiB point): a hash per slab of rows (16 MiB of elements each, two int64 sums
   per slab: the words, and the words weighted by their position) computed on the device, so
-  a point's peak memory grows by one slab, not by a second copy of every input. A change names
+  a point's peak memory grows by one slab, not by a second copy of every input; a row past a
+  slab (RoPE's q at its 2 GiB point: 16 rows of 128 MiB) is a slab of its own, its sums taken
+  over HASH_SLAB_BYTES of words at a time (the same sums: int64 addition wraps the same in any
+  grouping), so the words widened to int64 and their positions stay that size. A change names
   the rows of the slabs whose hash changed; the gaps of a strided view are not hashed. A change
   that leaves both sums of a slab as they were (constructed for it) goes unseen.
 - a tensor built by `build=` that is no kl.Tensor (a page table): a copy of its values, compared
@@ -77,10 +80,17 @@ def _slabs(view) -> list[tuple[int, int]]:
 
 
 def _hash(t):
+    """(sum of the words, sum of the words x their position from 1), int64 sums that wrap: a
+    hash, not a count; taken HASH_SLAB_BYTES of int64 words at a time."""
     import torch
-    w = _ints(t.contiguous()).reshape(-1).to(torch.int64)
-    pos = torch.arange(1, w.numel() + 1, dtype=torch.int64, device=w.device)
-    return torch.stack([w.sum(), (w * pos).sum()])       # int64 sums wrap: a hash, not a count
+    words = _ints(t.contiguous()).reshape(-1)
+    step = max(1, HASH_SLAB_BYTES // 8)
+    total = torch.zeros(2, dtype=torch.int64, device=words.device)
+    for a in range(0, words.numel(), step):
+        w = words[a:a + step].to(torch.int64)
+        pos = torch.arange(a + 1, a + w.numel() + 1, dtype=torch.int64, device=w.device)
+        total += torch.stack([w.sum(), (w * pos).sum()])
+    return total
 
 
 def _hashes(view, slabs):

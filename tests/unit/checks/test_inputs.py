@@ -215,3 +215,24 @@ def test_a_backward_must_leave_its_upstream_gradient_as_passed():
     (f,) = upstream_changed(spec, now, then)
     assert f.output == "upstream o" and f.facts.upstream and f.mismatched == 1 and f.pattern.rows == ("one", 1)
     assert upstream_changed(spec, {}, then) == []
+
+
+def test_a_row_past_a_slab_is_hashed_a_slab_of_words_at_a_time_to_the_same_sums(monkeypatch):
+    # RoPE's q at its 2 GiB point: 16 rows of 128 MiB; each row's words widened to int64 a slab at a time
+    g = torch.Generator().manual_seed(3)
+    t = torch.randint(-2**31, 2**31 - 1, (3, 1000), dtype=torch.int32, generator=g)
+    w = t.reshape(-1).to(torch.int64)
+    whole = [int(w.sum()), int((w * torch.arange(1, w.numel() + 1)).sum())]
+    big = torch.full((300,), 2 ** 62, dtype=torch.int64)                   # sums past int64: they wrap alike
+    wrapped = [int(big.sum()), int((big * torch.arange(1, big.numel() + 1)).sum())]
+    monkeypatch.setattr(inputs_mod, "HASH_SLAB_BYTES", 8 * 64)             # 64 words a step: 47 steps
+    made, arange = [], torch.arange
+
+    def counted(*a, **k):
+        r = arange(*a, **k)
+        made.append(r.numel())
+        return r
+    monkeypatch.setattr(torch, "arange", counted)
+    assert inputs_mod._hash(t).tolist() == whole
+    assert max(made) == 64 and len(made) == 47                             # positions made a step at a time
+    assert inputs_mod._hash(big).tolist() == wrapped
