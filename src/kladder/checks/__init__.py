@@ -14,6 +14,7 @@ from ..core.notation import ValueKind, Values
 from ..core.outcome import Cause, Check, Finding, Note, NoteKind, SpecBroken
 from ..core.facts import ErrorFacts, NotBitwiseFacts, PaddingFacts, RanFacts, UncapturedFacts, ValuesFacts
 from ..core.sizes import ITEMSIZE, dtype_of, shape_of
+from ..gen.rows import select_key
 from . import (
     bias,
     bitwise,
@@ -268,8 +269,8 @@ class Judge:
             return found
         named = dict(zip(self.spec.args, prep.inputs.args, strict=True))
         # each buffer, and the rows of it a reference sampled at a big point (rows.py): (axis, ids) or None
-        buffers = {n: (named[n], prep.select.get(list(self.spec.args).index(n))) for n in self.spec.written_in_backward(pt)}
-        buffers.update({upstream_name(n): (backward.upstream[n], prep.select.get(("out", n)))
+        buffers = {n: (named[n], prep.select.get(select_key(self.spec, n))) for n in self.spec.written_in_backward(pt)}
+        buffers.update({upstream_name(n): (backward.upstream[n], prep.select.get(select_key(self.spec, n)))
                         for n in self.spec.overwritten_at(pt) if n in backward.upstream})
         candidates = [(outputs.get(grad_name(n)), refs.get(grad_name(n))) for n in self.spec.grads]
         # an accumulation point: .grad holds held + times x one call's gradient; the buffer, one call's
@@ -320,7 +321,7 @@ class Judge:
                                          mismatched=count(bad), total=bad.numel(),
                                          facts=ValuesFacts(dtype=dtype, shape=list(got.shape), mode=pt.mode, mutated=True)))
                 continue
-            sel = prep.select.get(next(i for i, n in enumerate(self.spec.args) if n == name))
+            sel = prep.select.get(select_key(self.spec, name))
             if sel is not None:
                 got = got.index_select(sel[0], sel[1].to(got.device))
             where = where_of(self.spec, name, {sel[0]: prep.row_ids} if sel is not None else {})

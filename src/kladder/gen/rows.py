@@ -59,6 +59,14 @@ def plan_rows(spec: Spec, point: Point, device: str, backward: bool = False):
     return select, ids, RowsChecked(len(ids), n, d, sampled)
 
 
+def select_key(spec: Spec, name: str):
+    """The key of tensor `name` in plan_rows' selection: ("out", name) for an output or a
+    gradient, an input's position among the args; None for a name that is neither."""
+    if name in spec.outputs or name in spec.grad_outputs:
+        return ("out", name)
+    return next((i for i, n in enumerate(spec.args) if n == name), None)
+
+
 def _rows_of_backward(spec: Spec, point: Point, d: str) -> bool:
     """Every differentiated input and every floating output (each has an upstream gradient) has
     row dim `d`: the backward's rows are as independent as the forward's."""

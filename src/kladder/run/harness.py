@@ -17,7 +17,7 @@ from ..checks.values import Expected
 from ..gen.materialize import GUARD_BYTES, Inputs, materialize, reference_args, reference_dtypes
 from ..core.outcome import KernelError, NoteKind, RowsChecked, SpecBroken, error_facts
 from ..core.point import Point
-from ..gen.rows import plan_rows
+from ..gen.rows import plan_rows, select_key
 from ..core.sizes import ITEMSIZE, dtype_of, is_big, numel_of, shape_of, total_bytes
 from ..core.spec import FLOAT_DTYPES, Spec, grad_name, upstream_name
 from ..gen import upstream as upstream_mod
@@ -133,7 +133,7 @@ class Harness:
         ups = {n: guarded[upstream_name(n)].view for n in self.spec.outputs if upstream_name(n) in guarded}
         held = {n: guarded[grad_name(n)].view for n in self.spec.grads if grad_name(n) in guarded}
         extra = list(ups.values()) + list(held.values())
-        keys = [("out", n) for n in ups] + [("out", grad_name(n)) for n in held]
+        keys = [select_key(self.spec, n) for n in ups] + [select_key(self.spec, grad_name(n)) for n in held]
         ref_dtype = getattr(torch, self.spec.reference_dtype)
 
         def ref_copy(t, key):
@@ -495,8 +495,7 @@ def reference_device(spec: Spec, point: Point, device: str, select: dict) -> str
 
 def _selected_numel(spec: Spec, point: Point, name: str, select: dict) -> int:
     """Elements of tensor `name` the reference sees: all, or the rows rows.py picked."""
-    out = name in spec.outputs or name in spec.grad_outputs
-    key = ("out", name) if out else next((i for i, n in enumerate(spec.args) if n == name), None)
+    key = select_key(spec, name)
     numel = numel_of(spec, name, point.sizes)
     if key not in select:
         return numel

@@ -126,6 +126,15 @@ def patch_lang_once() -> bool:
     return True
 
 
+def trim() -> None:
+    """The interpreter's work whose result nothing reads, left out from here on in this process:
+    its dead overflow checks (without_dead_checks) and its language patched again at every
+    helper's call (patch_lang_once). Each looks once a process, and again later where Triton is
+    not imported yet."""
+    without_dead_checks()
+    patch_lang_once()
+
+
 def _cache_path() -> str:
     import numpy
     import triton
@@ -231,8 +240,7 @@ def watch():
     """Records, in the set it yields, the defective features (those `probe` found) that the
     kernels launched inside touched. Does nothing when the interpreter is off or sound."""
     seen: set[str] = set()
-    without_dead_checks()
-    patch_lang_once()
+    trim()
     defects = probe() if active() else {}
     silent = {f for f in defects if f in (BF16_ARITHMETIC, BF16_ROUNDING, FP8_CAST)}
     if not silent:

@@ -71,10 +71,9 @@ def prepare(ref: str, device: str, info: dict):
     spec = load_spec(ref)
     info["fingerprint"] = fingerprint(source_file(ref), device)
     if device == "cpu":
-        from .interpreter import patch_lang_once, probe, without_dead_checks
+        from .interpreter import probe, trim
         probe()                                # once, if the spec runs Triton: what its interpreter gets wrong here
-        without_dead_checks()                  # (rung 8's model calls the kernel outside a harness's watch)
-        patch_lang_once()
+        trim()                                 # (rung 8's model calls the kernel outside a harness's watch)
     return spec
 
 
